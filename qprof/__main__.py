@@ -1,0 +1,3 @@
+from qprof.cli import main
+
+raise SystemExit(main())

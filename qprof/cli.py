@@ -1,0 +1,72 @@
+"""Command-line entry point.
+
+Each subcommand lives in its own module under ``qprof.commands`` and exposes
+``add_parser(subparsers)`` and ``run(args) -> int``. Modules are imported only when
+their command runs (the parser is built from the light ``COMMANDS`` table), so
+``qprof monitor`` does not pay for numba or pyperf imports it does not need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from qprof import __version__
+
+# name -> (module under qprof.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "monitor": ("monitor", "live terminal UI: per-core costs, caps, Verify-Unit coverage"),
+    "topology": ("topology", "cores, core designs, clusters, frequency ranges and caps"),
+    "freq": ("freq", "per-CPU current/max frequency and cap flags (optionally live)"),
+    "snapshot": ("snapshot", "copy this machine's /proc and /sys CPU files into a directory"),
+    "env": ("env", "environment snapshot (load, frequencies, governors, temperatures) as JSON"),
+    "backends": ("backends", "which verifier backends work here, and why not"),
+    "verify-bench": ("verify_bench", "median verify time of every backend on one pinned core"),
+    "bench": ("bench", "measure suites per core through pyperf, write a JSONL run"),
+    "report": ("report", "Markdown report from one or more JSONL runs"),
+    "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0/1/2)"),
+    "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
+    "history": ("history", "runs and results recorded by the daemon"),
+    "export": ("export", "export a recorded run as JSONL"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qprof",
+        description="Per-core cost of post-quantum signature verification and "
+        "Verify-Unit coverage.",
+    )
+    parser.add_argument("--version", action="version", version=f"qprof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_module, help_text) in COMMANDS.items():
+        # Placeholder parsers so `qprof --help` lists everything without imports;
+        # the real parser for the chosen command is built in main().
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def _command_module(name: str):
+    module_name, _ = COMMANDS[name]
+    return importlib.import_module(f"qprof.commands.{module_name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = build_parser()
+    if not argv or argv[0] not in COMMANDS:
+        if not argv:
+            top.print_help()
+            return 2
+        top.parse_args(argv)  # handles --help/--version/unknown command (exits)
+        return 2
+    name, rest = argv[0], argv[1:]
+    module = _command_module(name)
+    parser = argparse.ArgumentParser(prog=f"qprof {name}", description=COMMANDS[name][1])
+    module.add_parser(parser)
+    args = parser.parse_args(rest)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130

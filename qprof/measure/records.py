@@ -1,0 +1,184 @@
+"""The records that flow readers -> records -> store -> views.
+
+One run of measurements is one JSONL file: a ``meta`` line first, then ``env``,
+``freq``, ``measurement``, ``disagreement`` and ``note`` lines in the order they
+happened, and an ``end`` line when the run finished (a file without one was cut
+short). The daemon's SQLite store holds the same records; the TUI and reports read
+them back through :func:`record_from_dict`. Fields may be added; none may change
+meaning. Times are nanoseconds, frequencies kHz (as sysfs has them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+SCHEMA_VERSION = 1
+
+# Operations a measurement line can carry.
+OPERATIONS = (
+    "verify",  # valid signature
+    "verify_invalid",  # one byte flipped
+    "dual_enforce",  # liboqs, then the second verifier only when liboqs accepts
+    "dual_shadow",  # both verifiers always
+    "keygen",
+    "sign",
+    "kem_keygen",
+    "kem_encaps",
+    "kem_decaps",
+)
+
+
+@dataclass
+class Record:
+    type: ClassVar[str] = "record"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"type": self.type}
+        d.update(asdict(self))
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=False, allow_nan=False)
+
+
+@dataclass
+class Meta(Record):
+    """First line of a run: what measured, where, how."""
+
+    type: ClassVar[str] = "meta"
+    run_id: str
+    started_at: float  # unix time
+    qprof_version: str
+    command: list[str]
+    versions: dict[str, str | None] = field(default_factory=dict)  # python, numba, liboqs...
+    machine: dict[str, Any] = field(default_factory=dict)  # hostname, kernel, cpu model
+    cpus: list[dict[str, Any]] = field(default_factory=list)  # topology rows of measured CPUs
+    profile: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # mode, rounds, sample counts
+    schema: int = SCHEMA_VERSION
+
+
+@dataclass
+class Env(Record):
+    """Environment snapshot before/after a run (the seeds' .env.txt)."""
+
+    type: ClassVar[str] = "env"
+    run_id: str
+    when: str  # "before" | "after"
+    taken_at: float
+    snapshot: dict[str, Any]
+
+
+@dataclass
+class FreqSample(Record):
+    """Frequency of one CPU seen during a run."""
+
+    type: ClassVar[str] = "freq"
+    run_id: str
+    taken_at: float
+    cpu: int
+    cur_khz: int | None
+    max_khz: int | None  # what the CPU may run at now (policy/thermal cap applied)
+    hw_max_khz: int | None  # what the hardware can do (cpuinfo_max_freq)
+    capped: bool | None  # None = unknown
+    cause: str | None = None  # "policy", "thermal", ... when the system says
+    round: int | None = None
+
+
+@dataclass
+class Measurement(Record):
+    """One operation timed on one CPU with one backend in one round."""
+
+    type: ClassVar[str] = "measurement"
+    run_id: str
+    cpu: int
+    suite: str  # registry name, e.g. "ML-DSA-44"
+    backend: str  # "liboqs", "numba", "dual", ...
+    operation: str  # one of OPERATIONS
+    round: int  # 0-based position in the A/B/A/B/A interleaving
+    n: int  # number of samples
+    median_ns: float
+    p95_ns: float
+    mean_ns: float | None = None
+    stdev_ns: float | None = None
+    min_ns: float | None = None
+    max_ns: float | None = None
+    samples_ns: list[float] | None = None  # kept when small enough
+    finished_at: float | None = None
+    capped: bool | None = None  # CPU ran below its hardware maximum during this round
+    cap_factor: float | None = None  # hw_max / effective max, e.g. 2.24
+    pyperf_json: str | None = None  # path of pyperf's own file, relative to the JSONL
+    checks: int = 0  # verifier agreement checks made while measuring
+    disagreements: int = 0
+
+
+@dataclass
+class Disagreement(Record):
+    """The verifiers did not agree: always loud."""
+
+    type: ClassVar[str] = "disagreement"
+    run_id: str
+    cpu: int
+    suite: str
+    backends: dict[str, bool]  # backend -> its verdict
+    public_key_hex: str
+    message_hex: str
+    signature_hex: str
+    context_hex: str = ""
+    found_at: float | None = None
+
+
+@dataclass
+class Note(Record):
+    """Something a reader of the run must know (cap, drift, aborted CPU...)."""
+
+    type: ClassVar[str] = "note"
+    run_id: str
+    level: str  # "info" | "warning" | "error"
+    text: str
+    cpu: int | None = None
+    kind: str | None = None  # "cap", "drift", "cpu_aborted", ...
+
+
+@dataclass
+class End(Record):
+    type: ClassVar[str] = "end"
+    run_id: str
+    finished_at: float
+    status: str  # "finished" | "aborted" | "partial"
+    reason: str | None = None
+    checks: int = 0
+    disagreements: int = 0
+
+
+RECORD_TYPES: dict[str, type[Record]] = {
+    cls.type: cls for cls in (Meta, Env, FreqSample, Measurement, Disagreement, Note, End)
+}
+
+
+class RecordError(ValueError):
+    """A line that is not a valid record; carries file:line when known."""
+
+
+def record_from_dict(d: dict[str, Any]) -> Record:
+    if not isinstance(d, dict):
+        raise RecordError("record is not a JSON object")
+    kind = d.get("type")
+    cls = RECORD_TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise RecordError(f"unknown record type {kind!r}")
+    known = {f.name for f in fields(cls)}
+    kwargs = {k: v for k, v in d.items() if k in known}
+    try:
+        rec = cls(**kwargs)
+    except TypeError as exc:
+        raise RecordError(f"{kind} record: {exc}") from None
+    if isinstance(rec, Measurement):
+        for name in ("median_ns", "p95_ns"):
+            value = getattr(rec, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise RecordError(f"measurement {name} must be a positive number, got {value!r}")
+    return rec
