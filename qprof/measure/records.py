@@ -28,6 +28,9 @@ OPERATIONS = (
     "kem_keygen",
     "kem_encaps",
     "kem_decaps",
+    # Added: the dual modes on the invalid (one byte flipped) signature.
+    "dual_enforce_invalid",
+    "dual_shadow_invalid",
 )
 
 

@@ -1,0 +1,222 @@
+"""Benchmark qprof's numba ML-DSA verifier against liboqs and RustCrypto (pqcrypto).
+
+Usage: .venv/bin/python bench/nb_mldsa.py [--cpu N] [--rounds R] [--levels 44,87] [--profile]
+
+Pins itself to one CPU, warms every implementation up, then runs interleaved rounds
+(each round times a batch of verifications per implementation, in turn) so that
+frequency and load changes hit all of them alike. Prints per-verification medians and
+the ratios numba / liboqs and numba / RustCrypto. ``--profile`` adds the time split of
+the numba verifier (ExpandA, NTTs, hashing, decoding) measured on its own kernels.
+Times are uncached: every verification expands A from rho again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+OQS_PREFIX = Path("/root/_oqs")
+MESSAGE = b"qprof benchmark message, 32 B.."
+CONTEXT = b"bench"
+
+
+def _load_liboqs() -> object | None:
+    """The ``oqs`` module if liboqs is installed (never lets liboqs-python build it)."""
+    if not (OQS_PREFIX / "lib" / "liboqs.so").exists():
+        return None
+    os.environ.setdefault("OQS_INSTALL_PATH", str(OQS_PREFIX))
+    import oqs
+
+    return oqs
+
+
+def _verifiers(level: int, oqs: object | None) -> dict[str, Callable[[], bool]]:
+    """name -> zero-argument verification of one fixed valid signature."""
+    from qprof.verify.nb.mldsa import mldsa_verify
+
+    out: dict[str, Callable[[], bool]] = {}
+    name = f"ML-DSA-{level}"
+    if oqs is not None:
+        signer = oqs.Signature(name)
+        pk = signer.generate_keypair()
+        sig = signer.sign_with_ctx_str(MESSAGE, CONTEXT)
+        verifier = oqs.Signature(name)
+        out["liboqs"] = lambda: verifier.verify_with_ctx_str(MESSAGE, sig, CONTEXT, pk)
+    else:
+        from dilithium_py.ml_dsa import ML_DSA_44, ML_DSA_65, ML_DSA_87
+
+        impl = {44: ML_DSA_44, 65: ML_DSA_65, 87: ML_DSA_87}[level]
+        pk, sk = impl.keygen()
+        sig = impl.sign(sk, MESSAGE, ctx=CONTEXT)
+    out["numba"] = lambda: mldsa_verify(level, pk, MESSAGE, sig, CONTEXT)
+    try:
+        from pqcrypto.sign import ml_dsa_44, ml_dsa_65, ml_dsa_87
+    except ImportError:
+        return out
+    rust = {44: ml_dsa_44, 65: ml_dsa_65, 87: ml_dsa_87}[level]
+
+    def rust_verify() -> bool:
+        rust.verify(pk, MESSAGE, sig, context=CONTEXT)  # raises if invalid
+        return True
+
+    out["rustcrypto"] = rust_verify
+    return out
+
+
+def _batch_size(fn: Callable[[], bool], target_s: float = 0.02) -> int:
+    start = time.perf_counter()
+    n = 0
+    while time.perf_counter() - start < target_s / 4:
+        fn()
+        n += 1
+    return max(1, 4 * n)
+
+
+def _time_batch(fn: Callable[[], bool], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n
+
+
+def bench_level(level: int, rounds: int, oqs: object | None) -> dict[str, float]:
+    verifiers = _verifiers(level, oqs)
+    for name, fn in verifiers.items():
+        if not fn():
+            raise SystemExit(f"{name} rejects the benchmark signature for ML-DSA-{level}")
+    sizes = {name: _batch_size(fn) for name, fn in verifiers.items()}
+    samples: dict[str, list[float]] = {name: [] for name in verifiers}
+    for _ in range(rounds):
+        for name, fn in verifiers.items():
+            samples[name].append(_time_batch(fn, sizes[name]))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def profile_level(level: int, repeats: int = 200) -> dict[str, float]:
+    """Median microseconds of each stage of the numba verifier, from its own kernels."""
+    import numpy as np
+    from numba import njit
+
+    from qprof.verify.nb import mldsa as m
+    from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
+    from qprof.verify.nb.mldsa_poly import invntt_tomont, ntt
+
+    p = m.PARAMS[level]
+
+    @njit(nogil=True)
+    def t_ntt(a: np.ndarray, n: int) -> None:
+        for _ in range(n):
+            ntt(a)
+            for j in range(256):
+                a[j] = j
+
+    @njit(nogil=True)
+    def t_invntt(a: np.ndarray, n: int) -> None:
+        for _ in range(n):
+            invntt_tomont(a)
+            for j in range(256):
+                a[j] = j
+
+    @njit(nogil=True)
+    def t_expand(rho, k, l, zhat, acc, st, sm, no, n):  # noqa: ANN001, E741
+        for _ in range(n):
+            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no)
+
+    @njit(nogil=True)
+    def t_mu(pk, ctx, msg, state, mu, n):  # noqa: ANN001
+        for _ in range(n):
+            m._hash_mu(pk, ctx, msg, state, mu)
+
+    @njit(nogil=True)
+    def t_ball(ct, tau, state, block, c, n):  # noqa: ANN001
+        for _ in range(n):
+            sample_in_ball(ct, tau, state, block, c)
+
+    a = np.arange(256, dtype=np.int32)
+    zhat = np.ones((p.l, 256), np.int32)
+    acc = np.empty((p.k, 256), np.int64)
+    st4 = np.empty(100, np.uint64)
+    sampled = np.empty((4, 256 + SAMPLE_SLACK), np.int32)
+    nonces = np.empty(4, np.int64)
+    rho = np.arange(32, dtype=np.uint8)
+    state = np.empty(25, np.uint64)
+    mu = np.empty(64, np.uint8)
+    block = np.empty(136, np.uint8)
+    c_poly = np.empty(256, np.int32)
+    ct = np.zeros(p.c_tilde_bytes, np.uint8)
+    pk = bytes(p.public_key_bytes)
+
+    def per_call(fn: Callable[[int], None], n: int) -> float:
+        fn(1)
+        best = []
+        for _ in range(15):
+            start = time.perf_counter()
+            fn(n)
+            best.append((time.perf_counter() - start) / n * 1e6)
+        return statistics.median(best)
+
+    ntt_us = per_call(lambda n: t_ntt(a, n), repeats)
+    invntt_us = per_call(lambda n: t_invntt(a, n), repeats)
+    expand_us = per_call(
+        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st4, sampled, nonces, n), repeats // 10
+    )
+    mu_us = per_call(lambda n: t_mu(pk, CONTEXT, MESSAGE, state, mu, n), repeats)
+    ball_us = per_call(lambda n: t_ball(ct, p.tau, state, block, c_poly, n), repeats)
+    return {
+        "ExpandA (x4 SHAKE128) + A*z MAC": expand_us,
+        f"NTT x{p.l + 1 + p.k} (z, c, t1)": ntt_us * (p.l + 1 + p.k),
+        f"NTT^-1 x{p.k}": invntt_us * p.k,
+        "tr + mu (SHAKE256)": mu_us,
+        "SampleInBall": ball_us,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: last)")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--levels", default="44,65,87")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    print(f"pinned to CPU {cpu}")
+
+    start = time.perf_counter()
+    from qprof.verify.nb.mldsa import warm_up
+
+    imported = time.perf_counter()
+    warm_up()
+    print(
+        f"numba: import {imported - start:.2f} s, warm_up (all levels, cache load or "
+        f"compile) {time.perf_counter() - imported:.2f} s"
+    )
+    oqs = _load_liboqs()
+    if oqs is None:
+        print(f"liboqs not found under {OQS_PREFIX}: ratios vs liboqs skipped")
+
+    print(f"{'suite':10s} {'impl':11s} {'median us':>10s} {'vs liboqs':>10s} {'vs rust':>8s}")
+    for level in (int(x) for x in args.levels.split(",")):
+        medians = bench_level(level, args.rounds, oqs)
+        for name, value in medians.items():
+            vs_oqs = value / medians["liboqs"] if "liboqs" in medians else float("nan")
+            vs_rust = value / medians["rustcrypto"] if "rustcrypto" in medians else float("nan")
+            print(
+                f"ML-DSA-{level:<3d} {name:11s} {value * 1e6:10.1f} {vs_oqs:10.2f} {vs_rust:8.2f}"
+            )
+        if args.profile:
+            for stage, us in profile_level(level).items():
+                print(f"    {stage:34s} {us:8.1f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

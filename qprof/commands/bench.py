@@ -1,0 +1,146 @@
+"""`qprof bench`: measure suites per core through pyperf workers, write a JSONL run.
+
+pyperf's own JSON of every round is kept in ``<output stem>.pyperf/`` beside the JSONL
+(``python -m pyperf stats FILE`` and ``compare_to`` work on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+
+from qprof.measure.config import MODES, TIMERS, ProgressEvent
+
+
+def split_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Options shared by `qprof bench` and `qprof check`."""
+    parser.add_argument("--cpus", metavar="LIST|all",
+                        help="CPUs to measure, e.g. 0,4-5 or all (default: one per cluster)")
+    parser.add_argument("--timer", choices=TIMERS, default="auto",
+                        help="wall = perf_counter (the seeds' clock); cpu = CPU time of the "
+                        "worker thread; auto = cpu when the machine is busy (default)")
+    parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.add_argument("--suites", type=split_list, metavar="LIST",
+                        help="comma-separated suites (default: the profile's)")
+    parser.add_argument("--backends", type=split_list, metavar="LIST",
+                        help="comma-separated verifier backends (default: liboqs, else numba)")
+    parser.add_argument("--profile", default="qanum",
+                        help="chain profile, name or path (default: qanum)")
+    speed = parser.add_mutually_exclusive_group()
+    speed.add_argument("--quick", action="store_true", help="small sample counts (~1 min)")
+    speed.add_argument("--full", action="store_true",
+                       help="more samples, and SLH-DSA 's' signing (~1 s per signature)")
+    parser.add_argument("--rounds", type=int, help="base A/B rounds (odd; default 5)")
+    parser.add_argument("--no-adaptive", action="store_true",
+                        help="do not add rounds while an estimate is unsure")
+    parser.add_argument("-o", "--output", metavar="FILE.jsonl",
+                        help="output file (default: qprof-bench-<time>.jsonl here)")
+
+
+def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
+    from qprof.measure import hwinfo
+
+    if text is None:
+        return None
+    cpus = hwinfo.parse_cpus(text)
+    if cpus is None:  # "all": every online CPU of the topology
+        topo = hwinfo.topology(root)
+        cpus = sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
+    return cpus
+
+
+class ProgressLine:
+    """One updating line on a terminal; occasional lines otherwise (logs stay readable)."""
+
+    def __init__(self, stream=sys.stderr) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last_print = 0.0
+        self.lock = threading.Lock()
+        self.width = 0
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        with self.lock:
+            text = ev.line()
+            if self.tty:
+                pad = max(0, self.width - len(text))
+                self.stream.write("\r" + text + " " * pad)
+                self.width = len(text)
+            else:
+                now = time.monotonic()
+                if ev.message not in ("starting",) and now - self.last_print < 5:
+                    return
+                self.last_print = now
+                self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.consensus import ProfileError
+    from qprof.measure.config import BenchConfig
+    from qprof.measure.engine import EngineError, run_bench
+    from qprof.measure.jsonl import JsonlSink
+
+    mode = "quick" if args.quick else "full" if args.full else "default"
+    assert mode in MODES
+    try:
+        cpus = resolve_cpus(args.cpus, args.root)
+    except ValueError as exc:
+        print(f"qprof bench: --cpus: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.output or f"qprof-bench-{time.strftime('%Y%m%dT%H%M%S')}.jsonl")
+    if out.exists():
+        print(f"qprof bench: {out} exists; choose another -o", file=sys.stderr)
+        return 2
+    pyperf_dir = out.with_name(out.stem + ".pyperf")
+    config = BenchConfig(
+        cpus=cpus, suites=args.suites, backends=args.backends, mode=mode, profile=args.profile,
+        rounds=args.rounds, adaptive=not args.no_adaptive, pyperf_dir=pyperf_dir,
+        record_base=out.parent, root=args.root, timer=args.timer,
+        command=["qprof", "bench", *sys.argv[2:]] if sys.argv[1:2] == ["bench"] else sys.argv,
+    )
+    line = ProgressLine()
+    sink = JsonlSink(out)
+    try:
+        summary = run_bench(config, sink, progress=line)
+    except (EngineError, ProfileError, ValueError) as exc:
+        line.close()
+        sink.close()
+        if out.exists() and out.stat().st_size == 0:
+            out.unlink()
+        print(f"qprof bench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        line.close()
+        sink.close()
+        print(f"qprof bench: interrupted; partial run in {out}", file=sys.stderr)
+        return 130
+    line.close()
+    sink.close()
+    print(f"{out}: {summary.status}, {len(summary.measurements)} measurements on CPU "
+          f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
+    if pyperf_dir.is_dir():
+        print(f"pyperf JSON per round: {pyperf_dir}/ (python -m pyperf stats FILE)")
+    if summary.checks:
+        print(f"{summary.checks:,} checks with two verifiers, "
+              f"{summary.disagreements} disagreements")
+    for cpu, reason in summary.aborted_cpus.items():
+        print(f"CPU {cpu}: {reason}", file=sys.stderr)
+    print(f"report: qprof report {out}")
+    return {"finished": 0, "partial": 1}.get(summary.status, 2)

@@ -1,0 +1,145 @@
+"""`qprof check --profile NAME`: do the profile's Verify-Unit constants cover this machine?
+
+Measures the profile's suites (verify only) on the chosen CPUs through the engine's
+"check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
+straddles its constant, within a time limit. Exit 0: every suite covered on every CPU;
+1: some suite not covered; 2: error (nothing measured, bad profile, bad CPU list...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
+    add_common(parser)
+    parser.add_argument("--backend",
+                        help="verifier backend (default: liboqs if available, else numba)")
+    parser.add_argument("--json", action="store_true", help="machine-readable result")
+    parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
+                        help="add no rounds that would end after S seconds (default 50)")
+    parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+
+
+def _ms(ns: float) -> str:
+    from qprof.measure.report import fmt_ns
+
+    return fmt_ns(ns)
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.measure.config import BenchConfig
+    from qprof.measure.engine import EngineError, run_bench
+    from qprof.measure.jsonl import JsonlSink
+    from qprof.measure.records import Record
+    from qprof.measure.verdict import evaluate
+
+    def fail(text: str) -> int:
+        if args.json:
+            print(json.dumps({"profile": args.profile, "error": text, "results": []}))
+        print(f"qprof check: {text}", file=sys.stderr)
+        return 2
+
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        return fail(str(exc))
+    try:
+        cpus = resolve_cpus(args.cpus, args.root)
+    except ValueError as exc:
+        return fail(f"--cpus: {exc}")
+
+    records: list[Record] = []
+    jsonl = JsonlSink(args.output) if args.output else None
+
+    def sink(record: Record) -> None:
+        records.append(record)
+        if jsonl is not None:
+            jsonl(record)
+
+    config = BenchConfig(
+        cpus=cpus, backends=[args.backend] if args.backend else None, mode="check",
+        profile=str(profile.path), time_limit_s=args.time_limit, root=args.root,
+        timer=args.timer, command=["qprof", "check", *sys.argv[2:]],
+    )
+    line = None if (args.quiet or args.json) else ProgressLine()
+    try:
+        summary = run_bench(config, sink, progress=line)
+    except (EngineError, ProfileError, ValueError) as exc:
+        return fail(str(exc))
+    finally:
+        if line:
+            line.close()
+        if jsonl:
+            jsonl.close()
+
+    evaluated = evaluate(profile, summary.measurements)
+    results = [r for r, _x in evaluated]
+    notes = [getattr(r, "text", "") for r in records
+             if getattr(r, "type", "") == "note" and r.level in ("warning", "error", "info")]
+    backend = ", ".join(sorted({r.backend for r in results})) or (args.backend or "?")
+    if not results:
+        return fail("nothing measured: " + ("; ".join(
+            f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
+    all_covered = all(r.covered for r in results)
+    code = 0 if all_covered else 1
+    if args.json:
+        out = {
+            "profile": profile.name,
+            "profile_path": str(profile.path),
+            "backend": backend,
+            "run_id": summary.run_id,
+            "status": summary.status,
+            "elapsed_s": round(summary.elapsed_s, 1),
+            "cpus": summary.cpus,
+            "aborted_cpus": {str(k): v for k, v in summary.aborted_cpus.items()},
+            "covered": all_covered,
+            "exit_code": code,
+            "timer": next((r.settings.get("timer") for r in records
+                           if getattr(r, "type", "") == "meta"), None),
+            "results": [
+                {
+                    "cpu": r.cpu, "suite": r.suite, "backend": r.backend,
+                    "median_ns": r.median_ns, "vu_estimate": r.vu_estimate,
+                    "vu_constant": r.vu_constant, "covered": r.covered, "margin": r.margin,
+                    "vu_ci_95": [r.vu_ci_low, r.vu_ci_high], "confidence": r.confidence,
+                    "capped": r.capped, "cap_factor": r.cap_factor,
+                    "worst_block_signatures": r.worst_block_signatures,
+                    "worst_block_ns": r.worst_block_ns,
+                    "reference_block_ns": r.reference_block_ns,
+                    "verdict": r.verdict, **extra,
+                }
+                for r, extra in evaluated
+            ],
+            "notes": notes,
+        }
+        print(json.dumps(out, indent=2))
+        return code
+
+    print(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
+          f"{summary.elapsed_s:.0f} s, status {summary.status}")
+    for n in notes:
+        print(f"note: {n}")
+    for r, extra in evaluated:
+        cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
+        print(f"CPU {r.cpu} {r.suite:<20} median {_ms(r.median_ns):>10}  "
+              f"{extra['rounds']} rounds, spread {extra['spread_bp']:.0f} bp  "
+              f"{r.verdict}{cap}")
+    worst = max(results, key=lambda r: r.worst_block_ns)
+    ref = f"; on the reference core {worst.reference_core}: {_ms(worst.reference_block_ns)}" if (
+        worst.reference_block_ns) else ""
+    print(f"worst-case block: {worst.worst_block_signatures} x {worst.suite} = "
+          f"{_ms(worst.worst_block_ns)} on CPU {worst.cpu}{ref}")
+    for cpu, why in summary.aborted_cpus.items():
+        print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
+    print("verdict: " + ("every suite covered" if all_covered else "NOT covered: " + ", ".join(
+        f"{r.suite} on CPU {r.cpu}" for r in results if not r.covered)))
+    return code

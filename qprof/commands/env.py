@@ -1,0 +1,28 @@
+"""qprof env: environment snapshot (load, frequencies, governors, temperatures) as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from qprof.hw.envsnap import take_env_snapshot
+from qprof.hw.topology import NotLinuxRoot
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", default="/", help="root directory (default: this machine)")
+    parser.add_argument("--no-estimate", action="store_true",
+                        help="on a machine without cpufreq, do not measure the clock")
+
+
+def run(args: argparse.Namespace) -> int:
+    estimate = not args.no_estimate and os.path.abspath(args.root) == "/"
+    try:
+        snap = take_env_snapshot(args.root, estimate=estimate)
+    except NotLinuxRoot as exc:
+        print(f"qprof env: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(snap, indent=2))
+    return 0

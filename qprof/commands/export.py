@@ -1,0 +1,53 @@
+"""qprof export RUN_ID: a run recorded by the daemon, as the JSONL `qprof bench` writes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID",
+                        help="run to export ('latest' for the newest; see qprof history)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write here instead of stdout")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the daemon's state dir (default as for qprof daemon)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
+
+    path = (args.state_dir or default_state_dir()) / DB_NAME
+    try:
+        store = Store(path, readonly=True)
+    except StoreError as exc:
+        print(f"qprof export: {exc}", file=sys.stderr)
+        return 2
+    run_id = args.run_id
+    if run_id == "latest":
+        runs = store.runs(1)
+        if not runs:
+            print(f"qprof export: {path}: no runs recorded yet", file=sys.stderr)
+            return 2
+        run_id = runs[0].run_id
+    if store.run_status(run_id) is None:
+        print(f"qprof export: no run {run_id!r} in {path} (see qprof history)",
+              file=sys.stderr)
+        return 2
+    lines = (rec.to_json() + "\n" for rec in store.run_records(run_id))
+    if args.output is None:
+        sys.stdout.writelines(lines)
+        return 0
+    tmp = args.output.with_name(args.output.name + ".tmp")
+    try:
+        with open(tmp, "w") as fh:
+            fh.writelines(lines)
+        tmp.replace(args.output)
+    except OSError as exc:
+        print(f"qprof export: cannot write {args.output}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,100 @@
+"""qprof freq: per-CPU current/max frequency, cap flags and factor (optionally live)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime
+
+from qprof.hw.format import cap_text, ghz, problems_text, table
+from qprof.hw.freq import CapWatch, FreqReading, read_frequencies
+from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", default="/",
+                        help="root directory holding proc/ and sys/ (default: this machine)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--watch", nargs="?", type=float, const=1.0, default=None,
+                        metavar="SECONDS", help="repeat every SECONDS (default 1) until Ctrl-C")
+    parser.add_argument("--count", type=int, default=None,
+                        help="with --watch: stop after this many readings")
+    parser.add_argument("--no-estimate", action="store_true",
+                        help="on a machine without cpufreq, do not measure the clock")
+
+
+def render(reading: FreqReading, topo: Topology, watch: CapWatch | None = None) -> str:
+    by_cpu = {c.cpu: c for c in topo.cpus}
+    rows = []
+    for f in reading.cpus:
+        t = by_cpu.get(f.cpu)
+        cap = cap_text(f)
+        if watch is not None and f.capped:
+            state = watch.summary(f.cpu)
+            if state.since is not None:
+                cap += f", since {datetime.fromtimestamp(state.since).strftime('%H:%M:%S')}"
+        rows.append([str(f.cpu), "-" if f.cluster is None else str(f.cluster),
+                     (t.uarch if t and t.uarch else "unknown"),
+                     {True: "yes", False: "no", None: "?"}[f.online],
+                     "-" if f.online is False else ghz(f.cur_khz, f.estimated),
+                     ghz(f.max_khz), ghz(f.hw_max_khz), f.governor or "-", cap])
+    out = table(["CPU", "Cluster", "Core design", "Online", "Current", "Allowed max",
+                 "HW max", "Governor", "Cap"], rows)
+    extra = []
+    if reading.boost is not None:
+        extra.append(f"boost {'on' if reading.boost else 'off'}")
+    if reading.no_turbo is not None:
+        extra.append(f"turbo {'off' if reading.no_turbo else 'on'} (intel_pstate)")
+    hot = [z for z in reading.thermal.zones if z.temp_c is not None]
+    if hot:
+        hottest = max(hot, key=lambda z: z.temp_c or 0)
+        extra.append(f"hottest zone {hottest.type or hottest.zone}: {hottest.temp_c:.1f} C")
+    active = [c for c in reading.thermal.cooling if c.active]
+    if active:
+        extra.append("active cooling: " + ", ".join(
+            f"{c.type}={c.cur_state}/{c.max_state}" for c in active))
+    if extra:
+        out += "\n" + "; ".join(extra)
+    if any(f.estimated for f in reading.cpus):
+        out += ("\n~ = estimated: measured by qprof with a dependent-instruction loop "
+                "(the system reports no frequency)")
+    notes = problems_text(reading.problems)
+    if notes:
+        out += "\n" + notes
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        topo = read_topology(args.root)
+    except NotLinuxRoot as exc:
+        print(f"qprof freq: {exc}", file=sys.stderr)
+        return 2
+    estimate = not args.no_estimate and os.path.abspath(args.root) == "/"
+    if args.watch is None:
+        reading = read_frequencies(args.root, topo, estimate=estimate)
+        print(json.dumps(reading.to_dict(), indent=2) if args.json else render(reading, topo))
+        return 0
+    interval = max(0.1, args.watch)
+    watch = CapWatch(args.root, window_s=max(60.0, interval * 10), topology=topo)
+    n = 0
+    try:
+        while args.count is None or n < args.count:
+            reading = watch.sample(read_frequencies(args.root, topo, estimate=estimate))
+            n += 1
+            if args.json:
+                d = reading.to_dict()
+                d["cap_states"] = {str(k): v.to_dict() for k, v in watch.states().items()}
+                print(json.dumps(d), flush=True)
+            else:
+                stamp = datetime.fromtimestamp(reading.taken_at).strftime("%H:%M:%S")
+                print(f"--- {stamp}\n{render(reading, topo, watch)}\n", flush=True)
+            if args.count is not None and n >= args.count:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -1,0 +1,80 @@
+"""qprof history: runs, latest results per CPU and suite, and recent alerts from the store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the daemon's state dir (default as for qprof daemon)")
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.add_argument("--runs", type=int, default=10, metavar="N", help="runs to list")
+    parser.add_argument("--alerts", type=int, default=20, metavar="N", help="alerts to list")
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.1f} µs"
+
+
+def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
+    from qprof.service.metrics import summarize
+
+    results = summarize(store.newest_run_measurements("verify"))
+    return {
+        "runs": [r.to_dict() for r in store.runs(n_runs)],
+        "results": [r.__dict__ for r in results],
+        "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
+        "alerts": [a.to_dict() for a in store.recent_alerts(n_alerts)],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
+
+    path = (args.state_dir or default_state_dir()) / DB_NAME
+    try:
+        store = Store(path, readonly=True)
+    except StoreError as exc:
+        print(f"qprof history: {exc}", file=sys.stderr)
+        return 2
+    data = collect(store, args.runs, args.alerts)
+    if args.json:
+        json.dump({"store": str(path), **{k: v for k, v in data.items()}}, sys.stdout,
+                  indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    out = [f"store: {path}", "", "runs (newest first):"]
+    if not data["runs"]:
+        out.append("  none yet")
+    for r in data["runs"]:
+        cpus = ",".join(map(str, r["cpus"])) or "-"
+        reason = f" ({r['reason']})" if r["reason"] else ""
+        out.append(f"  {r['run_id']}  {_when(r['started_at'])}  cpus {cpus}  "
+                   f"{r['measurements']} measurements  {r['status']}{reason}")
+    out += ["", "latest verify results (median of the newest run's rounds):"]
+    if not data["results"]:
+        out.append("  none yet")
+    for r in data["results"]:
+        cap = f"  capped {r['cap_factor']:.2f}x" if r["capped"] and r["cap_factor"] else (
+            "  capped" if r["capped"] else "")
+        out.append(f"  cpu {r['cpu']:<3} {r['suite']:<20} {r['backend']:<8} "
+                   f"{_us(r['median_ns']):>12}  run {r['run_id']}{cap}")
+    out += ["", "recent alerts:"]
+    if not data["alerts"]:
+        out.append("  none")
+    for a in data["alerts"]:
+        out.append(f"  {_when(a['ts'])}  {a['severity']:<8} {a['kind']:<18} {a['message']}")
+    print("\n".join(out))
+    return 0

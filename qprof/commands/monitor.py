@@ -1,0 +1,87 @@
+"""``qprof monitor``: the live terminal UI (per-core costs, caps, Verify-Unit coverage).
+
+Only argparse and the light data layer are imported before the first frame; Textual is
+imported when the app starts, numba/oqs/pyperf only when something is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=Path("/"), metavar="DIR",
+                        help="read topology and frequencies from a snapshot of another "
+                        "machine (see `qprof snapshot`); costs are then not measured here")
+    parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                        help="attach to the daemon's store DIR/qprof.db when present, else "
+                        "keep the monitor's own store in DIR (default: the daemon's state "
+                        "dir: $STATE_DIRECTORY, $XDG_STATE_HOME/qprof, ~/.local/state/qprof)")
+    parser.add_argument("--store", type=Path, default=None, metavar="FILE",
+                        help="read (and write measurements to) this SQLite store file")
+    parser.add_argument("--profile", default="qanum",
+                        help="chain profile with the Verify-Unit constants (default: qanum)")
+    parser.add_argument("--backend", default=None,
+                        help="verifier backend to show and measure (default: liboqs when "
+                        "available, else the first that works)")
+    parser.add_argument("--refresh", type=float, default=1.0, metavar="SECONDS",
+                        help="refresh interval (default: 1)")
+    parser.add_argument("--measure-every", type=float, default=60.0, metavar="MINUTES",
+                        help="standalone mode: measure one core per cluster in turn this "
+                        "often (default: 60; 0 = only when `b` is pressed)")
+    parser.add_argument("--export-dir", type=Path, default=None, metavar="DIR",
+                        help="where `e` writes the Markdown report (default: current dir)")
+    parser.add_argument("--startup-report", action="store_true",
+                        help=argparse.SUPPRESS)  # prints the time to the first frame on exit
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (from /proc/self/stat), for --startup-report."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        start_ticks = int(fields[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.tui.collect import Collector, MonitorConfig
+
+    config = MonitorConfig(
+        root=args.root,
+        state_dir=args.state_dir,
+        store_path=args.store,
+        profile=args.profile,
+        backend=args.backend,
+        refresh_s=max(0.2, args.refresh),
+        measure_every_s=max(0.0, args.measure_every) * 60.0,
+        export_dir=args.export_dir,
+    )
+    collector = Collector(config)
+    try:
+        collector.sources.hardware.topology()
+    except (OSError, ValueError) as exc:  # NotLinuxRoot and unreadable roots
+        print(f"qprof monitor: {exc}", file=sys.stderr)
+        return 2
+    if collector.profile.error:
+        print(f"qprof monitor: {collector.profile.error}", file=sys.stderr)
+        return 2
+
+    from qprof.tui.app import MonitorApp
+
+    started = time.monotonic()
+    age_at_start = _process_age_s() if args.startup_report else None
+    app = MonitorApp(config, collector)
+    app.run()
+    if args.startup_report and app.first_frame_at is not None:
+        since_start = app.first_frame_at - started
+        total = since_start + (age_at_start or 0.0)
+        print(f"first frame {total:.2f} s after process start "
+              f"({since_start:.2f} s after the app started)", file=sys.stderr)
+    return int(app.return_code or 0)

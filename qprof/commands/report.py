@@ -1,0 +1,55 @@
+"""`qprof report FILE...`: Markdown tables from JSONL runs; several files side by side.
+
+Bad lines are reported on stderr as ``file:line: reason`` and skipped (and listed in the
+report's notes); a file that cannot be read is an error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="JSONL runs (qprof bench -o)")
+    parser.add_argument("--profile",
+                        help="chain profile for VU coverage (default: the runs' own, else qanum)")
+    parser.add_argument("-o", "--output", metavar="FILE.md", help="write here instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.measure.jsonl import read_run
+    from qprof.measure.report import render_report
+
+    runs = []
+    failed = False
+    for name in args.files:
+        try:
+            run_data = read_run(name)
+        except OSError as exc:
+            print(f"qprof report: {name}: {exc.strerror or exc}", file=sys.stderr)
+            failed = True
+            continue
+        for problem in run_data.problems:
+            print(f"qprof report: {problem}", file=sys.stderr)
+        runs.append(run_data)
+    if not runs:
+        return 2
+    name = args.profile or next((r.meta.profile for r in runs if r.meta and r.meta.profile),
+                                "qanum")
+    try:
+        profile = load_profile(name)
+    except ProfileError as exc:
+        if args.profile:
+            print(f"qprof report: {exc}", file=sys.stderr)
+            return 2
+        print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
+        profile = None
+    text = render_report(runs, profile)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 2 if failed else 0

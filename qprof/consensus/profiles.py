@@ -1,0 +1,254 @@
+"""Chain profiles: a chain's Verify-Unit constants and block limits, in TOML.
+
+A profile is found by name in the repository's ``profiles/`` directory (or in
+``$QPROF_PROFILES``), or given as a path. Every error names the file, the key and what
+was expected, so a typo in a profile never turns into a silently wrong verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The registry's names (qprof.verify.suites.SUITES); used when that module is not importable.
+_FALLBACK_SUITES = (
+    "ML-DSA-44",
+    "ML-DSA-65",
+    "ML-DSA-87",
+    "SLH-DSA-SHAKE-128s",
+    "SLH-DSA-SHAKE-128f",
+    "SLH-DSA-SHAKE-192s",
+    "SLH-DSA-SHAKE-192f",
+    "SLH-DSA-SHAKE-256s",
+    "SLH-DSA-SHAKE-256f",
+)
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names file, key and expectation."""
+
+
+@dataclass(frozen=True)
+class ReferenceCore:
+    """A core the constants were set from, with its measured verify medians."""
+
+    name: str
+    verify_median_ns: dict[str, float]
+    part_name: str | None = None
+    uarch: str | None = None
+    implementer: str | None = None
+    part: str | None = None
+    max_khz: int | None = None
+    backend: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: Path
+    unit_suite: str
+    verify_units: dict[str, int]  # suite -> constant (the unit suite included)
+    max_block_verify_units: int
+    max_block_auth_bytes: int | None = None
+    target_block_interval_s: float | None = None
+    suites_in_use: tuple[str, ...] = ()
+    description: str = ""
+    reference_cores: tuple[ReferenceCore, ...] = field(default_factory=tuple)
+
+    @property
+    def unit_vu(self) -> int:
+        return self.verify_units[self.unit_suite]
+
+    @property
+    def suites(self) -> list[str]:
+        """Unit suite first, then the others in file order."""
+        return [self.unit_suite] + [s for s in self.verify_units if s != self.unit_suite]
+
+    def reference_core(self) -> ReferenceCore | None:
+        """The core the constants follow: the first listed (the slowest, by convention)."""
+        return self.reference_cores[0] if self.reference_cores else None
+
+
+def known_suites() -> tuple[str, ...]:
+    try:
+        from qprof.verify.suites import SUITES
+    except Exception:  # verify package missing or broken: the documented names still hold
+        return _FALLBACK_SUITES
+    return tuple(SUITES)
+
+
+def profile_dirs() -> list[Path]:
+    dirs: list[Path] = []
+    env = os.environ.get("QPROF_PROFILES")
+    if env:
+        dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
+    # Editable install / source checkout: <repo>/profiles beside the qprof package.
+    dirs.append(Path(__file__).resolve().parents[2] / "profiles")
+    return dirs
+
+
+def available_profiles() -> list[str]:
+    names: set[str] = set()
+    for d in profile_dirs():
+        if d.is_dir():
+            names.update(p.stem for p in d.glob("*.toml"))
+    return sorted(names)
+
+
+def find_profile(name_or_path: str | Path) -> Path:
+    text = str(name_or_path)
+    candidate = Path(text).expanduser()
+    if candidate.suffix == ".toml" or os.sep in text or candidate.is_file():
+        if not candidate.is_file():
+            raise ProfileError(f"{candidate}: profile file not found")
+        return candidate
+    for d in profile_dirs():
+        path = d / f"{text}.toml"
+        if path.is_file():
+            return path
+    known = ", ".join(available_profiles()) or "none found"
+    raise ProfileError(
+        f"profile {text!r} not found in {', '.join(str(d) for d in profile_dirs())} "
+        f"(known profiles: {known})"
+    )
+
+
+def _int(path: Path, key: str, value: Any, minimum: int = 1) -> int:
+    # bool is an int in Python; a profile saying `true` for a constant is a mistake.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProfileError(f"{path}: {key}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ProfileError(f"{path}: {key}: expected an integer >= {minimum}, got {value}")
+    return value
+
+
+def _number(path: Path, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ProfileError(f"{path}: {key}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _suite(path: Path, key: str, value: Any, suites: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in suites:
+        raise ProfileError(
+            f"{path}: {key}: unknown suite {value!r} (expected one of: {', '.join(suites)})"
+        )
+    return value
+
+
+def _opt_str(path: Path, key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ProfileError(f"{path}: {key}: expected a string, got {value!r}")
+    return value
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    path = find_profile(name_or_path)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return profile_from_dict(data, path)
+
+
+def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
+    suites = known_suites()
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise ProfileError(f"{path}: name: expected a non-empty string, got {name!r}")
+
+    vu_table = data.get("verify_units")
+    if not isinstance(vu_table, dict) or not vu_table:
+        raise ProfileError(f"{path}: verify_units: expected a table of suite = integer")
+    verify_units = {
+        _suite(path, f"verify_units.{suite!r}", suite, suites): _int(
+            path, f"verify_units.{suite!r}", value
+        )
+        for suite, value in vu_table.items()
+    }
+
+    if "unit_suite" not in data:
+        raise ProfileError(f"{path}: unit_suite: missing (expected a suite name, e.g. ML-DSA-44)")
+    unit = _suite(path, "unit_suite", data["unit_suite"], suites)
+    if unit not in verify_units:
+        raise ProfileError(
+            f"{path}: verify_units: missing the unit suite {unit!r} (expected its constant)"
+        )
+
+    if "max_block_verify_units" not in data:
+        raise ProfileError(f"{path}: max_block_verify_units: missing (expected an integer)")
+    max_vu = _int(path, "max_block_verify_units", data["max_block_verify_units"])
+    auth = data.get("max_block_auth_bytes")
+    auth_bytes = None if auth is None else _int(path, "max_block_auth_bytes", auth)
+    interval = data.get("target_block_interval_s")
+    interval_s = None if interval is None else _number(path, "target_block_interval_s", interval)
+
+    in_use_raw = data.get("suites_in_use", [])
+    if not isinstance(in_use_raw, list):
+        raise ProfileError(f"{path}: suites_in_use: expected a list of suite names")
+    in_use = tuple(
+        _suite(path, f"suites_in_use[{i}]", s, suites) for i, s in enumerate(in_use_raw)
+    )
+    for s in in_use:
+        if s not in verify_units:
+            raise ProfileError(f"{path}: suites_in_use: {s!r} has no entry in verify_units")
+
+    refs_raw = data.get("reference_cores", [])
+    if not isinstance(refs_raw, list):
+        raise ProfileError(f"{path}: reference_cores: expected an array of tables")
+    refs = []
+    for i, ref in enumerate(refs_raw):
+        key = f"reference_cores[{i}]"
+        if not isinstance(ref, dict):
+            raise ProfileError(f"{path}: {key}: expected a table")
+        ref_name = ref.get("name")
+        if not isinstance(ref_name, str) or not ref_name:
+            raise ProfileError(f"{path}: {key}.name: expected a non-empty string")
+        medians_raw = ref.get("verify_median_ns", {})
+        if not isinstance(medians_raw, dict):
+            raise ProfileError(f"{path}: {key}.verify_median_ns: expected a table")
+        medians = {
+            _suite(path, f"{key}.verify_median_ns.{s!r}", s, suites): _number(
+                path, f"{key}.verify_median_ns.{s!r}", v
+            )
+            for s, v in medians_raw.items()
+        }
+        max_khz = ref.get("max_khz")
+        refs.append(
+            ReferenceCore(
+                name=ref_name,
+                verify_median_ns=medians,
+                part_name=_opt_str(path, f"{key}.part_name", ref.get("part_name")),
+                uarch=_opt_str(path, f"{key}.uarch", ref.get("uarch")),
+                implementer=_opt_str(path, f"{key}.implementer", ref.get("implementer")),
+                part=_opt_str(path, f"{key}.part", ref.get("part")),
+                max_khz=None if max_khz is None else _int(path, f"{key}.max_khz", max_khz),
+                backend=_opt_str(path, f"{key}.backend", ref.get("backend")),
+                source=_opt_str(path, f"{key}.source", ref.get("source")),
+            )
+        )
+
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ProfileError(f"{path}: description: expected a string")
+    return Profile(
+        name=name,
+        path=path,
+        unit_suite=unit,
+        verify_units=verify_units,
+        max_block_verify_units=max_vu,
+        max_block_auth_bytes=auth_bytes,
+        target_block_interval_s=interval_s,
+        suites_in_use=in_use,
+        description=description,
+        reference_cores=tuple(refs),
+    )

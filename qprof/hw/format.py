@@ -1,0 +1,67 @@
+"""Human formatting shared by ``qprof topology``, ``qprof freq`` and the TUI."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qprof.hw.freq import ClusterFreq, CpuFreq
+from qprof.hw.sysfs import format_cpulist
+
+
+def ghz(khz: int | None, estimated: bool = False) -> str:
+    if khz is None:
+        return "unknown"
+    text = f"{khz / 1e6:.2f} GHz"
+    return f"~{text} (est.)" if estimated else text
+
+
+def ghz_range(lo: int | None, hi: int | None) -> str:
+    if lo is None and hi is None:
+        return "unknown"
+    if lo is None:
+        return f"? - {ghz(hi)}"
+    return f"{lo / 1e6:.2f} - {ghz(hi)}"
+
+
+def cap_text(item: CpuFreq | ClusterFreq) -> str:
+    """``capped 2.42 -> 1.08 GHz by policy: 2.24x`` / ``no`` / ``unknown (...)``."""
+    if item.capped is None:
+        return "unknown (no cpufreq)" if item.hw_max_khz is None else "unknown"
+    if not item.capped:
+        return "no"
+    cause = f" by {item.cap_cause}" if item.cap_cause else ""
+    factor = f": {item.cap_factor:.2f}x" if item.cap_factor else ""
+    return (f"CAPPED {item.hw_max_khz / 1e6:.2f} -> {ghz(item.max_khz)}"  # type: ignore[operator]
+            f"{cause}{factor}")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def merge_problems(*lists: Sequence[str]) -> list[str]:
+    """Problems of several readers, in order, without repeats of the same fact."""
+    merged = list(dict.fromkeys(p for lst in lists for p in lst))
+    if any(p.startswith("no cpufreq:") for p in merged):
+        merged = [p for p in merged if not p.startswith("no cpufreq data:")]
+    return merged
+
+
+def problems_text(problems: Sequence[str], limit: int = 8) -> str:
+    if not problems:
+        return ""
+    shown = [f"  - {p}" for p in problems[:limit]]
+    if len(problems) > limit:
+        shown.append(f"  ... and {len(problems) - limit} more (see --json)")
+    return f"{len(problems)} note(s):\n" + "\n".join(shown)
+
+
+__all__ = ["cap_text", "format_cpulist", "ghz", "ghz_range", "merge_problems", "problems_text",
+           "table"]

@@ -1,0 +1,427 @@
+"""Per-CPU frequencies, governors and the cap model.
+
+A CPU is *capped* when the frequency it may run at now (``scaling_max_freq``, which
+already includes thermal and QoS limits on current kernels) is below what the hardware
+can do (``cpuinfo_max_freq``). The cause is named only when the system says so: an
+active cpufreq cooling device for that CPU means ``thermal``; boost/turbo switched off
+means ``boost-off``; otherwise the policy maximum was lowered (``policy``). The factor
+is hardware max / allowed max (2.42 GHz / 1.08 GHz -> 2.24).
+
+:class:`CapWatch` samples readings over a time window (the daemon and TUI call it once a
+second) and says per CPU and per cluster whether a cap is on, since when, and when the
+last one ended.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qprof.hw.sysfs import SysRoot
+from qprof.hw.thermal import ThermalState, read_thermal
+from qprof.hw.topology import CPU_DIR, Topology, read_topology
+
+# Allowed max within this fraction of the hardware max is not a cap (driver rounding).
+CAP_TOLERANCE = 0.005
+_CPU_MHZ = re.compile(r"^cpu MHz\s*:\s*([0-9.]+)", re.M)
+
+
+@dataclass
+class CpuFreq:
+    cpu: int
+    online: bool | None
+    cur_khz: int | None = None
+    min_khz: int | None = None  # scaling_min_freq
+    max_khz: int | None = None  # scaling_max_freq: what the CPU may run at now
+    hw_min_khz: int | None = None  # cpuinfo_min_freq
+    hw_max_khz: int | None = None  # cpuinfo_max_freq: what the hardware can do
+    governor: str | None = None
+    driver: str | None = None
+    available_governors: list[str] | None = None
+    capped: bool | None = None
+    cap_factor: float | None = None
+    cap_cause: str | None = None
+    estimated: bool = False  # cur_khz measured by qprof, not reported by the system
+    cur_source: str | None = None  # "scaling_cur_freq", "cpuinfo_cur_freq", "estimated"
+    cluster: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ClusterFreq:
+    id: int
+    cpus: list[int]
+    uarch: str | None
+    hw_max_khz: int | None
+    max_khz: int | None
+    cur_khz: int | None  # highest current frequency among online members
+    governor: str | None
+    capped: bool | None
+    cap_factor: float | None
+    cap_cause: str | None
+    estimated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FreqReading:
+    root: str
+    taken_at: float
+    cpus: list[CpuFreq]
+    clusters: list[ClusterFreq]
+    boost: bool | None = None  # cpufreq/boost (acpi-cpufreq, amd-pstate)
+    no_turbo: bool | None = None  # intel_pstate/no_turbo
+    thermal: ThermalState = field(default_factory=ThermalState)
+    problems: list[str] = field(default_factory=list)
+
+    def cpu(self, n: int) -> CpuFreq | None:
+        for c in self.cpus:
+            if c.cpu == n:
+                return c
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "taken_at": self.taken_at,
+            "boost": self.boost,
+            "no_turbo": self.no_turbo,
+            "cpus": [c.to_dict() for c in self.cpus],
+            "clusters": [c.to_dict() for c in self.clusters],
+            "thermal": self.thermal.to_dict(),
+            "problems": list(self.problems),
+        }
+
+
+def cap_factor(hw_max_khz: int | None, max_khz: int | None) -> float | None:
+    if not hw_max_khz or not max_khz:
+        return None
+    return round(hw_max_khz / max_khz, 2)
+
+
+def _policies(topology: Topology) -> list[list[int]]:
+    seen: list[list[int]] = []
+    for c in topology.cpus:
+        if c.freq_domain and c.freq_domain not in seen:
+            seen.append(c.freq_domain)
+    return sorted(seen)
+
+
+def _freq_dir(sr: SysRoot, cpu: int) -> str | None:
+    path = f"{CPU_DIR}/cpu{cpu}/cpufreq"
+    return path if os.path.isdir(sr.path(path)) else None
+
+
+def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
+                     estimate: bool = False) -> FreqReading:
+    """One reading of every CPU's frequency state (cheap: the daemon calls it each second).
+
+    ``estimate=True`` measures the clock of online CPUs the system gives no frequency for
+    (VMs), labelled ``estimated``; only on the live machine (root ``/``).
+    """
+    if topology is None:
+        topology = read_topology(root)
+    sr = SysRoot(root)
+    now = time.time()
+    policies = _policies(topology)
+    policy_dirs: dict[int, str] = {}
+    for name in sr.listdir(f"{CPU_DIR}/cpufreq"):
+        if name.startswith("policy"):
+            rel, _ = sr.cpulist(f"{CPU_DIR}/cpufreq/{name}/related_cpus")
+            for c in rel or ():
+                policy_dirs.setdefault(c, f"{CPU_DIR}/cpufreq/{name}")
+
+    boost_val, _ = sr.int(f"{CPU_DIR}/cpufreq/boost")
+    no_turbo_val, _ = sr.int(f"{CPU_DIR}/intel_pstate/no_turbo")
+    boost = None if boost_val is None else bool(boost_val)
+    no_turbo = None if no_turbo_val is None else bool(no_turbo_val)
+    thermal = read_thermal(sr, policies, [c.cpu for c in topology.cpus])
+
+    # CPUs go on- and offline between readings: ask again, do not trust the topology.
+    online_list, _ = sr.cpulist(f"{CPU_DIR}/online")
+    cpus: list[CpuFreq] = []
+    any_freq = False
+    for t in topology.cpus:
+        own_online, _ = sr.int(f"{CPU_DIR}/cpu{t.cpu}/online")
+        online = bool(own_online) if own_online is not None else (
+            t.cpu in online_list if online_list is not None else t.online)
+        f = CpuFreq(cpu=t.cpu, online=online, cluster=t.cluster)
+        base = _freq_dir(sr, t.cpu) or policy_dirs.get(t.cpu)
+        if base is not None:
+            any_freq = True
+            _read_cpufreq(sr, f, base)
+        _apply_cap_model(f, thermal, boost, no_turbo)
+        cpus.append(f)
+    if not any_freq:
+        live = estimate and os.path.abspath(str(root)) == "/"
+        sr.note("no cpufreq: the system exposes no CPU frequency (VM?); current frequency "
+                + ("estimated by measurement" if live else "unknown"))
+        if live:
+            _estimate_missing(cpus, sr)
+    clusters = _clusters(topology, cpus)
+    return FreqReading(root=str(root), taken_at=now, cpus=cpus, clusters=clusters, boost=boost,
+                       no_turbo=no_turbo, thermal=thermal, problems=sr.problems)
+
+
+def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
+    related, _ = sr.cpulist(f"{base}/related_cpus")
+    if related is not None and f.cpu not in related:
+        sr.note(f"{base}/related_cpus: does not list cpu{f.cpu} itself; "
+                "its cpufreq files are ignored")
+        return
+    if f.online is False:
+        # Offline CPUs keep stale policy files; their current frequency means nothing.
+        f.hw_max_khz, _ = sr.int(f"{base}/cpuinfo_max_freq")
+        f.hw_min_khz, _ = sr.int(f"{base}/cpuinfo_min_freq")
+        return
+    cur, prob = sr.int(f"{base}/scaling_cur_freq")
+    source = "scaling_cur_freq"
+    if cur is None:
+        cur, _ = sr.int(f"{base}/cpuinfo_cur_freq")
+        source = "cpuinfo_cur_freq"
+        if cur is None:
+            sr.note(prob)
+    if cur is not None:
+        f.cur_khz, f.cur_source = cur, source
+    for attr, name in (("min_khz", "scaling_min_freq"), ("max_khz", "scaling_max_freq"),
+                       ("hw_min_khz", "cpuinfo_min_freq"), ("hw_max_khz", "cpuinfo_max_freq")):
+        value, prob = sr.int(f"{base}/{name}")
+        sr.note(prob)
+        setattr(f, attr, value)
+    f.governor, prob = sr.word(f"{base}/scaling_governor")
+    sr.note(prob)
+    f.driver, _ = sr.word(f"{base}/scaling_driver")
+    f.available_governors, _ = sr.words(f"{base}/scaling_available_governors")
+
+
+def _apply_cap_model(f: CpuFreq, thermal: ThermalState, boost: bool | None,
+                     no_turbo: bool | None) -> None:
+    if f.hw_max_khz is None or f.max_khz is None:
+        return  # unknown: capped stays None
+    f.capped = f.max_khz < f.hw_max_khz * (1 - CAP_TOLERANCE)
+    if not f.capped:
+        f.cap_factor = 1.0
+        return
+    f.cap_factor = cap_factor(f.hw_max_khz, f.max_khz)
+    if any(c.active for c in thermal.cpu_cooling(f.cpu)):
+        f.cap_cause = "thermal"
+    elif no_turbo or boost is False:
+        f.cap_cause = "boost-off"
+    else:
+        f.cap_cause = "policy"
+
+
+def _clusters(topology: Topology, cpus: list[CpuFreq]) -> list[ClusterFreq]:
+    by_cpu = {c.cpu: c for c in cpus}
+    out: list[ClusterFreq] = []
+    for cl in topology.clusters:
+        members = [by_cpu[c] for c in cl.cpus if c in by_cpu]
+        live = [m for m in members if m.online is not False] or members
+        capped_values = [m.capped for m in live if m.capped is not None]
+        capped = any(capped_values) if capped_values else None
+        worst = max((m for m in live if m.capped), key=lambda m: m.cap_factor or 0, default=None)
+        curs = [m.cur_khz for m in live if m.cur_khz is not None]
+        maxes = [m.max_khz for m in live if m.max_khz is not None]
+        hw = [m.hw_max_khz for m in members if m.hw_max_khz is not None]
+        govs = [m.governor for m in live if m.governor]
+        out.append(ClusterFreq(
+            id=cl.id, cpus=list(cl.cpus), uarch=cl.uarch,
+            hw_max_khz=max(hw) if hw else cl.max_khz,
+            max_khz=min(maxes) if maxes else None,
+            cur_khz=max(curs) if curs else None,
+            governor=govs[0] if govs else None,
+            capped=capped,
+            cap_factor=(worst.cap_factor if worst else (1.0 if capped is False else None)),
+            cap_cause=worst.cap_cause if worst else None,
+            estimated=any(m.estimated for m in live)))
+    return out
+
+
+def _estimate_missing(cpus: list[CpuFreq], sr: SysRoot) -> None:
+    from qprof.hw.estimate import estimate_cpu_khz
+
+    for f in cpus:
+        if f.online is False or f.cur_khz is not None:
+            continue
+        khz, problem = estimate_cpu_khz(f.cpu)
+        if khz is not None:
+            f.cur_khz, f.estimated, f.cur_source = khz, True, "estimated"
+        else:
+            sr.note(f"cpu{f.cpu}: {problem}")
+
+
+# --- cap watch -----------------------------------------------------------------------
+
+
+@dataclass
+class CapEvent:
+    at: float
+    cpu: int
+    kind: str  # "started" | "ended"
+    factor: float | None
+    cause: str | None
+
+
+@dataclass
+class CapState:
+    """Cap state of one CPU (or a cluster) over the watch window."""
+
+    cpu: int | None
+    cluster: int | None
+    capped_now: bool | None  # None = the system does not say
+    cause: str | None
+    factor: float | None  # now
+    max_factor: float | None  # worst in the window
+    capped_fraction: float | None  # share of samples in the window that were capped
+    since: float | None  # when the cap that is on now started (first sample seen capped)
+    last_ended: float | None  # when the last cap ended
+    samples: int
+    window_s: float
+    hw_max_khz: int | None
+    max_khz: int | None
+    cur_khz_median: int | None
+    estimated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Sample:
+    at: float
+    capped: bool | None
+    factor: float | None
+    cause: str | None
+    cur_khz: int | None
+    max_khz: int | None
+    hw_max_khz: int | None
+    estimated: bool
+
+
+class CapWatch:
+    """Sample frequency readings over a sliding window; per-CPU and per-cluster cap state.
+
+    ``sample()`` reads the root (or takes a reading made elsewhere) and returns it;
+    call it on a loop. Topology is read once (it rarely changes; pass ``topology`` to
+    share it).
+    """
+
+    def __init__(self, root: str | Path = "/", window_s: float = 60.0,
+                 topology: Topology | None = None, max_events: int = 1000) -> None:
+        self.root = root
+        self.window_s = window_s
+        self.topology = topology
+        self._samples: dict[int, deque[_Sample]] = {}
+        self._since: dict[int, float | None] = {}
+        self._last_ended: dict[int, float | None] = {}
+        self._capped: dict[int, bool | None] = {}
+        self.events: deque[CapEvent] = deque(maxlen=max_events)
+        self.last: FreqReading | None = None
+
+    def sample(self, reading: FreqReading | None = None, now: float | None = None) -> FreqReading:
+        if reading is None:
+            if self.topology is None:
+                self.topology = read_topology(self.root)
+            reading = read_frequencies(self.root, self.topology)
+        at = reading.taken_at if now is None else now
+        for f in reading.cpus:
+            q = self._samples.setdefault(f.cpu, deque())
+            q.append(_Sample(at, f.capped, f.cap_factor, f.cap_cause, f.cur_khz, f.max_khz,
+                             f.hw_max_khz, f.estimated))
+            while q and q[0].at < at - self.window_s:
+                q.popleft()
+            before = self._capped.get(f.cpu)
+            if f.capped is True and before is not True:
+                self._since[f.cpu] = at
+                self.events.append(CapEvent(at, f.cpu, "started", f.cap_factor, f.cap_cause))
+            elif f.capped is False and before is True:
+                self._since[f.cpu] = None
+                self._last_ended[f.cpu] = at
+                self.events.append(CapEvent(at, f.cpu, "ended", None, None))
+            if f.capped is not None:
+                self._capped[f.cpu] = f.capped
+        self.last = reading
+        return reading
+
+    def summary(self, cpu: int) -> CapState:
+        q = self._samples.get(cpu, deque())
+        last = q[-1] if q else None
+        known = [s for s in q if s.capped is not None]
+        curs = [s.cur_khz for s in q if s.cur_khz is not None]
+        factors = [s.factor for s in q if s.factor is not None]
+        cluster = None
+        if self.last is not None and (f := self.last.cpu(cpu)) is not None:
+            cluster = f.cluster
+        return CapState(
+            cpu=cpu, cluster=cluster,
+            capped_now=last.capped if last else None,
+            cause=last.cause if last else None,
+            factor=last.factor if last else None,
+            max_factor=max(factors) if factors else None,
+            capped_fraction=(sum(1 for s in known if s.capped) / len(known)) if known else None,
+            since=self._since.get(cpu) if last and last.capped else None,
+            last_ended=self._last_ended.get(cpu),
+            samples=len(q), window_s=self.window_s,
+            hw_max_khz=last.hw_max_khz if last else None,
+            max_khz=last.max_khz if last else None,
+            cur_khz_median=int(statistics.median(curs)) if curs else None,
+            estimated=any(s.estimated for s in q))
+
+    def cluster_summary(self, cluster_id: int) -> CapState:
+        """Worst member of the cluster: capped if any online member is capped."""
+        if self.last is None:
+            return CapState(None, cluster_id, None, None, None, None, None, None, None, 0,
+                            self.window_s, None, None, None)
+        members = [c.cpu for c in self.last.cpus if c.cluster == cluster_id
+                   and c.online is not False]
+        states = [self.summary(c) for c in members]
+        if not states:
+            return CapState(None, cluster_id, None, None, None, None, None, None, None, 0,
+                            self.window_s, None, None, None)
+        worst = max(states, key=lambda s: (bool(s.capped_now), s.factor or 0, s.max_factor or 0))
+        starts = [s.since for s in states if s.since is not None]
+        ends = [s.last_ended for s in states if s.last_ended is not None]
+        fractions = [s.capped_fraction for s in states if s.capped_fraction is not None]
+        known_now = [s.capped_now for s in states if s.capped_now is not None]
+        return CapState(
+            cpu=None, cluster=cluster_id,
+            capped_now=any(known_now) if known_now else None,
+            cause=worst.cause, factor=worst.factor,
+            max_factor=max((s.max_factor for s in states if s.max_factor), default=None),
+            capped_fraction=max(fractions) if fractions else None,
+            since=min(starts) if starts else None,
+            last_ended=max(ends) if ends else None,
+            samples=max(s.samples for s in states), window_s=self.window_s,
+            hw_max_khz=worst.hw_max_khz, max_khz=worst.max_khz,
+            cur_khz_median=worst.cur_khz_median,
+            estimated=any(s.estimated for s in states))
+
+    def states(self) -> dict[int, CapState]:
+        return {cpu: self.summary(cpu) for cpu in sorted(self._samples)}
+
+
+def cpuinfo_mhz(root: str | Path = "/") -> dict[int, float]:
+    """``cpu MHz`` per processor from /proc/cpuinfo (x86; on VMs the host's nominal clock)."""
+    sr = SysRoot(root)
+    text, _ = sr.text("/proc/cpuinfo")
+    out: dict[int, float] = {}
+    cpu = None
+    for line in (text or "").splitlines():
+        if line.startswith("processor"):
+            try:
+                cpu = int(line.split(":", 1)[1])
+            except (IndexError, ValueError):
+                cpu = None
+        elif cpu is not None and (m := _CPU_MHZ.match(line)):
+            out[cpu] = float(m.group(1))
+    return out

@@ -1,0 +1,723 @@
+"""CPU topology under a root directory: what each CPU is and which cluster it is in.
+
+Clusters are frequency domains (cpufreq ``related_cpus``) refined by the topology the
+kernel reports (``core_siblings``), so a domain spanning two physical clusters (some
+Snapdragon 625 kernels) is split and per-core domains of one cluster (Krait) are one.
+Where the kernel says nothing about some CPUs (offline cores on old Android kernels)
+the usual layouts (4+4+2, 4+4, 4+2, 4+1) are tried against whatever is known, then a
+sequential scan groups neighbours with matching details. MIDRs missing from
+/proc/cpuinfo are filled from the cluster, a chipset table or the big.LITTLE pairing,
+and every CPU says where its MIDR came from (``midr_source``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qprof.hw import parts
+from qprof.hw.cpuinfo import CpuinfoData, MidrParts, parse_cpuinfo
+from qprof.hw.sysfs import SysRoot, format_cpulist, parse_hexmask
+
+CPU_DIR = "/sys/devices/system/cpu"
+_CPU_NAME = re.compile(r"^cpu(\d+)$")
+_POLICY_NAME = re.compile(r"^policy(\d+)$")
+
+
+class NotLinuxRoot(ValueError):
+    """The root directory has neither /proc/cpuinfo nor /sys/devices/system/cpu."""
+
+
+@dataclass
+class CpuTopo:
+    cpu: int
+    online: bool | None = None
+    present: bool | None = None
+    vendor: str | None = None  # implementer / CPU vendor name
+    part_name: str | None = None  # e.g. "Kryo 4XX Silver"; x86: model name
+    uarch: str | None = None  # core design, e.g. "Cortex-A55", "Zen 3"
+    cluster: int | None = None
+    core_class: str | None = None  # "performance" | "efficiency" | "uniform"
+    max_khz: int | None = None  # cpuinfo_max_freq (hardware maximum)
+    min_khz: int | None = None  # cpuinfo_min_freq
+    # ARM
+    implementer: str | None = None  # "0x51"
+    variant: str | None = None  # "0x7"
+    part: str | None = None  # "0x805"
+    revision: int | None = None
+    midr: str | None = None  # "0x517f805e"
+    midr_source: str | None = None  # "cpuinfo", "cluster", "chipset table", ...
+    # x86
+    vendor_id: str | None = None
+    family: int | None = None
+    model: int | None = None
+    stepping: int | None = None
+    model_name: str | None = None
+    core_type: str | None = None  # "cpu_core" | "cpu_atom" on Intel hybrid
+    # topology
+    package: int | None = None
+    core_id: int | None = None
+    smt_siblings: list[int] = field(default_factory=list)
+    capacity: int | None = None  # cpu_capacity (1024 = fastest)
+    freq_domain: list[int] | None = None  # related_cpus
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ClusterTopo:
+    id: int
+    cpus: list[int]
+    online_cpus: list[int]
+    uarch: str | None
+    part_name: str | None
+    vendor: str | None
+    midr: str | None
+    max_khz: int | None
+    min_khz: int | None
+    core_class: str | None
+    grouped_by: str  # "cpufreq", "topology", "layout heuristic", ...
+
+    @property
+    def cpulist(self) -> str:
+        return format_cpulist(self.cpus)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cpulist"] = self.cpulist
+        return d
+
+
+@dataclass
+class Topology:
+    root: str
+    arch: str | None
+    cpus: list[CpuTopo]
+    clusters: list[ClusterTopo]
+    hardware: str | None = None  # /proc/cpuinfo "Hardware" (ARM SoC)
+    chipset: str | None = None
+    model_name: str | None = None
+    hybrid: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def cpu(self, n: int) -> CpuTopo | None:
+        for c in self.cpus:
+            if c.cpu == n:
+                return c
+        return None
+
+    def cluster_of(self, n: int) -> ClusterTopo | None:
+        c = self.cpu(n)
+        if c is None or c.cluster is None:
+            return None
+        return self.clusters[c.cluster]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "arch": self.arch,
+            "hardware": self.hardware,
+            "chipset": self.chipset,
+            "model_name": self.model_name,
+            "hybrid": self.hybrid,
+            "cpus": [c.to_dict() for c in self.cpus],
+            "clusters": [c.to_dict() for c in self.clusters],
+            "problems": list(self.problems),
+        }
+
+
+# --- internal per-CPU facts -----------------------------------------------------------
+
+
+@dataclass
+class _Proc:
+    cpu: int
+    related: set[int] | None = None
+    related_strong: bool = False  # more than the CPU itself
+    siblings: set[int] | None = None  # core_siblings (package/cluster)
+    threads: set[int] | None = None
+    max_khz: int | None = None
+    min_khz: int | None = None
+    midr: MidrParts | None = None  # attributed by /proc/cpuinfo
+    package: int | None = None
+    core_id: int | None = None
+    core_type: str | None = None
+    capacity: int | None = None
+
+
+class _UnionFind:
+    def __init__(self, items: list[int]) -> None:
+        self.parent = {i: i for i in items}
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def groups(self) -> list[list[int]]:
+        out: dict[int, list[int]] = {}
+        for i in sorted(self.parent):
+            out.setdefault(self.find(i), []).append(i)
+        return sorted(out.values())
+
+
+def _detect_arch(sr: SysRoot, info: CpuinfoData) -> str | None:
+    first = next(iter(info.processors.values()), {})
+    if "vendor_id" in first or "vendor_id" in info.globals:
+        return "x86_64" if "lm" in first.get("flags", "").split() else "x86"
+    if info.midrs or info.shared_midrs or "CPU implementer" in first:
+        arch_field = (first.get("CPU architecture") or "")
+        if info.shared_midrs and info.shared_midrs[0].architecture:
+            arch_field = info.shared_midrs[0].architecture
+        processor = info.globals.get("Processor", "")
+        if "AArch64" in processor or arch_field in ("8", "AArch64"):
+            return "arm64"
+        return "arm"
+    modalias, _ = sr.word(f"{CPU_DIR}/modalias")
+    if modalias:
+        if modalias.startswith("x86cpu:"):
+            return "x86_64"
+        if "aarch64" in modalias:
+            return "arm64"
+    if os.path.abspath(sr.root) == "/":
+        machine = platform.machine()
+        return {"aarch64": "arm64", "armv7l": "arm", "AMD64": "x86_64"}.get(machine, machine)
+    return None
+
+
+def _policy_map(sr: SysRoot) -> dict[int, str]:
+    """cpu -> cpufreq policy directory, for CPUs whose cpuN/cpufreq link is gone."""
+    out: dict[int, str] = {}
+    base = f"{CPU_DIR}/cpufreq"
+    for name in sr.listdir(base):
+        if not _POLICY_NAME.match(name):
+            continue
+        related, _ = sr.cpulist(f"{base}/{name}/related_cpus")
+        for cpu in related or ():
+            out.setdefault(cpu, f"{base}/{name}")
+    return out
+
+
+def _read_proc(sr: SysRoot, cpu: int, policies: dict[int, str], info: CpuinfoData) -> _Proc:
+    p = _Proc(cpu=cpu, midr=info.midrs.get(cpu))
+    base = f"{CPU_DIR}/cpu{cpu}"
+    freq_dir = f"{base}/cpufreq"
+    if not sr.exists(freq_dir):
+        freq_dir = policies.get(cpu, "")
+    if freq_dir:
+        p.max_khz, prob = sr.int(f"{freq_dir}/cpuinfo_max_freq")
+        sr.note(prob)
+        p.min_khz, prob = sr.int(f"{freq_dir}/cpuinfo_min_freq")
+        sr.note(prob)
+        related, prob = sr.cpulist(f"{freq_dir}/related_cpus")
+        sr.note(prob)
+        if related is None:
+            related, _ = sr.cpulist(f"{freq_dir}/affected_cpus")
+        if related is not None and cpu not in related:
+            # The directory describes another CPU's policy: none of it is this CPU's.
+            sr.note(f"{freq_dir}/related_cpus: does not list cpu{cpu} itself; "
+                    "its cpufreq files are ignored")
+            related = p.max_khz = p.min_khz = None
+        p.related = related
+        p.related_strong = bool(related) and len(related) > 1
+    topo = f"{base}/topology"
+    if sr.exists(topo):
+        sib, prob = sr.cpulist(f"{topo}/core_siblings_list")
+        if sib is None:
+            sib, _ = sr.cpulist(f"{topo}/package_cpus_list")
+        if sib is None:
+            text, _ = sr.text(f"{topo}/core_siblings")
+            if text is not None:
+                sib, _ = parse_hexmask(text)
+        if sib is not None and cpu not in sib:
+            sr.note(f"{topo}/core_siblings_list: does not list cpu{cpu} itself; ignored")
+            sib = None
+        p.siblings = sib
+        thr, _ = sr.cpulist(f"{topo}/thread_siblings_list")
+        if thr is None:
+            thr, _ = sr.cpulist(f"{topo}/core_cpus_list")
+        p.threads = thr
+        p.package, _ = sr.int(f"{topo}/physical_package_id")
+        p.core_id, _ = sr.int(f"{topo}/core_id")
+    p.capacity, _ = sr.int(f"{base}/cpu_capacity")
+    return p
+
+
+def _compatible(a: _Proc, b: _Proc, use_midr: bool = True) -> bool:
+    if a.max_khz is not None and b.max_khz is not None and a.max_khz != b.max_khz:
+        return False
+    if a.min_khz is not None and b.min_khz is not None and a.min_khz != b.min_khz:
+        return False
+    if use_midr and a.midr is not None and b.midr is not None:
+        for name in ("implementer", "variant", "part", "revision"):
+            x, y = getattr(a.midr, name), getattr(b.midr, name)
+            if x is not None and y is not None and x != y:
+                return False
+    return True
+
+
+_LAYOUTS = {10: (4, 4, 2), 8: (4, 4), 6: (4, 2), 5: (4, 1)}
+
+
+def _group(procs: dict[int, _Proc], usable: list[int], arch: str | None) -> tuple[
+        list[list[int]], str]:
+    uf = _UnionFind(usable)
+    usable_set = set(usable)
+    how = "cpufreq"
+    any_related = any(procs[c].related_strong for c in usable)
+    any_siblings = any(procs[c].siblings for c in usable)
+    if not any_related:
+        how = "topology" if any_siblings else "heuristic"
+
+    def rel_veto(c: int, d: int) -> bool:
+        pc, pd = procs[c], procs[d]
+        return (pc.related_strong and d not in pc.related) or (  # type: ignore[operator]
+            pd.related_strong and c not in pd.related)  # type: ignore[operator]
+
+    def sib_veto(c: int, d: int) -> bool:
+        pc, pd = procs[c], procs[d]
+        return (pc.siblings is not None and d not in pc.siblings) or (
+            pd.siblings is not None and c not in pd.siblings)
+
+    for c in usable:
+        p = procs[c]
+        if p.related_strong:
+            for d in sorted(p.related & usable_set):  # type: ignore[operator]
+                if not sib_veto(c, d):
+                    uf.union(c, d)
+        if p.siblings:
+            for d in sorted(p.siblings & usable_set):
+                if not rel_veto(c, d):
+                    uf.union(c, d)
+        if p.threads:  # SMT siblings always share a core, hence a clock
+            for d in sorted(p.threads & usable_set):
+                uf.union(c, d)
+
+    groups = uf.groups()
+    size = {c: len(g) for g in groups for c in g}
+    assigned = {c for c in usable if size[c] > 1 or procs[c].related_strong
+                or procs[c].siblings is not None}
+    unassigned = [c for c in usable if c not in assigned]
+    if unassigned:
+        if not _layout_heuristic(uf, procs, usable, assigned):
+            _sequential_scan(uf, procs, unassigned)
+        elif how != "cpufreq":
+            how = "layout heuristic"
+        groups = uf.groups()
+
+    groups = _split_by_details(groups, procs, arch)
+    groups = _merge_singletons(groups, procs)
+    return groups, how
+
+
+def _layout_heuristic(uf: _UnionFind, procs: dict[int, _Proc], usable: list[int],
+                      assigned: set[int]) -> bool:
+    layout = _LAYOUTS.get(len(usable))
+    if layout is None:
+        return False
+    chunks: list[list[int]] = []
+    i = 0
+    for n in layout:
+        chunks.append(usable[i:i + n])
+        i += n
+    for chunk in chunks:
+        first = chunk[0]
+        if first in assigned:
+            leader = uf.find(first)
+            if leader != first or any(c not in assigned or uf.find(c) != leader
+                                      for c in chunk[1:]):
+                return False
+            group_size = sum(1 for c in usable if uf.find(c) == leader)
+            if group_size != len(chunk):
+                return False
+        else:
+            if any(c in assigned for c in chunk):
+                return False
+            if not all(_compatible(procs[chunk[0]], procs[c]) for c in chunk[1:]):
+                return False
+    for chunk in chunks:
+        for c in chunk[1:]:
+            uf.union(chunk[0], c)
+    return True
+
+
+def _sequential_scan(uf: _UnionFind, procs: dict[int, _Proc], unassigned: list[int]) -> None:
+    current: list[int] = []
+    for c in unassigned:
+        if current and all(_compatible(procs[m], procs[c]) for m in current):
+            uf.union(current[0], c)
+            current.append(c)
+        else:
+            current = [c]
+
+
+def _split_by_details(groups: list[list[int]], procs: dict[int, _Proc],
+                      arch: str | None) -> list[list[int]]:
+    """Split groups whose members are known to differ (design, max frequency, core type)."""
+    out: list[list[int]] = []
+    x86 = arch in ("x86", "x86_64")
+    for g in groups:
+        subs: list[tuple[dict[str, Any], list[int]]] = []
+        for c in g:
+            p = procs[c]
+            key: dict[str, Any] = {"core_type": p.core_type}
+            if not x86:
+                key["max"] = p.max_khz
+                key["part"] = (p.midr.implementer, p.midr.part) if p.midr and p.midr.has_part \
+                    else None
+            for known, members in subs:
+                if all(known[k] is None or key[k] is None or known[k] == key[k] for k in key):
+                    members.append(c)
+                    for k, v in key.items():
+                        if known[k] is None:
+                            known[k] = v
+                    break
+            else:
+                subs.append((dict(key), [c]))
+        out.extend(m for _, m in subs)
+    return sorted(out)
+
+
+def _merge_singletons(groups: list[list[int]], procs: dict[int, _Proc]) -> list[list[int]]:
+    """Per-core domains of identical cores (Krait, kernels reporting each core alone)."""
+    singles = [g for g in groups if len(g) == 1]
+    if len(singles) < 2:
+        return groups
+    rest = [g for g in groups if len(g) > 1]
+    merged: list[list[int]] = []
+    for g in singles:
+        p = procs[g[0]]
+        for m in merged:
+            q = procs[m[0]]
+            same_pkg = p.package is None or q.package is None or p.package == q.package
+            if same_pkg and all(_compatible(procs[x], p) for x in m):
+                m.append(g[0])
+                break
+        else:
+            merged.append(list(g))
+    return sorted(rest + merged)
+
+
+def _split_x86_modules(groups: list[list[int]], procs: dict[int, _Proc],
+                       cores_per_module: int) -> list[list[int]]:
+    """Atom-class x86: cores sharing an L2 form the cluster (module)."""
+    out: list[list[int]] = []
+    for g in groups:
+        modules: dict[Any, list[int]] = {}
+        for c in g:
+            p = procs[c]
+            key = (p.package, p.core_id // cores_per_module) if p.core_id is not None else c
+            modules.setdefault(key, []).append(c)
+        out.extend(modules.values())
+    return sorted(out)
+
+
+# --- MIDR assignment --------------------------------------------------------------------
+
+
+def _midr_matches(known: MidrParts | None, midr: int) -> bool:
+    if known is None:
+        return True
+    impl, var, part, rev = parts.midr_fields(midr)
+    for have, want in ((known.implementer, impl), (known.variant, var), (known.part, part),
+                       (known.revision, rev)):
+        if have is not None and have != want:
+            return False
+    return True
+
+
+def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: CpuinfoData,
+                  chipset: str | None, n_usable: int, max_of: dict[int, int | None],
+                  problems: list[str]) -> dict[int, tuple[int, str]]:
+    """cpu -> (midr, source) for every usable CPU whose MIDR can be known or inferred."""
+    result: dict[int, tuple[int, str]] = {}
+    cluster_midr: list[int | None] = []
+    for g in groups:
+        complete = [procs[c].midr.midr for c in g if procs[c].midr and procs[c].midr.complete]
+        if complete:
+            midr = Counter(complete).most_common(1)[0][0]
+            cluster_midr.append(midr)
+            for c in g:
+                pm = procs[c].midr
+                if pm is not None and pm.complete:
+                    result[c] = (pm.midr, "cpuinfo")  # type: ignore[assignment]
+                else:
+                    result[c] = (midr, "cluster")
+        else:
+            cluster_midr.append(None)
+    unknown = [i for i, m in enumerate(cluster_midr) if m is None]
+    if not unknown:
+        return result
+
+    def fill(i: int, midr: int, source: str) -> None:
+        cluster_midr[i] = midr
+        for c in groups[i]:
+            result[c] = (midr, source)
+
+    shared = [m for m in info.shared_midrs if m.complete]
+    known_leaders = {i: procs[groups[i][0]].midr for i in range(len(groups))}
+    table = parts.chipset_clusters(chipset)
+    if table is not None and table.cores == n_usable and len(table.cluster_cores) == len(
+            groups) and all(len(g) == n for g, n in zip(groups, table.cluster_cores, strict=True)):
+        verify = not shared
+        if not verify or all(_midr_matches(known_leaders[i], m)
+                             for i, m in enumerate(table.cluster_midr)):
+            for i in unknown:
+                fill(i, table.cluster_midr[i], f"chipset table ({chipset})")
+            return result
+    if shared and not any(m is not None for m in cluster_midr):
+        if len(groups) == 1:
+            fill(0, shared[0].midr, "cpuinfo")  # type: ignore[arg-type]
+            return result
+        if len(shared) == len(groups):
+            # "CPU part: 0xc07 & 0xc0f": the faster design goes to the faster cluster.
+            designs = sorted((m.midr for m in shared), key=lambda m: parts.design_rank(
+                parts.arm_part(*parts.midr_fields(m)[0:1], parts.midr_fields(m)[2]).uarch))
+            order = sorted(range(len(groups)), key=lambda i: (max_of[i] or 0, -i))
+            for i, midr in zip(order, designs, strict=True):
+                fill(i, midr, "cpuinfo (designs ordered by max frequency)")  # type: ignore
+            return result
+    known = [(i, m) for i, m in enumerate(cluster_midr) if m is not None]
+    big: int | None = None
+    if len(groups) == 2:
+        if shared and not known:
+            big = shared[0].midr
+        elif len(known) == 1:
+            big = known[0][1]
+    if big is not None:
+        little_i = 0
+        if max_of[0] is not None and max_of[1] is not None and max_of[0] > max_of[1]:
+            little_i = 1
+        guess = {little_i: parts.little_for_big(big), 1 - little_i: big}
+        if all(_midr_matches(known_leaders[i], guess[i]) for i in unknown):
+            for i in unknown:
+                fill(i, guess[i], "big.LITTLE guess")
+            problems.append("MIDR of CPUs " + ", ".join(format_cpulist(groups[i]) for i in unknown)
+                            + " not reported; guessed from the big.LITTLE pairing")
+            return result
+    fallback = known[0][1] if known else (shared[0].midr if shared else None)
+    if fallback is None:
+        return result
+    previous: int | None = None
+    for i in range(len(groups)):
+        if cluster_midr[i] is not None:
+            previous = cluster_midr[i]
+        else:
+            fill(i, previous if previous is not None else fallback, "assumed same as neighbour")
+            problems.append(f"MIDR of CPUs {format_cpulist(groups[i])} not reported; assumed "
+                            "the same as the neighbouring cluster")
+    return result
+
+
+# --- public entry point -----------------------------------------------------------------
+
+
+def _int_field(fields: dict[str, str], key: str) -> int | None:
+    try:
+        return int(fields[key].strip())
+    except (KeyError, ValueError):
+        return None
+
+
+def read_topology(root: str | Path = "/") -> Topology:
+    sr = SysRoot(root)
+    has_cpuinfo = os.path.exists(sr.path("/proc/cpuinfo"))
+    has_sys = os.path.isdir(sr.path(CPU_DIR))
+    if not has_cpuinfo and not has_sys:
+        raise NotLinuxRoot(f"{root}: not a Linux root (no /proc/cpuinfo and no {CPU_DIR})")
+
+    text, prob = sr.text("/proc/cpuinfo")
+    sr.note(prob)
+    info = parse_cpuinfo(text or "")
+    for p in info.problems:
+        sr.note(p)
+    arch = _detect_arch(sr, info)
+    x86 = arch in ("x86", "x86_64")
+
+    possible, prob = sr.cpulist(f"{CPU_DIR}/possible")
+    sr.note(prob)
+    present, prob = sr.cpulist(f"{CPU_DIR}/present")
+    sr.note(prob)
+    online_list, prob = sr.cpulist(f"{CPU_DIR}/online")
+    sr.note(prob)
+    dirs = {int(m.group(1)) for n in sr.listdir(CPU_DIR) if (m := _CPU_NAME.match(n))}
+    if possible is None:
+        possible = (present or set()) | dirs | set(info.processors)
+    all_cpus = sorted(possible)
+    usable = [c for c in all_cpus if present is None or c in present]
+
+    policies = _policy_map(sr)
+    procs = {c: _read_proc(sr, c, policies, info) for c in all_cpus}
+    if usable and not any(procs[c].max_khz for c in usable):
+        sr.note("no cpufreq data: hardware frequency range unknown (VM or cpufreq disabled)")
+
+    hybrid = False
+    for kind in ("cpu_core", "cpu_atom"):
+        members, _ = sr.cpulist(f"/sys/devices/{kind}/cpus")
+        if members:
+            hybrid = True
+            for c in members:
+                if c in procs:
+                    procs[c].core_type = kind
+
+    # x86 identity first: module clustering depends on the design.
+    x86_by_cpu: dict[int, dict[str, str]] = {}
+    model_name = info.globals.get("Processor")
+    if x86:
+        any_block = next(iter(info.processors.values()), {})
+        for c in all_cpus:
+            x86_by_cpu[c] = info.processors.get(c, any_block)
+        model_name = any_block.get("model name") or model_name
+
+    groups, how = _group(procs, usable, arch)
+    x86_uarch: str | None = None
+    if x86 and x86_by_cpu:
+        first = next(iter(x86_by_cpu.values()))
+        x86_uarch = parts.x86_part(first.get("vendor_id"), _int_field(first, "cpu family"),
+                                   _int_field(first, "model")).uarch
+        module = parts.X86_MODULE_CORES.get(x86_uarch or "")
+        if module and not hybrid:
+            groups = _split_x86_modules(groups, procs, module)
+            how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
+
+    cluster_of = {c: i for i, g in enumerate(groups) for c in g}
+    max_of = {i: max((procs[c].max_khz for c in g if procs[c].max_khz), default=None)
+              for i, g in enumerate(groups)}
+    chipset = parts.chipset_name(info.hardware)
+    midrs: dict[int, tuple[int, str]] = {}
+    if not x86:
+        midrs = _assign_midrs(groups, procs, info, chipset, len(usable), max_of, sr.problems)
+
+    cpus: list[CpuTopo] = []
+    for c in all_cpus:
+        p = procs[c]
+        # cpuN/online is the CPU's own word; cpu0 often lacks it, then the global list.
+        own_online, _ = sr.int(f"{CPU_DIR}/cpu{c}/online")
+        online: bool | None = bool(own_online) if own_online is not None else (
+            c in online_list if online_list is not None else None)
+        t = CpuTopo(cpu=c, online=online, present=(present is None or c in present),
+                    cluster=cluster_of.get(c), max_khz=p.max_khz, min_khz=p.min_khz,
+                    package=p.package, core_id=p.core_id, capacity=p.capacity,
+                    core_type=p.core_type,
+                    smt_siblings=sorted(p.threads - {c}) if p.threads else [],
+                    freq_domain=sorted(p.related) if p.related else None)
+        if x86:
+            _fill_x86(t, x86_by_cpu.get(c, {}), hybrid, sr)
+        else:
+            _fill_arm(t, midrs.get(c), p.midr, sr)
+        cpus.append(t)
+
+    clusters = _make_clusters(groups, cpus, how)
+    _classify(cpus, clusters, hybrid)
+    return Topology(root=str(root), arch=arch, cpus=cpus, clusters=clusters,
+                    hardware=info.hardware, chipset=chipset, model_name=model_name,
+                    hybrid=hybrid, problems=sr.problems)
+
+
+def _fill_arm(t: CpuTopo, assigned: tuple[int, str] | None, own: MidrParts | None,
+              sr: SysRoot) -> None:
+    if assigned is not None:
+        midr, source = assigned
+        impl, variant, part, rev = parts.midr_fields(midr)
+        t.midr, t.midr_source = f"0x{midr:08x}", source
+    elif own is not None and own.has_part:
+        impl, variant, part, rev = own.implementer, own.variant, own.part, own.revision  # type: ignore
+        t.midr_source = "cpuinfo (partial)"
+    else:
+        if t.present:
+            sr.note(f"cpu{t.cpu}: core design unknown (no MIDR in /proc/cpuinfo)")
+        return
+    t.implementer = f"0x{impl:02x}"
+    t.variant = f"0x{variant:x}" if variant is not None else None
+    t.part = f"0x{part:03x}"
+    t.revision = rev
+    decoded = parts.arm_part(impl, part, variant)
+    t.vendor, t.part_name, t.uarch = decoded.vendor, decoded.part_name, decoded.uarch
+    if decoded.problem:
+        sr.note(f"cpu{t.cpu}: {decoded.problem}")
+
+
+def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> None:
+    t.vendor_id = fields.get("vendor_id")
+    t.family = _int_field(fields, "cpu family")
+    t.model = _int_field(fields, "model")
+    t.stepping = _int_field(fields, "stepping")
+    t.model_name = fields.get("model name")
+    decoded = parts.x86_part(t.vendor_id, t.family, t.model)
+    t.vendor, t.uarch, t.part_name = decoded.vendor, decoded.uarch, t.model_name
+    if decoded.problem:
+        sr.note(f"cpu{t.cpu}: {decoded.problem}")
+    if hybrid and t.core_type:
+        designs = parts.intel_hybrid_designs(decoded.uarch)
+        if designs:
+            t.uarch = designs[0] if t.core_type == "cpu_core" else designs[1]
+        else:
+            kind = "P-core" if t.core_type == "cpu_core" else "E-core"
+            t.uarch = f"{decoded.uarch or 'unknown'} {kind}"
+
+
+def _make_clusters(groups: list[list[int]], cpus: list[CpuTopo], how: str) -> list[ClusterTopo]:
+    by_cpu = {c.cpu: c for c in cpus}
+    clusters = []
+    for i, g in enumerate(groups):
+        members = [by_cpu[c] for c in g]
+
+        def common(attr: str, members: list[CpuTopo] = members) -> Any:
+            values = [getattr(m, attr) for m in members if getattr(m, attr) is not None]
+            return Counter(values).most_common(1)[0][0] if values else None
+
+        clusters.append(ClusterTopo(
+            id=i, cpus=list(g), online_cpus=[m.cpu for m in members if m.online],
+            uarch=common("uarch"), part_name=common("part_name"), vendor=common("vendor"),
+            midr=common("midr"), max_khz=max((m.max_khz for m in members if m.max_khz),
+                                             default=None),
+            min_khz=min((m.min_khz for m in members if m.min_khz), default=None),
+            core_class=None, grouped_by=how))
+    return clusters
+
+
+def _classify(cpus: list[CpuTopo], clusters: list[ClusterTopo], hybrid: bool) -> None:
+    """performance / efficiency per cluster: hybrid sysfs, cpu_capacity, design, max freq."""
+    by_cpu = {c.cpu: c for c in cpus}
+    classes: dict[int, str] = {}
+    if hybrid:
+        for cl in clusters:
+            kinds = {by_cpu[c].core_type for c in cl.cpus}
+            if kinds == {"cpu_atom"}:
+                classes[cl.id] = "efficiency"
+            elif kinds == {"cpu_core"}:
+                classes[cl.id] = "performance"
+    else:
+        def tiers(score: dict[int, Any]) -> dict[int, str] | None:
+            if len(score) != len(clusters) or len(set(score.values())) < 2:
+                return None
+            low = min(score.values())
+            return {i: "efficiency" if s == low else "performance" for i, s in score.items()}
+
+        caps = {cl.id: max(by_cpu[c].capacity or 0 for c in cl.cpus) for cl in clusters
+                if any(by_cpu[c].capacity for c in cl.cpus)}
+        ranks = {cl.id: parts.design_rank(cl.uarch) for cl in clusters
+                 if parts.design_rank(cl.uarch)}
+        freqs = {cl.id: cl.max_khz for cl in clusters if cl.max_khz}
+        found = tiers(caps) or tiers(ranks) or tiers(freqs)
+        if found is not None:
+            classes = found
+        elif len(clusters) >= 1 and (
+                len(set(caps.values())) == 1 or len({cl.uarch for cl in clusters}) == 1):
+            classes = {cl.id: "uniform" for cl in clusters}
+    for cl in clusters:
+        cl.core_class = classes.get(cl.id)
+        for c in cl.cpus:
+            by_cpu[c].core_class = cl.core_class

@@ -1,0 +1,129 @@
+"""What a run measures (BenchConfig), what it reports while running (ProgressEvent) and
+what it returns (RunSummary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qprof.measure.records import Measurement
+
+QANUM_SUITES = ("ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
+VERIFY_OPS = ("verify", "verify_invalid")
+DUAL_OPS = ("dual_enforce", "dual_shadow", "dual_enforce_invalid", "dual_shadow_invalid")
+WALLET_OPS = ("keygen", "sign")
+KEM_OPS = ("kem_keygen", "kem_encaps", "kem_decaps")
+MODES = ("check", "quick", "default", "full")
+TIMERS = ("auto", "wall", "cpu")
+AUTO_CPU_TIMER_LOAD = 0.5
+
+
+@dataclass(frozen=True)
+class ModeSettings:
+    operations: tuple[str, ...]
+    budget_s: float  # time per (suite, backend, operation) per round
+    wallet_budget_s: float
+    min_n: int
+    max_n: int
+    rounds: int  # base A/B/A/B/A rounds
+    max_rounds: int  # adaptive extra rounds stop here
+    sign_slow: bool  # SLH-DSA "s" signing (~1 s each)
+
+
+MODE_SETTINGS: dict[str, ModeSettings] = {
+    # Only what the verdict needs: verify, adaptive rounds until the estimate is sure.
+    "check": ModeSettings(("verify",), 0.6, 0.0, 30, 4000, 5, 9, False),
+    "quick": ModeSettings(
+        VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.12, 0.1, 15, 1000, 5, 5, False
+    ),
+    "default": ModeSettings(
+        VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.6, 0.4, 30, 4000, 5, 9, False
+    ),
+    "full": ModeSettings(
+        VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 1.5, 1.0, 50, 5000, 5, 11, True
+    ),
+}
+
+
+@dataclass
+class BenchConfig:
+    cpus: list[int] | None = None  # None: one CPU per cluster
+    suites: list[str] | None = None  # None: the profile's suites, else qanum's four
+    unit_suite: str | None = None  # None: the profile's unit, else ML-DSA-44
+    backends: list[str] | None = None  # None: liboqs if available, else numba
+    operations: list[str] | None = None  # None: the mode's
+    mode: str = "default"
+    profile: str | None = None  # name or path; gives suites, unit and constants
+    dual: tuple[str, str] | None = None  # None: liboqs + numba (or rustcrypto) when possible
+    rounds: int | None = None  # base rounds (odd: A/B/.../A); None: the mode's
+    max_rounds: int | None = None
+    adaptive: bool = True
+    budget_s: float | None = None
+    min_n: int | None = None
+    max_n: int | None = None
+    time_limit_s: float | None = None  # no new round is started past this
+    target_ci_bp: float = 50.0  # stop adding rounds when the ratio's CI half-width is below
+    max_spread_bp: float = 100.0  # ... and the ML-DSA round spread is below this
+    pyperf_dir: Path | None = None  # where pyperf's JSON files are kept (None: not kept)
+    record_base: Path | None = None  # Measurement.pyperf_json is relative to this
+    root: str = "/"
+    nice: int = 10
+    # "wall" (perf_counter, the seeds' clock), "cpu" (CPU time of the worker thread), or
+    # "auto": cpu when the machine is busy (1-minute load >= AUTO_CPU_TIMER_LOAD), else wall.
+    timer: str = "auto"
+    fixture_cache: Path | None = None  # None: $QPROF_CACHE_DIR or ~/.cache/qprof/fixtures
+    keep_samples: int = 5000  # Measurement.samples_ns kept up to this many samples
+    command: list[str] = field(default_factory=list)
+    python: str | None = None  # interpreter for workers (default: this one)
+
+    def settings(self) -> ModeSettings:
+        if self.mode not in MODE_SETTINGS:
+            raise ValueError(f"unknown mode {self.mode!r}; modes: {', '.join(MODES)}")
+        return MODE_SETTINGS[self.mode]
+
+
+@dataclass
+class ProgressEvent:
+    fraction: float  # 0..1 of the planned work
+    eta_s: float | None
+    elapsed_s: float
+    cpu: int | None = None
+    suite: str | None = None
+    backend: str | None = None
+    operation: str | None = None
+    round: int | None = None
+    rounds: int | None = None
+    message: str = ""
+
+    def line(self) -> str:
+        what = " ".join(
+            x for x in (
+                f"cpu {self.cpu}" if self.cpu is not None else "",
+                f"round {self.round + 1}/{self.rounds}" if self.round is not None else "",
+                self.suite or "",
+                self.backend or "",
+                self.operation or "",
+            ) if x
+        )
+        eta = f" ETA {self.eta_s:.0f}s" if self.eta_s is not None else ""
+        text = f"[{self.fraction * 100:5.1f}%]{eta} {what}"
+        return f"{text} {self.message}".rstrip()
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    status: str  # "finished" | "partial" | "aborted"
+    reason: str | None
+    elapsed_s: float
+    cpus: list[int]
+    aborted_cpus: dict[int, str] = field(default_factory=dict)
+    measurements: list[Measurement] = field(default_factory=list)
+    checks: int = 0
+    disagreements: int = 0
+    wrong_verdicts: int = 0
+    rounds: dict[int, int] = field(default_factory=dict)  # cpu -> rounds run
+    notes: list[str] = field(default_factory=list)
+    ratio_ci: dict[tuple[int, str, str, str], tuple[float, float]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

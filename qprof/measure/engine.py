@@ -1,0 +1,853 @@
+"""The one measurement engine (``qprof bench``, ``qprof check``, the daemon, the monitor).
+
+``run_bench(config, sink, progress, stop)``: for each selected CPU, one after the other
+(one heavy job at a time), run A/B/A/B/A rounds - A the unit suite, B the other suites -
+each round in its own pyperf worker process pinned to that CPU under nice 10
+(:mod:`qprof.measure.worker`), read pyperf's JSON back and send one ``Measurement`` per
+(suite, backend, operation, round) to ``sink`` as soon as the round finishes. After the
+base rounds, B/A pairs are added while the Verify-Unit ratio is not yet sure (bootstrap
+CI) or the ML-DSA round spread is large, up to ``max_rounds`` or the time limit.
+Keygen/sign/KEM timings run in one more worker after the rounds.
+
+``stop`` set: the current worker finishes, nothing new starts, ``End(status="aborted")``.
+A CPU that does not exist, is offline or refuses affinity is skipped with an error
+``Note`` (kind ``cpu_aborted``); the other CPUs are still measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from qprof import __version__
+from qprof.measure import hwinfo, stats
+from qprof.measure.config import (
+    AUTO_CPU_TIMER_LOAD,
+    DUAL_OPS,
+    KEM_OPS,
+    QANUM_SUITES,
+    TIMERS,
+    WALLET_OPS,
+    BenchConfig,
+    ProgressEvent,
+    RunSummary,
+)
+from qprof.measure.fixtures import Fixture, FixtureError, cached_fixture, save_fixtures
+from qprof.measure.records import (
+    Disagreement,
+    End,
+    Env,
+    FreqSample,
+    Measurement,
+    Meta,
+    Note,
+    Record,
+)
+from qprof.measure.reduce import reduce_measurements, unit_drift_bp
+
+Sink = Callable[[Record], None]
+Progress = Callable[[ProgressEvent], None]
+
+SPAWN_COST_S = 1.0  # python + pyperf + backend imports per worker, for the ETA
+FREQ_INTERVAL_S = 0.5
+SECOND_VERIFIERS = ("numba", "rustcrypto", "openssl", "reference")
+SLOW_SIGN_FAMILY_SUFFIX = "s"  # SLH-DSA "s" variants sign in ~1 s
+
+
+class EngineError(RuntimeError):
+    """The run cannot start (no usable backend, bad suite...)."""
+
+
+# ---------------------------------------------------------------- plan
+
+
+class Plan:
+    """Resolved names: what to measure with which backends on which CPUs."""
+
+    def __init__(self, config: BenchConfig) -> None:
+        from qprof.verify import KEMS, SUITES, available_backends
+
+        self.config = config
+        self.mode = config.settings()
+        self.statuses = available_backends()
+        self.notes: list[tuple[str, str, str]] = []  # (level, kind, text)
+        self.profile = None
+        if config.profile:
+            from qprof.consensus import load_profile
+
+            self.profile = load_profile(config.profile)
+        self.unit = config.unit_suite or (self.profile.unit_suite if self.profile else "ML-DSA-44")
+        suites = list(config.suites or (self.profile.suites if self.profile else QANUM_SUITES))
+        for s in suites + [self.unit]:
+            if s not in SUITES:
+                raise EngineError(f"unknown suite {s!r}; known suites: {', '.join(SUITES)}")
+        self.suites = [self.unit] + [s for s in suites if s != self.unit]
+        self.others = self.suites[1:]
+        self.backends = self._backends()
+        self.operations = list(config.operations or self.mode.operations)
+        self.dual = self._dual() if any(op in DUAL_OPS for op in self.operations) else None
+        liboqs = self.statuses.get("liboqs")
+        self.kem = (
+            liboqs is not None and liboqs.available and any(op in KEM_OPS for op in self.operations)
+        )
+        if any(op in KEM_OPS for op in self.operations) and not self.kem:
+            self.notes.append(("warning", "kem_skipped", "ML-KEM-1024 skipped: liboqs unavailable"))
+        self.kem_name = next(iter(KEMS), "ML-KEM-1024")
+        s = self.mode
+        self.budget = config.budget_s or s.budget_s
+        self.wallet_budget = s.wallet_budget_s if config.budget_s is None else config.budget_s
+        self.min_n = config.min_n or s.min_n
+        self.max_n = config.max_n or s.max_n
+        self.rounds = config.rounds or s.rounds
+        self.max_rounds = max(self.rounds, config.max_rounds or s.max_rounds)
+
+    def _backends(self) -> list[str]:
+        cfg = self.config.backends
+        if cfg:
+            for b in cfg:
+                st = self.statuses.get(b)
+                if st is None:
+                    raise EngineError(
+                        f"unknown backend {b!r}; known backends: {', '.join(self.statuses)}"
+                    )
+                if not st.available:
+                    raise EngineError(f"backend {b} unavailable: {st.reason}")
+            return list(cfg)
+        if self.statuses.get("liboqs") and self.statuses["liboqs"].available:
+            return ["liboqs"]
+        for b in ("numba", "rustcrypto", "openssl", "reference"):
+            st = self.statuses.get(b)
+            if st and st.available and all(s in st.suites for s in self.suites):
+                self.notes.append(
+                    (
+                        "warning",
+                        "backend_default",
+                        f"liboqs unavailable ({self.statuses['liboqs'].reason}); "
+                        f"measuring with {b} instead",
+                    )
+                )
+                return [b]
+        raise EngineError(
+            "no verifier backend implements all of " + ", ".join(self.suites) + " here: "
+            + "; ".join(f"{n}: {st.reason}" for n, st in self.statuses.items())
+        )
+
+    def _dual(self) -> tuple[str, str] | None:
+        if self.config.dual:
+            return self.config.dual
+        liboqs = self.statuses.get("liboqs")
+        if not liboqs or not liboqs.available:
+            self.notes.append(("info", "dual_skipped", "dual modes skipped: liboqs unavailable"))
+            return None
+        for b in SECOND_VERIFIERS:
+            st = self.statuses.get(b)
+            if st and st.available and all(s in st.suites for s in self.suites):
+                if b != "numba":
+                    self.notes.append(
+                        (
+                            "info",
+                            "dual_pair",
+                            f"second verifier is {b}: numba does not implement all of "
+                            + ", ".join(self.suites),
+                        )
+                    )
+                return ("liboqs", b)
+        self.notes.append(("info", "dual_skipped", "dual modes skipped: no second verifier"))
+        return None
+
+    def supports(self, backend: str, suite: str) -> bool:
+        st = self.statuses.get(backend)
+        return bool(st and st.available and suite in st.suites)
+
+    def verify_tasks(self, suites: list[str]) -> list[dict[str, Any]]:
+        tasks = []
+        for suite in suites:
+            for op in self.operations:
+                if op in ("verify", "verify_invalid"):
+                    for b in self.backends:
+                        if self.supports(b, suite):
+                            tasks.append(self._task(suite, b, op, self.budget))
+                elif (
+                    op in DUAL_OPS
+                    and self.dual
+                    and all(self.supports(b, suite) for b in self.dual)
+                ):
+                    t = self._task(suite, "+".join(self.dual), op, self.budget)
+                    t["dual"] = list(self.dual)
+                    tasks.append(t)
+        return tasks
+
+    def wallet_tasks(self) -> list[dict[str, Any]]:
+        tasks = []
+        for op in self.operations:
+            if op in WALLET_OPS:
+                for suite in self.suites:
+                    for b in self.backends:
+                        st = self.statuses.get(b)
+                        if not (st and st.can_sign and suite in st.suites):
+                            continue
+                        slow = suite.startswith("SLH-DSA") and suite.endswith(
+                            SLOW_SIGN_FAMILY_SUFFIX
+                        )
+                        if op == "sign" and slow and not self.mode.sign_slow:
+                            continue
+                        min_n = 3 if slow else self.min_n
+                        tasks.append(self._task(suite, b, op, self.wallet_budget, min_n))
+            elif op in KEM_OPS and self.kem:
+                tasks.append(self._task(self.kem_name, "liboqs", op, self.wallet_budget))
+        return tasks
+
+    def _task(self, suite: str, backend: str, op: str, budget: float, min_n: int | None = None):
+        return {
+            "suite": suite,
+            "backend": backend,
+            "operation": op,
+            "budget_s": budget,
+            "min_n": min_n or self.min_n,
+            "max_n": self.max_n,
+        }
+
+
+# ---------------------------------------------------------------- frequency watch
+
+
+class FreqWatch:
+    """Samples one CPU's frequency/cap while a worker runs; records go to the sink."""
+
+    def __init__(self, root: str, cpu: int, run_id: str, emit: Sink) -> None:
+        self.root, self.cpu, self.run_id, self.emit = root, cpu, run_id, emit
+        self.round: int | None = None
+        self.samples: list[hwinfo.CpuFreq] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        f = hwinfo.frequencies(self.root, [self.cpu]).get(self.cpu)
+        if f is None:
+            return
+        self.samples.append(f)
+        if f.cur_khz is None and f.max_khz is None and f.hw_max_khz is None:
+            return  # nothing to record (e.g. a VM without cpufreq)
+        self.emit(
+            FreqSample(
+                run_id=self.run_id,
+                taken_at=time.time(),
+                cpu=self.cpu,
+                cur_khz=f.cur_khz,
+                max_khz=f.max_khz,
+                hw_max_khz=f.hw_max_khz,
+                capped=f.capped,
+                cause=f.cause,
+                round=self.round,
+            )
+        )
+
+    def start(self, round_index: int) -> None:
+        self.round = round_index
+        self.samples = []
+        self._stop.clear()
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(FREQ_INTERVAL_S):
+            self.sample()
+
+    def finish(self) -> tuple[bool | None, float | None, hwinfo.CpuFreq | None]:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.sample()
+        known = [s for s in self.samples if s.capped is not None]
+        if not known:
+            return None, None, None
+        capped = [s for s in known if s.capped]
+        if not capped:
+            return False, None, None
+        worst = max(capped, key=lambda s: s.cap_factor or 0.0)
+        return True, worst.cap_factor, worst
+
+
+# ---------------------------------------------------------------- meta
+
+
+def _git_commit() -> str | None:
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def collect_versions(statuses: dict[str, Any]) -> dict[str, str | None]:
+    import ssl
+
+    liboqs = statuses.get("liboqs")
+    linked = None
+    if liboqs is not None and liboqs.version:
+        # BackendStatus.version: "liboqs 0.16.0; liboqs-python 0.16.0.1"
+        for part in liboqs.version.split(";"):
+            part = part.strip()
+            if part.startswith("liboqs "):
+                linked = part.split(" ", 1)[1]
+    openssl = statuses.get("openssl")
+    return {
+        "qprof": __version__,
+        "qprof_commit": _git_commit(),
+        "python": platform.python_version(),
+        "numba": _dist_version("numba"),
+        "numpy": _dist_version("numpy"),
+        "pyperf": _dist_version("pyperf"),
+        "liboqs_linked": linked,
+        "liboqs_python": _dist_version("liboqs-python"),
+        "openssl": ssl.OPENSSL_VERSION,
+        "cryptography": openssl.version if openssl is not None else None,
+        "pqcrypto": _dist_version("pqcrypto"),
+    }
+
+
+def _cpu_model(root: str) -> str | None:
+    try:
+        for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _cpu_rows(topo: dict[str, Any], cpus: list[int], root: str) -> list[dict[str, Any]]:
+    freqs = hwinfo.frequencies(root, cpus)
+    rows = []
+    by_cpu = {r.get("cpu"): r for r in topo.get("cpus", [])}
+    for cpu in cpus:
+        row = dict(by_cpu.get(cpu, {"cpu": cpu}))
+        f = freqs.get(cpu)
+        if f is not None:
+            row.update(
+                {
+                    "governor": f.governor,
+                    "cur_khz": f.cur_khz,
+                    "min_khz": f.min_khz,
+                    "scaling_max_khz": f.max_khz,
+                    "hw_max_khz": f.hw_max_khz,
+                    "capped": f.capped,
+                    "cap_factor": f.cap_factor,
+                    "cap_cause": f.cause,
+                }
+            )
+        rows.append(row)
+    return rows
+
+
+def choose_timer(timer: str, root: str = "/") -> tuple[str, str | None]:
+    """(clock, note): resolve "auto" from the 1-minute load average."""
+    if timer not in TIMERS:
+        raise EngineError(f"unknown timer {timer!r}; timers: {', '.join(TIMERS)}")
+    if timer != "auto":
+        return timer, None
+    try:
+        load = float((Path(root) / "proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return "wall", None
+    if load >= AUTO_CPU_TIMER_LOAD:
+        return "cpu", (
+            f"machine busy (1-minute load {load:.2f}): timing the CPU time of the worker "
+            "thread, so time spent waiting behind other processes is not counted; run on a "
+            "quiet machine (or --timer wall) for the seeds' wall-clock method"
+        )
+    return "wall", None
+
+
+# ---------------------------------------------------------------- engine
+
+
+class _Run:
+    def __init__(
+        self, config: BenchConfig, sink: Sink, progress: Progress | None, stop: threading.Event
+    ) -> None:
+        self.config = config
+        self.sink = sink
+        self.progress = progress
+        self.stop = stop
+        self.run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+        self.t0 = time.monotonic()
+        self.summary = RunSummary(self.run_id, "finished", None, 0.0, [])
+        self.work_total = 0.0
+        self.work_done = 0.0
+        self.python = config.python or sys.executable
+        self.round_seconds: list[float] = []  # wall time of each worker, for the time limit
+
+    # -- output
+    def emit(self, record: Record) -> None:
+        if isinstance(record, Measurement):
+            self.summary.measurements.append(record)
+        self.sink(record)
+
+    def note(self, level: str, kind: str, text: str, cpu: int | None = None) -> None:
+        self.summary.notes.append(text)
+        if level in ("error", "warning"):
+            print(f"qprof: {level}: {text}", file=sys.stderr)
+        self.emit(Note(run_id=self.run_id, level=level, text=text, cpu=cpu, kind=kind))
+
+    def report(self, **kw: Any) -> None:
+        if self.progress is None:
+            return
+        elapsed = time.monotonic() - self.t0
+        frac = min(1.0, self.work_done / self.work_total) if self.work_total else 0.0
+        # Extra adaptive rounds grow the plan: never let the bar move backwards.
+        frac = self._last_fraction = max(frac, getattr(self, "_last_fraction", 0.0))
+        eta = None
+        if self.work_total:
+            remaining = max(0.0, self.work_total - self.work_done)
+            # Scale the plan by how fast the work actually went so far.
+            speed = elapsed / self.work_done if self.work_done > 0 else 1.0
+            eta = remaining * max(speed, 0.5)
+        # A broken progress bar must not break a measurement.
+        with contextlib.suppress(Exception):
+            self.progress(ProgressEvent(fraction=frac, eta_s=eta, elapsed_s=elapsed, **kw))
+
+    # -- main
+    def run(self) -> RunSummary:
+        cfg = self.config
+        plan = Plan(cfg)
+        self.plan = plan
+        topo = hwinfo.topology(cfg.root)
+        self.timer, self.timer_note = choose_timer(cfg.timer, cfg.root)
+        cpus = cfg.cpus if cfg.cpus is not None else hwinfo.default_cpus(topo)
+        self.summary.cpus = list(cpus)
+        meta = Meta(
+            run_id=self.run_id,
+            started_at=time.time(),
+            qprof_version=__version__,
+            command=list(cfg.command or sys.argv),
+            versions=collect_versions(plan.statuses),
+            machine={
+                "hostname": platform.node(),
+                "kernel": platform.release(),
+                "arch": platform.machine(),
+                "cpu_model": _cpu_model(cfg.root),
+                "online_cpus": [r.get("cpu") for r in topo.get("cpus", []) if r.get("online")],
+                "clusters": topo.get("clusters", []),
+                "topology_problems": topo.get("problems", []),
+            },
+            cpus=_cpu_rows(topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None],
+                           cfg.root),
+            profile=plan.profile.name if plan.profile else cfg.profile,
+            settings={
+                "mode": cfg.mode,
+                "suites": plan.suites,
+                "unit_suite": plan.unit,
+                "backends": plan.backends,
+                "operations": plan.operations,
+                "dual": list(plan.dual) if plan.dual else None,
+                "rounds": plan.rounds,
+                "max_rounds": plan.max_rounds,
+                "adaptive": cfg.adaptive,
+                "budget_s": plan.budget,
+                "min_n": plan.min_n,
+                "max_n": plan.max_n,
+                "nice": cfg.nice,
+                "interleaving": "A/B/A/B/A: A = unit suite, B = the other suites",
+                "timer": self.timer,
+                "timer_clock": "time.thread_time (CLOCK_THREAD_CPUTIME_ID)"
+                if self.timer == "cpu" else "time.perf_counter",
+                "values": "one operation per pyperf value (loops=1), clock overhead subtracted",
+                "backend_versions": {
+                    n: st.version for n, st in plan.statuses.items() if st.available
+                },
+            },
+        )
+        self.emit(meta)
+        if self.timer_note:
+            self.note("info", "timer", self.timer_note)
+        for level, kind, text in plan.notes:
+            self.note(level, kind, text)
+        self.emit(Env(self.run_id, "before", time.time(), hwinfo.env_snapshot(cfg.root)))
+
+        good_cpus = []
+        for cpu in cpus:
+            problem = hwinfo.cpu_problem(cpu, cfg.root)
+            if problem:
+                self.summary.aborted_cpus[cpu] = problem
+                self.note("error", "cpu_aborted", f"CPU {cpu} skipped: {problem}", cpu)
+            else:
+                good_cpus.append(cpu)
+
+        workdir = Path(tempfile.mkdtemp(prefix="qprof-run-"))
+        try:
+            if good_cpus and not self.stop.is_set():
+                fixtures = self._fixtures(plan, workdir)
+                if fixtures is not None:
+                    self._plan_work(plan, len(good_cpus))
+                    for cpu in good_cpus:
+                        if self.stop.is_set():
+                            break
+                        self._measure_cpu(plan, cpu, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+        self.emit(Env(self.run_id, "after", time.time(), hwinfo.env_snapshot(cfg.root)))
+        s = self.summary
+        if self.stop.is_set():
+            s.status, s.reason = "aborted", "stopped on request"
+        elif not good_cpus or len(s.aborted_cpus) == len(cpus):
+            s.status = "aborted"
+            s.reason = "; ".join(s.aborted_cpus.values()) or "nothing measured"
+        elif s.aborted_cpus:
+            s.status = "partial"
+            s.reason = "; ".join(f"CPU {c}: {r}" for c, r in s.aborted_cpus.items())
+        if s.disagreements:
+            self.note(
+                "error", "disagreement",
+                f"{s.disagreements} of {s.checks} checks: the verifiers DISAGREED",
+            )
+        elif s.checks:
+            self.note("info", "agreement", f"{s.checks} checks, the verifiers never disagreed")
+        s.elapsed_s = time.monotonic() - self.t0
+        self.emit(
+            End(
+                run_id=self.run_id,
+                finished_at=time.time(),
+                status=s.status,
+                reason=s.reason,
+                checks=s.checks,
+                disagreements=s.disagreements,
+            )
+        )
+        self.report(message=f"{s.status} in {s.elapsed_s:.0f}s")
+        return s
+
+    def _fixtures(self, plan: Plan, workdir: Path) -> Path | None:
+        needs = [op for op in plan.operations if op in ("verify", "verify_invalid") + DUAL_OPS]
+        path = workdir / "fixtures.json"
+        if not needs:
+            save_fixtures({}, path)
+            return path
+        self.report(message="preparing keys and signatures")
+        fixtures: dict[str, Fixture] = {}
+        for suite in plan.suites:
+            try:
+                fixtures[suite] = cached_fixture(
+                    suite, tuple(plan.backends), self.config.fixture_cache,
+                    checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
+                )
+            except FixtureError as exc:
+                self.note("error", "fixture", str(exc))
+        if plan.unit not in fixtures:
+            self.summary.aborted_cpus.update(
+                {c: "no signature of the unit suite" for c in self.summary.cpus}
+            )
+            return None
+        save_fixtures(fixtures, path)
+        self.fixtures_path = path
+        return path
+
+    def _plan_work(self, plan: Plan, ncpus: int) -> None:
+        a = sum(t["budget_s"] for t in plan.verify_tasks([plan.unit]))
+        b = sum(t["budget_s"] for t in plan.verify_tasks(plan.others))
+        rounds = plan.rounds
+        per_cpu = (rounds + 1) // 2 * a + rounds // 2 * b + rounds * SPAWN_COST_S
+        w = plan.wallet_tasks()
+        if w:
+            per_cpu += sum(t["budget_s"] for t in w) + SPAWN_COST_S
+        self.work_total = per_cpu * ncpus
+
+    # -- one CPU
+    def _measure_cpu(self, plan: Plan, cpu: int, workdir: Path) -> None:
+        cfg = self.config
+        watch = FreqWatch(cfg.root, cpu, self.run_id, self.emit)
+        a_tasks = plan.verify_tasks([plan.unit])
+        b_tasks = plan.verify_tasks(plan.others)
+        round_caps: dict[int, tuple[bool | None, float | None]] = {}
+        mine: list[Measurement] = []
+        r = 0
+        target = plan.rounds
+        while r < target:
+            if self.stop.is_set():
+                return
+            tasks = a_tasks if r % 2 == 0 else b_tasks
+            if tasks:
+                ok = self._run_worker(plan, cpu, r, target, tasks, workdir, watch, round_caps, mine)
+                if not ok:
+                    return
+            r += 1
+            if (
+                r == target
+                and cfg.adaptive
+                and target + 2 <= plan.max_rounds
+                and self._needs_more(plan, cpu, mine)
+                and self._time_left(a_tasks, b_tasks)
+            ):
+                self.work_total += sum(t["budget_s"] for t in a_tasks + b_tasks)
+                self.work_total += 2 * SPAWN_COST_S
+                target += 2
+        self.summary.rounds[cpu] = r
+        self._drift_and_cap_notes(plan, cpu, mine, round_caps)
+        wallet = plan.wallet_tasks()
+        if wallet and not self.stop.is_set():
+            self._run_worker(plan, cpu, r, r + 1, wallet, workdir, watch, round_caps, mine)
+
+    def _time_left(self, a_tasks: list, b_tasks: list) -> bool:
+        """Would one more B/A pair end within the time limit? (from the rounds so far)"""
+        limit = self.config.time_limit_s
+        if limit is None:
+            return True
+        seen = self.round_seconds
+        if len(seen) >= 2:
+            need = seen[-1] + seen[-2]  # the last A and B rounds
+        else:
+            need = sum(t["budget_s"] for t in a_tasks + b_tasks) * 1.5 + 2 * SPAWN_COST_S
+        return time.monotonic() - self.t0 + need <= limit
+
+    def _needs_more(self, plan: Plan, cpu: int, mine: list[Measurement]) -> bool:
+        """True while a Verify-Unit ratio is unsure or an ML-DSA round spread is large."""
+        from qprof.measure.reduce import ratio_ci
+
+        reduced = reduce_measurements(mine)
+        for backend in {m.backend for m in mine}:
+            for op in ("verify", "dual_enforce"):
+                unit = reduced.get((cpu, plan.unit, backend, op))
+                if unit is None:
+                    continue
+                for suite in plan.suites:
+                    red = reduced.get((cpu, suite, backend, op))
+                    if red is None:
+                        continue
+                    if suite.startswith("ML-DSA") and red.spread_bp > self.config.max_spread_bp:
+                        return True
+                    if suite == plan.unit:
+                        continue
+                    ci = ratio_ci(red, unit, replicates=400)
+                    if ci is None:
+                        continue
+                    ratio = red.median_ns / unit.median_ns
+                    half_bp = stats.bp((ci[1] - ci[0]) / 2 / ratio)
+                    if plan.profile and suite in plan.profile.verify_units:
+                        unit_vu = plan.profile.unit_vu
+                        constant = plan.profile.verify_units[suite]
+                        lo, hi = math.ceil(unit_vu * ci[0]), math.ceil(unit_vu * ci[1])
+                        if lo <= constant < hi:
+                            return True  # the verdict itself is unsure
+                    if half_bp > self.config.target_ci_bp:
+                        return True
+        return False
+
+    def _drift_and_cap_notes(
+        self, plan: Plan, cpu: int, mine: list[Measurement],
+        round_caps: dict[int, tuple[bool | None, float | None]],
+    ) -> None:
+        reduced = reduce_measurements(mine)
+        for backend in plan.backends:
+            unit = reduced.get((cpu, plan.unit, backend, "verify"))
+            if unit is not None:
+                d = unit_drift_bp(unit)
+                if d is not None:
+                    self.note(
+                        "info", "drift",
+                        f"CPU {cpu} {backend}: {plan.unit} at the end vs the start: {d:+.0f} bp; "
+                        f"largest round spread {max(r.spread_bp for r in reduced.values()):.0f} bp",
+                        cpu,
+                    )
+        states = {k: v[0] for k, v in round_caps.items() if v[0] is not None}
+        if len(set(states.values())) > 1:
+            capped = sorted(k for k, v in states.items() if v)
+            self.note(
+                "warning", "cap_change",
+                f"CPU {cpu}: the frequency cap changed during the run; capped rounds: "
+                + ", ".join(str(x + 1) for x in capped),
+                cpu,
+            )
+
+    def _run_worker(
+        self, plan: Plan, cpu: int, rnd: int, rounds: int, tasks: list[dict[str, Any]],
+        workdir: Path, watch: FreqWatch,
+        round_caps: dict[int, tuple[bool | None, float | None]], mine: list[Measurement],
+    ) -> bool:
+        cfg = self.config
+        tag = f"cpu{cpu}-r{rnd}"
+        if cfg.pyperf_dir is not None:
+            cfg.pyperf_dir.mkdir(parents=True, exist_ok=True)
+            pyperf_path = cfg.pyperf_dir / f"{self.run_id}-{tag}.json"
+        else:
+            pyperf_path = workdir / f"{tag}.pyperf.json"
+        pyperf_path.unlink(missing_ok=True)
+        job = {
+            "cpu": cpu,
+            "round": rnd,
+            "nice": cfg.nice,
+            "timer": self.timer,
+            "fixtures": str(getattr(self, "fixtures_path", "")) or None,
+            "result": str(workdir / f"{tag}.result.json"),
+            "tasks": tasks,
+        }
+        job_path = workdir / f"{tag}.job.json"
+        job_path.write_text(json.dumps(job))
+        cmd = [
+            self.python, "-m", "qprof.measure.worker", "--job", str(job_path),
+            "--worker", "--loops", "1", "--warmups", "1", "--values", "1",
+            "--affinity", str(cpu), "--quiet", "-o", str(pyperf_path),
+        ]
+        first = tasks[0]
+        self.report(cpu=cpu, round=rnd, rounds=rounds, suite=first["suite"],
+                    backend=first["backend"], operation=first["operation"], message="starting")
+        watch.start(rnd)
+        started = time.monotonic()
+        stderr_lines: list[str] = []
+        done_before = self.work_done
+        try:
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        except OSError as exc:
+            watch.finish()
+            self._abort_cpu(cpu, f"cannot start the worker: {exc}")
+            return False
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("@qprof "):
+                self._on_worker_event(json.loads(line[7:]), tasks, cpu, rnd, rounds)
+            else:
+                stderr_lines.append(line.rstrip())
+        rc = proc.wait()
+        self.round_seconds.append(time.monotonic() - started)
+        capped, factor, worst = watch.finish()
+        round_caps[rnd] = (capped, factor)
+        self.work_done = done_before + sum(t["budget_s"] for t in tasks) + SPAWN_COST_S
+        if rc != 0:
+            tail = " | ".join(line for line in stderr_lines[-5:] if line) or f"exit code {rc}"
+            if rc == 3:
+                self._abort_cpu(cpu, tail.replace("qprof worker: ", ""))
+            else:
+                self._abort_cpu(cpu, f"worker failed in round {rnd + 1} ({tail})")
+            return False
+        self._collect(plan, cpu, rnd, tasks, workdir / f"{tag}.result.json", pyperf_path,
+                      capped, factor, worst, mine)
+        return True
+
+    def _on_worker_event(
+        self, ev: dict[str, Any], tasks: list[dict[str, Any]], cpu: int, rnd: int, rounds: int
+    ) -> None:
+        index = ev.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(tasks):
+            return
+        t = tasks[index]
+        if ev.get("event") == "done":
+            self.work_done += t["budget_s"]
+        elif ev.get("event") == "failed":
+            self.note("warning", "task_failed",
+                      f"CPU {cpu} {t['suite']} {t['backend']} {t['operation']}: {ev.get('error')}",
+                      cpu)
+        self.report(cpu=cpu, round=rnd, rounds=rounds, suite=t["suite"], backend=t["backend"],
+                    operation=t["operation"], message=str(ev.get("event", "")))
+
+    def _abort_cpu(self, cpu: int, reason: str) -> None:
+        self.summary.aborted_cpus[cpu] = reason
+        self.note("error", "cpu_aborted", f"CPU {cpu} aborted: {reason}", cpu)
+
+    def _collect(
+        self, plan: Plan, cpu: int, rnd: int, tasks: list[dict[str, Any]], result_path: Path,
+        pyperf_path: Path, capped: bool | None, factor: float | None,
+        worst: hwinfo.CpuFreq | None, mine: list[Measurement],
+    ) -> None:
+        import pyperf
+
+        try:
+            result = json.loads(result_path.read_text())
+            suite_data = pyperf.BenchmarkSuite.load(str(pyperf_path))
+        except (OSError, ValueError) as exc:
+            self._abort_cpu(cpu, f"round {rnd + 1}: worker output unreadable: {exc}")
+            return
+        benches = {b.get_name(): b for b in suite_data.get_benchmarks()}
+        rel = None
+        if self.config.pyperf_dir is not None:
+            base = self.config.record_base
+            rel = os.path.relpath(pyperf_path, base) if base else str(pyperf_path)
+        if capped and worst is not None:
+            self.note("warning", "cap", f"CPU {cpu} round {rnd + 1}: " + hwinfo.cap_text(
+                worst.hw_max_khz, worst.max_khz, factor), cpu)
+        for res in result.get("results", []):
+            task = tasks[res["index"]]
+            bench = benches.get(res["name"])
+            if bench is None:
+                continue
+            values = [round(v * 1e9, 1) for v in bench.get_values()]
+            if not values:
+                continue
+            s = stats.summarize(values)
+            m = Measurement(
+                run_id=self.run_id, cpu=cpu, suite=task["suite"], backend=task["backend"],
+                operation=task["operation"], round=rnd, n=s.n, median_ns=s.median_ns,
+                p95_ns=s.p95_ns, mean_ns=s.mean_ns, stdev_ns=s.stdev_ns, min_ns=s.min_ns,
+                max_ns=s.max_ns,
+                samples_ns=values if len(values) <= self.config.keep_samples else None,
+                finished_at=res.get("finished_at"), capped=capped, cap_factor=factor,
+                pyperf_json=rel, checks=int(res.get("checks", 0)),
+                disagreements=int(res.get("disagreements", 0)),
+            )
+            mine.append(m)
+            self.emit(m)
+            self.summary.checks += m.checks
+            self.summary.disagreements += m.disagreements
+            wrong = int(res.get("wrong_verdicts", 0))
+            if wrong:
+                self.summary.wrong_verdicts += wrong
+                self.note("error", "wrong_verdict",
+                          f"CPU {cpu} {task['suite']} {task['backend']} {task['operation']}: "
+                          f"{wrong} of {m.n} verdicts were wrong", cpu)
+            for ex in res.get("examples", []):
+                print(f"qprof: DISAGREEMENT on CPU {cpu} {task['suite']}: {ex['backends']}",
+                      file=sys.stderr)
+                self.emit(Disagreement(run_id=self.run_id, cpu=cpu, suite=task["suite"], **ex))
+            if m.disagreements:
+                self.note("error", "disagreement",
+                          f"CPU {cpu} {task['suite']} {task['operation']}: {m.disagreements} "
+                          f"of {m.checks} checks disagreed", cpu)
+        for fail in result.get("failures", []):
+            self.note("warning", "task_failed", f"CPU {cpu} round {rnd + 1}: {fail['name']}: "
+                      f"{fail['error']}", cpu)
+
+
+def run_bench(
+    config: BenchConfig,
+    sink: Callable[[Record], None],
+    progress: Callable[[ProgressEvent], None] | None = None,
+    stop: threading.Event | None = None,
+) -> RunSummary:
+    """Measure as ``config`` says; records go to ``sink`` as they are made.
+
+    Raises :class:`EngineError` (or ``ProfileError``) before anything is measured when the
+    configuration cannot work; everything that goes wrong later becomes a ``Note`` and the
+    run's ``End`` status.
+    """
+    return _Run(config, sink, progress, stop or threading.Event()).run()

@@ -1,0 +1,143 @@
+"""Keys and signatures prepared once per run and shared by its workers.
+
+Signing an SLH-DSA "s" signature takes about a second; doing it in every worker process
+would cost more than the measurement. Public keys and signatures are FIPS encodings, so a
+signature made by one backend verifies with every other; the invalid signature is the
+valid one with one byte flipped (the seeds' rule).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# A transaction sighash is 32 bytes: verify what a node verifies.
+MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
+CONTEXT = b""
+
+
+@dataclass(frozen=True)
+class Fixture:
+    suite: str
+    public_key: bytes
+    message: bytes
+    signature: bytes
+    invalid_signature: bytes
+    context: bytes
+    signed_by: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "suite": self.suite,
+            "public_key": self.public_key.hex(),
+            "message": self.message.hex(),
+            "signature": self.signature.hex(),
+            "invalid_signature": self.invalid_signature.hex(),
+            "context": self.context.hex(),
+            "signed_by": self.signed_by,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, str]) -> Fixture:
+        return cls(
+            suite=d["suite"],
+            public_key=bytes.fromhex(d["public_key"]),
+            message=bytes.fromhex(d["message"]),
+            signature=bytes.fromhex(d["signature"]),
+            invalid_signature=bytes.fromhex(d["invalid_signature"]),
+            context=bytes.fromhex(d["context"]),
+            signed_by=d["signed_by"],
+        )
+
+
+def flip_one_byte(signature: bytes) -> bytes:
+    """The signature with its middle byte XOR 0x01 (inside the body, not the padding)."""
+    if not signature:
+        return signature
+    mid = len(signature) // 2
+    return signature[:mid] + bytes([signature[mid] ^ 0x01]) + signature[mid + 1 :]
+
+
+class FixtureError(RuntimeError):
+    pass
+
+
+def make_fixture(suite: str, preferred: tuple[str, ...] = ()) -> Fixture:
+    """Sign one message with the first backend (preferred first) that can sign ``suite``."""
+    from qprof.verify import SIGNING_BACKENDS, available_backends, get_signer
+
+    statuses = available_backends()
+    order = [b for b in preferred if b in SIGNING_BACKENDS] + [
+        b for b in SIGNING_BACKENDS if b not in preferred
+    ]
+    reasons = []
+    for backend in order:
+        status = statuses.get(backend)
+        if status is None or not status.available or suite not in status.suites:
+            reasons.append(f"{backend}: {status.reason if status else 'unknown'}")
+            continue
+        try:
+            signer = get_signer(backend, suite)
+            pk, sk = signer.keypair()
+            sig = signer.sign(sk, MESSAGE, CONTEXT)
+        except Exception as exc:  # try the next signer; say why at the end
+            reasons.append(f"{backend}: {exc}")
+            continue
+        return Fixture(suite, pk, MESSAGE, sig, flip_one_byte(sig), CONTEXT, backend)
+    raise FixtureError(f"no backend can sign {suite} here ({'; '.join(reasons)})")
+
+
+def save_fixtures(fixtures: dict[str, Fixture], path: Path) -> None:
+    path.write_text(json.dumps({s: f.to_dict() for s, f in fixtures.items()}))
+
+
+def load_fixtures(path: Path) -> dict[str, Fixture]:
+    data = json.loads(path.read_text())
+    return {s: Fixture.from_dict(d) for s, d in data.items()}
+
+
+def cache_dir() -> Path:
+    """$QPROF_CACHE_DIR, else $XDG_CACHE_HOME/qprof, else ~/.cache/qprof; + /fixtures."""
+    base = os.environ.get("QPROF_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "qprof"
+    )
+    return Path(base) / "fixtures"
+
+
+def _still_good(fx: Fixture, checker: str) -> bool:
+    from qprof.verify import get_verifier
+
+    try:
+        v = get_verifier(checker, fx.suite)
+    except Exception:
+        return False
+    return v.verify(fx.public_key, fx.message, fx.signature, fx.context) and not v.verify(
+        fx.public_key, fx.message, fx.invalid_signature, fx.context
+    )
+
+
+def cached_fixture(suite: str, preferred: tuple[str, ...] = (), directory: Path | None = None,
+                   checker: str | None = None) -> Fixture:
+    """A fixture from the cache when it still verifies (with ``checker``), else a new one.
+
+    Test keys only: caching them saves signing an SLH-DSA "s" signature (about a second)
+    on every run.
+    """
+    d = directory or cache_dir()
+    path = d / f"{suite}.json"
+    if path.is_file() and checker:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            fx = Fixture.from_dict(json.loads(path.read_text()))
+            if fx.suite == suite and fx.message == MESSAGE and _still_good(fx, checker):
+                return fx
+    fx = make_fixture(suite, preferred)
+    with contextlib.suppress(OSError):
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(fx.to_dict()))
+        tmp.replace(path)
+    return fx

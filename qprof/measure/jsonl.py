@@ -1,0 +1,126 @@
+"""JSONL runs: write records one line at a time, read them back with every bad line
+reported as ``file:line: reason`` (skipped and counted, never silently dropped)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from qprof.measure.records import (
+    Disagreement,
+    End,
+    Env,
+    FreqSample,
+    Measurement,
+    Meta,
+    Note,
+    Record,
+    RecordError,
+    record_from_dict,
+)
+
+
+class JsonlSink:
+    """Appends records to a JSONL file, flushed line by line (a crash loses nothing)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def __call__(self, record: Record) -> None:
+        line = record.to_json()
+        with self._lock:
+            if self._fh is None:
+                raise ValueError(f"{self.path}: sink already closed")
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class RunData:
+    path: Path
+    meta: Meta | None = None
+    records: list[Record] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "file:line: reason"
+    bad_lines: int = 0
+
+    def _of(self, cls: type) -> list:
+        return [r for r in self.records if isinstance(r, cls)]
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        return self._of(Measurement)
+
+    @property
+    def notes(self) -> list[Note]:
+        return self._of(Note)
+
+    @property
+    def envs(self) -> list[Env]:
+        return self._of(Env)
+
+    @property
+    def freqs(self) -> list[FreqSample]:
+        return self._of(FreqSample)
+
+    @property
+    def disagreements(self) -> list[Disagreement]:
+        return self._of(Disagreement)
+
+    @property
+    def end(self) -> End | None:
+        ends = self._of(End)
+        return ends[-1] if ends else None
+
+
+def read_run(path: str | Path) -> RunData:
+    """Read one JSONL run. Raises OSError only when the file cannot be opened."""
+    p = Path(path)
+    run = RunData(path=p)
+    with p.open("r", encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            text = line.strip()
+            if not text:
+                continue
+            where = f"{p}:{lineno}"
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                run.problems.append(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})")
+                run.bad_lines += 1
+                continue
+            try:
+                rec = record_from_dict(data)
+            except RecordError as exc:
+                run.problems.append(f"{where}: {exc}")
+                run.bad_lines += 1
+                continue
+            if isinstance(rec, Meta):
+                if run.meta is not None:
+                    run.problems.append(f"{where}: second meta line ignored")
+                    run.bad_lines += 1
+                    continue
+                run.meta = rec
+            run.records.append(rec)
+    if run.meta is None:
+        run.problems.append(f"{p}: no meta line: machine and method unknown")
+    if run.end is None and run.records:
+        run.problems.append(f"{p}: no end line: the run was cut short")
+    return run

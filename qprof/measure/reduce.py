@@ -1,0 +1,117 @@
+"""From measurement records to the numbers in the tables.
+
+Rules (the seeds', pinned by tests/test_measure_reduce.py):
+- valid signatures and every other operation: median and p95 of all samples of all rounds
+  (when a record has no samples, the median of its round medians);
+- invalid signatures (``*_invalid``): median of the round medians;
+- round spread: (max - min) / min of the round medians, in basis points;
+- unit drift: last vs first round median of the unit suite, in basis points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from qprof.measure import stats
+from qprof.measure.records import Measurement
+
+Key = tuple[int, str, str, str]  # cpu, suite, backend, operation
+
+
+@dataclass
+class Reduced:
+    cpu: int
+    suite: str
+    backend: str
+    operation: str
+    n: int
+    median_ns: float
+    p95_ns: float
+    round_medians: dict[int, float]
+    spread_bp: float
+    capped: bool | None = None
+    cap_factor: float | None = None
+    capped_rounds: list[int] = field(default_factory=list)
+    samples_by_round: dict[int, list[float]] = field(default_factory=dict)
+    checks: int = 0
+    disagreements: int = 0
+
+    @property
+    def key(self) -> Key:
+        return (self.cpu, self.suite, self.backend, self.operation)
+
+    @property
+    def round_range(self) -> tuple[float, float]:
+        values = list(self.round_medians.values())
+        return min(values), max(values)
+
+
+def is_invalid_op(operation: str) -> bool:
+    return operation.endswith("_invalid")
+
+
+def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduced]:
+    groups: dict[Key, list[Measurement]] = {}
+    for m in measurements:
+        groups.setdefault((m.cpu, m.suite, m.backend, m.operation), []).append(m)
+    out: dict[Key, Reduced] = {}
+    for key, ms in groups.items():
+        ms.sort(key=lambda m: m.round)
+        round_medians: dict[int, float] = {}
+        samples: dict[int, list[float]] = {}
+        for m in ms:
+            # Two records for one round (should not happen): keep the later one.
+            round_medians[m.round] = float(m.median_ns)
+            if m.samples_ns:
+                samples[m.round] = [float(x) for x in m.samples_ns]
+        have_all_samples = len(samples) == len(round_medians)
+        pooled = [x for r in sorted(samples) for x in samples[r]] if have_all_samples else []
+        if is_invalid_op(key[3]) or not pooled:
+            median = stats.median(list(round_medians.values()))
+            p95 = stats.median([float(m.p95_ns) for m in ms])
+        else:
+            median = stats.median(pooled)
+            p95 = stats.p95(pooled)
+        capped_rounds = sorted({m.round for m in ms if m.capped})
+        factors = [m.cap_factor for m in ms if m.capped and m.cap_factor]
+        caps = [m.capped for m in ms if m.capped is not None]
+        out[key] = Reduced(
+            cpu=key[0],
+            suite=key[1],
+            backend=key[2],
+            operation=key[3],
+            n=sum(m.n for m in ms),
+            median_ns=median,
+            p95_ns=p95,
+            round_medians=round_medians,
+            spread_bp=stats.round_spread_bp(list(round_medians.values())),
+            capped=any(caps) if caps else None,
+            cap_factor=max(factors) if factors else None,
+            capped_rounds=capped_rounds,
+            samples_by_round=samples if have_all_samples else {},
+            checks=sum(m.checks for m in ms),
+            disagreements=sum(m.disagreements for m in ms),
+        )
+    return out
+
+
+def unit_drift_bp(unit: Reduced) -> float | None:
+    """Unit suite at the end of the run vs the start (signed bp); None with one round."""
+    if len(unit.round_medians) < 2:
+        return None
+    rounds = sorted(unit.round_medians)
+    return stats.drift_bp(unit.round_medians[rounds[0]], unit.round_medians[rounds[-1]])
+
+
+def ratio_ci(
+    suite: Reduced, unit: Reduced, replicates: int = 1000
+) -> tuple[float, float] | None:
+    """95 % CI of median(suite)/median(unit), or None without samples."""
+    if not suite.samples_by_round or not unit.samples_by_round:
+        return None
+    return stats.bootstrap_ratio_ci(
+        list(suite.samples_by_round.values()),
+        list(unit.samples_by_round.values()),
+        replicates=replicates,
+    )

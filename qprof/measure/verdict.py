@@ -1,0 +1,32 @@
+"""Verify-Unit verdict from measurements: coverage with confidence intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
+from qprof.measure.records import Measurement
+from qprof.measure.reduce import ratio_ci, reduce_measurements
+
+
+def evaluate(
+    profile: Profile, measurements: Iterable[Measurement], operation: str = "verify"
+) -> list[tuple[CoverageResult, dict[str, Any]]]:
+    """(result, extras) per (cpu, backend, suite); extras: n, rounds, spread_bp, ratio CI."""
+    reduced = reduce_measurements(m for m in measurements if m.operation == operation)
+    medians: list[SuiteMedian] = []
+    extras: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for (cpu, suite, backend, _op), red in reduced.items():
+        unit = reduced.get((cpu, profile.unit_suite, backend, operation))
+        ci = ratio_ci(red, unit) if unit is not None and suite != profile.unit_suite else None
+        medians.append(SuiteMedian(cpu, backend, suite, red.median_ns, red.capped,
+                                   red.cap_factor, ci, red.n))
+        extras[(cpu, backend, suite)] = {
+            "n": red.n,
+            "rounds": len(red.round_medians),
+            "round_medians_ns": [red.round_medians[r] for r in sorted(red.round_medians)],
+            "spread_bp": round(red.spread_bp, 1),
+            "ratio_ci": list(ci) if ci else None,
+        }
+    return [(r, extras[(r.cpu, r.backend, r.suite)]) for r in coverage(profile, medians)]

@@ -1,0 +1,328 @@
+"""pyperf worker: one process per (CPU, round), timing several suites.
+
+The engine (the runner, in pyperf's terms) writes a job file and starts::
+
+    python -m qprof.measure.worker --job JOB.json --worker --loops 1 --warmups 1 \
+        --values 1 --affinity CPU --quiet -o ROUND.pyperf.json
+
+This script is an ordinary ``pyperf.Runner`` script run in pyperf's ``--worker`` mode:
+pyperf pins it to ``--affinity`` and writes its own JSON (``python -m pyperf stats`` and
+``compare_to`` work on it). Every value is one operation timed on its own (loops = 1), so
+medians and p95 are per operation as in the seeds. The number of values is chosen per
+task from a time budget. Keys and signatures are loaded once from the run's fixtures.
+
+Besides pyperf's JSON the worker writes a small result file with what pyperf cannot hold:
+verifier agreement checks, disagreements (with the inputs), wrong verdicts. Progress lines
+``@qprof {json}`` go to stderr for the engine. Exit codes: 0 ok, 3 cannot pin to the CPU,
+4 bad job, 5 a backend failed to load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+EXIT_AFFINITY = 3
+EXIT_BAD_JOB = 4
+EXIT_BACKEND = 5
+MAX_EXAMPLES = 5  # disagreement inputs kept per task
+
+TimeFunc = Callable[[int], float]
+
+# "wall": time.perf_counter (the seeds' clock). "cpu": CPU time of this thread
+# (CLOCK_THREAD_CPUTIME_ID): on a busy machine a niced worker waits behind other
+# processes, and a long operation (SLH-DSA, milliseconds) is cut into many time slices;
+# its wall time then measures the queue, not the operation.
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+CLOCK: Callable[[], float] = time.perf_counter
+OVERHEAD = [0.0]  # median cost of reading the clock twice, subtracted from every value
+
+
+def clock_overhead(clock: Callable[[], float], pairs: int = 2001) -> float:
+    gaps = []
+    for _ in range(pairs):
+        t0 = clock()
+        gaps.append(clock() - t0)
+    gaps.sort()
+    return gaps[len(gaps) // 2]
+
+
+def _emit(event: dict[str, Any]) -> None:
+    sys.stderr.write("@qprof " + json.dumps(event) + "\n")
+    sys.stderr.flush()
+
+
+class TaskState:
+    """Counters the timed loop updates (kept out of pyperf's values)."""
+
+    def __init__(self) -> None:
+        self.checks = 0
+        self.disagreements = 0
+        self.wrong_verdicts = 0
+        self.examples: list[dict[str, Any]] = []
+
+
+def _verify_func(task: dict, fx: Any, state: TaskState) -> TimeFunc:
+    from qprof.verify import get_verifier
+
+    perf = CLOCK
+    invalid = task["operation"].endswith("invalid")
+    pk, msg, ctx = fx.public_key, fx.message, fx.context
+    sig = fx.invalid_signature if invalid else fx.signature
+    expected = not invalid
+    op = task["operation"]
+
+    if op in ("verify", "verify_invalid"):
+        verify = get_verifier(task["backend"], task["suite"]).verify
+        verify(pk, msg, sig, ctx)  # load lazily compiled parts outside the timing
+
+        def time_verify(loops: int) -> float:
+            bad = 0
+            t0 = perf()
+            for _ in range(loops):
+                if verify(pk, msg, sig, ctx) is not expected:
+                    bad += 1
+            dt = perf() - t0 - OVERHEAD[0] * loops
+            state.wrong_verdicts += bad
+            return max(dt, 1e-9)
+
+        return time_verify
+
+    primary_name, secondary_name = task["dual"]
+    primary = get_verifier(primary_name, task["suite"]).verify
+    secondary = get_verifier(secondary_name, task["suite"]).verify
+    primary(pk, msg, sig, ctx)
+    secondary(pk, msg, sig, ctx)
+    shadow = op.startswith("dual_shadow")
+
+    def record(a: bool, b: bool) -> None:
+        state.disagreements += 1
+        if len(state.examples) < MAX_EXAMPLES:
+            state.examples.append(
+                {
+                    "backends": {primary_name: a, secondary_name: b},
+                    "public_key_hex": pk.hex(),
+                    "message_hex": msg.hex(),
+                    "signature_hex": sig.hex(),
+                    "context_hex": ctx.hex(),
+                    "found_at": time.time(),
+                }
+            )
+
+    def time_dual(loops: int) -> float:
+        # Both verdicts are kept and compared after the clock stops.
+        verdicts = []
+        t0 = perf()
+        for _ in range(loops):
+            a = primary(pk, msg, sig, ctx)
+            # enforce: the second verifier runs only when the first accepts.
+            b = secondary(pk, msg, sig, ctx) if (shadow or a) else None
+            verdicts.append((a, b))
+        dt = max(perf() - t0 - OVERHEAD[0] * loops, 1e-9)
+        for a, b in verdicts:
+            if b is not None:
+                state.checks += 1
+                if a != b:
+                    record(a, b)
+            if a is not expected and (b is None or b is not expected):
+                state.wrong_verdicts += 1
+        return dt
+
+    return time_dual
+
+
+def _wallet_func(task: dict, fx: Any, state: TaskState) -> TimeFunc:
+    from qprof.verify import get_signer
+
+    perf = CLOCK
+    signer = get_signer(task["backend"], task["suite"])
+    if task["operation"] == "keygen":
+
+        def time_keygen(loops: int) -> float:
+            t0 = perf()
+            for _ in range(loops):
+                signer.keypair()
+            return max(perf() - t0 - OVERHEAD[0] * loops, 1e-9)
+
+        return time_keygen
+
+    _pk, sk = signer.keypair()
+    msg, ctx = fx.message if fx else b"\x00" * 32, fx.context if fx else b""
+
+    def time_sign(loops: int) -> float:
+        t0 = perf()
+        for _ in range(loops):
+            signer.sign(sk, msg, ctx)
+        return max(perf() - t0 - OVERHEAD[0] * loops, 1e-9)
+
+    return time_sign
+
+
+def _kem_func(task: dict) -> TimeFunc:
+    from qprof.verify import get_kem
+
+    perf = CLOCK
+    kem = get_kem(task["backend"], task.get("suite") or "ML-KEM-1024")
+    pk, sk = kem.keypair()
+    ct, _ss = kem.encaps(pk)
+    op = task["operation"]
+
+    def time_kem(loops: int) -> float:
+        t0 = perf()
+        if op == "kem_keygen":
+            for _ in range(loops):
+                kem.keypair()
+        elif op == "kem_encaps":
+            for _ in range(loops):
+                kem.encaps(pk)
+        else:
+            for _ in range(loops):
+                kem.decaps(sk, ct)
+        return max(perf() - t0 - OVERHEAD[0] * loops, 1e-9)
+
+    return time_kem
+
+
+def make_time_func(task: dict, fixtures: dict, state: TaskState) -> TimeFunc:
+    op = task["operation"]
+    if op.startswith("kem_"):
+        return _kem_func(task)
+    fx = fixtures.get(task["suite"])
+    if op in ("keygen", "sign"):
+        return _wallet_func(task, fx, state)
+    if fx is None:
+        raise KeyError(f"no fixture (key and signature) for {task['suite']}")
+    return _verify_func(task, fx, state)
+
+
+def choose_values(time_func: TimeFunc, budget_s: float, min_n: int, max_n: int) -> tuple[int, int]:
+    """(values, warmups) filling about ``budget_s`` of wall time with one-operation values.
+
+    The budget is wall time whatever the clock: on a busy machine a niced worker gets a
+    fraction of the CPU, and a budget in CPU time would stretch the run several-fold.
+    """
+    # Pilot: run operations for a tenth of the budget and count them; the wall time
+    # per operation then includes the time the scheduler gives to other processes.
+    w0 = time.perf_counter()
+    first = time_func(1)
+    count = 1
+    while count < 3 or time.perf_counter() - w0 < budget_s / 10:
+        first = min(first, time_func(1))
+        count += 1
+        if count >= 3 and first > budget_s / 10:
+            break
+    wall = (time.perf_counter() - w0) / count
+    n = int(budget_s / max(first, wall, 1e-9))
+    n = max(min_n, min(max_n, n))
+    warmups = 0 if first > 0.05 else min(10, max(1, n // 50))
+    return n, warmups
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m qprof.measure.worker")
+    parser.add_argument("--job", required=True, help="job file written by the engine")
+    return parser
+
+
+def _pin(cpu: int) -> str | None:
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError) as exc:
+        return f"cannot pin to CPU {cpu}: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    import pyperf
+
+    runner = pyperf.Runner(_argparser=_parser(), values=1, warmups=1, processes=1)
+    args = runner.parse_args(argv)
+    try:
+        job = json.loads(Path(args.job).read_text())
+        cpu = int(job["cpu"])
+        tasks = list(job["tasks"])
+        result_path = Path(job["result"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"qprof worker: bad job file {args.job}: {exc}", file=sys.stderr)
+        return EXIT_BAD_JOB
+
+    error = _pin(cpu)
+    if error:
+        print(f"qprof worker: {error}", file=sys.stderr)
+        return EXIT_AFFINITY
+    with contextlib.suppress(OSError):  # already at or above that niceness
+        os.nice(int(job.get("nice", 10)))
+
+    global CLOCK
+    timer = str(job.get("timer", "wall"))
+    if timer not in CLOCKS:
+        print(f"qprof worker: bad job file {args.job}: unknown timer {timer!r}", file=sys.stderr)
+        return EXIT_BAD_JOB
+    CLOCK = CLOCKS[timer]
+    OVERHEAD[0] = clock_overhead(CLOCK)
+
+    from qprof.measure.fixtures import load_fixtures
+
+    fixtures = load_fixtures(Path(job["fixtures"])) if job.get("fixtures") else {}
+    results: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    for index, task in enumerate(tasks):
+        name = f"{task['suite']}/{task['backend']}/{task['operation']}"
+        _emit({"event": "start", "index": index, "name": name})
+        state = TaskState()
+        started = time.time()
+        try:
+            time_func = make_time_func(task, fixtures, state)
+            n, warmups = choose_values(
+                time_func, float(task["budget_s"]), int(task["min_n"]), int(task["max_n"])
+            )
+        except Exception as exc:  # a backend that fails here fails this task only
+            failures.append({"index": index, "name": name, "error": f"{type(exc).__name__}: {exc}"})
+            _emit({"event": "failed", "index": index, "name": name, "error": str(exc)})
+            continue
+        state.checks = state.disagreements = state.wrong_verdicts = 0
+        state.examples.clear()
+        runner.args.values = n
+        runner.args.warmups = warmups
+        runner.bench_time_func(
+            name,
+            time_func,
+            metadata={
+                "qprof_suite": task["suite"],
+                "qprof_backend": task["backend"],
+                "qprof_operation": task["operation"],
+                "qprof_cpu": cpu,
+                "qprof_round": int(job.get("round", 0)),
+                "qprof_timer": timer,
+                "qprof_clock_overhead_ns": round(OVERHEAD[0] * 1e9, 1),
+                "description": f"{name} on CPU {cpu}: one operation per value",
+            },
+        )
+        results.append(
+            {
+                "index": index,
+                "name": name,
+                "n": n,
+                "warmups": warmups,
+                "started_at": started,
+                "finished_at": time.time(),
+                "checks": state.checks,
+                "disagreements": state.disagreements,
+                "wrong_verdicts": state.wrong_verdicts,
+                "examples": state.examples,
+            }
+        )
+        _emit({"event": "done", "index": index, "name": name, "n": n})
+    result_path.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Alerts: what they are, the hysteresis that keeps a flickering cap from flooding, and
+where they go (the log, the store, an optional command).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+log = logging.getLogger("qprof.daemon")
+
+# Alert kinds (keep names stable: they are Prometheus label values and stored).
+KINDS = (
+    "cap_started",
+    "cap_ended",
+    "governor_changed",
+    "coverage_lost",
+    "coverage_regained",
+    "disagreement",
+    "cycle_skipped",
+    "cycle_aborted",
+    "result_skewed",
+    "cpu_offline",
+    "cpu_online",
+    "degraded",
+)
+SEVERITIES = ("info", "warning", "critical")
+# severity -> syslog priority (journald reads "<N>" line prefixes on stderr/stdout).
+SYSLOG_PRIORITY = {"critical": 2, "warning": 4, "info": 6}
+
+
+@dataclass
+class Alert:
+    ts: float
+    kind: str
+    severity: str  # "info" | "warning" | "critical"
+    message: str
+    cpu: int | None = None
+    cluster: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), default=str, sort_keys=False)
+
+
+@dataclass
+class _Debounced:
+    active: bool = False
+    # First time the observed state differed from `active` in the current streak.
+    pending_since: float | None = None
+    pending_count: int = 0
+    last_value: Any = None
+
+
+class Hysteresis:
+    """Debounces a boolean per key (cluster, cpu...).
+
+    A change of state is reported only when the new state held for ``min_samples``
+    consecutive samples AND ``hold_s`` seconds; any sample back in the old state resets
+    the streak. So a cap that flickers on and off every second never starts, and a cap
+    that holds with one flicker-free gap shorter than hold_s never ends.
+    """
+
+    def __init__(self, min_samples: int = 3, hold_s: float = 5.0) -> None:
+        self.min_samples = max(1, min_samples)
+        self.hold_s = max(0.0, hold_s)
+        self._state: dict[Any, _Debounced] = {}
+
+    def active(self, key: Any) -> bool:
+        st = self._state.get(key)
+        return bool(st and st.active)
+
+    def update(self, key: Any, observed: bool, now: float, value: Any = None) -> bool | None:
+        """Feed one sample; returns True (started), False (ended) or None (no change)."""
+        st = self._state.setdefault(key, _Debounced())
+        if observed == st.active:
+            st.pending_since, st.pending_count = None, 0
+            if observed:
+                st.last_value = value
+            return None
+        if st.pending_since is None:
+            st.pending_since = now
+        st.pending_count += 1
+        if st.pending_count >= self.min_samples and now - st.pending_since >= self.hold_s:
+            st.active = observed
+            st.pending_since, st.pending_count = None, 0
+            st.last_value = value
+            return observed
+        return None
+
+    def set_active(self, key: Any, active: bool) -> None:
+        """Seed the state without an alert (e.g. the state found at start-up)."""
+        self._state[key] = _Debounced(active=active)
+
+
+class AlertCommand:
+    """Runs a user command per alert, the alert JSON on stdin, off the watch thread.
+
+    A queue and one worker thread: a slow or hanging command delays only later alert
+    commands (each has a timeout), never the watch loop. Failures are logged.
+    """
+
+    def __init__(self, command: str, timeout_s: float = 10.0, max_queue: int = 100) -> None:
+        self.argv = shlex.split(command)
+        self.timeout_s = timeout_s
+        self._queue: queue.Queue[Alert | None] = queue.Queue(maxsize=max_queue)
+        self._thread = threading.Thread(target=self._work, name="alert-command", daemon=True)
+        self._thread.start()
+
+    def __call__(self, alert: Alert) -> None:
+        try:
+            self._queue.put_nowait(alert)
+        except queue.Full:
+            log.warning("alert command queue full: dropped %s alert for the command", alert.kind)
+
+    def close(self, wait_s: float = 2.0) -> None:
+        try:
+            self._queue.put_nowait(None)
+        except queue.Full:
+            return
+        self._thread.join(wait_s)
+
+    def _work(self) -> None:
+        while True:
+            alert = self._queue.get()
+            if alert is None:
+                return
+            self.run_one(alert)
+
+    def run_one(self, alert: Alert) -> bool:
+        try:
+            proc = subprocess.run(
+                self.argv, input=alert.to_json().encode(), stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, timeout=self.timeout_s, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            log.warning("alert command %s timed out after %.0f s (alert %s)",
+                        self.argv[0], self.timeout_s, alert.kind)
+            return False
+        except OSError as exc:
+            log.warning("alert command %s failed to start: %s", self.argv[0], exc)
+            return False
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip().splitlines()
+            log.warning("alert command %s exited %d%s", self.argv[0], proc.returncode,
+                        f": {err[-1]}" if err else "")
+            return False
+        return True
+
+
+class AlertDispatcher:
+    """Sends each alert to every sink; a failing sink is logged, never raised."""
+
+    def __init__(self, sinks: list[Callable[[Alert], None]] | None = None) -> None:
+        self.sinks: list[Callable[[Alert], None]] = list(sinks or [])
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def emit(self, kind: str, severity: str, message: str, *, cpu: int | None = None,
+             cluster: int | None = None, ts: float | None = None, **details: Any) -> Alert:
+        alert = Alert(ts=time.time() if ts is None else ts, kind=kind, severity=severity,
+                      message=message, cpu=cpu, cluster=cluster, details=details)
+        self.send(alert)
+        return alert
+
+    def send(self, alert: Alert) -> None:
+        with self._lock:
+            self.counts[alert.kind] = self.counts.get(alert.kind, 0) + 1
+        level = {"critical": logging.CRITICAL, "warning": logging.WARNING}.get(
+            alert.severity, logging.INFO)
+        log.log(level, "alert %s: %s", alert.kind, alert.message)
+        for sink in self.sinks:
+            try:
+                sink(alert)
+            except Exception as exc:  # a sink must never take the daemon down
+                log.error("alert sink %s failed: %s", getattr(sink, "__name__", sink), exc)

@@ -1,0 +1,156 @@
+"""Daemon settings: built-in defaults < TOML config file < command-line flags."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
+
+
+class ConfigError(ValueError):
+    """Bad config file or option; the message names the file/key and what was expected."""
+
+
+@dataclass
+class DaemonConfig:
+    state_dir: Path | None = None  # None: default_state_dir()
+    listen: str | None = DEFAULT_LISTEN  # "HOST:PORT"; None = metrics off
+    interval: float = 3600.0  # seconds between measurement cycles
+    retry: float = 300.0  # after a skipped cycle, try again this soon
+    cpus: str = "clusters"  # "clusters" (one CPU per cluster) | "all" | "0,4-5"
+    profile: str | None = None
+    backend: str = "auto"
+    suites: list[str] = field(default_factory=list)  # empty: the engine's default
+    quick: bool = False  # shorter measurements (the engine's quick mode)
+    max_load: float = 0.5  # 1-minute load average per online CPU, at most
+    max_busy: float = 30.0  # percent of all CPUs busy over the last watch window, at most
+    alert_command: str | None = None
+    alert_timeout: float = 10.0
+    cap_hold_samples: int = 3  # a cap must be seen this many samples in a row...
+    cap_hold_seconds: float = 5.0  # ...and for this long, to start (and gone as long to end)
+    watch_interval: float = 1.0
+    root: Path = Path("/")
+    first_cycle_delay: float = 60.0  # let the machine settle after boot/restart
+    log_level: str = "info"
+
+    def listen_address(self) -> tuple[str, int] | None:
+        if self.listen is None:
+            return None
+        return parse_listen(self.listen)
+
+
+_NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
+            "watch_interval", "first_cycle_delay"}
+_INTS = {"cap_hold_samples"}
+_STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
+_PATHS = {"state_dir", "root"}
+
+
+def parse_listen(text: str) -> tuple[str, int] | None:
+    text = text.strip()
+    if text.lower() in ("none", "off", ""):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"listen: expected HOST:PORT or 'none', got {text!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def _coerce(key: str, value: Any, where: str) -> Any:
+    if key in _NUMBERS:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"{where}: {key} must be a non-negative number, got {value!r}")
+        return float(value)
+    if key in _INTS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{where}: {key} must be a positive integer, got {value!r}")
+        return value
+    if key in _PATHS:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: {key} must be a path string, got {value!r}")
+        return Path(value)
+    if key == "quick":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: quick must be true or false, got {value!r}")
+        return value
+    if key == "suites":
+        if isinstance(value, str):
+            value = [s.strip() for s in value.split(",") if s.strip()]
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            raise ConfigError(f"{where}: suites must be a list of suite names, got {value!r}")
+        return value
+    if key in _STRINGS:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {key} must be a string, got {value!r}")
+        if key == "listen":
+            try:
+                return value if parse_listen(value) is not None else None
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        if key == "log_level" and value.lower() not in ("debug", "info", "warning", "error"):
+            raise ConfigError(f"{where}: log_level must be debug, info, warning or error")
+        return value
+    raise ConfigError(f"{where}: unknown key {key!r}")
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Read a TOML file ([daemon] table or top-level keys) into checked settings."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    table = data.get("daemon", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [daemon] must be a table")
+    out: dict[str, Any] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("-", "_")
+        out[key] = _coerce(key, value, f"{path}: {raw_key}")
+    return out
+
+
+def build_config(args: argparse.Namespace) -> DaemonConfig:
+    """Defaults, then the --config file, then flags the user gave (not None)."""
+    settings: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        settings.update(load_config_file(Path(args.config)))
+    names = {f.name for f in fields(DaemonConfig)}
+    for key in names:
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = _coerce(key, value, f"--{key.replace('_', '-')}") \
+                if not isinstance(value, Path) else value
+    cfg = DaemonConfig(**settings)
+    if cfg.watch_interval <= 0:
+        raise ConfigError("watch_interval must be above 0")
+    if cfg.interval <= 0:
+        raise ConfigError("interval must be above 0")
+    return cfg
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """'0,2-3' -> [0, 2, 3] (ConfigError on anything else)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ConfigError(f"cpus: expected 'clusters', 'all' or a list like 0,2-3; "
+                              f"got {text!r}")
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if b < a:
+            raise ConfigError(f"cpus: range {part!r} runs backwards")
+        out.extend(range(a, b + 1))
+    if not out:
+        raise ConfigError(f"cpus: empty list {text!r}")
+    return sorted(set(out))

@@ -1,0 +1,338 @@
+"""The daemon: a ~1 s watch loop on the main thread, measurement cycles on a worker
+thread (one at a time), metrics over HTTP, sd_notify to systemd.
+
+Start-up problems split two ways: bad configuration (unparsable file, unknown profile,
+a --root that is not a Linux root, bad --listen) exits 2 with one line; runtime trouble
+(state dir read-only or full, metrics port taken, liboqs missing, a CPU going offline)
+is one log line and degraded operation that says what is degraded (log, STATUS=, the
+qprof_degraded metric).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
+from qprof.service.config import ConfigError, DaemonConfig
+from qprof.service.cycle import CycleRunner, select_cpus
+from qprof.service.metrics import MetricsState, serve_metrics
+from qprof.service.notify import Notifier
+from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
+
+log = logging.getLogger("qprof.daemon")
+
+EXIT_OK = 0
+EXIT_CONFIG = 2
+STOP_JOIN_S = 3.5  # SIGTERM to exit within 5 s: wait this long for the engine to stop
+
+
+class Daemon:
+    def __init__(self, cfg: DaemonConfig, environ: dict[str, str] | None = None) -> None:
+        self.cfg = cfg
+        self.stop = threading.Event()
+        self.notifier = Notifier(environ)
+        self.state = MetricsState()
+        self.alerts = AlertDispatcher()
+        self.store: Store | None = None
+        self.watcher: Any = None
+        self.cycles: CycleRunner | None = None
+        self.cycle_thread: threading.Thread | None = None
+        self.metrics_server: Any = None
+        self.alert_command: AlertCommand | None = None
+        self.backend: str | None = None
+        self.next_cycle = 0.0
+        self.skipping = False
+        self._last_error: str | None = None
+
+    # -- start-up ---------------------------------------------------------------------
+
+    def degrade(self, what: str, why: str) -> None:
+        log.warning("degraded: %s: %s", what, why)
+        with self.state.lock:
+            self.state.degraded[what] = why
+
+    def setup(self) -> None:
+        """Raises ConfigError for what the user must fix; degrades for the rest."""
+        cfg = self.cfg
+        self._lower_priority()
+        self._load_profile()
+        self._open_watcher()
+        self._open_store()
+        self._choose_backend()
+        self.alerts.sinks.append(self._alert_to_store)
+        self.alerts.sinks.append(self._alert_to_metrics)
+        if cfg.alert_command:
+            self.alert_command = AlertCommand(cfg.alert_command, cfg.alert_timeout)
+            self.alerts.sinks.append(self.alert_command)
+        assert self.store is not None
+        self.cycles = CycleRunner(cfg, self.store, self.alerts, self.state, self.backend or "",
+                                  capped_now=self.watcher.capped_cpus,
+                                  online_now=self._online)
+        # Serve the last stored results at once, and don't re-alert on old coverage.
+        self.cycles.refresh_results(announce=False)
+        for run_id in self.store.mark_unfinished_runs_aborted():
+            self.alerts.emit("cycle_aborted", "warning",
+                             f"run {run_id} was cut short by a crash or kill; marked aborted",
+                             run_id=run_id, reason="found unfinished at start-up")
+        self._start_metrics()
+        self.next_cycle = time.time() + cfg.first_cycle_delay
+
+    def _lower_priority(self) -> None:
+        # Measurements run at nice 10 (the engine's workers too); the daemon itself need
+        # not compete with the node either. Under systemd, Nice=10 already did this.
+        try:
+            current = os.nice(0)
+            if current < 10:
+                os.nice(10 - current)
+        except OSError as exc:
+            log.info("could not lower priority to nice 10: %s", exc)
+
+    def _load_profile(self) -> None:
+        from qprof.consensus import ProfileError, load_profile
+
+        name = self.cfg.profile or "qanum"
+        try:
+            self.state.profile = load_profile(name)
+        except ProfileError as exc:
+            if self.cfg.profile:
+                raise ConfigError(str(exc)) from None
+            self.degrade("coverage", f"default profile unavailable: {exc}")
+
+    def _open_watcher(self) -> None:
+        from qprof.hw.topology import NotLinuxRoot
+        from qprof.service.watch import Watcher
+
+        try:
+            self.watcher = Watcher(self.cfg.root, self.alerts, self.cfg.cap_hold_samples,
+                                   self.cfg.cap_hold_seconds)
+        except (NotLinuxRoot, OSError) as exc:
+            raise ConfigError(f"--root {self.cfg.root}: {exc}") from None
+
+    def _open_store(self) -> None:
+        state_dir = Path(self.cfg.state_dir) if self.cfg.state_dir else default_state_dir()
+        path = state_dir / DB_NAME
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self.store = Store(path)
+            # Probe a write: a full disk or read-only dir shows here, not mid-cycle.
+            self.store.prune_freq_history()
+            log.info("store: %s", path)
+        except (StoreError, OSError, Exception) as exc:  # noqa: B014 - any failure degrades
+            self.degrade("store", f"{path} not usable ({exc}); results are kept in memory "
+                         "only and lost when the daemon stops")
+            self.store = Store(":memory:")
+
+    def _choose_backend(self) -> None:
+        from qprof.verify import availability
+
+        wanted = self.cfg.backend
+        statuses = availability.available_backends()
+        if wanted == "auto":
+            for name in ("liboqs", "numba"):
+                st = statuses.get(name)
+                if st is not None and st.available:
+                    self.backend = name
+                    break
+            liboqs = statuses.get("liboqs")
+            if self.backend != "liboqs":
+                why = liboqs.reason if liboqs is not None else "not registered"
+                self.degrade("liboqs", f"liboqs unavailable ({why}); measuring with "
+                             f"{self.backend or 'nothing'} instead")
+        else:
+            st = statuses.get(wanted)
+            if st is None:
+                raise ConfigError(f"--backend: unknown backend {wanted!r} (known: "
+                                  f"{', '.join(sorted(statuses))}, auto)")
+            if st.available:
+                self.backend = wanted
+            else:
+                self.degrade("measurement", f"backend {wanted} unavailable ({st.reason}); "
+                             "measurement cycles are off, watching and metrics continue")
+        if self.backend is None and "measurement" not in self.state.degraded:
+            self.degrade("measurement", "no verifier backend available; cycles are off")
+
+    def _start_metrics(self) -> None:
+        address = self.cfg.listen_address()
+        if address is None:
+            log.info("metrics: off (--listen none)")
+            return
+        host, port = address
+        try:
+            self.metrics_server, _ = serve_metrics(self.state, host, port)
+        except OSError as exc:
+            self.degrade("metrics", f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                         "metrics are off")
+            return
+        actual = self.metrics_server.server_address[1]
+        log.info("metrics: http://%s:%d/metrics", host, actual)
+
+    # -- sinks ---------------------------------------------------------------------------
+
+    def _alert_to_store(self, alert: Alert) -> None:
+        assert self.store is not None
+        self.store.add_alert(alert)
+
+    def _alert_to_metrics(self, alert: Alert) -> None:
+        with self.state.lock:
+            self.state.alert_counts[alert.kind] = self.state.alert_counts.get(alert.kind, 0) + 1
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _online(self, cpu: int) -> bool:
+        tick = self.watcher.last
+        view = tick.cpus.get(cpu) if tick is not None else None
+        return bool(view.online) if view is not None else False
+
+    def run(self) -> int:
+        self._install_signals()
+        assert self.store is not None
+        with self.state.lock:
+            self.state.alert_counts = self.store.alert_counts()
+        self.notifier.ready(self.status_line())
+        log.info("qprof daemon started: %s", self.status_line())
+        watchdog_every = self.notifier.watchdog_interval_s
+        next_watchdog = 0.0
+        next_status = 0.0
+        while not self.stop.is_set():
+            now = time.time()
+            self._watch_once(now)
+            self._maybe_start_cycle(now)
+            if watchdog_every is not None and now >= next_watchdog:
+                self.notifier.watchdog()
+                next_watchdog = now + watchdog_every
+            if now >= next_status:
+                self.notifier.status(self.status_line())
+                next_status = now + 10.0
+            self.stop.wait(self.cfg.watch_interval)
+        return self.shutdown()
+
+    def _install_signals(self) -> None:
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("received %s: stopping", signal.Signals(signum).name)
+            self.stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+
+    def _watch_once(self, now: float) -> None:
+        try:
+            tick = self.watcher.tick(now)
+        except Exception as exc:  # bad hardware data must not stop the watch
+            text = f"{type(exc).__name__}: {exc}"
+            if text != self._last_error:
+                log.error("watch: reading hardware failed: %s", text)
+                self._last_error = text
+            return
+        self._last_error = None
+        with self.state.lock:
+            self.state.freqs = tick.freq_rows()
+        assert self.store is not None
+        try:
+            self.store.add_freq_samples([(c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz,
+                                          c.capped) for c in tick.cpus.values()])
+        except Exception as exc:
+            if "store" not in self.state.degraded:
+                self.degrade("store", f"writing frequency history failed: {exc}")
+
+    def idle_reason(self) -> str | None:
+        """None when idle enough to measure, else why not."""
+        tick = self.watcher.last
+        if tick is None:
+            return "no hardware reading yet"
+        per_cpu = (tick.load.load1 / tick.load.online_cpus) if tick.load.load1 is not None \
+            else None
+        if per_cpu is not None and per_cpu > self.cfg.max_load:
+            return (f"load {tick.load.load1:.2f} over {tick.load.online_cpus} CPUs "
+                    f"({per_cpu:.2f} per CPU) is above --max-load {self.cfg.max_load:g}")
+        busy = tick.load.busy_pct
+        if busy is not None and busy > self.cfg.max_busy:
+            return f"CPUs {busy:.0f} % busy, above --max-busy {self.cfg.max_busy:g} %"
+        return None
+
+    def _maybe_start_cycle(self, now: float) -> None:
+        if now < self.next_cycle or self.backend is None:
+            return
+        if self.cycle_thread is not None and self.cycle_thread.is_alive():
+            return  # one heavy job at a time
+        why = self.idle_reason()
+        if why is not None:
+            retry = min(self.cfg.retry, self.cfg.interval)
+            if not self.skipping:
+                self.alerts.emit("cycle_skipped", "info", f"measurement cycle skipped: {why}",
+                                 reason=why, retry_in_s=retry)
+            else:
+                log.info("cycle skipped again: %s", why)
+            self.skipping = True
+            with self.state.lock:
+                self.state.cycles["skipped"] = self.state.cycles.get("skipped", 0) + 1
+            self.next_cycle = now + retry
+            return
+        self.skipping = False
+        online = {c: v.online for c, v in self.watcher.last.cpus.items()}
+        cpus, warnings = select_cpus(self.cfg.cpus, self.watcher.clusters(), online)
+        for w in warnings:
+            log.warning("cycle: %s", w)
+        self.next_cycle = now + self.cfg.interval
+        if not cpus:
+            log.warning("cycle: no CPU to measure")
+            return
+        self.cycle_thread = threading.Thread(target=self._cycle, args=(cpus,),
+                                             name="measure", daemon=True)
+        self.cycle_thread.start()
+
+    def _cycle(self, cpus: list[int]) -> None:
+        assert self.cycles is not None
+        log.info("cycle: measuring cpus %s", ",".join(map(str, cpus)))
+        outcome = self.cycles.run_cycle(cpus, self.stop)
+        log.info("cycle %s", outcome)
+
+    def status_line(self) -> str:
+        parts = []
+        if self.cycles is not None and self.cycles.current_cpu is not None:
+            parts.append(f"measuring cpu {self.cycles.current_cpu}")
+        else:
+            wait = max(0, int(self.next_cycle - time.time()))
+            parts.append(f"watching; next cycle in {wait} s" if self.backend else "watching")
+        capped = sorted(self.watcher.capped_cpus()) if self.watcher is not None else []
+        if capped:
+            parts.append(f"capped cpus {','.join(map(str, capped))}")
+        with self.state.lock:
+            degraded = sorted(self.state.degraded)
+        if degraded:
+            parts.append(f"degraded: {', '.join(degraded)}")
+        return "; ".join(parts)
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    def shutdown(self) -> int:
+        self.notifier.stopping()
+        thread = self.cycle_thread
+        if thread is not None and thread.is_alive():
+            thread.join(STOP_JOIN_S)
+            if thread.is_alive() and self.cycles is not None:
+                run_id = self.cycles.abort_current("daemon stopped before the measurement "
+                                                   "finished")
+                log.warning("stopping while measuring: run %s marked aborted", run_id)
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+            self.metrics_server.server_close()
+        if self.alert_command is not None:
+            self.alert_command.close(wait_s=1.0)
+        log.info("qprof daemon stopped")
+        return EXIT_OK
+
+
+def run_daemon(cfg: DaemonConfig) -> int:
+    daemon = Daemon(cfg)
+    try:
+        daemon.setup()
+    except ConfigError as exc:
+        log.error("config error: %s", exc)
+        return EXIT_CONFIG
+    return daemon.run()

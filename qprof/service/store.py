@@ -1,0 +1,467 @@
+"""The daemon's SQLite store: runs, their records, frequency history and alerts.
+
+One file (``qprof.db`` under the state dir) in WAL mode, so the monitor can read while
+the daemon writes. Every record is committed as it arrives: a measurement that finished
+is on disk before the next one starts, and a crash loses at most the one in flight.
+
+Each run's records are kept verbatim (``records`` table, in arrival order) so an export
+is the same JSONL ``qprof bench`` writes; measurements, notes, disagreements also go to
+their own indexed tables for queries. ``PRAGMA user_version`` is the schema version;
+``_MIGRATIONS[i]`` takes a database from version i to i+1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qprof.measure.records import (
+    Disagreement,
+    End,
+    FreqSample,
+    Measurement,
+    Meta,
+    Note,
+    Record,
+    record_from_dict,
+)
+from qprof.service.alerts import Alert
+
+DB_NAME = "qprof.db"
+
+# Run states. "running" only while the daemon works on it; a run found "running" at
+# start-up was cut short by a crash and becomes "aborted".
+RUN_STATUSES = ("running", "finished", "partial", "aborted")
+# Runs whose measurements count as results (an aborted run's records stay exportable).
+RESULT_STATUSES = ("finished", "partial")
+
+# Frequency history is downsampled: at most one stored sample per CPU per this many
+# seconds unless the value changed (a cap starting is kept at once).
+FREQ_MIN_SPACING_S = 30.0
+# ... and kept this long.
+FREQ_KEEP_S = 14 * 24 * 3600.0
+
+_MIGRATIONS: list[str] = [
+    # 0 -> 1
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        profile TEXT,
+        cpus TEXT NOT NULL DEFAULT '[]',
+        checks INTEGER NOT NULL DEFAULT 0,
+        disagreements INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE records (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(run_id),
+        type TEXT NOT NULL,
+        json TEXT NOT NULL
+    );
+    CREATE INDEX records_run ON records(run_id, id);
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        record_id INTEGER NOT NULL REFERENCES records(id),
+        run_id TEXT NOT NULL,
+        cpu INTEGER NOT NULL,
+        suite TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        median_ns REAL NOT NULL,
+        p95_ns REAL NOT NULL,
+        finished_at REAL,
+        capped INTEGER,
+        cap_factor REAL
+    );
+    CREATE INDEX measurements_key ON measurements(cpu, suite, backend, operation, id);
+    CREATE TABLE notes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        level TEXT NOT NULL,
+        kind TEXT,
+        cpu INTEGER,
+        text TEXT NOT NULL
+    );
+    CREATE TABLE disagreements (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        record_id INTEGER NOT NULL REFERENCES records(id),
+        run_id TEXT NOT NULL,
+        cpu INTEGER NOT NULL,
+        suite TEXT NOT NULL,
+        found_at REAL
+    );
+    CREATE TABLE freq_samples (
+        cpu INTEGER NOT NULL,
+        ts REAL NOT NULL,
+        cur_khz INTEGER,
+        max_khz INTEGER,
+        hw_max_khz INTEGER,
+        capped INTEGER
+    );
+    CREATE INDEX freq_cpu_ts ON freq_samples(cpu, ts);
+    CREATE TABLE alerts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts REAL NOT NULL,
+        kind TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        cpu INTEGER,
+        cluster INTEGER,
+        message TEXT NOT NULL,
+        details TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX alerts_ts ON alerts(ts);
+    """,
+]
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written (message says which file and why)."""
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    started_at: float
+    finished_at: float | None
+    status: str
+    reason: str | None
+    profile: str | None
+    cpus: list[int]
+    measurements: int
+    checks: int
+    disagreements: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def default_state_dir() -> Path:
+    """``$STATE_DIRECTORY`` (systemd), else ``$XDG_STATE_HOME/qprof``, else ~/.local/state."""
+    state = os.environ.get("STATE_DIRECTORY")
+    if state:
+        # systemd may pass several colon-separated dirs; ours is the first.
+        return Path(state.split(":")[0])
+    xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg:
+        return Path(xdg) / "qprof"
+    return Path.home() / ".local" / "state" / "qprof"
+
+
+class Store:
+    """SQLite store. Thread-safe: one connection guarded by a lock (writes are tiny)."""
+
+    def __init__(self, path: str | Path, readonly: bool = False) -> None:
+        self.path = str(path)
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        self._last_freq: dict[int, tuple[float, int | None, int | None]] = {}
+        try:
+            if readonly:
+                if self.path != ":memory:" and not Path(self.path).exists():
+                    raise StoreError(f"{self.path}: no such store (has the daemon run?)")
+                uri = f"file:{self.path}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            else:
+                if self.path != ":memory:":
+                    Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, check_same_thread=False)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                # NORMAL is durable across process crashes in WAL mode (only an OS crash
+                # may lose the last transactions), and cheap.
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"{self.path}: cannot open store: {exc}") from None
+
+    # -- schema ---------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {version} is newer than this qprof "
+                f"({SCHEMA_VERSION}); upgrade qprof"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.readonly:
+            raise StoreError(f"{self.path}: schema version {version} needs migrating; "
+                             "run the daemon once or open it writable")
+        with self._lock:
+            for step in range(version, SCHEMA_VERSION):
+                self._db.executescript("BEGIN;" + _MIGRATIONS[step]
+                                       + f"PRAGMA user_version={step + 1}; COMMIT;")
+
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def integrity_check(self) -> str:
+        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- runs and records -----------------------------------------------------------
+
+    def begin_run(self, meta: Meta) -> str:
+        cpus = [c.get("cpu") for c in meta.cpus if isinstance(c, dict)]
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO runs(run_id, started_at, status, profile, cpus) "
+                "VALUES (?, ?, 'running', ?, ?)",
+                (meta.run_id, meta.started_at, meta.profile, json.dumps(cpus)),
+            )
+            self._insert_record(meta)
+        return meta.run_id
+
+    def add(self, record: Record) -> None:
+        """Commit one record. A Meta begins its run, an End finishes it."""
+        if isinstance(record, Meta):
+            self.begin_run(record)
+            return
+        with self._lock, self._db:
+            self._ensure_run(record.run_id)  # type: ignore[attr-defined]
+            record_id = self._insert_record(record)
+            if isinstance(record, Measurement):
+                self._db.execute(
+                    "INSERT INTO measurements(record_id, run_id, cpu, suite, backend, "
+                    "operation, round, median_ns, p95_ns, finished_at, capped, cap_factor) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (record_id, record.run_id, record.cpu, record.suite, record.backend,
+                     record.operation, record.round, record.median_ns, record.p95_ns,
+                     record.finished_at if record.finished_at is not None else time.time(),
+                     None if record.capped is None else int(record.capped),
+                     record.cap_factor),
+                )
+            elif isinstance(record, Note):
+                self._db.execute(
+                    "INSERT INTO notes(run_id, level, kind, cpu, text) VALUES (?,?,?,?,?)",
+                    (record.run_id, record.level, record.kind, record.cpu, record.text),
+                )
+            elif isinstance(record, Disagreement):
+                self._db.execute(
+                    "INSERT INTO disagreements(record_id, run_id, cpu, suite, found_at) "
+                    "VALUES (?,?,?,?,?)",
+                    (record_id, record.run_id, record.cpu, record.suite, record.found_at),
+                )
+            elif isinstance(record, End):
+                self._set_finished(record.run_id, record.status, record.reason,
+                                   record.finished_at, record.checks, record.disagreements)
+            elif isinstance(record, FreqSample):
+                self._add_freq(record.cpu, record.taken_at, record.cur_khz, record.max_khz,
+                               record.hw_max_khz, record.capped, force=False)
+
+    def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
+        """Close a run that did not end with its own End record (adds one, for export)."""
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"run status must be finished, partial or aborted, not {status!r}")
+        with self._lock, self._db:
+            row = self._db.execute(
+                "SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(run_id)
+            if row[0] != "running":
+                return  # its End record already closed it
+            end = End(run_id=run_id, finished_at=time.time(), status=status, reason=reason)
+            self._insert_record(end)
+            self._set_finished(run_id, status, reason, end.finished_at, None, None)
+
+    def mark_unfinished_runs_aborted(self, reason: str = "daemon stopped during the run "
+                                     "(crash, kill or power loss)") -> list[str]:
+        """At start-up: runs still 'running' were cut short; close them as aborted."""
+        with self._lock:
+            ids = [r[0] for r in self._db.execute(
+                "SELECT run_id FROM runs WHERE status='running'")]
+        for run_id in ids:
+            self.finish_run(run_id, "aborted", reason)
+        return ids
+
+    def _ensure_run(self, run_id: str) -> None:
+        # A record for a run with no Meta (should not happen) still gets a row, so it
+        # is exportable and visible rather than dropped.
+        self._db.execute(
+            "INSERT OR IGNORE INTO runs(run_id, started_at, status) VALUES (?, ?, 'running')",
+            (run_id, time.time()),
+        )
+
+    def _insert_record(self, record: Record) -> int:
+        cur = self._db.execute(
+            "INSERT INTO records(run_id, type, json) VALUES (?,?,?)",
+            (record.run_id, record.type, record.to_json()),  # type: ignore[attr-defined]
+        )
+        return int(cur.lastrowid or 0)
+
+    def _set_finished(self, run_id: str, status: str, reason: str | None, finished_at: float,
+                      checks: int | None, disagreements: int | None) -> None:
+        self._db.execute(
+            "UPDATE runs SET status=?, reason=?, finished_at=?, "
+            "checks=COALESCE(?, checks), disagreements=COALESCE(?, disagreements) "
+            "WHERE run_id=?",
+            (status, reason, finished_at, checks, disagreements, run_id),
+        )
+
+    def runs(self, limit: int = 20) -> list[RunInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.run_id, r.started_at, r.finished_at, r.status, r.reason, r.profile, "
+                "r.cpus, (SELECT COUNT(*) FROM measurements m WHERE m.run_id=r.run_id), "
+                "r.checks, r.disagreements FROM runs r ORDER BY r.started_at DESC, r.rowid "
+                "DESC LIMIT ?", (limit,)).fetchall()
+        return [RunInfo(run_id=r[0], started_at=r[1], finished_at=r[2], status=r[3],
+                        reason=r[4], profile=r[5], cpus=json.loads(r[6] or "[]"),
+                        measurements=r[7], checks=r[8], disagreements=r[9]) for r in rows]
+
+    def run_status(self, run_id: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT status FROM runs WHERE run_id=?",
+                                   (run_id,)).fetchone()
+        return row[0] if row else None
+
+    def run_records(self, run_id: str) -> Iterator[Record]:
+        """The run's records in arrival order (raises KeyError for an unknown run)."""
+        if self.run_status(run_id) is None:
+            raise KeyError(run_id)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT json FROM records WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+        for (text,) in rows:
+            yield record_from_dict(json.loads(text))
+
+    def latest_measurements(self, cpu: int | None = None,
+                            backend: str | None = None) -> list[Measurement]:
+        """Newest measurement per (cpu, suite, backend, operation) of finished/partial runs."""
+        where = ["r.status IN ('finished', 'partial')"]
+        params: list[Any] = []
+        if cpu is not None:
+            where.append("m.cpu=?")
+            params.append(cpu)
+        if backend is not None:
+            where.append("m.backend=?")
+            params.append(backend)
+        sql = (
+            "SELECT rec.json FROM measurements m JOIN runs r ON r.run_id=m.run_id "
+            "JOIN records rec ON rec.id=m.record_id WHERE m.id IN ("
+            " SELECT MAX(m.id) FROM measurements m JOIN runs r ON r.run_id=m.run_id "
+            f" WHERE {' AND '.join(where)} GROUP BY m.cpu, m.suite, m.backend, m.operation) "
+            "ORDER BY m.cpu, m.suite, m.backend, m.operation"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+        out = []
+        for (text,) in rows:
+            rec = record_from_dict(json.loads(text))
+            assert isinstance(rec, Measurement)
+            out.append(rec)
+        return out
+
+    def newest_run_measurements(self, operation: str = "verify") -> list[Measurement]:
+        """Every round of each (cpu, suite, backend) from the newest finished/partial run
+        that measured it: what a result (median of round medians) is computed from."""
+        sql = (
+            "SELECT rec.json FROM measurements m JOIN records rec ON rec.id=m.record_id "
+            "JOIN (SELECT newest.cpu, newest.suite, newest.backend, newest.run_id FROM "
+            "      measurements newest JOIN (SELECT MAX(m2.id) AS id FROM measurements m2 "
+            "      JOIN runs r ON r.run_id=m2.run_id "
+            "      WHERE r.status IN ('finished','partial') AND m2.operation=? "
+            "      GROUP BY m2.cpu, m2.suite, m2.backend) ids ON ids.id=newest.id) k "
+            "ON k.cpu=m.cpu AND k.suite=m.suite AND k.backend=m.backend AND k.run_id=m.run_id "
+            "WHERE m.operation=? ORDER BY m.id"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, (operation, operation)).fetchall()
+        out = []
+        for (text,) in rows:
+            rec = record_from_dict(json.loads(text))
+            assert isinstance(rec, Measurement)
+            out.append(rec)
+        return out
+
+    def last_finished_at(self) -> float | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT MAX(finished_at) FROM runs WHERE status IN ('finished','partial')"
+            ).fetchone()
+        return row[0] if row else None
+
+    # -- frequency history ------------------------------------------------------------
+
+    def add_freq_samples(self, samples: list[tuple[int, float, int | None, int | None,
+                                                   int | None, bool | None]],
+                         force: bool = False) -> int:
+        """Store (cpu, ts, cur_khz, max_khz, hw_max_khz, capped) samples, downsampled.
+
+        A sample is kept when its CPU has none in the last FREQ_MIN_SPACING_S seconds or
+        its max_khz/capped changed (so cap edges are exact); returns how many were kept.
+        """
+        kept = 0
+        with self._lock, self._db:
+            for cpu, ts, cur, mx, hw, capped in samples:
+                kept += self._add_freq(cpu, ts, cur, mx, hw, capped, force)
+        return kept
+
+    def _add_freq(self, cpu: int, ts: float, cur: int | None, mx: int | None,
+                  hw: int | None, capped: bool | None, force: bool) -> int:
+        last = self._last_freq.get(cpu)
+        if (not force and last is not None and ts - last[0] < FREQ_MIN_SPACING_S
+                and last[1] == mx and last[2] == (None if capped is None else int(capped))):
+            return 0
+        self._db.execute(
+            "INSERT INTO freq_samples(cpu, ts, cur_khz, max_khz, hw_max_khz, capped) "
+            "VALUES (?,?,?,?,?,?)",
+            (cpu, ts, cur, mx, hw, None if capped is None else int(capped)),
+        )
+        self._last_freq[cpu] = (ts, mx, None if capped is None else int(capped))
+        return 1
+
+    def prune_freq_history(self, older_than_s: float = FREQ_KEEP_S) -> int:
+        with self._lock, self._db:
+            cur = self._db.execute("DELETE FROM freq_samples WHERE ts < ?",
+                                   (time.time() - older_than_s,))
+        return cur.rowcount
+
+    def freq_history(self, cpu: int, since: float = 0.0) -> list[tuple[float, int | None,
+                                                                        int | None]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT ts, cur_khz, max_khz FROM freq_samples WHERE cpu=? AND ts>=? "
+                "ORDER BY ts", (cpu, since)).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    # -- alerts -------------------------------------------------------------------------
+
+    def add_alert(self, alert: Alert) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO alerts(ts, kind, severity, cpu, cluster, message, details) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (alert.ts, alert.kind, alert.severity, alert.cpu, alert.cluster,
+                 alert.message, json.dumps(alert.details, default=str)),
+            )
+
+    def recent_alerts(self, limit: int = 50) -> list[Alert]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT ts, kind, severity, cpu, cluster, message, details FROM alerts "
+                "ORDER BY ts DESC, id DESC LIMIT ?", (limit,)).fetchall()
+        return [Alert(ts=r[0], kind=r[1], severity=r[2], cpu=r[3], cluster=r[4],
+                      message=r[5], details=json.loads(r[6] or "{}")) for r in rows]
+
+    def alert_counts(self) -> dict[str, int]:
+        """Alerts ever stored, per kind (so qprof_alerts_total survives restarts)."""
+        with self._lock:
+            rows = self._db.execute("SELECT kind, COUNT(*) FROM alerts GROUP BY kind")
+            return {k: n for k, n in rows}

@@ -1,0 +1,286 @@
+"""The Textual application behind ``qprof monitor``.
+
+The UI thread only reads small files and a SQLite store on a 1 Hz timer (see
+:mod:`qprof.tui.collect`); everything slow runs in Textual thread workers: the backend
+probe (which imports the verifier libraries) and measurements (``run_bench``, which
+itself runs pyperf worker processes). numba, oqs and pyperf are never imported on the
+UI path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+
+from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
+from qprof.tui.model import Frame, Progress
+from qprof.tui.widgets.alerts_log import AlertsLog
+from qprof.tui.widgets.choice_screen import ChoiceScreen
+from qprof.tui.widgets.core_table import CoreTable
+from qprof.tui.widgets.coverage_panel import CoveragePanel
+from qprof.tui.widgets.freq_history import FreqHistory
+from qprof.tui.widgets.help_screen import HelpScreen
+from qprof.tui.widgets.machine_header import MachineHeader
+from qprof.tui.widgets.measure_progress import MeasureProgress
+
+PREFERRED_BACKENDS = ("liboqs", "numba", "rustcrypto", "openssl", "reference")
+
+
+class MonitorApp(App[int]):
+    TITLE = "qprof monitor"
+    ENABLE_COMMAND_PALETTE = False  # every action has its own key; keeps the footer short
+    CSS_PATH = "monitor.tcss"
+    BINDINGS = [
+        Binding("b", "measure", "Measure core"),
+        Binding("p", "profile", "Profile"),
+        Binding("v", "backend", "Backend"),
+        Binding("e", "export", "Export"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, config: MonitorConfig | None = None,
+                 collector: Collector | None = None) -> None:
+        super().__init__()
+        self.config = config or MonitorConfig()
+        self.collector = collector or Collector(self.config)
+        self.frame: Frame | None = None
+        self.progress: Progress | None = None
+        self.measuring_cpu: int | None = None
+        self.backend_status: dict[str, Any] = {}
+        self.last_export: Path | None = None
+        self.first_frame_at: float | None = None  # monotonic, for the startup figure
+        self._stop = threading.Event()
+        self._next_scheduled: float | None = None
+        self._schedule_index = 0
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield MachineHeader(id="header")
+        yield CoreTable(id="cores")
+        yield CoveragePanel(id="coverage")
+        with Horizontal(id="bottom"):
+            with Vertical(id="history-box"):
+                yield Static("Frequency history (GHz)",
+                             classes="panel-title")
+                yield FreqHistory(id="history")
+            with Vertical(id="alerts-box"):
+                yield Static("Alerts (newest first)", classes="panel-title")
+                yield AlertsLog(id="alerts")
+        yield MeasureProgress(id="progress")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_frame()
+        self.query_one(CoreTable).focus()
+        self.call_after_refresh(self._mark_first_frame)
+        if self.config.refresh_s > 0:
+            self.set_interval(self.config.refresh_s, self.refresh_frame)
+        if self.collector.backend is None:
+            if self.collector.sources.mode == SNAPSHOT and self.collector.sources.store is None:
+                self.collector.set_backend("liboqs")  # nothing is measured: just a label
+                self.refresh_frame()
+            else:
+                self.probe_backends(choose=True)
+        if self.collector.measurable and self.config.measure_every_s > 0:
+            self._next_scheduled = time.monotonic() + self.config.measure_every_s
+
+    def _mark_first_frame(self) -> None:
+        self.first_frame_at = time.monotonic()
+
+    def on_unmount(self) -> None:
+        self._stop.set()  # a measurement in flight stops at its next checkpoint
+        self.collector.close()
+
+    # ----------------------------------------------------------------- refresh
+    def refresh_frame(self) -> None:
+        frame = self.collector.frame()
+        self.frame = frame
+        self.query_one(MachineHeader).show(frame.machine)
+        self.query_one(CoreTable).show(frame.cores, self.collector.profile.suites)
+        self.query_one(CoveragePanel).show(frame.coverage, frame.machine.profile,
+                                           frame.machine.backend, frame.coverage_note)
+        self.query_one(FreqHistory).show(frame.history)
+        self.query_one(AlertsLog).show(frame.alerts)
+        self.query_one(MeasureProgress).show(self.progress)
+        self._maybe_scheduled_measurement()
+
+    # ---------------------------------------------------------------- backends
+    @work(thread=True, exclusive=True, group="backends")
+    def probe_backends(self, choose: bool = False) -> None:
+        """Which backends work here (imports the verifier libraries: off the UI thread)."""
+        try:
+            from qprof.verify import available_backends
+
+            status = dict(available_backends())
+        except Exception as exc:  # noqa: BLE001 - a broken backend must not kill the UI
+            status = {}
+            self.call_from_thread(self.collector.add_alert, "degraded", "warning",
+                                  f"backend probe failed: {exc}")
+        self.call_from_thread(self._backends_known, status, choose)
+
+    def _backends_known(self, status: dict[str, Any], choose: bool) -> None:
+        self.backend_status = status
+        if choose and self.collector.backend is None:
+            usable = [n for n in PREFERRED_BACKENDS if getattr(status.get(n), "available", False)]
+            self.collector.set_backend(usable[0] if usable else "liboqs")
+            if not usable:
+                self.collector.add_alert("degraded", "warning",
+                                         "no verifier backend is available here")
+        self.refresh_frame()
+
+    def action_backend(self) -> None:
+        if not self.backend_status:
+            self.notify("Still checking which backends work here…", timeout=3)
+            self.probe_backends(choose=False)
+            return
+        choices = []
+        for name, st in self.backend_status.items():
+            ok = bool(getattr(st, "available", False))
+            version = getattr(st, "version", None)
+            label = f"{name}" + (f" ({version})" if ok and version else "")
+            if not ok:
+                label += f" — unavailable: {getattr(st, 'reason', '')}"
+            choices.append((name, label, ok))
+        self.push_screen(ChoiceScreen("Verifier backend (Enter selects, Esc cancels)",
+                                      choices, self.collector.backend), self._backend_chosen)
+
+    def _backend_chosen(self, name: str | None) -> None:
+        if name and name != self.collector.backend:
+            self.collector.set_backend(name)
+            self.notify(f"backend: {name}", timeout=3)
+            self.refresh_frame()
+
+    # ----------------------------------------------------------------- profiles
+    def action_profile(self) -> None:
+        from qprof.tui.sources.consensus import profile_names
+
+        names = profile_names()
+        choices = [(n, n, True) for n in names]
+        self.push_screen(ChoiceScreen("Chain profile (Enter selects, Esc cancels)", choices,
+                                      self.collector.profile.name), self._profile_chosen)
+
+    def _profile_chosen(self, name: str | None) -> None:
+        if name and name != self.collector.profile.name:
+            self.collector.set_profile(name)
+            if self.collector.profile.error:
+                self.notify(self.collector.profile.error, severity="error", timeout=6)
+            else:
+                self.notify(f"profile: {name}", timeout=3)
+            self.refresh_frame()
+
+    # ----------------------------------------------------------------- measuring
+    def action_measure(self) -> None:
+        cpu = self.query_one(CoreTable).selected_cpu()
+        self.start_measurement(cpu, why="on demand")
+
+    def start_measurement(self, cpu: int | None, why: str) -> bool:
+        if not self.collector.measurable:
+            self.notify("Cannot measure here: this is a snapshot of another machine "
+                        "(--root) or a read-only store.", severity="warning", timeout=5)
+            return False
+        if cpu is None:
+            self.notify("No core selected.", severity="warning")
+            return False
+        if self.measuring_cpu is not None:
+            self.notify(f"Already measuring CPU {self.measuring_cpu}; wait for it to finish.",
+                        severity="warning", timeout=4)
+            return False
+        if self.collector.backend is None:
+            self.notify("Still checking which backends work here…", timeout=3)
+            return False
+        online = {c.cpu: c.online for c in (self.frame.cores if self.frame else ())}
+        if online.get(cpu) is False:
+            self.notify(f"CPU {cpu} is offline.", severity="warning")
+            return False
+        self.measuring_cpu = cpu
+        self.progress = Progress(0.0, None, f"CPU {cpu} (starting)")
+        self.query_one(MeasureProgress).show(self.progress)
+        self.collector.add_alert("measure_started", "info",
+                                 f"{why}: {self.collector.backend}, profile "
+                                 f"{self.collector.profile.name}", f"CPU {cpu}")
+        self._measure(cpu, self.collector.backend, self.collector.profile.suites)
+        return True
+
+    @work(thread=True, group="measure")
+    def _measure(self, cpu: int, backend: str, suites: tuple[str, ...]) -> None:
+        from qprof.tui.sources.measure import MeasureSource
+
+        source = MeasureSource(self.collector.sources.store_path,  # type: ignore[arg-type]
+                               root=self.config.root, profile=self.collector.profile.name)
+        try:
+            summary = source.measure(
+                cpu, suites, backend,
+                progress=lambda p: self.call_from_thread(self._on_progress, p),
+                stop=self._stop)
+            error = None
+        except Exception as exc:  # noqa: BLE001 - report, keep the UI alive
+            summary, error = None, f"{type(exc).__name__}: {exc}"
+        if not self._stop.is_set():
+            self.call_from_thread(self._measured, cpu, summary, error)
+
+    def _on_progress(self, progress: Progress) -> None:
+        self.progress = progress
+        self.query_one(MeasureProgress).show(progress)
+
+    def _measured(self, cpu: int, summary: str | None, error: str | None) -> None:
+        self.measuring_cpu = None
+        self.progress = None
+        if error:
+            self.collector.add_alert("measure_failed", "warning", error, f"CPU {cpu}")
+            self.notify(f"Measurement of CPU {cpu} failed: {error}", severity="error",
+                        timeout=8)
+        else:
+            self.collector.add_alert("measured", "info", summary or "done", f"CPU {cpu}")
+            self.notify(f"CPU {cpu} measured.", timeout=3)
+        self.collector.invalidate()
+        self.refresh_frame()
+
+    def _maybe_scheduled_measurement(self) -> None:
+        """Standalone slow schedule: one core per cluster in turn."""
+        if self._next_scheduled is None or time.monotonic() < self._next_scheduled:
+            return
+        if self.measuring_cpu is not None:
+            return
+        self._next_scheduled = time.monotonic() + self.config.measure_every_s
+        firsts = self._cluster_firsts()
+        if firsts:
+            cpu = firsts[self._schedule_index % len(firsts)]
+            self._schedule_index += 1
+            self.start_measurement(cpu, why="scheduled")
+
+    def _cluster_firsts(self) -> list[int]:
+        seen: dict[int | None, int] = {}
+        for core in self.frame.cores if self.frame else ():
+            if core.online is not False:
+                seen.setdefault(core.cluster, core.cpu)
+        return list(seen.values())
+
+    # ------------------------------------------------------------------- export
+    def action_export(self) -> None:
+        from qprof.tui.report import write_report
+
+        if self.frame is None:
+            return
+        directory = self.config.export_dir or Path.cwd()
+        try:
+            path = write_report(self.frame, directory, self.collector.profile.name)
+        except OSError as exc:
+            self.notify(f"Export failed: {exc}", severity="error", timeout=8)
+            return
+        self.last_export = path
+        self.collector.add_alert("exported", "info", f"report written to {path}")
+        self.notify(f"Report written to {path}", timeout=8)
+        self.refresh_frame()
+
+    # --------------------------------------------------------------------- help
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())

@@ -1,0 +1,327 @@
+"""Builds one :class:`~qprof.tui.model.Frame` per refresh from the data sources.
+
+Also decides where the data come from (:func:`resolve_sources`):
+
+- ``--root DIR`` without a store: another machine's snapshot; topology and frequencies
+  from DIR, costs "not measured here", nothing can be measured;
+- a daemon's store in the state dir (``qprof.db``): attached, read live; measurements
+  asked for with ``b`` are written to it too (SQLite WAL takes both writers);
+- otherwise standalone: the monitor's own store ``monitor.db`` in the state dir (a temp
+  dir when that is not writable), filled by on-demand and scheduled measurements.
+
+No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qprof.tui.model import (
+    AlertView,
+    ClusterHistory,
+    CoreView,
+    CoverageView,
+    Frame,
+    MachineView,
+    cpu_ranges,
+)
+from qprof.tui.sources.consensus import (
+    ProfileInfo,
+    core_costs,
+    coverage_rows,
+    load_profile_info,
+)
+from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource, field_of
+from qprof.tui.sources.load import LoadSource
+from qprof.tui.sources.store import DAEMON_DB, MONITOR_DB, StoreSource, state_dir_default
+
+STANDALONE = "standalone"
+DAEMON = "daemon"
+SNAPSHOT = "snapshot"
+
+MEASUREMENTS_TTL_S = 5.0  # re-read the store at most this often (the daemon writes rarely)
+ALERTS_SHOWN = 30
+
+
+@dataclass
+class MonitorConfig:
+    root: Path = Path("/")
+    state_dir: Path | None = None  # None = default_state_dir()
+    store_path: Path | None = None  # explicit store file (tests, `--store`)
+    profile: str = "qanum"
+    backend: str | None = None  # None = first available (resolved after the first frame)
+    live: bool | None = None  # None = live when root is "/"
+    refresh_s: float = 1.0  # 0 = no timer (frozen screens for snapshot tests)
+    measure_every_s: float = 3600.0  # standalone schedule; 0 = only on demand
+    history_len: int = 120
+    export_dir: Path | None = None  # None = current directory
+    clock: Callable[[], float] = time.time
+
+
+@dataclass
+class Sources:
+    mode: str  # STANDALONE | DAEMON | SNAPSHOT
+    label: str
+    hardware: HardwareSource
+    load: LoadSource
+    store: StoreSource | None
+    store_path: Path | None  # where measurements are written (None = cannot measure)
+    notes: list[str] = field(default_factory=list)
+
+
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK)
+
+
+def resolve_sources(config: MonitorConfig) -> Sources:
+    root = Path(config.root)
+    hardware = HardwareSource(root, live=config.live)
+    load = LoadSource(root, live=hardware.live)
+    notes: list[str] = []
+    if config.store_path is not None:
+        path = Path(config.store_path)
+        mode = SNAPSHOT if not hardware.live else STANDALONE
+        label = f"store {path}" + ("" if hardware.live else f" · --root {root}")
+        return Sources(mode, label, hardware, load, StoreSource(path, readonly=False),
+                       path if hardware.live else None, notes)
+    if not hardware.live and config.state_dir is None:
+        return Sources(SNAPSHOT, f"snapshot --root {root} (costs not measured here)",
+                       hardware, load, None, None, notes)
+    state_dir = Path(config.state_dir) if config.state_dir else state_dir_default()
+    daemon_db = state_dir / DAEMON_DB
+    if daemon_db.exists():
+        label = f"daemon store {daemon_db}"
+        if not hardware.live:
+            label += f" · --root {root}"
+        writable = hardware.live and os.access(daemon_db, os.W_OK)
+        return Sources(DAEMON, label, hardware, load, StoreSource(daemon_db, readonly=True),
+                       daemon_db if writable else None, notes)
+    if not _writable_dir(state_dir):
+        notes.append(f"state dir {state_dir} is not writable; using a temporary store")
+        state_dir = Path(tempfile.mkdtemp(prefix="qprof-monitor-"))
+    path = state_dir / MONITOR_DB
+    if not hardware.live:
+        return Sources(SNAPSHOT, f"store {path} · --root {root}", hardware, load,
+                       StoreSource(path, readonly=False) if path.exists() else None,
+                       None, notes)
+    return Sources(STANDALONE, f"standalone (store {path})", hardware, load,
+                   StoreSource(path, readonly=False), path, notes)
+
+
+def short_design(design: str | None) -> str:
+    """'Cortex-A55' -> 'A55' (the column is narrow at 80×24); others unchanged."""
+    if not design:
+        return "?"
+    return design.removeprefix("Cortex-").removeprefix("ARM ")
+
+
+class Collector:
+    """Keeps the sources, the frequency rings and the monitor's own alerts."""
+
+    def __init__(self, config: MonitorConfig, sources: Sources | None = None) -> None:
+        self.config = config
+        self.sources = sources or resolve_sources(config)
+        self.profile: ProfileInfo = load_profile_info(config.profile)
+        self.backend: str | None = config.backend
+        self._history: dict[int | None, deque[int]] = {}
+        self._local_alerts: deque[AlertView] = deque(maxlen=ALERTS_SHOWN)
+        self._last_capped: dict[int, bool | None] = {}
+        self._measurements: list[Any] = []
+        self._measurements_at: float | None = None
+        self._seeded_history = False
+        self._store_alerts: list[Any] = []
+        self._store_alerts_at: float | None = None
+
+    # ----------------------------------------------------------------- switching
+    def set_profile(self, name: str) -> None:
+        self.profile = load_profile_info(name)
+
+    def set_backend(self, name: str) -> None:
+        self.backend = name
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        """Re-read the store on the next frame (a measurement just finished)."""
+        self._measurements_at = None
+        self._store_alerts_at = None
+
+    def add_alert(self, kind: str, severity: str, message: str, where: str = "") -> None:
+        self._local_alerts.appendleft(
+            AlertView(self.config.clock(), kind, severity, where, message))
+
+    @property
+    def measurable(self) -> bool:
+        return self.sources.store_path is not None
+
+    # -------------------------------------------------------------------- frame
+    def machine(self) -> MachineView:
+        try:
+            info = self.sources.hardware.machine()
+        except (OSError, ValueError) as exc:
+            info = {"model": f"unreadable: {exc}", "designs": "unknown", "arch": None}
+        profile = self.profile.name + (" (not loaded)" if self.profile.error else "")
+        problems = list(self.sources.notes)
+        if self.profile.error:
+            problems.append(self.profile.error)
+        if self.sources.store is not None and self.sources.store.error:
+            problems.append(self.sources.store.error)
+        return MachineView(
+            model=info["model"], designs=info["designs"], arch=info.get("arch"),
+            profile=profile, backend=self.backend or "choosing…",
+            source=self.sources.label, measurable=self.measurable,
+            problems=tuple(problems),
+        )
+
+    def measurements(self) -> list[Any]:
+        if self.sources.store is None or self.backend is None:
+            return []
+        now = time.monotonic()
+        if self._measurements_at is None or now - self._measurements_at > MEASUREMENTS_TTL_S:
+            self._measurements = self.sources.store.measurements(backend=self.backend)
+            self._measurements_at = now
+        return self._measurements
+
+    def frame(self) -> Frame:
+        now = self.config.clock()
+        hw = self.sources.hardware
+        try:
+            cpus = hw.cpus()
+            clusters = hw.clusters()
+        except (OSError, ValueError) as exc:  # NotLinuxRoot is a ValueError
+            cpus, clusters = [], []
+            hw.problems.append(str(exc))
+        loads = self.sources.load.sample()
+        measurements = self.measurements()
+        costs = core_costs(measurements, self.profile)
+        cores = tuple(self._core_view(c, loads.get(c.cpu), costs.get(c.cpu)) for c in cpus)
+        self._watch_caps(cpus, now)
+        self._record_history(cpus, clusters, now)
+        coverage: tuple[CoverageView, ...] = coverage_rows(
+            measurements, self.profile, clusters, self.backend)
+        note = None
+        if self.sources.store is None:
+            note = "not measured on this machine: replaying a snapshot of another one"
+        elif not measurements:
+            note = ("not measured yet — press b to measure the selected core"
+                    if self.measurable else "not measured yet")
+        return Frame(
+            taken_at=now,
+            machine=self.machine(),
+            cores=cores,
+            coverage=coverage,
+            history=self._histories(clusters, cpus),
+            alerts=self._alerts(),
+            coverage_note=note,
+        )
+
+    def _core_view(self, c: CpuFacts, load: float | None,
+                   cost: tuple[dict[str, float], dict[str, int]] | None) -> CoreView:
+        medians, vu = cost if cost else ({}, {})
+        return CoreView(
+            cpu=c.cpu, online=c.online, cluster=c.cluster, design=c.design, part=c.part,
+            core_class=c.core_class, governor=c.governor, cur_khz=c.cur_khz,
+            max_khz=c.max_khz, hw_max_khz=c.hw_max_khz, capped=c.capped,
+            cap_factor=c.cap_factor, cap_cause=c.cap_cause, estimated=c.estimated,
+            load_pct=load, medians_ns=medians, vu=vu,
+        )
+
+    # ------------------------------------------------------------ caps as alerts
+    def _watch_caps(self, cpus: list[CpuFacts], now: float) -> None:
+        """The monitor's own cap alerts (standalone has no daemon to raise them)."""
+        for c in cpus:
+            seen = c.cpu in self._last_capped
+            before = self._last_capped.get(c.cpu)
+            self._last_capped[c.cpu] = c.capped
+            if not seen:
+                continue  # a cap present at start is in the table, not news
+            if c.capped is True and before is not True:
+                factor = f" ×{c.cap_factor:.2f}" if c.cap_factor else ""
+                self.add_alert("cap_started", "warning",
+                               f"max frequency capped{factor} ({c.cap_cause or 'cause unknown'})",
+                               f"CPU {c.cpu}")
+            elif before is True and c.capped is False:
+                self.add_alert("cap_ended", "info", "cap lifted", f"CPU {c.cpu}")
+
+    # ------------------------------------------------------------------ history
+    def _record_history(self, cpus: list[CpuFacts], clusters: list[ClusterFacts],
+                        now: float) -> None:
+        if not self._seeded_history:
+            self._seeded_history = True
+            self._seed_history_from_store(clusters, now)
+        if not self.sources.hardware.live and self._history:
+            return  # a snapshot does not move: one point is the whole story
+        by_cpu = {c.cpu: c for c in cpus}
+        for key, members in self._cluster_members(clusters, cpus):
+            values = [by_cpu[m].cur_khz for m in members
+                      if m in by_cpu and by_cpu[m].cur_khz is not None]
+            if values:
+                ring = self._history.setdefault(key, deque(maxlen=self.config.history_len))
+                ring.append(max(values))  # the fastest core shows a cap first
+
+    def _seed_history_from_store(self, clusters: list[ClusterFacts], now: float) -> None:
+        store = self.sources.store
+        if store is None or self.sources.mode != DAEMON:
+            return
+        since = now - self.config.history_len * max(self.config.refresh_s, 1.0)
+        for cluster in clusters:
+            if not cluster.cpus:
+                continue
+            ring = self._history.setdefault(cluster.id, deque(maxlen=self.config.history_len))
+            for _ts, khz in store.freq_history(cluster.cpus[0], since):
+                ring.append(khz)
+
+    @staticmethod
+    def _cluster_members(clusters: list[ClusterFacts], cpus: list[CpuFacts]
+                         ) -> list[tuple[int | None, tuple[int, ...]]]:
+        if clusters:
+            return [(c.id, c.cpus) for c in clusters]
+        return [(None, tuple(c.cpu for c in cpus))]
+
+    def _histories(self, clusters: list[ClusterFacts], cpus: list[CpuFacts]
+                   ) -> tuple[ClusterHistory, ...]:
+        out = []
+        hw_max = {c.cpu: c.hw_max_khz or c.max_khz for c in cpus}
+        for key, members in self._cluster_members(clusters, cpus):
+            design = next((short_design(c.design) for c in clusters if c.id == key), None)
+            label = (f"cl{key} {design}" if key is not None else "all") + \
+                f" {cpu_ranges(members)}"
+            scale = max((hw_max[m] for m in members if hw_max.get(m)), default=None)
+            out.append(ClusterHistory(key, label, tuple(self._history.get(key, ())), scale))
+        return tuple(out)
+
+    # ------------------------------------------------------------------- alerts
+    def _alerts(self) -> tuple[AlertView, ...]:
+        merged = list(self._local_alerts)
+        store = self.sources.store
+        if store is not None:
+            now = time.monotonic()
+            if self._store_alerts_at is None or now - self._store_alerts_at > MEASUREMENTS_TTL_S:
+                self._store_alerts = store.alerts(ALERTS_SHOWN)
+                self._store_alerts_at = now
+            for a in self._store_alerts:
+                cpu, cluster = field_of(a, "cpu"), field_of(a, "cluster")
+                where = (f"CPU {cpu}" if cpu is not None
+                         else f"cluster {cluster}" if cluster is not None else "")
+                merged.append(AlertView(
+                    ts=float(field_of(a, "ts") or 0.0), kind=str(field_of(a, "kind") or "?"),
+                    severity=str(field_of(a, "severity") or "info"), where=where,
+                    message=str(field_of(a, "message") or "")))
+        merged.sort(key=lambda a: a.ts, reverse=True)
+        return tuple(merged[:ALERTS_SHOWN])
+
+    def close(self) -> None:
+        if self.sources.store is not None:
+            with contextlib.suppress(Exception):
+                self.sources.store.close()

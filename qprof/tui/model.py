@@ -1,0 +1,185 @@
+"""The monitor's view model: plain data the widgets draw, built by :mod:`qprof.tui.collect`.
+
+Nothing here imports Textual, numba, oqs or pyperf, so the collector and the report
+writer can be tested (and run) without a terminal. Times are nanoseconds and
+frequencies kHz, as in the record contract; formatting to µs/GHz happens in the
+``fmt_*`` helpers so that every view prints the same numbers the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Markers that carry meaning in text, never by colour alone (NO_COLOR terminals).
+COVERED_MARK = "✓"
+NOT_COVERED_MARK = "✗"
+CAP_MARK = "⚠"
+UNKNOWN = "?"
+
+
+@dataclass(frozen=True)
+class MachineView:
+    """Header line: what machine, which profile/backend, where the data comes from."""
+
+    model: str  # SoC or CPU model name
+    designs: str  # "Cortex-A77 ×4 + Kryo 4XX Silver (Cortex-A55) ×4"
+    arch: str | None
+    profile: str
+    backend: str
+    source: str  # "standalone (store …)", "daemon store …", "snapshot --root …"
+    measurable: bool  # False when replaying another machine's snapshot
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CoreView:
+    """One row of the per-core table."""
+
+    cpu: int
+    online: bool | None
+    cluster: int | None
+    design: str | None  # core design (uarch), e.g. "Cortex-A55"
+    part: str | None  # vendor part name, e.g. "Kryo 4XX Silver"
+    core_class: str | None  # "performance" | "efficiency" | ...
+    governor: str | None
+    cur_khz: int | None
+    max_khz: int | None  # what the CPU may run at now
+    hw_max_khz: int | None  # what the hardware can do
+    capped: bool | None
+    cap_factor: float | None
+    cap_cause: str | None
+    estimated: bool = False  # frequency guessed (e.g. /proc/cpuinfo "cpu MHz")
+    load_pct: float | None = None
+    medians_ns: dict[str, float] = field(default_factory=dict)  # suite -> median
+    vu: dict[str, int] = field(default_factory=dict)  # suite -> VU estimate
+
+
+@dataclass(frozen=True)
+class CoverageView:
+    """One suite on one cluster (or core): estimate against the profile's constant."""
+
+    suite: str
+    where: str  # "cluster 0 (CPUs 0-3)" or "CPU 2"
+    cluster: int | None
+    cpu: int | None  # the core the numbers come from
+    backend: str | None
+    median_ns: float | None  # None = not measured yet
+    vu_estimate: int | None
+    vu_constant: int | None
+    margin: int | None  # constant - estimate (negative = not covered)
+    covered: bool | None  # None = not measured yet
+    capped: bool | None = None
+    cap_factor: float | None = None
+    worst_block_ns: float | None = None
+    measured_at: float | None = None
+    note: str | None = None  # why there is no figure ("not measured yet", ...)
+
+
+@dataclass(frozen=True)
+class AlertView:
+    ts: float
+    kind: str
+    severity: str
+    where: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ClusterHistory:
+    """Recent frequencies (kHz) of one cluster, oldest first."""
+
+    cluster: int | None
+    label: str
+    samples_khz: tuple[int, ...]
+    max_khz: int | None  # scale of the sparkline (hardware maximum)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A measurement in flight (None when idle)."""
+
+    fraction: float  # 0..1
+    eta_s: float | None
+    item: str  # "CPU 2 ML-DSA-87 round 1/3"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Everything one refresh shows."""
+
+    taken_at: float
+    machine: MachineView
+    cores: tuple[CoreView, ...]
+    coverage: tuple[CoverageView, ...]
+    history: tuple[ClusterHistory, ...] = ()
+    alerts: tuple[AlertView, ...] = ()
+    coverage_note: str | None = None  # e.g. "not measured on this machine (snapshot)"
+
+
+# ---------------------------------------------------------------- formatting helpers
+
+
+def fmt_ghz(khz: int | None) -> str:
+    if khz is None:
+        return "—"
+    return f"{khz / 1_000_000:.2f}"
+
+
+def fmt_duration(ns: float | None) -> str:
+    """µs below 1 ms, then ms, then s (the seeds' style: 190.6 µs, 3.00 ms, 1.26 s)."""
+    if ns is None:
+        return "—"
+    if ns < 1_000_000:
+        us = ns / 1000
+        return f"{us:.1f} µs" if us < 1000 else f"{us:.0f} µs"
+    if ns < 1_000_000_000:
+        ms = ns / 1_000_000
+        return f"{ms:.2f} ms" if ms < 100 else f"{ms:.0f} ms"
+    return f"{ns / 1_000_000_000:.2f} s"
+
+
+def fmt_us(ns: float | None) -> str:
+    """Median in µs for the per-core table (compact, fixed unit)."""
+    if ns is None:
+        return "—"
+    us = ns / 1000
+    return f"{us:.1f}" if us < 1000 else f"{us:,.0f}"
+
+
+def fmt_pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}%"
+
+
+def fmt_cap(core: CoreView) -> str:
+    """Cap marker in text: '⚠ cap ×2.24 thermal', '' when not capped, '?' when unknown."""
+    if core.capped is None:
+        # No cpufreq (VMs) or unreadable: say so rather than guess.
+        return "n/a" if core.max_khz is None and core.hw_max_khz is None else UNKNOWN
+    if not core.capped:
+        return ""
+    parts = [f"{CAP_MARK} cap"]
+    if core.cap_factor is not None:
+        parts.append(f"×{core.cap_factor:.2f}")
+    if core.cap_cause:
+        parts.append(core.cap_cause)
+    return " ".join(parts)
+
+
+def fmt_covered(covered: bool | None) -> str:
+    if covered is None:
+        return "not measured yet"
+    return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
+
+
+def cpu_ranges(cpus: list[int] | tuple[int, ...]) -> str:
+    """[0,1,2,3,6] -> '0-3,6'."""
+    out: list[str] = []
+    ordered = sorted(set(cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)

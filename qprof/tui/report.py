@@ -1,0 +1,94 @@
+"""Markdown report of what the monitor shows (the `e` key)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from qprof.tui.model import (
+    Frame,
+    fmt_cap,
+    fmt_covered,
+    fmt_duration,
+    fmt_ghz,
+    fmt_us,
+)
+
+
+def report_markdown(frame: Frame, profile: str) -> str:
+    m = frame.machine
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(frame.taken_at))
+    lines = [
+        f"# qprof monitor report — {when}",
+        "",
+        f"- Machine: {m.model} ({m.arch or 'arch unknown'}); cores: {m.designs}",
+        f"- Profile: {profile}; backend: {m.backend}",
+        f"- Data source: {m.source}",
+    ]
+    lines += [f"- Note: {p}" for p in m.problems]
+    suites = sorted({s for c in frame.cores for s in c.medians_ns},
+                    key=lambda s: [r.suite for r in frame.coverage].index(s)
+                    if s in [r.suite for r in frame.coverage] else 99)
+    lines += ["", "## Cores", ""]
+    head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
+            "HW max GHz", "Cap"] + [f"{s} µs (VU)" for s in suites]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in frame.cores:
+        cells = [str(c.cpu), "?" if c.cluster is None else str(c.cluster), c.design or "?",
+                 c.part or "?", c.core_class or "?", c.governor or "—", fmt_ghz(c.cur_khz),
+                 fmt_ghz(c.max_khz), fmt_ghz(c.hw_max_khz), fmt_cap(c) or "no"]
+        for s in suites:
+            med = c.medians_ns.get(s)
+            vu = c.vu.get(s)
+            cells.append("—" if med is None else fmt_us(med) + (f" ({vu})" if vu else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Verify-Unit coverage", ""]
+    if frame.coverage_note:
+        lines += [f"_{frame.coverage_note}_", ""]
+    head = ["Suite", "Where", "Median", "Estimate", "Constant", "Margin", "Covered",
+            "Worst-case block", "Capped"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in frame.coverage:
+        where = r.where + (f" (CPU {r.cpu})" if r.cpu is not None else "")
+        capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
+            else ("unknown" if r.capped is None and r.median_ns else "no")
+        lines.append("| " + " | ".join([
+            r.suite, where, fmt_duration(r.median_ns),
+            "—" if r.vu_estimate is None else str(r.vu_estimate),
+            "—" if r.vu_constant is None else str(r.vu_constant),
+            "—" if r.margin is None else f"{r.margin:+d}",
+            fmt_covered(r.covered), fmt_duration(r.worst_block_ns),
+            capped if r.median_ns else "—",
+        ]) + " |")
+    lines += ["", "Estimate = ceil(100 × median(suite) / median(unit suite)), both on the "
+              "same core and backend. Worst-case block = (max block Verify Units / "
+              "constant) signatures × median, on one core: an estimate, not a measured "
+              "block."]
+    if frame.history:
+        lines += ["", "## Frequencies", ""]
+        for h in frame.history:
+            last = h.samples_khz[-1] if h.samples_khz else None
+            low = min(h.samples_khz) if h.samples_khz else None
+            lines.append(f"- {h.label}: now {fmt_ghz(last)} GHz, lowest seen "
+                         f"{fmt_ghz(low)} GHz, hardware max {fmt_ghz(h.max_khz)} GHz "
+                         f"({len(h.samples_khz)} samples)")
+    lines += ["", "## Alerts (newest first)", ""]
+    if not frame.alerts:
+        lines.append("none")
+    for a in frame.alerts:
+        t = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(a.ts))
+        lines.append(f"- {t} {a.severity} {a.where} {a.kind}: {a.message}".replace("  ", " "))
+    return "\n".join(lines) + "\n"
+
+
+def write_report(frame: Frame, directory: Path, profile: str) -> Path:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(frame.taken_at))
+    path = directory / f"qprof-monitor-{stamp}.md"
+    n = 1
+    while path.exists():  # two exports in the same second: keep both
+        n += 1
+        path = directory / f"qprof-monitor-{stamp}-{n}.md"
+    path.write_text(report_markdown(frame, profile), encoding="utf-8")
+    return path.resolve()

@@ -1,0 +1,2 @@
+"""The monitor's widgets, one per module (header, core table, coverage, history,
+alerts, progress, help and choice screens)."""

@@ -1,0 +1,85 @@
+"""Verify-Unit coverage: suite × cluster, estimate against constant, margin, ✓/✗."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from qprof.tui.model import (
+    CAP_MARK,
+    CoverageView,
+    fmt_covered,
+    fmt_duration,
+)
+from qprof.tui.widgets.core_table import short_suite
+
+COLUMNS = ("Suite", "Where", "Median", "Est", "Const", "Margin", "Covered", "Worst block",
+           "Cap")
+
+
+def coverage_cells(row: CoverageView) -> tuple[str, ...]:
+    if row.covered is None and row.median_ns is None:
+        return (short_suite(row.suite), row.where, "—", "—",
+                "—" if row.vu_constant is None else str(row.vu_constant), "—",
+                row.note or "not measured yet", "—", "")
+    cap = ""
+    if row.capped:
+        cap = f"{CAP_MARK} capped" + (f" ×{row.cap_factor:.2f}" if row.cap_factor else "")
+    elif row.capped is None:
+        cap = "cap ?"
+    margin = "—" if row.margin is None else f"{row.margin:+d}"
+    return (
+        short_suite(row.suite),
+        row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
+        fmt_duration(row.median_ns),
+        "—" if row.vu_estimate is None else str(row.vu_estimate),
+        "—" if row.vu_constant is None else str(row.vu_constant),
+        margin,
+        fmt_covered(row.covered),
+        fmt_duration(row.worst_block_ns),
+        cap,
+    )
+
+
+class CoveragePanel(Vertical):
+    DEFAULT_CSS = """
+    CoveragePanel { height: 1fr; min-height: 4; }
+    CoveragePanel > #coverage-title { height: 1; padding: 0 1; background: $panel; }
+    CoveragePanel > DataTable { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("Verify-Unit coverage", id="coverage-title")
+        table: DataTable = DataTable(cursor_type="row", id="coverage-table")
+        yield table
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for i, label in enumerate(COLUMNS):
+            table.add_column(label, key=f"k{i}")
+        self._rows: tuple[tuple[str, ...], ...] = ()
+        self._title = ""
+
+    def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
+             note: str | None) -> None:
+        title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
+        covered = sum(1 for r in rows if r.covered is True)
+        not_covered = sum(1 for r in rows if r.covered is False)
+        if covered or not_covered:
+            title += f" · ✓ {covered} covered, ✗ {not_covered} not covered"
+        if note:
+            title += f" · {note}"
+        if title != self._title:
+            self._title = title
+            self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
+                                                                  overflow="ellipsis"))
+        cells = tuple(coverage_cells(r) for r in rows)
+        if cells == self._rows:
+            return
+        self._rows = cells
+        table = self.query_one(DataTable)
+        table.clear()
+        for i, row in enumerate(cells):
+            table.add_row(*row, key=str(i))

@@ -1,0 +1,43 @@
+"""Two header lines: the machine and its core designs; profile, backend and data source."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from qprof.tui.model import MachineView
+
+
+class MachineHeader(Static):
+    DEFAULT_CSS = """
+    MachineHeader {
+        height: 2;
+        padding: 0 1;
+        background: $panel;
+    }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("qprof monitor", **kwargs)  # type: ignore[arg-type]
+        self._shown: MachineView | None = None
+
+    def show(self, machine: MachineView) -> None:
+        if machine == self._shown:
+            return  # nothing changed: no repaint
+        self._shown = machine
+        line1 = Text.assemble(("qprof", "bold"), " · ", (machine.model, "bold"), " · ",
+                              machine.designs)
+        if machine.arch:
+            line1.append(f" · {machine.arch}")
+        line2 = Text.assemble(
+            "profile ", (machine.profile, "bold"), " · backend ", (machine.backend, "bold"),
+            " · ", machine.source)
+        if machine.problems:
+            line2.append(f" · {CAUTION} {machine.problems[0]}")
+        both = Text("\n").join([line1, line2])
+        both.no_wrap = True
+        both.overflow = "ellipsis"
+        self.update(both)
+
+
+CAUTION = "⚠"

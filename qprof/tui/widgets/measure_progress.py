@@ -1,0 +1,33 @@
+"""Progress of the measurement in flight: what is measured, a bar and the ETA."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import ProgressBar, Static
+
+from qprof.tui.model import Progress
+
+
+class MeasureProgress(Horizontal):
+    DEFAULT_CSS = """
+    MeasureProgress { height: 1; display: none; padding: 0 1; }
+    MeasureProgress.-busy { display: block; }
+    MeasureProgress > #progress-label { width: 1fr; }
+    MeasureProgress > ProgressBar { width: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="progress-label")
+        yield ProgressBar(total=1000, show_eta=False, id="progress-bar")
+
+    def show(self, progress: Progress | None) -> None:
+        self.set_class(progress is not None, "-busy")
+        if progress is None:
+            return
+        eta = "" if progress.eta_s is None else f" · ETA {progress.eta_s:.0f} s"
+        label = f"measuring {progress.item} · {progress.fraction * 100:.0f}%{eta}"
+        self.query_one("#progress-label", Static).update(
+            Text(label, no_wrap=True, overflow="ellipsis"))
+        self.query_one(ProgressBar).update(progress=round(progress.fraction * 1000))

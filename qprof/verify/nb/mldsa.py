@@ -1,0 +1,307 @@
+"""qprof's own ML-DSA (FIPS 204) verifier as numba kernels: the "second verifier".
+
+``mldsa_verify`` is FIPS 204 Algorithm 3 (pure ML-DSA.Verify with context) on top of
+Algorithm 8 (ML-DSA.Verify_internal); ``mldsa_verify_mu`` starts from a given
+mu (the "external mu" interface). Both never raise for bytes input: wrong lengths,
+over-long contexts and malformed encodings return False.
+
+The Python wrappers only check argument types and call one
+``@njit(cache=True, nogil=True)`` kernel with the ``bytes`` objects themselves.
+The heavy parts live in:
+
+* ``mldsa_poly``: Montgomery NTT, decoders with the FIPS 204 checks, UseHint, w1Encode;
+* ``mldsa_expand``: ExpandA on four interleaved SHAKE128 streams, fused with A * z;
+  SampleInBall;
+* ``mldsa_keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
+  (``mldsa_sponge`` absorbs byte ranges of ``bytes`` objects).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from qprof.verify.nb.keccak import (
+    SHAKE256_RATE,
+    absorb_final,
+    absorb_init,
+    absorb_update,
+    squeeze_into,
+)
+from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
+from qprof.verify.nb.mldsa_poly import (
+    N,
+    Q,
+    caddq,
+    decode_t1_shifted,
+    decode_z_checked,
+    highbits,
+    hints_valid,
+    invntt_tomont,
+    montgomery_reduce,
+    ntt,
+    reduce32,
+    use_hint,
+    w1_encode,
+)
+from qprof.verify.nb.mldsa_sponge import absorb_range
+
+MAX_CONTEXT_BYTES = 255
+MU_BYTES = 64
+TR_BYTES = 64
+RHO_BYTES = 32
+
+
+@dataclass(frozen=True)
+class MldsaParams:
+    """One ML-DSA parameter set (FIPS 204 Table 1) and its encoded sizes."""
+
+    level: int
+    k: int
+    l: int  # noqa: E741 - FIPS 204 calls it l
+    eta: int
+    tau: int
+    lam: int
+    gamma1_bits: int
+    gamma2: int
+    omega: int
+
+    @property
+    def beta(self) -> int:
+        return self.tau * self.eta
+
+    @property
+    def c_tilde_bytes(self) -> int:
+        return self.lam // 4
+
+    @property
+    def z_poly_bytes(self) -> int:
+        return 32 * (self.gamma1_bits + 1)
+
+    @property
+    def public_key_bytes(self) -> int:
+        return RHO_BYTES + 320 * self.k
+
+    @property
+    def signature_bytes(self) -> int:
+        return self.c_tilde_bytes + self.l * self.z_poly_bytes + self.omega + self.k
+
+
+PARAMS: dict[int, MldsaParams] = {
+    44: MldsaParams(
+        44, k=4, l=4, eta=2, tau=39, lam=128, gamma1_bits=17, gamma2=(Q - 1) // 88, omega=80
+    ),
+    65: MldsaParams(
+        65, k=6, l=5, eta=4, tau=49, lam=192, gamma1_bits=19, gamma2=(Q - 1) // 32, omega=55
+    ),
+    87: MldsaParams(
+        87, k=8, l=7, eta=2, tau=60, lam=256, gamma1_bits=19, gamma2=(Q - 1) // 32, omega=75
+    ),
+}
+
+
+@njit(cache=True, nogil=True)
+def _hash_mu(pk: bytes, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.ndarray) -> None:
+    """mu = H(H(pk, 64) || 0x00 || len(ctx) || ctx || msg, 64) (FIPS 204 Alg. 3 and 8)."""
+    tr = np.empty(TR_BYTES, dtype=np.uint8)
+    pos = absorb_init(state)
+    pos = absorb_range(state, SHAKE256_RATE, pos, pk, 0, len(pk))
+    absorb_final(state, SHAKE256_RATE, pos)
+    squeeze_into(state, tr, 0, TR_BYTES)
+    prefix = np.empty(2, dtype=np.uint8)
+    prefix[0] = 0  # pure ML-DSA domain separator
+    prefix[1] = len(ctx)
+    pos = absorb_init(state)
+    pos = absorb_update(state, SHAKE256_RATE, pos, tr)
+    pos = absorb_update(state, SHAKE256_RATE, pos, prefix)
+    pos = absorb_range(state, SHAKE256_RATE, pos, ctx, 0, len(ctx))
+    pos = absorb_range(state, SHAKE256_RATE, pos, msg, 0, len(msg))
+    absorb_final(state, SHAKE256_RATE, pos)
+    squeeze_into(state, mu, 0, MU_BYTES)
+
+
+@njit(cache=True, nogil=True)
+def _verify_kernel(
+    k: int,
+    l: int,  # noqa: E741
+    tau: int,
+    c_tilde_bytes: int,
+    gamma1_bits: int,
+    gamma2: int,
+    omega: int,
+    beta: int,
+    pk: bytes,
+    sig: bytes,
+    ctx: bytes,
+    msg: bytes,
+    mu_in: bytes,
+    use_mu: bool,
+) -> bool:
+    """ML-DSA.Verify (Alg. 3 + 8); with ``use_mu`` mu is ``mu_in`` and ctx/msg unused."""
+    z_poly_bytes = 32 * (gamma1_bits + 1)
+    if len(pk) != 32 + 320 * k:
+        return False
+    if len(sig) != c_tilde_bytes + l * z_poly_bytes + omega + k:
+        return False
+    if use_mu:
+        if len(mu_in) != MU_BYTES:
+            return False
+    elif len(ctx) > MAX_CONTEXT_BYTES:
+        return False
+
+    # sigDecode: hints first (cheap), then z with the infinity-norm check.
+    hint_offset = c_tilde_bytes + l * z_poly_bytes
+    if not hints_valid(sig, hint_offset, k, omega):
+        return False
+    zhat = np.empty((l, N), dtype=np.int32)
+    bound = (1 << gamma1_bits) - beta
+    for s in range(l):
+        if not decode_z_checked(sig, c_tilde_bytes + s * z_poly_bytes, gamma1_bits, bound, zhat[s]):
+            return False
+
+    state = np.empty(25, dtype=np.uint64)
+    mu = np.empty(MU_BYTES, dtype=np.uint8)
+    if use_mu:
+        for i in range(MU_BYTES):
+            mu[i] = mu_in[i]
+    else:
+        _hash_mu(pk, ctx, msg, state, mu)
+
+    c_tilde = np.empty(c_tilde_bytes, dtype=np.uint8)
+    for i in range(c_tilde_bytes):
+        c_tilde[i] = sig[i]
+    chat = np.empty(N, dtype=np.int32)
+    block = np.empty(SHAKE256_RATE, dtype=np.uint8)
+    sample_in_ball(c_tilde, tau, state, block, chat)
+    ntt(chat)
+    for s in range(l):
+        ntt(zhat[s])
+
+    # w'_approx = NTT^-1(A_hat * z_hat - c_hat * t1_hat * 2^d), accumulated lazily.
+    acc = np.empty((k, N), dtype=np.int64)
+    state4 = np.empty(100, dtype=np.uint64)
+    sampled = np.empty((4, N + SAMPLE_SLACK), dtype=np.int32)
+    nonces = np.empty(4, dtype=np.int64)
+    rho = np.empty(RHO_BYTES, dtype=np.uint8)
+    for i in range(RHO_BYTES):
+        rho[i] = pk[i]
+    expand_a_times_z(rho, k, l, zhat, acc, state4, sampled, nonces)
+
+    t1 = np.empty(N, dtype=np.int32)
+    w = np.empty(N, dtype=np.int32)
+    w1 = np.empty(N, dtype=np.int32)
+    w1_len = N // 2 if gamma2 == (Q - 1) // 32 else (N * 3) // 4
+    w1_packed = np.empty(k * w1_len, dtype=np.uint8)
+    hint_start = 0
+    for r in range(k):
+        decode_t1_shifted(pk, 32 + 320 * r, t1)
+        ntt(t1)
+        row = acc[r]
+        for j in range(N):
+            ct = montgomery_reduce(np.int64(chat[j]) * np.int64(t1[j]))
+            w[j] = reduce32(montgomery_reduce(row[j]) - ct)
+        invntt_tomont(w)
+        for j in range(N):
+            v = caddq(np.int64(w[j]))
+            w[j] = v
+            w1[j] = highbits(v, gamma2)
+        # UseHint: positions listed in the hint move to the neighbouring high part.
+        hint_end = np.int64(sig[hint_offset + omega + r])
+        for h in range(hint_start, hint_end):
+            pos = np.int64(sig[hint_offset + h])
+            w1[pos] = use_hint(np.int64(w[pos]), gamma2)
+        hint_start = hint_end
+        w1_encode(w1, gamma2, w1_packed, r * w1_len)
+
+    # c_tilde' = H(mu || w1Encode(w1), lambda / 4) must equal c_tilde.
+    pos = absorb_init(state)
+    pos = absorb_update(state, SHAKE256_RATE, pos, mu)
+    pos = absorb_update(state, SHAKE256_RATE, pos, w1_packed)
+    absorb_final(state, SHAKE256_RATE, pos)
+    squeeze_into(state, block, 0, c_tilde_bytes)
+    same = True
+    for i in range(c_tilde_bytes):
+        if block[i] != c_tilde[i]:
+            same = False
+    return same
+
+
+def _as_bytes(data: object) -> bytes | None:
+    """bytes for bytes-like input, None for anything else.
+
+    The kernels take ``bytes`` directly: numba types them as read-only uint8 buffers
+    and dispatches them faster than ``np.frombuffer`` views.
+    """
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    return None
+
+
+def _run(
+    params: MldsaParams, pk: bytes, sig: bytes, ctx: bytes, msg: bytes, mu: bytes, use_mu: bool
+) -> bool:
+    return bool(
+        _verify_kernel(
+            params.k,
+            params.l,
+            params.tau,
+            params.c_tilde_bytes,
+            params.gamma1_bits,
+            params.gamma2,
+            params.omega,
+            params.beta,
+            pk,
+            sig,
+            ctx,
+            msg,
+            mu,
+            use_mu,
+        )
+    )
+
+
+def mldsa_verify(
+    level: int, public_key: bytes, message: bytes, signature: bytes, context: bytes = b""
+) -> bool:
+    """Pure ML-DSA verification (FIPS 204 Algorithm 3) for level 44, 65 or 87.
+
+    Returns False (never raises) for unknown levels, non-bytes input, wrong key or
+    signature lengths, contexts over 255 bytes and malformed encodings.
+    """
+    params = PARAMS.get(level) if isinstance(level, int) else None
+    pk = _as_bytes(public_key)
+    msg = _as_bytes(message)
+    sig = _as_bytes(signature)
+    ctx = _as_bytes(context)
+    if params is None or pk is None or msg is None or sig is None or ctx is None:
+        return False
+    return _run(params, pk, sig, ctx, msg, b"", False)
+
+
+def mldsa_verify_mu(level: int, public_key: bytes, mu: bytes, signature: bytes) -> bool:
+    """ML-DSA.Verify_internal from a given 64-byte mu (the external-mu interface)."""
+    params = PARAMS.get(level) if isinstance(level, int) else None
+    pk = _as_bytes(public_key)
+    mu_bytes = _as_bytes(mu)
+    sig = _as_bytes(signature)
+    if params is None or pk is None or mu_bytes is None or sig is None:
+        return False
+    return _run(params, pk, sig, b"", b"", mu_bytes, True)
+
+
+def warm_up() -> None:
+    """Compile (first run) or load from the numba cache every kernel verification uses.
+
+    Runs each level on zero inputs of the right sizes: the kernel goes all the way to
+    the final hash (a zero signature decodes to valid, empty hints), so every callee
+    is compiled with the argument types real calls use.
+    """
+    for params in PARAMS.values():
+        pk = bytes(params.public_key_bytes)
+        sig = bytes(params.signature_bytes)
+        mldsa_verify(params.level, pk, b"warm-up", sig, b"ctx")
+        mldsa_verify_mu(params.level, pk, bytes(MU_BYTES), sig)

@@ -1,0 +1,166 @@
+"""ML-DSA samplers for the numba verifier: ExpandA fused with A * z, and SampleInBall.
+
+ExpandA (FIPS 204 Algorithm 32) runs one SHAKE128 stream per matrix entry,
+RejNTTPoly(rho || s || r). The streams are independent, so they run four at a time
+on the interleaved permutation of ``mldsa_keccak4``, and each sampled entry is
+multiplied into the accumulator straight away: the matrix is never stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from qprof.verify.nb.keccak import SHAKE256_RATE, absorb, keccak_f1600
+from qprof.verify.nb.mldsa_keccak4 import keccak_f1600_x4
+from qprof.verify.nb.mldsa_poly import N, Q
+
+SHAKE128_RATE_LANES = 21  # 168-byte rate = 7 groups of 3 lanes = 56 candidates
+COEFF_MASK = np.uint64(0x7FFFFF)  # CoeffFromThreeBytes drops the top bit of byte 3
+SHAKE_PAD = np.uint64(0x1F)
+RATE_END_PAD = np.uint64(0x80) << np.uint64(56)
+# Slack after the 256 coefficients: a block's 56 candidates are stored without a
+# bounds test and the counter only advances on acceptance.
+SAMPLE_SLACK = 56
+
+
+@njit(cache=True, nogil=True)
+def absorb_seeds_x4(s: np.ndarray, rho: np.ndarray, nonces: np.ndarray) -> None:
+    """Absorb rho || nonce (two bytes: column, row) into four interleaved SHAKE128 states."""
+    for i in range(100):
+        s[i] = np.uint64(0)
+    for lane in range(4):
+        v = np.uint64(0)
+        for b in range(8):
+            v |= np.uint64(rho[8 * lane + b]) << np.uint64(8 * b)
+        for w in range(4):
+            s[4 * lane + w] = v
+    for w in range(4):
+        s[16 + w] = np.uint64(nonces[w]) | (SHAKE_PAD << np.uint64(16))
+        s[80 + w] = RATE_END_PAD
+    keccak_f1600_x4(s)
+
+
+@njit(cache=True, nogil=True)
+def rej_sample_block(s: np.ndarray, w: int, out: np.ndarray, ctr: int) -> int:
+    """RejNTTPoly on one 168-byte block of way ``w``; returns the new count."""
+    for g in range(SHAKE128_RATE_LANES // 3):
+        w0 = s[4 * (3 * g) + w]
+        w1 = s[4 * (3 * g + 1) + w]
+        w2 = s[4 * (3 * g + 2) + w]
+        c0 = np.int64(w0 & COEFF_MASK)
+        c1 = np.int64((w0 >> np.uint64(24)) & COEFF_MASK)
+        c2 = np.int64(((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK)
+        c3 = np.int64((w1 >> np.uint64(8)) & COEFF_MASK)
+        c4 = np.int64((w1 >> np.uint64(32)) & COEFF_MASK)
+        c5 = np.int64(((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK)
+        c6 = np.int64((w2 >> np.uint64(16)) & COEFF_MASK)
+        c7 = np.int64((w2 >> np.uint64(40)) & COEFF_MASK)
+        out[ctr] = c0
+        ctr += c0 < Q
+        out[ctr] = c1
+        ctr += c1 < Q
+        out[ctr] = c2
+        ctr += c2 < Q
+        out[ctr] = c3
+        ctr += c3 < Q
+        out[ctr] = c4
+        ctr += c4 < Q
+        out[ctr] = c5
+        ctr += c5 < Q
+        out[ctr] = c6
+        ctr += c6 < Q
+        out[ctr] = c7
+        ctr += c7 < Q
+    return ctr
+
+
+@njit(cache=True, nogil=True)
+def expand_a_times_z(
+    rho: np.ndarray,
+    k: int,
+    l: int,
+    zhat: np.ndarray,
+    acc: np.ndarray,
+    state: np.ndarray,
+    sampled: np.ndarray,
+    nonces: np.ndarray,
+) -> None:
+    """acc[r] = sum over s of A_hat[r][s] * z_hat[s], unreduced int64 products.
+
+    ``zhat``: int32[l, 256] (|coeff| < 9q), ``acc``: int64[k, 256] (overwritten),
+    ``state``: uint64[100], ``sampled``: int32[4, 256 + SAMPLE_SLACK], ``nonces``:
+    int64[4]. Sums stay below 7 * q * 9q < 2^53, inside Montgomery's input range.
+    """
+    for r in range(k):
+        for j in range(N):
+            acc[r, j] = 0
+    total = k * l
+    for first in range(0, total, 4):
+        ways = min(4, total - first)
+        for w in range(4):
+            m = first + w if w < ways else first
+            nonces[w] = (m % l) | ((m // l) << 8)
+        absorb_seeds_x4(state, rho, nonces)
+        c0 = 0
+        c1 = 0
+        c2 = 0
+        c3 = 0
+        while True:
+            if c0 < N:
+                c0 = rej_sample_block(state, 0, sampled[0], c0)
+            if c1 < N:
+                c1 = rej_sample_block(state, 1, sampled[1], c1)
+            if c2 < N:
+                c2 = rej_sample_block(state, 2, sampled[2], c2)
+            if c3 < N:
+                c3 = rej_sample_block(state, 3, sampled[3], c3)
+            if c0 >= N and c1 >= N and c2 >= N and c3 >= N:
+                break
+            keccak_f1600_x4(state)
+        for w in range(ways):
+            m = first + w
+            row = acc[m // l]
+            zs = zhat[m % l]
+            a = sampled[w]
+            for j in range(N):
+                row[j] += np.int64(a[j]) * np.int64(zs[j])
+
+
+@njit(cache=True, nogil=True)
+def sample_in_ball(
+    c_tilde: np.ndarray, tau: int, state: np.ndarray, block: np.ndarray, c: np.ndarray
+) -> None:
+    """FIPS 204 SampleInBall (Algorithm 29) into int32[256] ``c``.
+
+    ``state``: uint64[25] scratch, ``block``: uint8[136] scratch.
+    """
+    absorb(state, SHAKE256_RATE, c_tilde)
+    _copy_block(state, block)
+    signs = np.uint64(0)
+    for b in range(8):
+        signs |= np.uint64(block[b]) << np.uint64(8 * b)
+    pos = 8
+    for j in range(N):
+        c[j] = 0
+    for i in range(N - tau, N):
+        while True:
+            if pos == SHAKE256_RATE:
+                keccak_f1600(state)
+                _copy_block(state, block)
+                pos = 0
+            j = np.int64(block[pos])
+            pos += 1
+            if j <= i:
+                break
+        c[i] = c[j]
+        c[j] = 1 - 2 * np.int64(signs & np.uint64(1))
+        signs >>= np.uint64(1)
+
+
+@njit(cache=True, nogil=True)
+def _copy_block(state: np.ndarray, block: np.ndarray) -> None:
+    for i in range(SHAKE256_RATE // 8):
+        v = state[i]
+        for b in range(8):
+            block[8 * i + b] = np.uint8((v >> np.uint64(8 * b)) & np.uint64(0xFF))

@@ -1,0 +1,29 @@
+"""Shared pytest fixtures (keep this small and generic; put specific fixtures in the
+test file that uses them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = REPO_ROOT.parent / "shared"  # read-only data beside the repo, never copied in
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` (corpus, test vectors); skips the test when it is absent."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared data directory {SHARED_DIR} is absent")
+    return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def liboqs_available() -> None:
+    """Skip unless the liboqs backend works here (reason names what is missing)."""
+    from qprof.verify import backend_status
+
+    status = backend_status("liboqs")
+    if not status.available:
+        pytest.skip(status.reason)

@@ -1,0 +1,156 @@
+"""Bad input never raises: missing, empty, truncated, non-numeric and unreadable files,
+CPUs vanishing between reads. The field becomes None and the reason is in ``problems``.
+
+Unreadable files are made for real (tests run as root, where chmod 000 does not stop
+reads): a directory where a file should be, a FIFO, a dangling symlink.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qprof.cli import main
+from qprof.hw import CapWatch, read_frequencies, read_topology, take_env_snapshot
+from qprof.hw.cpuinfo import parse_cpuinfo
+from qprof.hw.sysfs import parse_cpulist, parse_hexmask, parse_int
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
+CPU = "sys/devices/system/cpu"
+
+
+@pytest.fixture
+def seeds(tmp_path: Path) -> Path:
+    root = tmp_path / "seeds"
+    shutil.copytree(FIXTURES / "seeds-arm", root)
+    return root
+
+
+def replace(root: Path, rel: str, how: str, text: str = "") -> Path:
+    path = root / rel
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "text":
+        path.write_text(text)
+    elif how == "dir":
+        path.mkdir()
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "dangling":
+        path.symlink_to(root / "no-such-file")
+    return path
+
+
+def both(root: Path) -> tuple[dict, dict]:
+    topo = read_topology(root)
+    freq = read_frequencies(root, topo)
+    return topo.to_dict(), freq.to_dict()
+
+
+def test_missing_hw_max_makes_cap_unknown(seeds: Path) -> None:
+    (seeds / CPU / "cpu6/cpufreq/cpuinfo_max_freq").unlink()
+    topo, freq = both(seeds)
+    cpu6 = freq["cpus"][6]
+    assert cpu6["hw_max_khz"] is None and cpu6["capped"] is None and cpu6["cap_factor"] is None
+    assert any("cpu6/cpufreq/cpuinfo_max_freq: missing" in p for p in freq["problems"])
+    assert topo["clusters"][1]["uarch"] == "Cortex-A77"
+    assert freq["cpus"][7]["capped"] is True  # the sibling still says what it knows
+
+
+@pytest.mark.parametrize(("how", "reason"), [
+    ("dir", "is a directory"), ("fifo", "not a regular file"),
+    ("dangling", "dangling symlink"), ("text", "empty"),
+])
+def test_unreadable_scaling_max(seeds: Path, how: str, reason: str) -> None:
+    replace(seeds, f"{CPU}/cpu7/cpufreq/scaling_max_freq", how)
+    _, freq = both(seeds)
+    assert freq["cpus"][7]["max_khz"] is None and freq["cpus"][7]["capped"] is None
+    assert any("cpu7/cpufreq/scaling_max_freq" in p and reason in p for p in freq["problems"])
+
+
+def test_non_numeric_and_garbage(seeds: Path) -> None:
+    replace(seeds, f"{CPU}/cpu6/cpufreq/scaling_max_freq", "text", "fast\n")
+    replace(seeds, f"{CPU}/cpu0/cpufreq/related_cpus", "text", "zero one\n")
+    replace(seeds, f"{CPU}/online", "text", "\x00\xff garbage")
+    topo, freq = both(seeds)
+    assert any("not a number ('fast')" in p for p in freq["problems"])
+    assert any("related_cpus: not a CPU list" in p for p in topo["problems"])
+    assert [c["cpus"] for c in topo["clusters"]] == [[0, 1, 2, 3, 4, 5], [6, 7]]
+
+
+def test_empty_and_truncated_cpuinfo(seeds: Path) -> None:
+    cpuinfo = seeds / "proc/cpuinfo"
+    full = cpuinfo.read_text()
+    cpuinfo.write_text(full[: full.index("CPU part") + 5])  # cut inside cpu0's block
+    topo = read_topology(seeds)
+    assert all(c.uarch is None for c in topo.cpus)
+    assert any("core design unknown" in p for p in topo.problems)
+    cpuinfo.write_text("")
+    topo = read_topology(seeds)
+    assert len(topo.clusters) == 2  # sysfs still groups the CPUs
+    assert any("/proc/cpuinfo: empty" in p for p in topo.problems)
+    replace(seeds, "proc/cpuinfo", "dir")
+    assert read_topology(seeds).cpus
+
+
+def test_cpu_vanishes_between_reads(seeds: Path) -> None:
+    topo = read_topology(seeds)
+    watch = CapWatch(seeds, topology=topo)
+    watch.sample(now=1.0)
+    shutil.rmtree(seeds / CPU / "cpu7")  # hot-unplugged (and its files gone)
+    (seeds / CPU / "online").write_text("0-6\n")
+    reading = watch.sample(now=2.0)
+    cpu7 = reading.cpu(7)
+    assert cpu7 is not None and cpu7.online is False and cpu7.capped is None
+    state = watch.summary(7)
+    assert state.capped_now is None and state.max_factor == 2.24  # unknown now, not invented
+    assert watch.cluster_summary(1).capped_now is True  # cpu6, still online, still capped
+    take_env_snapshot(seeds, topology=topo)
+
+
+def test_cli_json_carries_problems(seeds: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replace(seeds, f"{CPU}/cpu6/cpufreq/scaling_cur_freq", "fifo")
+    replace(seeds, f"{CPU}/cpu6/cpufreq/cpuinfo_cur_freq", "dangling")
+    assert main(["freq", "--root", str(seeds), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cpus"][6]["cur_khz"] is None
+    assert any("cpu6/cpufreq/scaling_cur_freq" in p for p in data["problems"])
+    assert main(["topology", "--root", str(seeds), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "problems" in data and data["cpus"][6]["cur_khz"] is None
+
+
+@pytest.mark.parametrize("command", ["topology", "freq", "env", "snapshot"])
+def test_not_linux_root_is_one_line_exit_2(tmp_path: Path, command: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    args = [command, "--root", str(tmp_path)]
+    if command == "snapshot":
+        args = [command, str(tmp_path / "out"), "--root", str(tmp_path)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a Linux root" in err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("processor:0123 \t\nCPU partimplementer0x&abc")),
+               max_size=400))
+def test_cpuinfo_parser_never_raises(text: str) -> None:
+    data = parse_cpuinfo(text)
+    assert isinstance(data.processors, dict)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_sysfs_parsers_never_raise(text: str) -> None:
+    for parse in (parse_cpulist, parse_hexmask, parse_int):
+        value, problem = parse(text)
+        assert value is None or problem is None

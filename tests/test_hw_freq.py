@@ -1,0 +1,140 @@
+"""Frequencies, the cap model and CapWatch on fixture roots (copied and changed on disk)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from qprof.hw import CapWatch, read_frequencies, read_topology, take_env_snapshot
+from qprof.hw.freq import cap_factor
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
+CPU = "sys/devices/system/cpu"
+
+
+@pytest.fixture
+def seeds(tmp_path: Path) -> Path:
+    root = tmp_path / "seeds"
+    shutil.copytree(FIXTURES / "seeds-arm", root)
+    return root
+
+
+def set_file(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def test_capped_gold_cores_report_cause_and_factor() -> None:
+    reading = read_frequencies(FIXTURES / "seeds-arm")
+    gold = reading.cpu(6)
+    assert gold is not None
+    assert (gold.hw_max_khz, gold.max_khz) == (2419200, 1080000)
+    assert gold.capped is True and gold.cap_cause == "policy" and gold.cap_factor == 2.24
+    assert gold.governor == "schedutil" and gold.driver == "qcom-cpufreq-hw"
+    silver = reading.cpu(2)
+    assert silver is not None and silver.capped is False and silver.cap_factor == 1.0
+    assert silver.cur_khz == 1209600 and not silver.estimated
+    clusters = {c.id: c for c in reading.clusters}
+    assert clusters[1].capped and clusters[1].cap_factor == 2.24
+    assert clusters[0].capped is False
+    assert [z.temp_c for z in reading.thermal.zones][:2] == [38.1, 44.3]
+    assert reading.thermal.cooling[1].cpus == [6, 7]  # thermal-cpufreq-1 -> 2nd policy
+    json.dumps(reading.to_dict())
+
+
+def test_cap_factor() -> None:
+    assert cap_factor(2420000, 1080000) == 2.24
+    assert cap_factor(None, 1080000) is None
+
+
+def test_thermal_cause_when_cooling_device_active(seeds: Path) -> None:
+    set_file(seeds, "sys/class/thermal/cooling_device1/cur_state", "4")
+    gold = read_frequencies(seeds).cpu(7)
+    assert gold is not None and gold.capped and gold.cap_cause == "thermal"
+
+
+def test_boost_off_cause(tmp_path: Path) -> None:
+    root = tmp_path / "x86"
+    shutil.copytree(FIXTURES / "x86-hybrid", root)
+    set_file(root, f"{CPU}/intel_pstate/no_turbo", "1")
+    for c in range(4):
+        set_file(root, f"{CPU}/cpu{c}/cpufreq/scaling_max_freq", "2200000")
+    reading = read_frequencies(root)
+    p = reading.cpu(0)
+    assert p is not None and p.capped and p.cap_cause == "boost-off" and p.cap_factor == 2.0
+    e = reading.cpu(5)
+    assert e is not None and e.capped is False
+    assert reading.no_turbo is True
+    assert reading.thermal.throttle[0]["package_throttle_count"] == 3
+
+
+def test_vm_frequency_unknown_not_invented() -> None:
+    reading = read_frequencies(FIXTURES / "vm-this-machine", estimate=True)
+    for f in reading.cpus:
+        # estimate only runs on the live root; a snapshot cannot be measured
+        assert f.cur_khz is None and f.capped is None and f.cap_factor is None
+        assert not f.estimated
+    assert any("no CPU frequency" in p for p in reading.problems)
+
+
+def test_live_estimate_is_labelled() -> None:
+    pytest.importorskip("numba")
+    topo = read_topology("/")
+    reading = read_frequencies("/", topo, estimate=True)
+    online = [f for f in reading.cpus if f.online]
+    assert online
+    if any(f.cur_source in ("scaling_cur_freq", "cpuinfo_cur_freq") for f in online):
+        pytest.skip("this machine reports its frequency; nothing to estimate")
+    for f in online:
+        assert f.estimated and f.cur_source == "estimated"
+        assert f.cur_khz is not None and 100_000 < f.cur_khz < 10_000_000
+        assert f.capped is None  # no hardware maximum known: no cap claimed
+
+
+def test_capwatch_start_and_end(seeds: Path) -> None:
+    topo = read_topology(seeds)
+    watch = CapWatch(seeds, window_s=60, topology=topo)
+    watch.sample(now=100.0)
+    state = watch.summary(6)
+    assert state.capped_now and state.since == 100.0 and state.factor == 2.24
+    for c in (6, 7):  # the system lifts the cap
+        set_file(seeds, f"{CPU}/cpu{c}/cpufreq/scaling_max_freq", "2419200")
+    watch.sample(now=101.0)
+    state = watch.summary(6)
+    assert state.capped_now is False and state.since is None and state.last_ended == 101.0
+    assert state.max_factor == 2.24 and state.capped_fraction == 0.5
+    kinds = [(e.cpu, e.kind) for e in watch.events]
+    assert (6, "started") in kinds and (6, "ended") in kinds
+    for c in (6, 7):  # capped again, this time by thermal
+        set_file(seeds, f"{CPU}/cpu{c}/cpufreq/scaling_max_freq", "1305600")
+    set_file(seeds, "sys/class/thermal/cooling_device1/cur_state", "3")
+    watch.sample(now=102.0)
+    cluster = watch.cluster_summary(1)
+    assert cluster.capped_now and cluster.cause == "thermal" and cluster.since == 102.0
+    assert cluster.factor == round(2419200 / 1305600, 2)
+    assert watch.cluster_summary(0).capped_now is False
+    watch.sample(now=200.0)  # window slides: older samples fall out, the cap start stays
+    state = watch.summary(6)
+    assert state.samples == 1 and state.since == 102.0 and state.capped_fraction == 1.0
+
+
+def test_env_snapshot(seeds: Path) -> None:
+    snap = take_env_snapshot(seeds)
+    json.dumps(snap)
+    assert snap["load"]["1m"] == 0.41 and snap["kernel"] == "4.19.113-27166950"
+    gold = snap["cpus"][6]
+    assert gold["governor"] == "schedutil" and gold["capped"] and gold["cap_factor"] == 2.24
+    assert any(t["type"] == "cpu-1-0-usr" and t["temp_c"] == 51.2 for t in snap["temperatures"])
+    assert snap["taken_at"] > 0 and snap["taken_at_utc"].endswith("+00:00")
+
+
+def test_env_snapshot_live() -> None:
+    snap = take_env_snapshot("/")
+    assert snap["load"] is not None and snap["cpus"]
+    assert {c["cpu"] for c in snap["cpus"]} >= os.sched_getaffinity(0)
+    json.dumps(snap)

@@ -1,0 +1,287 @@
+"""qprof's numba ML-DSA verifier (qprof/verify/nb/mldsa*.py) against FIPS 204 references.
+
+References: Wycheproof verify vectors (from ../shared, skipped if absent), dilithium-py
+(pure Python), and when installed pqcrypto (RustCrypto) and cryptography (OpenSSL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qprof.verify.nb.keccak import keccak_f1600
+from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
+from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, absorb_seeds_x4, rej_sample_block
+from qprof.verify.nb.mldsa_keccak4 import keccak_f1600_x4
+from qprof.verify.nb.mldsa_poly import Q, invntt_tomont, montgomery_reduce, ntt
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+WYCHEPROOF = SHARED / "testvectors" / "wycheproof"
+LEVELS = (44, 65, 87)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    warm_up()
+
+
+def _dilithium(level: int):  # noqa: ANN202 - dilithium-py has no type stubs
+    ml_dsa = pytest.importorskip("dilithium_py.ml_dsa")
+    return {44: ml_dsa.ML_DSA_44, 65: ml_dsa.ML_DSA_65, 87: ml_dsa.ML_DSA_87}[level]
+
+
+@pytest.fixture(scope="module")
+def signed() -> dict[int, tuple[bytes, bytes, bytes, bytes]]:
+    """One (pk, message, signature, context) per level from dilithium-py."""
+    out = {}
+    for level in LEVELS:
+        impl = _dilithium(level)
+        pk, sk = impl.keygen()
+        msg = b"qprof second verifier " + bytes([level])
+        ctx = b"chain-id"
+        out[level] = (pk, msg, impl.sign(sk, msg, ctx=ctx), ctx)
+    return out
+
+
+# --- building blocks ------------------------------------------------------------------
+
+
+def test_four_way_permutation_matches_single() -> None:
+    rng = np.random.default_rng(7)
+    states = rng.integers(0, 2**63, size=(4, 25), dtype=np.uint64)
+    interleaved = np.ascontiguousarray(states.T).reshape(100)
+    keccak_f1600_x4(interleaved)
+    for way in range(4):
+        single = states[way].copy()
+        keccak_f1600(single)
+        assert np.array_equal(single, interleaved.reshape(25, 4)[:, way])
+
+
+def _rej_ntt_poly_reference(seed: bytes) -> list[int]:
+    stream = hashlib.shake_128(seed).digest(168 * 8)
+    coeffs: list[int] = []
+    for i in range(0, len(stream), 3):
+        v = stream[i] | stream[i + 1] << 8 | (stream[i + 2] & 0x7F) << 16
+        if v < Q:
+            coeffs.append(v)
+        if len(coeffs) == 256:
+            return coeffs
+    raise AssertionError("reference stream too short")
+
+
+def test_expand_a_streams_match_hashlib() -> None:
+    rho = bytes(range(32))
+    nonces = np.array([0x0000, 0x0102, 0x0301, 0x0706], dtype=np.int64)
+    state = np.empty(100, dtype=np.uint64)
+    absorb_seeds_x4(state, np.frombuffer(rho, dtype=np.uint8), nonces)
+    sampled = np.zeros((4, 256 + SAMPLE_SLACK), dtype=np.int32)
+    counts = [0, 0, 0, 0]
+    while min(counts) < 256:
+        for way in range(4):
+            if counts[way] < 256:
+                counts[way] = rej_sample_block(state, way, sampled[way], counts[way])
+        keccak_f1600_x4(state)
+    for way in range(4):
+        n = int(nonces[way])
+        expected = _rej_ntt_poly_reference(rho + bytes([n & 0xFF, n >> 8]))
+        assert sampled[way, :256].tolist() == expected
+
+
+def test_ntt_product_is_negacyclic_product() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(-(Q - 1) // 2, (Q - 1) // 2, size=256)
+    b = rng.integers(-(1 << 19), 1 << 19, size=256)
+    expected = [0] * 256
+    for i in range(256):
+        for j in range(256):
+            if i + j < 256:
+                expected[i + j] += int(a[i]) * int(b[j])
+            else:
+                expected[i + j - 256] -= int(a[i]) * int(b[j])
+    fa = a.astype(np.int32)
+    fb = b.astype(np.int32)
+    ntt(fa)
+    ntt(fb)
+    prod = np.array(
+        [montgomery_reduce(np.int64(x) * np.int64(y)) for x, y in zip(fa, fb, strict=True)],
+        dtype=np.int32,
+    )
+    invntt_tomont(prod)
+    assert [int(x) % Q for x in prod] == [x % Q for x in expected]
+
+
+# --- Wycheproof ------------------------------------------------------------------------
+
+
+def _wycheproof_cases(level: int) -> list[tuple[str, bytes, dict]]:
+    path = WYCHEPROOF / f"mldsa_{level}_verify_test.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    cases = []
+    for group in data["testGroups"]:
+        pk = bytes.fromhex(group["publicKey"])
+        for test in group["tests"]:
+            cases.append((f"{level}-{test['tcId']}", pk, test))
+    return cases
+
+
+@pytest.mark.parametrize("level", [44, 65])
+def test_wycheproof_verify_vectors(level: int) -> None:
+    cases = _wycheproof_cases(level)
+    if not cases:
+        pytest.skip(f"{WYCHEPROOF}/mldsa_{level}_verify_test.json not found")
+    failures = []
+    for name, pk, test in cases:
+        sig = bytes.fromhex(test["sig"])
+        ctx = bytes.fromhex(test.get("ctx", ""))
+        if "msg" in test:
+            got = mldsa_verify(level, pk, bytes.fromhex(test["msg"]), sig, ctx)
+        else:
+            got = mldsa_verify_mu(level, pk, bytes.fromhex(test["mu"]), sig)
+        if got != (test["result"] == "valid"):
+            failures.append(f"{name} {test['result']} {test.get('flags')} got {got}")
+    assert not failures, failures
+    assert len(cases) >= 150
+
+
+# --- interoperability with other implementations ---------------------------------------
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_dilithium_py_signatures_with_context(level: int) -> None:
+    impl = _dilithium(level)
+    pk, sk = impl.keygen()
+    for ctx in (b"", b"c", bytes(range(255))):
+        for msg in (b"", b"m", bytes(1000)):
+            sig = impl.sign(sk, msg, ctx=ctx)
+            assert mldsa_verify(level, pk, msg, sig, ctx)
+            assert not mldsa_verify(level, pk, msg + b"!", sig, ctx)
+            assert not mldsa_verify(level, pk, msg, sig, ctx + b"!")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_pqcrypto_signatures(level: int) -> None:
+    sign = pytest.importorskip("pqcrypto.sign")
+    module = getattr(sign, f"ml_dsa_{level}")
+    pk, sk = module.keygen()
+    for ctx in (b"", b"rust ctx"):
+        sig = module.sign(sk, b"hello from RustCrypto", context=ctx)
+        assert mldsa_verify(level, pk, b"hello from RustCrypto", sig, ctx)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_cryptography_signatures(level: int) -> None:
+    try:
+        from cryptography.hazmat.primitives.asymmetric import mldsa
+    except ImportError:
+        pytest.skip("cryptography has no ML-DSA (needs cryptography >= 48 with OpenSSL 3.5)")
+    key = getattr(mldsa, f"MLDSA{level}PrivateKey").generate()
+    pk = key.public_key().public_bytes_raw()
+    for ctx in (None, b"openssl ctx"):
+        sig = key.sign(b"hello from OpenSSL", ctx)
+        assert mldsa_verify(level, pk, b"hello from OpenSSL", sig, ctx or b"")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_external_mu(level: int, signed: dict) -> None:
+    pk, msg, sig, ctx = signed[level]
+    tr = hashlib.shake_256(pk).digest(64)
+    mu = hashlib.shake_256(tr + bytes([0, len(ctx)]) + ctx + msg).digest(64)
+    assert mldsa_verify_mu(level, pk, mu, sig)
+    assert not mldsa_verify_mu(level, pk, bytes([mu[0] ^ 1]) + mu[1:], sig)
+    assert not mldsa_verify_mu(level, pk, mu[:63], sig)
+    assert not mldsa_verify_mu(level, pk, mu + b"\0", sig)
+
+
+# --- rejections -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_byte_flip_is_rejected(level: int, signed: dict) -> None:
+    pk, msg, sig, ctx = signed[level]
+    assert mldsa_verify(level, pk, msg, sig, ctx)
+    impl = _dilithium(level)
+    accepted = []
+    for i in range(len(sig)):
+        for mask in (0x01, 0x80):
+            bad = sig[:i] + bytes([sig[i] ^ mask]) + sig[i + 1 :]
+            # A flip may only pass if the reference implementation accepts it too.
+            if mldsa_verify(level, pk, msg, bad, ctx) and not impl.verify(pk, msg, bad, ctx=ctx):
+                accepted.append((i, mask))
+    assert not accepted
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_public_key_flips_are_rejected(level: int, signed: dict) -> None:
+    pk, msg, sig, ctx = signed[level]
+    for i in range(0, len(pk), 7):
+        bad = pk[:i] + bytes([pk[i] ^ 0x04]) + pk[i + 1 :]
+        assert not mldsa_verify(level, bad, msg, sig, ctx), i
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_wrong_lengths_and_contexts(level: int, signed: dict) -> None:
+    pk, msg, sig, ctx = signed[level]
+    params = PARAMS[level]
+    assert len(pk) == params.public_key_bytes
+    assert len(sig) == params.signature_bytes
+    for bad_sig in (sig[:-1], sig + b"\0", b"", sig[:1]):
+        assert not mldsa_verify(level, pk, msg, bad_sig, ctx)
+    for bad_pk in (pk[:-1], pk + b"\0", b""):
+        assert not mldsa_verify(level, bad_pk, msg, sig, ctx)
+    assert not mldsa_verify(level, pk, msg, sig, bytes(256))
+    other = {44: 65, 65: 87, 87: 44}[level]
+    assert not mldsa_verify(other, pk, msg, sig, ctx)
+    # bytearray and memoryview are accepted like bytes.
+    assert mldsa_verify(level, bytearray(pk), memoryview(msg), bytearray(sig), ctx)
+
+
+def test_context_of_255_bytes_accepted_256_rejected() -> None:
+    impl = _dilithium(44)
+    pk, sk = impl.keygen()
+    ctx = bytes(range(255))
+    sig = impl.sign(sk, b"m", ctx=ctx)
+    assert mldsa_verify(44, pk, b"m", sig, ctx)
+    assert not mldsa_verify(44, pk, b"m", sig, ctx + b"\0")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (43, b"", b"", b""),
+        ("44", bytes(1312), b"", bytes(2420)),
+        (44, None, b"", bytes(2420)),
+        (44, bytes(1312), "text", bytes(2420)),
+        (44, bytes(1312), b"", [0] * 2420),
+    ],
+)
+def test_bad_arguments_return_false(args: tuple) -> None:
+    assert mldsa_verify(*args) is False
+
+
+def test_hint_encodings_are_checked(signed: dict) -> None:
+    pk, msg, sig, ctx = signed[44]
+    params = PARAMS[44]
+    hints = len(sig) - params.omega - params.k
+    counts = list(sig[hints + params.omega :])
+    used = counts[-1]
+    # A count above omega, decreasing counts, and a non-zero unused index byte.
+    cases = []
+    cases.append(sig[: hints + params.omega] + bytes(counts[:-1] + [params.omega + 1]))
+    if counts[0] > 0:
+        cases.append(sig[: hints + params.omega] + bytes([counts[1] + 1] + counts[1:]))
+    if used < params.omega:
+        cases.append(sig[: hints + used] + b"\x01" + sig[hints + used + 1 :])
+    # Unsorted indices inside the first polynomial.
+    if counts[0] >= 2:
+        body = bytearray(sig)
+        body[hints], body[hints + 1] = body[hints + 1], body[hints]
+        cases.append(bytes(body))
+    assert cases
+    for bad in cases:
+        assert not mldsa_verify(44, pk, msg, bad, ctx)

@@ -1,0 +1,67 @@
+"""Daemon settings: defaults < TOML file < flags, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from qprof.commands import daemon as daemon_cmd
+from qprof.service.config import ConfigError, build_config, parse_cpu_list, parse_listen
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    daemon_cmd.add_parser(p)
+    return p.parse_args(list(argv))
+
+
+def test_defaults() -> None:
+    cfg = build_config(parse())
+    assert cfg.listen_address() == ("127.0.0.1", 9464)
+    assert cfg.cpus == "clusters" and cfg.backend == "auto" and cfg.state_dir is None
+
+
+def test_file_then_flags_win(tmp_path: Path) -> None:
+    conf = tmp_path / "qprof.toml"
+    conf.write_text('[daemon]\ninterval = 600\nlisten = "none"\ncpus = "0,4"\n'
+                    'max-load = 2.5\nsuites = ["ML-DSA-44"]\nquick = true\n')
+    cfg = build_config(parse("--config", str(conf), "--interval", "30"))
+    assert cfg.interval == 30.0  # the flag wins
+    assert cfg.listen_address() is None and cfg.cpus == "0,4" and cfg.max_load == 2.5
+    assert cfg.suites == ["ML-DSA-44"] and cfg.quick is True
+    cfg = build_config(parse("--suites", "ML-DSA-44,ML-DSA-87", "--listen", "0.0.0.0:9"))
+    assert cfg.suites == ["ML-DSA-44", "ML-DSA-87"]
+    assert cfg.listen_address() == ("0.0.0.0", 9)
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("interval = ", "not valid TOML"),
+    ("interval = 'soon'", "interval must be a non-negative number"),
+    ("bogus = 1", "unknown key 'bogus'"),
+    ("listen = '127.0.0.1'", "HOST:PORT"),
+    ("quick = 1", "quick must be true or false"),
+])
+def test_bad_file_names_the_key(tmp_path: Path, text: str, match: str) -> None:
+    conf = tmp_path / "bad.toml"
+    conf.write_text(text + "\n")
+    with pytest.raises(ConfigError, match=match) as info:
+        build_config(parse("--config", str(conf)))
+    assert str(conf) in str(info.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config"):
+        build_config(parse("--config", str(tmp_path / "nope.toml")))
+
+
+def test_listen_and_cpu_lists() -> None:
+    assert parse_listen("none") is None
+    assert parse_listen("[::1]:9464") == ("::1", 9464)
+    with pytest.raises(ConfigError):
+        parse_listen("localhost:http")
+    assert parse_cpu_list("0,2-3,3") == [0, 2, 3]
+    for bad in ("x", "3-1", ""):
+        with pytest.raises(ConfigError):
+            parse_cpu_list(bad)

@@ -1,0 +1,403 @@
+"""`qprof daemon` as a real subprocess: cycles through the real engine, signals, kill -9,
+faults and bad input, sd_notify, alert sinks, history and export.
+
+Every wait is bounded and every daemon is killed at the end of its test. Cycles use the
+test-friendly settings (one CPU, ML-DSA-44, numba, --quick) so each test stays short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from test_service_watch import CPU_DIR, _w, cap, make_root
+
+from qprof.measure.jsonl import read_run
+from qprof.measure.records import Measurement
+from qprof.service.store import Store
+
+QPROF = [sys.executable, "-m", "qprof"]
+FAST_CYCLE = ["--cpus", "0", "--suites", "ML-DSA-44", "--backend", "numba", "--quick",
+              "--max-load", "1000", "--max-busy", "100", "--first-cycle-delay", "0"]
+NO_CYCLE = ["--first-cycle-delay", "3600", "--interval", "3600"]
+
+
+def wait_for(what: str, check: Callable[[], object], timeout: float = 45.0,
+             every: float = 0.1) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class DaemonProc:
+    """A `qprof daemon` subprocess with its stderr in a file."""
+
+    def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None,
+                 state_dir: Path | None = None, listen: str = "127.0.0.1:0",
+                 wait_started: bool = True) -> None:
+        self.state_dir = state_dir or tmp / "state"
+        self.log_path = tmp / f"daemon-{time.monotonic_ns()}.log"
+        full_env = dict(os.environ)
+        full_env.pop("NOTIFY_SOCKET", None)
+        full_env.pop("JOURNAL_STREAM", None)
+        full_env.update(env or {})
+        argv = [*QPROF, "daemon", "--state-dir", str(self.state_dir), "--listen", listen,
+                *args]
+        self.log_file = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     env=full_env, cwd=tmp)
+        if wait_started:
+            self.wait_log("qprof daemon started")
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, text: str, timeout: float = 45.0) -> str:
+        def seen() -> str | None:
+            if text in self.log:
+                return self.log
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited {self.proc.returncode} before "
+                                     f"{text!r}:\n{self.log}")
+            return None
+
+        return str(wait_for(f"{text!r} in the daemon log", seen, timeout))
+
+    @property
+    def metrics_url(self) -> str:
+        m = re.search(r"metrics: (http://\S+/metrics)", self.wait_log("metrics: http"))
+        assert m
+        return m.group(1)
+
+    def scrape(self) -> str:
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as resp:
+            return resp.read().decode()
+
+    def store(self) -> Store:
+        return Store(self.state_dir / "qprof.db", readonly=True)
+
+    def runs_with(self, status: str) -> list[str]:
+        try:
+            return [r.run_id for r in self.store().runs(50) if r.status == status]
+        except Exception:  # not created yet
+            return []
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"daemon still running {timeout:.0f} s after the signal:\n"
+                                 f"{self.log}") from None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.log_file.close()
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[Callable[..., DaemonProc]]:
+    started: list[DaemonProc] = []
+
+    def start(*args: str, **kw: object) -> DaemonProc:
+        d = DaemonProc(tmp_path, *args, **kw)  # type: ignore[arg-type]
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
+
+
+def test_cycle_history_export_and_restart_serves_stored_results(
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    root = make_root(tmp_path)
+    d = daemons("--root", str(root), *FAST_CYCLE)
+    [run_id] = wait_for("a finished run", lambda: d.runs_with("finished"), timeout=50)
+    d.wait_log("cycle finished")
+    metrics = d.scrape()
+    assert re.search(r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\} '
+                     r'[0-9.e-]+', metrics)
+    assert 'qprof_cpu_max_frequency_hertz{cpu="2"} 2.4192e+09' in metrics
+    assert "qprof_last_cycle_timestamp_seconds " in metrics
+    d.signal(signal.SIGTERM)
+    assert d.wait_exit(5) == 0
+
+    # history --json and export read the store back.
+    out = subprocess.run([*QPROF, "history", "--json", "--state-dir", str(d.state_dir)],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    hist = json.loads(out)
+    assert hist["runs"][0]["run_id"] == run_id and hist["runs"][0]["status"] == "finished"
+    assert [(r["cpu"], r["suite"], r["backend"]) for r in hist["results"]] == [
+        (0, "ML-DSA-44", "numba")]
+    text = subprocess.run([*QPROF, "history", "--state-dir", str(d.state_dir)],
+                          capture_output=True, text=True, timeout=30, check=True).stdout
+    assert run_id in text and "ML-DSA-44" in text
+    jsonl = tmp_path / "run.jsonl"
+    subprocess.run([*QPROF, "export", run_id, "-o", str(jsonl), "--state-dir",
+                    str(d.state_dir)], check=True, timeout=30, capture_output=True)
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert lines[0]["type"] == "meta" and lines[-1]["type"] == "end"
+    assert lines == [r.to_dict() for r in d.store().run_records(run_id)]
+    run = read_run(jsonl)
+    assert any(m.suite == "ML-DSA-44" for m in run.measurements)
+    bad = subprocess.run([*QPROF, "export", "no-such-run", "--state-dir", str(d.state_dir)],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "no run 'no-such-run'" in bad.stderr
+
+    # After a restart the stored result is served at once (no cycle runs).
+    d2 = daemons("--root", str(root), *NO_CYCLE, state_dir=d.state_dir)
+    assert re.search(r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\}',
+                     d2.scrape())
+    d2.signal(signal.SIGINT)
+    assert d2.wait_exit(5) == 0
+
+
+def _slow_cycle(root: Path) -> list[str]:
+    # Not --quick: the check mode's rounds take several seconds, long enough to interrupt.
+    return ["--root", str(root), "--cpus", "0", "--suites", "ML-DSA-44,ML-DSA-87",
+            "--backend", "numba", "--max-load", "1000", "--max-busy", "100",
+            "--first-cycle-delay", "0"]
+
+
+def _measurements(store: Store, run_id: str) -> list[dict[str, object]]:
+    return [r.to_dict() for r in store.run_records(run_id) if isinstance(r, Measurement)]
+
+
+def _measuring(d: DaemonProc) -> bool:
+    try:
+        with sqlite3.connect(f"file:{d.state_dir / 'qprof.db'}?mode=ro", uri=True) as con:
+            n = con.execute("SELECT COUNT(*) FROM measurements m JOIN runs r ON "
+                            "r.run_id=m.run_id WHERE r.status='running'").fetchone()[0]
+        return n >= 1
+    except sqlite3.Error:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_cycle_stops_within_5s_and_marks_the_run(
+        tmp_path: Path, daemons: Callable[..., DaemonProc], sig: int) -> None:
+    root = make_root(tmp_path)
+    d = daemons(*_slow_cycle(root))
+    wait_for("a measurement committed mid-run", lambda: _measuring(d), timeout=50)
+    d.signal(sig)
+    assert d.wait_exit(5) == 0
+    [run] = d.store().runs(5)
+    # Either the engine stopped in time (its End says aborted) or the daemon closed it.
+    assert run.status == "aborted", d.log
+    assert run.measurements >= 1  # what finished before the signal is kept
+    assert d.store().integrity_check() == "ok"
+
+
+def test_kill9_mid_cycle_then_restart(tmp_path: Path,
+                                     daemons: Callable[..., DaemonProc]) -> None:
+    root = make_root(tmp_path)
+    d = daemons(*_slow_cycle(root))
+    wait_for("a measurement committed mid-run", lambda: _measuring(d), timeout=50)
+    d.signal(signal.SIGKILL)
+    d.wait_exit(5)
+    # (The pyperf worker it had started finishes its round on its own, then exits.)
+    store = d.store()
+    assert store.integrity_check() == "ok"
+    [run] = store.runs(5)
+    assert run.status == "running"
+    finished = _measurements(store, run.run_id)
+    kept = run.measurements
+    assert kept >= 1
+    d2 = daemons("--root", str(root), *NO_CYCLE, state_dir=d.state_dir)
+    d2.wait_log("cut short by a crash or kill")
+    store = d2.store()
+    assert store.integrity_check() == "ok"
+    [run2] = store.runs(5)
+    assert (run2.run_id, run2.status, run2.measurements) == (run.run_id, "aborted", kept)
+    assert _measurements(store, run.run_id) == finished
+    assert [a.kind for a in store.recent_alerts()] == ["cycle_aborted"]
+    d2.signal(signal.SIGTERM)
+    assert d2.wait_exit(5) == 0
+
+
+def test_unparsable_config_exits_2_with_one_line(tmp_path: Path) -> None:
+    conf = tmp_path / "qprof.toml"
+    conf.write_text("[daemon\ninterval = 5\n")
+    r = subprocess.run([*QPROF, "daemon", "--config", str(conf)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "config error" in lines[0] and str(conf) in lines[0]
+    r = subprocess.run([*QPROF, "daemon", "--root", str(tmp_path / "nothing"),
+                        "--state-dir", str(tmp_path / "s")], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and "not a Linux root" in r.stderr
+    r = subprocess.run([*QPROF, "daemon", "--profile", "no-such-chain", "--state-dir",
+                        str(tmp_path / "s")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "no-such-chain" in r.stderr
+
+
+def test_read_only_state_dir_degrades_to_memory(tmp_path: Path,
+                                                daemons: Callable[..., DaemonProc]) -> None:
+    if os.geteuid() == 0:
+        # root ignores directory permissions; a file in the way is just as unwritable.
+        state = tmp_path / "state-is-a-file"
+        state.write_text("")
+        ro = state / "sub"
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, state_dir=ro)
+    assert "degraded: store:" in d.log and "kept in memory only" in d.log
+    assert 'qprof_degraded{reason=' in d.scrape()
+    assert d.proc.poll() is None
+
+
+def test_full_state_dir_degrades(tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip()}")
+    try:
+        with open(mnt / "filler", "wb") as fh, contextlib.suppress(OSError):
+            fh.write(b"\0" * 1024 * 1024)  # fills the 64 KiB tmpfs
+        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, state_dir=mnt)
+        assert "degraded: store:" in d.log
+        assert d.proc.poll() is None
+        d.stop()
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_port_in_use_degrades_metrics(tmp_path: Path,
+                                      daemons: Callable[..., DaemonProc]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE,
+                    listen=f"127.0.0.1:{port}")
+        assert f"degraded: metrics: cannot listen on 127.0.0.1:{port}" in d.log
+        assert d.proc.poll() is None
+
+
+def test_liboqs_missing_degrades_to_numba(tmp_path: Path,
+                                          daemons: Callable[..., DaemonProc]) -> None:
+    empty = tmp_path / "no-oqs"
+    empty.mkdir()
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE,
+                env={"OQS_INSTALL_PATH": str(empty), "HOME": str(tmp_path)})
+    assert "degraded: liboqs: liboqs unavailable" in d.log
+    assert "measuring with numba instead" in d.log
+
+
+def test_only_the_metrics_socket_listens(tmp_path: Path,
+                                         daemons: Callable[..., DaemonProc]) -> None:
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE)
+    url = d.metrics_url
+    assert url.startswith("http://127.0.0.1:")
+    inodes = set()
+    for fd in Path(f"/proc/{d.proc.pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    listening = []
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            parts = line.split()
+            if parts[9] in inodes and (parts[3] == "0A" or table.startswith("udp")):
+                listening.append((table, parts[1]))
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert listening == [("tcp", f"0100007F:{port:04X}")]
+
+
+def test_sd_notify_ready_watchdog_stopping(tmp_path: Path,
+                                           daemons: Callable[..., DaemonProc]) -> None:
+    sock_path = str(tmp_path / "notify.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as rx:
+        rx.bind(sock_path)
+        rx.settimeout(30)
+        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, wait_started=False,
+                    env={"NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "1000000"})
+        got: list[bytes] = []
+        while not any(b"WATCHDOG=1" in m for m in got):
+            got.append(rx.recv(4096))
+        assert got[0].startswith(b"READY=1\nSTATUS=watching")
+        d.signal(signal.SIGTERM)
+        while not any(b"STOPPING=1" in m for m in got):
+            got.append(rx.recv(4096))
+        assert d.wait_exit(5) == 0
+
+
+def test_cap_alert_reaches_log_store_and_command(tmp_path: Path,
+                                                 daemons: Callable[..., DaemonProc]) -> None:
+    root = make_root(tmp_path)
+    out = tmp_path / "alerts.jsonl"
+    hook = tmp_path / "hook.py"
+    hook.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read() + '\\n')\n")
+    d = daemons("--root", str(root), *NO_CYCLE, "--watch-interval", "0.2",
+                "--cap-hold-samples", "3", "--cap-hold-seconds", "1",
+                "--alert-command", f"{sys.executable} {hook}",
+                env={"JOURNAL_STREAM": "8:12345"})
+    cap(root, 1, 1075200)
+    d.wait_log("<4>alert cap_started: cluster 1")
+    sent = wait_for("the alert command's output", lambda: out.exists() and out.read_text())
+    alert = json.loads(str(sent).splitlines()[0])
+    assert alert["kind"] == "cap_started" and alert["details"]["factor"] == 2.25
+    assert [a.kind for a in d.store().recent_alerts()] == ["cap_started"]
+    assert 'qprof_alerts_total{kind="cap_started"} 1.0' in d.scrape()
+    assert 'qprof_cpu_capped{cpu="2"} 1.0' in d.scrape()
+    # A failing alert command is logged, the daemon carries on.
+    hook.write_text("import sys\nsys.exit(7)\n")
+    cap(root, 1, None)
+    d.wait_log("exited 7")
+    assert d.proc.poll() is None
+
+
+def test_cpu_offline_mid_cycle(tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    root = make_root(tmp_path)
+    args = _slow_cycle(root)
+    args[args.index("--cpus") + 1] = "0,1"
+    d = daemons(*args)
+    wait_for("a measurement committed mid-run", lambda: _measuring(d), timeout=50)
+    _w(root / CPU_DIR / "cpu1" / "online", "0")
+    d.wait_log("alert cpu_offline: cpu 1 went offline")
+    d.wait_log("cpu 1 is offline: not measured this cycle", timeout=50)
+    d.wait_log("cycle partial")
+    assert d.proc.poll() is None
+    assert d.runs_with("finished")
+
+
+def test_busy_machine_skips_the_cycle_and_says_why(
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    root = make_root(tmp_path)
+    _w(root / "proc/loadavg", "7.50 7.00 6.00 5/300 999")
+    args = [a if a != "1000" else "0.5" for a in FAST_CYCLE]
+    d = daemons("--root", str(root), *args)
+    d.wait_log("alert cycle_skipped: measurement cycle skipped: load 7.50 over 4 CPUs")
+    [alert] = d.store().recent_alerts()
+    assert alert.kind == "cycle_skipped" and "above --max-load 0.5" in alert.details["reason"]
+    assert d.store().runs(5) == []

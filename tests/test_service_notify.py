@@ -1,0 +1,52 @@
+"""sd_notify against real AF_UNIX datagram sockets (path and abstract '@' names)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from qprof.service.notify import Notifier
+
+
+def _receiver(address: str | bytes) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(address)
+    s.settimeout(5)
+    return s
+
+
+def test_ready_status_watchdog_over_a_path_socket(tmp_path: Path) -> None:
+    path = str(tmp_path / "notify.sock")
+    with _receiver(path) as rx:
+        n = Notifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "20000000"})
+        assert n.enabled and n.watchdog_interval_s == 10.0
+        assert n.ready("watching")
+        assert rx.recv(4096) == b"READY=1\nSTATUS=watching"
+        assert n.watchdog()
+        assert rx.recv(4096) == b"WATCHDOG=1"
+        assert n.stopping()
+        assert rx.recv(4096) == b"STOPPING=1\nSTATUS=stopping"
+
+
+def test_abstract_socket() -> None:
+    name = f"qprof-test-{os.getpid()}"
+    with _receiver(b"\0" + name.encode()) as rx:
+        n = Notifier({"NOTIFY_SOCKET": "@" + name})
+        assert n.status("measuring cpu 4")
+        assert rx.recv(4096) == b"STATUS=measuring cpu 4"
+
+
+def test_not_under_systemd_is_a_quiet_no_op(tmp_path: Path) -> None:
+    n = Notifier({})
+    assert not n.enabled and n.watchdog_interval_s is None
+    assert n.ready("x") is False
+    # A socket that went away: False, no exception.
+    assert Notifier({"NOTIFY_SOCKET": str(tmp_path / "gone.sock")}).ready("x") is False
+
+
+def test_watchdog_meant_for_another_pid_is_ignored() -> None:
+    env = {"WATCHDOG_USEC": "1000000", "WATCHDOG_PID": str(os.getpid() + 1)}
+    assert Notifier(env).watchdog_interval_s is None
+    env["WATCHDOG_PID"] = str(os.getpid())
+    assert Notifier(env).watchdog_interval_s == 0.5

@@ -1,0 +1,194 @@
+"""The monitor in Textual's headless pilot: rows, keys, coverage from a seeded store."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+from tui_helpers import (
+    BIG_LITTLE,
+    GOLD_CAPPED_MEDIANS,
+    THIS_VM,
+    fixture_root,
+    frozen_config,
+    seed_store,
+)
+
+from qprof.cli import main as qprof_main
+from qprof.tui.app import MonitorApp
+from qprof.tui.widgets.choice_screen import ChoiceScreen
+from qprof.tui.widgets.core_table import CoreTable
+from qprof.tui.widgets.help_screen import HelpScreen
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def rows_of(table: DataTable) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def coverage_rows(app: MonitorApp) -> list[list[str]]:
+    return rows_of(app.query_one("#coverage-table", DataTable))
+
+
+def run(coro) -> None:  # noqa: ANN001 - a coroutine
+    asyncio.run(coro)
+
+
+def test_table_lists_big_little_cores_with_designs_and_caps() -> None:
+    root = fixture_root(BIG_LITTLE)
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            rows = rows_of(app.query_one(CoreTable))
+            assert [r[0] for r in rows] == [str(i) for i in range(8)]
+            silver, gold = rows[2], rows[6]
+            assert silver[2] == "Cortex-A55" and silver[3] == "eff"
+            assert silver[-1] == "Kryo 4XX Silver"
+            assert (silver[5], silver[6], silver[7]) == ("1.21", "1.80", "")
+            assert gold[2] == "Cortex-A77" and gold[3] == "perf"
+            # Capped Gold: max shown against the hardware max, the cap in words.
+            assert (gold[5], gold[6], gold[7]) == ("1.08", "1.08/2.42", "⚠ cap ×2.24 policy")
+            assert all(r[4] == "schedutil" for r in rows)
+            # A snapshot of another machine: no costs, and the panel says why.
+            assert app.frame is not None and "not measured on this machine" in (
+                app.frame.coverage_note or "")
+            assert all(r[6] == "not measured yet" for r in coverage_rows(app))
+            assert len(coverage_rows(app)) == 8  # 4 suites × 2 clusters, never hidden
+
+    run(scenario())
+
+
+def test_coverage_panel_from_seeded_store(tmp_path: Path) -> None:
+    root = fixture_root(BIG_LITTLE)
+    db = seed_store(tmp_path / "q.db", cpu=2)  # Silver medians of the seeds
+    seed_store(db, cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True, cap_factor=2.24,
+               run_id="seed-gold")
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root, store=db))
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            rows = {(r[0], r[1].split()[0]): r for r in coverage_rows(app)}
+            mldsa87 = rows[("ML-DSA-87", "cl0")]
+            assert (mldsa87[3], mldsa87[4], mldsa87[5], mldsa87[6]) == (
+                "286", "290", "+4", "✓ yes")
+            slh = rows[("SLH-128s", "cl0")]
+            assert (slh[3], slh[4], slh[5], slh[6]) == ("1576", "1200", "-376", "✗ NO")
+            assert slh[7] == "499 ms"  # 166 signatures (200000 // 1200) × 3.005 ms
+            gold = rows[("ML-DSA-87", "cl1")]
+            assert gold[1].endswith("@6") and gold[8] == "⚠ capped ×2.24"
+            # The per-core table carries the medians and VU estimates of measured cores.
+            cores = rows_of(app.query_one(CoreTable))
+            assert cores[2][9] == "190.8 (100)" and cores[2][10] == "545.3 (286)"
+            assert cores[0][9] == "—"
+
+    run(scenario())
+
+
+def test_keys_do_what_the_help_says(tmp_path: Path) -> None:
+    root = fixture_root(BIG_LITTLE)
+    db = seed_store(tmp_path / "q.db", cpu=2)
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root, store=db, export_dir=tmp_path / "reports"))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            # ? opens the help, Esc closes it.
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            assert not isinstance(app.screen, HelpScreen)
+            # p switches profile: qanum raised SLH-DSA-128s to 1600, so it is covered.
+            await pilot.press("p")
+            assert isinstance(app.screen, ChoiceScreen)
+            names = [key for key, _, _ in app.screen.choices]
+            assert "qanum" in names
+            app.screen.dismiss("qanum")
+            await pilot.pause()
+            assert app.collector.profile.name == "qanum"
+            slh = next(r for r in coverage_rows(app) if r[0] == "SLH-128s")
+            assert (slh[4], slh[6]) == ("1600", "✓ yes")
+            # e exports a Markdown report and says where.
+            await pilot.press("e")
+            assert app.last_export is not None and app.last_export.parent == (
+                tmp_path / "reports").resolve()
+            text = app.last_export.read_text()
+            assert "SLH-DSA-SHAKE-128s" in text and "✓ yes" in text and "Cortex-A77" in text
+            assert any("report written to" in a.message for a in app.frame.alerts)
+            # b on a --root snapshot with an explicit store: cannot measure another machine.
+            await pilot.press("b")
+            assert app.measuring_cpu is None
+            # Row selection follows the arrow keys (what b measures).
+            await pilot.press("down", "down")
+            assert app.query_one(CoreTable).selected_cpu() == 2
+            await pilot.press("q")
+        assert app.return_code == 0
+
+    run(scenario())
+
+
+def test_backend_key_lists_backends_with_reasons() -> None:
+    root = fixture_root(THIS_VM)
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            app._backends_known({"liboqs": _Status(True, "ok"),
+                                 "numba": _Status(False, "install numba")}, False)
+            await pilot.press("v")
+            assert isinstance(app.screen, ChoiceScreen)
+            assert ("numba", "numba — unavailable: install numba", False) in app.screen.choices
+            await pilot.press("escape")
+            assert app.collector.backend == "liboqs"
+
+    run(scenario())
+
+
+class _Status:
+    """The fields of qprof.verify.BackendStatus the chooser reads."""
+
+    def __init__(self, available: bool, reason: str) -> None:
+        self.available, self.reason, self.version = available, reason, None
+
+
+def test_vm_without_cpufreq_fits_80x24() -> None:
+    root = fixture_root(THIS_VM)
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            rows = rows_of(app.query_one(CoreTable))
+            assert len(rows) == 2
+            assert rows[0][6] == "—" and rows[0][7] == "n/a"  # no cpufreq: said, not guessed
+            assert app.query_one("#coverage-table", DataTable).region.height >= 3
+
+    run(scenario())
+
+
+def test_no_color_keeps_the_meaning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root = fixture_root(BIG_LITTLE)
+    db = seed_store(tmp_path / "q.db", cpu=2)
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root, store=db))
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause()
+            assert app.no_color
+            marks = {r[6] for r in coverage_rows(app)}
+            assert {"✓ yes", "✗ NO", "not measured yet"} <= marks
+
+    run(scenario())
+
+
+def test_bad_root_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert qprof_main(["monitor", "--root", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qprof monitor:") and "Traceback" not in err
