@@ -7,7 +7,8 @@ Pins itself to one CPU, warms up both verifiers, then runs interleaved rounds
 (numba, liboqs, numba, liboqs, ...) on the same signature so frequency drift and
 noise from other processes hit both sides alike.  Prints per-set medians and the
 ratio numba / liboqs (below 1.0 means numba is faster).  Without liboqs it prints
-numba medians only.
+numba medians only.  ``--scalar`` adds the numba path that hashes one chain at a
+time (``ways=1``), to show what the 4-way Keccak is worth.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def _oqs_name(params: str) -> str:
     return "SLH_DSA_PURE_SHAKE_" + params.rsplit("-", 1)[1].upper()
 
 
-def _median_ns(fn: Callable[[], bool], per_round: int) -> float:
+def _mean_ns(fn: Callable[[], bool], per_round: int) -> float:
+    """Mean time of one call over a round; the report takes the median of rounds."""
     start = time.perf_counter_ns()
     for _ in range(per_round):
         fn()
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-round", type=int, default=20, help="verifies per round")
     parser.add_argument("--params", nargs="+", default=DEFAULT_PARAMS)
     parser.add_argument("--all", action="store_true", help="all six SHAKE parameter sets")
+    parser.add_argument("--scalar", action="store_true", help="also time the ways=1 path")
     args = parser.parse_args(argv)
 
     os.sched_setaffinity(0, {args.cpu})
@@ -92,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         def run_nb(pk: bytes = public_key, sig: bytes = signature, p: str = params) -> bool:
             return slhdsa_verify(p, pk, message, sig, context)
 
+        def run_scalar(pk: bytes = public_key, sig: bytes = signature, p: str = params) -> bool:
+            return slhdsa_verify(p, pk, message, sig, context, ways=1)
+
         if not run_nb():
             print(f"{params}: numba rejected a valid signature")
             return 1
@@ -100,15 +106,23 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         nb_rounds: list[float] = []
         oqs_rounds: list[float] = []
+        scalar_rounds: list[float] = []
         for _ in range(args.rounds):
-            nb_rounds.append(_median_ns(run_nb, args.per_round))
+            nb_rounds.append(_mean_ns(run_nb, args.per_round))
+            if args.scalar:
+                scalar_rounds.append(_mean_ns(run_scalar, args.per_round))
             if run_oqs is not None:
-                oqs_rounds.append(_median_ns(run_oqs, args.per_round))
+                oqs_rounds.append(_mean_ns(run_oqs, args.per_round))
         nb_med = statistics.median(nb_rounds) / 1e6
         line = f"{params:20s} numba {nb_med:7.3f} ms"
         if oqs_rounds:
             oqs_med = statistics.median(oqs_rounds) / 1e6
             line += f"   liboqs {oqs_med:7.3f} ms   ratio numba/liboqs {nb_med / oqs_med:5.2f}"
+        if scalar_rounds:
+            scalar_med = statistics.median(scalar_rounds) / 1e6
+            line += f"   numba ways=1 {scalar_med:7.3f} ms"
+            if oqs_rounds:
+                line += f" (ratio {scalar_med / oqs_med:5.2f})"
         print(line, flush=True)
     return 0
 

@@ -71,10 +71,11 @@ def test_missing_hw_max_makes_cap_unknown(seeds: Path) -> None:
     ("dangling", "dangling symlink"), ("text", "empty"),
 ])
 def test_unreadable_scaling_max(seeds: Path, how: str, reason: str) -> None:
-    replace(seeds, f"{CPU}/cpu7/cpufreq/scaling_max_freq", how)
+    replace(seeds, f"{CPU}/cpu6/cpufreq/scaling_max_freq", how)
     _, freq = both(seeds)
-    assert freq["cpus"][7]["max_khz"] is None and freq["cpus"][7]["capped"] is None
-    assert any("cpu7/cpufreq/scaling_max_freq" in p and reason in p for p in freq["problems"])
+    assert freq["cpus"][6]["max_khz"] is None and freq["cpus"][6]["capped"] is None
+    assert any("cpu6/cpufreq/scaling_max_freq" in p and reason in p for p in freq["problems"])
+    assert freq["cpus"][7]["capped"] is True  # its sibling's policy files still answer
 
 
 def test_non_numeric_and_garbage(seeds: Path) -> None:
@@ -154,3 +155,35 @@ def test_sysfs_parsers_never_raise(text: str) -> None:
     for parse in (parse_cpulist, parse_hexmask, parse_int):
         value, problem = parse(text)
         assert value is None or problem is None
+
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "cpuinfo-devices"
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+def test_damaged_real_devices_never_raise(tmp_path: Path) -> None:
+    """Every corpus device with every third file deleted and the rest cut in half."""
+    for i, path in enumerate(sorted(CORPUS.glob("*.json"))):
+        device = json.loads(path.read_text())
+        root = tmp_path / str(i)
+        for n, (rel, content) in enumerate(sorted(device["files"].items())):
+            if n % 3 == 1:
+                continue
+            target = root / rel.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content[: len(content) // 2])
+        topo = read_topology(root)
+        reading = read_frequencies(root, topo)
+        json.dumps(topo.to_dict())
+        json.dumps(reading.to_dict())
+
+
+def test_many_possible_few_present(tmp_path: Path) -> None:
+    root = tmp_path / "vm"
+    shutil.copytree(FIXTURES / "vm-this-machine", root)
+    (root / CPU / "possible").write_text("0-127\n")
+    topo = read_topology(root)
+    assert len(topo.cpus) == 128 and [c.cpus for c in topo.clusters] == [[0, 1]]
+    assert topo.cpu(100).present is False and topo.cpu(100).cluster is None
+    reading = read_frequencies(root, topo)
+    assert reading.cpu(100).capped is None

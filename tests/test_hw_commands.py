@@ -85,3 +85,16 @@ def test_env_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["load"]["1m"] == 0.41 and data["cpus"][6]["cap_factor"] == 2.24
     live = json.loads(run(capsys, "env", "--no-estimate"))
     assert live["load"] is not None and live["cpus"]
+
+
+def test_unknown_part_is_shown_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "odd"
+    info = root / "proc" / "cpuinfo"
+    info.parent.mkdir(parents=True)
+    info.write_text("".join(
+        f"processor\t: {c}\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n"
+        "CPU part\t: 0x123\nCPU revision\t: 0\n\n" for c in range(2)))
+    out = run(capsys, "topology", "--root", str(root))
+    assert "unknown part 0x123 (Arm)" in out and "unknown part 0x123 of Arm" in out
+    topo = read_topology(root)
+    assert topo.cpus[0].uarch is None and topo.cpus[0].part == "0x123"

@@ -138,3 +138,32 @@ def test_env_snapshot_live() -> None:
     assert snap["load"] is not None and snap["cpus"]
     assert {c["cpu"] for c in snap["cpus"]} >= os.sched_getaffinity(0)
     json.dumps(snap)
+
+
+def test_capwatch_counts_x86_throttle_events(tmp_path: Path) -> None:
+    root = tmp_path / "x86"
+    shutil.copytree(FIXTURES / "x86-hybrid", root)
+    watch = CapWatch(root)
+    watch.sample(now=1.0)
+    set_file(root, f"{CPU}/cpu0/thermal_throttle/package_throttle_count", "7")
+    watch.sample(now=2.0)
+    assert watch.summary(0).throttle_events == 4 and watch.summary(1).throttle_events == 0
+    assert watch.cluster_summary(0).throttle_events == 4
+
+
+def test_capwatch_rereads_topology_when_cpus_change(seeds: Path) -> None:
+    watch = CapWatch(seeds)
+    watch.sample(now=1.0)
+    set_file(seeds, f"{CPU}/online", "0-6")
+    watch.sample(now=2.0)
+    assert watch.topology is None  # read again on the next sample
+    reading = watch.sample(now=3.0)
+    assert watch.topology is not None and watch.topology.cpu(7).online is False
+    assert reading.cpu(7).online is False
+
+
+def test_env_snapshot_reads_hwmon() -> None:
+    snap = take_env_snapshot(FIXTURES / "x86-hybrid")
+    hw = [t for t in snap["temperatures"] if t["source"] == "hwmon"]
+    assert {"type": "coretemp/Package id 0", "temp_c": 46.0, "zone": None,
+            "source": "hwmon"} in hw

@@ -91,6 +91,29 @@ def test_expand_a_streams_match_hashlib() -> None:
         assert sampled[way, :256].tolist() == expected
 
 
+def test_rejection_path_keeps_only_candidates_below_q() -> None:
+    # Random states hit the rare path (some 23-bit candidate >= q) in about one block
+    # in five; compare with a straightforward per-way rejection.
+    rng = np.random.default_rng(11)
+    hit_rare_path = False
+    for _ in range(100):
+        state = rng.integers(0, 2**64, size=100, dtype=np.uint64)
+        start = rng.integers(0, 256, size=4)
+        sampled = np.zeros((4, 256 + SAMPLE_SLACK), dtype=np.int32)
+        counts = [rej_sample_block(state, w, sampled[w], int(start[w])) for w in range(4)]
+        lanes = state.reshape(25, 4)
+        for way in range(4):
+            block = b"".join(int(lanes[i, way]).to_bytes(8, "little") for i in range(21))
+            values = [
+                block[i] | block[i + 1] << 8 | (block[i + 2] & 0x7F) << 16 for i in range(0, 168, 3)
+            ]
+            kept = [v for v in values if v < Q]
+            hit_rare_path |= len(kept) < len(values)
+            assert counts[way] == start[way] + len(kept)
+            assert sampled[way, start[way] : counts[way]].tolist() == kept
+    assert hit_rare_path
+
+
 def test_ntt_product_is_negacyclic_product() -> None:
     rng = np.random.default_rng(3)
     a = rng.integers(-(Q - 1) // 2, (Q - 1) // 2, size=256)

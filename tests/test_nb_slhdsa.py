@@ -111,6 +111,22 @@ def test_malformed_lengths_give_false(name: str) -> None:
     assert slhdsa_verify(name, b"", msg, sig, ctx) is False
 
 
+@pytest.mark.parametrize("name", ["SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-192f", "SLH-DSA-SHAKE-256s"])
+def test_scalar_and_four_way_paths_agree(name: str) -> None:
+    pk, msg, ctx, sig = vector(name)
+    assert slhdsa_verify(name, pk, msg, sig, ctx, ways=1) is True
+    for pos in _flip_positions(name)[1::5]:
+        bad = bytearray(sig)
+        bad[pos] ^= 0x10
+        assert slhdsa_verify(name, pk, msg, bytes(bad), ctx, ways=1) is False
+        assert slhdsa_verify(name, pk, msg, bytes(bad), ctx) is False
+
+
+def test_warm_up_rejects_unknown_parameter_set() -> None:
+    with pytest.raises(ValueError, match="unknown SLH-DSA parameter set"):
+        warm_up("SLH-DSA-SHA2-128s")
+
+
 def test_context_limits() -> None:
     name = "SLH-DSA-SHAKE-128f"
     keypair = slhdsa.KeyPair.gen(_reference_params(name))

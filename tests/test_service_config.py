@@ -65,3 +65,9 @@ def test_listen_and_cpu_lists() -> None:
     for bad in ("x", "3-1", ""):
         with pytest.raises(ConfigError):
             parse_cpu_list(bad)
+
+
+def test_example_config_in_systemd_dir_parses() -> None:
+    example = Path(__file__).resolve().parents[1] / "systemd" / "qprof.toml"
+    cfg = build_config(parse("--config", str(example)))
+    assert cfg.profile == "qanum" and cfg.listen_address() == ("127.0.0.1", 9464)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_service_watch import CPU_DIR, _w, cap, make_root
+from test_service_watch import _w, cap, make_root, set_online
 
 from qprof.measure.jsonl import read_run
 from qprof.measure.records import Measurement
@@ -50,7 +50,7 @@ class DaemonProc:
 
     def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None,
                  state_dir: Path | None = None, listen: str = "127.0.0.1:0",
-                 wait_started: bool = True) -> None:
+                 wait_started: bool = True, journal: bool = False) -> None:
         self.state_dir = state_dir or tmp / "state"
         self.log_path = tmp / f"daemon-{time.monotonic_ns()}.log"
         full_env = dict(os.environ)
@@ -60,6 +60,9 @@ class DaemonProc:
         argv = [*QPROF, "daemon", "--state-dir", str(self.state_dir), "--listen", listen,
                 *args]
         self.log_file = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        if journal:  # as systemd does: "device:inode" of the stream stderr goes to
+            st = os.fstat(self.log_file.fileno())
+            full_env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
         self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
                                      env=full_env, cwd=tmp)
         if wait_started:
@@ -361,9 +364,10 @@ def test_cap_alert_reaches_log_store_and_command(tmp_path: Path,
     d = daemons("--root", str(root), *NO_CYCLE, "--watch-interval", "0.2",
                 "--cap-hold-samples", "3", "--cap-hold-seconds", "1",
                 "--alert-command", f"{sys.executable} {hook}",
-                env={"JOURNAL_STREAM": "8:12345"})
+                journal=True)
     cap(root, 1, 1075200)
     d.wait_log("<4>alert cap_started: cluster 1")
+    assert "<6>qprof daemon started" in d.log
     sent = wait_for("the alert command's output", lambda: out.exists() and out.read_text())
     alert = json.loads(str(sent).splitlines()[0])
     assert alert["kind"] == "cap_started" and alert["details"]["factor"] == 2.25
@@ -383,7 +387,7 @@ def test_cpu_offline_mid_cycle(tmp_path: Path, daemons: Callable[..., DaemonProc
     args[args.index("--cpus") + 1] = "0,1"
     d = daemons(*args)
     wait_for("a measurement committed mid-run", lambda: _measuring(d), timeout=50)
-    _w(root / CPU_DIR / "cpu1" / "online", "0")
+    set_online(root, 1, False)
     d.wait_log("alert cpu_offline: cpu 1 went offline")
     d.wait_log("cpu 1 is offline: not measured this cycle", timeout=50)
     d.wait_log("cycle partial")

@@ -50,3 +50,14 @@ def test_watchdog_meant_for_another_pid_is_ignored() -> None:
     assert Notifier(env).watchdog_interval_s is None
     env["WATCHDOG_PID"] = str(os.getpid())
     assert Notifier(env).watchdog_interval_s == 0.5
+
+
+def test_journal_stream_must_name_our_stderr(tmp_path: Path) -> None:
+    from qprof.service.journal import under_journal
+
+    with open(tmp_path / "log", "w") as fh:
+        st = os.fstat(fh.fileno())
+        env = {"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"}
+        assert under_journal(env, fd=fh.fileno())
+        assert not under_journal({"JOURNAL_STREAM": "1:2"}, fd=fh.fileno())
+        assert not under_journal({}, fd=fh.fileno())

@@ -73,6 +73,15 @@ def cap(root: Path, cluster: int, khz: int | None) -> None:
     set_policy(root, cluster, "scaling_cur_freq", khz)
 
 
+def set_online(root: Path, cpu: int, online: bool) -> None:
+    """Take a CPU off/online as the kernel shows it: cpuN/online and the global list."""
+    _w(root / CPU_DIR / f"cpu{cpu}" / "online", "1" if online else "0")
+    cpus = [c for cl in CLUSTERS.values() for c in cl[0]]
+    live = [c for c in cpus if c == 0 or (root / CPU_DIR / f"cpu{c}" / "online")
+            .read_text().strip() == "1"]
+    _w(root / CPU_DIR / "online", ",".join(map(str, live)))
+
+
 def watcher(root: Path, samples: int = 3, hold: float = 5.0) -> tuple[Watcher, list[Alert]]:
     got: list[Alert] = []
     return Watcher(root, AlertDispatcher([got.append]), samples, hold), got
@@ -137,10 +146,10 @@ def test_governor_change_and_cpu_offline(tmp_path: Path) -> None:
     w.tick(0.0)
     set_policy(root, 0, "scaling_governor", "powersave")
     w.tick(1.0)
-    _w(root / CPU_DIR / "cpu3" / "online", "0")
+    set_online(root, 3, False)
     tick = w.tick(2.0)
     assert tick.cpus[3].online is False and tick.load.online_cpus == 3
-    _w(root / CPU_DIR / "cpu3" / "online", "1")
+    set_online(root, 3, True)
     w.tick(3.0)
     assert [(a.kind, a.cluster, a.cpu) for a in alerts] == [
         ("governor_changed", 0, None), ("cpu_offline", None, 3), ("cpu_online", None, 3)]

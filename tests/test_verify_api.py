@@ -215,3 +215,31 @@ def test_verify_bench_smoke() -> None:
     assert "ML-DSA-44" in format_table(cpu, results)
     with pytest.raises(ValueError, match="known backends"):
         run_verify_bench(backends=["nope"])
+
+
+def test_missing_liboqs_never_imports_oqs(tmp_path: Path) -> None:
+    # Importing liboqs-python without the library makes it git-clone and build liboqs;
+    # qprof must report "unavailable" instead and leave `oqs` unimported.
+    import ctypes.util
+    import subprocess
+    import sys
+
+    if ctypes.util.find_library("oqs"):
+        pytest.skip("a system-wide liboqs is installed; cannot simulate its absence")
+    env = {k: v for k, v in os.environ.items() if k != "OQS_INSTALL_PATH"}
+    env["HOME"] = str(tmp_path)
+    code = (
+        "import sys, json\n"
+        "from qprof.verify import available_backends, get_verifier, BackendUnavailable\n"
+        "s = available_backends()['liboqs']\n"
+        "try:\n"
+        "    get_verifier('liboqs', 'ML-DSA-44'); raised = False\n"
+        "except BackendUnavailable as e:\n"
+        "    raised = str(e) == s.reason\n"
+        "print(json.dumps([s.available, s.reason, 'oqs' in sys.modules, raised]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True, timeout=120)
+    available, reason, imported, raised = json.loads(out.stdout.strip().splitlines()[-1])
+    assert available is False and imported is False and raised is True
+    assert reason.startswith("liboqs: shared library not found")

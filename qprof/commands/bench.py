@@ -27,6 +27,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="wall = perf_counter (the seeds' clock); cpu = CPU time of the "
                         "worker thread; auto = cpu when the machine is busy (default)")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
+    # Seconds per (suite, backend, operation) per round, and a cap on rounds: for tests.
+    parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--max-rounds", type=int, help=argparse.SUPPRESS)
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig(
         cpus=cpus, suites=args.suites, backends=args.backends, mode=mode, profile=args.profile,
         rounds=args.rounds, adaptive=not args.no_adaptive, pyperf_dir=pyperf_dir,
+        budget_s=args.budget, max_rounds=args.max_rounds,
         record_base=out.parent, root=args.root, timer=args.timer,
         command=["qprof", "bench", *sys.argv[2:]] if sys.argv[1:2] == ["bench"] else sys.argv,
     )

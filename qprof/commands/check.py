@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import EngineError, run_bench
+    from qprof.measure.hwinfo import cap_text
     from qprof.measure.jsonl import JsonlSink
     from qprof.measure.records import Record
     from qprof.measure.verdict import evaluate
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         cpus=cpus, backends=[args.backend] if args.backend else None, mode="check",
         profile=str(profile.path), time_limit_s=args.time_limit, root=args.root,
         timer=args.timer, command=["qprof", "check", *sys.argv[2:]],
+        budget_s=args.budget, max_rounds=args.max_rounds,
     )
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
@@ -133,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"CPU {r.cpu} {r.suite:<20} median {_ms(r.median_ns):>10}  "
               f"{extra['rounds']} rounds, spread {extra['spread_bp']:.0f} bp  "
               f"{r.verdict}{cap}")
+    for cpu in sorted({r.cpu for r in results if r.capped}):
+        factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
+        print(f"CPU {cpu}: " + cap_text(None, None, factor))
     worst = max(results, key=lambda r: r.worst_block_ns)
     ref = f"; on the reference core {worst.reference_core}: {_ms(worst.reference_block_ns)}" if (
         worst.reference_block_ns) else ""

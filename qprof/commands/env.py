@@ -8,6 +8,7 @@ import os
 import sys
 
 from qprof.hw.envsnap import take_env_snapshot
+from qprof.hw.format import emit
 from qprof.hw.topology import NotLinuxRoot
 
 
@@ -24,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
     except NotLinuxRoot as exc:
         print(f"qprof env: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(snap, indent=2))
+    emit(json.dumps(snap, indent=2))
     return 0

@@ -9,7 +9,7 @@ import sys
 import time
 from datetime import datetime
 
-from qprof.hw.format import cap_text, ghz, problems_text, table
+from qprof.hw.format import cap_text, emit, ghz, problems_text, table
 from qprof.hw.freq import CapWatch, FreqReading, read_frequencies
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     estimate = not args.no_estimate and os.path.abspath(args.root) == "/"
     if args.watch is None:
         reading = read_frequencies(args.root, topo, estimate=estimate)
-        print(json.dumps(reading.to_dict(), indent=2) if args.json else render(reading, topo))
+        emit(json.dumps(reading.to_dict(), indent=2) if args.json else render(reading, topo))
         return 0
     interval = max(0.1, args.watch)
     watch = CapWatch(args.root, window_s=max(60.0, interval * 10), topology=topo)
@@ -88,10 +88,12 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 d = reading.to_dict()
                 d["cap_states"] = {str(k): v.to_dict() for k, v in watch.states().items()}
-                print(json.dumps(d), flush=True)
+                if not emit(json.dumps(d)):
+                    break
             else:
                 stamp = datetime.fromtimestamp(reading.taken_at).strftime("%H:%M:%S")
-                print(f"--- {stamp}\n{render(reading, topo, watch)}\n", flush=True)
+                if not emit(f"--- {stamp}\n{render(reading, topo, watch)}\n"):
+                    break
             if args.count is not None and n >= args.count:
                 break
             time.sleep(interval)

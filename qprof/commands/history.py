@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     data = collect(store, args.runs, args.alerts)
     if args.json:
-        json.dump({"store": str(path), **{k: v for k, v in data.items()}}, sys.stdout,
+        json.dump({"store": str(path), **data}, sys.stdout,
                   indent=2, default=str)
         sys.stdout.write("\n")
         return 0

@@ -7,7 +7,15 @@ import json
 import sys
 from typing import Any
 
-from qprof.hw.format import cap_text, ghz, ghz_range, merge_problems, problems_text, table
+from qprof.hw.format import (
+    cap_text,
+    emit,
+    ghz,
+    ghz_range,
+    merge_problems,
+    problems_text,
+    table,
+)
 from qprof.hw.freq import FreqReading, read_frequencies
 from qprof.hw.sysfs import format_cpulist
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
@@ -55,7 +63,9 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
     rows = []
     for cl in topo.clusters:
         fc = cby.get(cl.id)
-        part = cl.part_name or "unknown part"
+        first = topo.cpu(cl.cpus[0])
+        part = cl.part_name or (f"unknown part {first.part}" if first and first.part
+                                else "unknown part")
         if cl.vendor and cl.vendor not in part:
             part = f"{part} ({cl.vendor})"
         rows.append([str(cl.id), format_cpulist(cl.cpus), f"{len(cl.online_cpus)}/{len(cl.cpus)}",
@@ -95,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof topology: {exc}", file=sys.stderr)
         return 2
     freq = read_frequencies(args.root, topo)
-    if args.json:
-        print(json.dumps(combined_dict(topo, freq), indent=2))
-    else:
-        print(render(topo, freq, args.cpus))
+    emit(json.dumps(combined_dict(topo, freq), indent=2) if args.json
+         else render(topo, freq, args.cpus))
     return 0

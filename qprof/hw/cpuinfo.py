@@ -8,12 +8,9 @@ attributed to a CPU; it is kept apart as ``shared_midrs`` for the topology reade
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from qprof.hw.parts import midr_value
-
-_LINE = re.compile(r"^([^:]+?)\s*:\s?(.*)$")
 
 # Fields that describe the machine, not one processor.
 _GLOBAL_KEYS = {"Hardware", "Revision", "Serial", "Processor"}
@@ -104,17 +101,16 @@ def parse_cpuinfo(text: str) -> CpuinfoData:
     current: dict[str, str] | None = None
     last_cpu: int | None = None
     for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
+        key, sep, value = raw.partition(":")
+        if not sep:
             continue
-        m = _LINE.match(line)
-        if not m:
+        key, value = key.strip(), value.strip()
+        if not key:
             continue
-        key, value = m.group(1).strip(), m.group(2).strip()
         if key == "processor":
             cpu = _int(value, 10)
             if cpu is None:
-                data.problems.append(f"/proc/cpuinfo: bad processor line {line!r}")
+                data.problems.append(f"/proc/cpuinfo: bad processor line {raw.strip()!r}")
                 continue
             current = data.processors.setdefault(cpu, {})
             last_cpu = cpu

@@ -10,6 +10,7 @@ from typing import Any
 from qprof.hw.format import merge_problems
 from qprof.hw.freq import read_frequencies
 from qprof.hw.sysfs import SysRoot
+from qprof.hw.thermal import read_hwmon
 from qprof.hw.topology import Topology, read_topology
 
 
@@ -75,8 +76,10 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
         "no_turbo": freq.no_turbo,
         "cpus": cpus,
         "clusters": [c.to_dict() for c in freq.clusters],
-        "temperatures": [{"zone": z.zone, "type": z.type, "temp_c": z.temp_c}
-                         for z in freq.thermal.zones],
+        "temperatures": [{"zone": z.zone, "type": z.type, "temp_c": z.temp_c,
+                          "source": "thermal_zone"} for z in freq.thermal.zones]
+        + [{"zone": None, "type": f"{h.chip or 'hwmon'}/{h.label}", "temp_c": h.temp_c,
+            "source": "hwmon"} for h in read_hwmon(sr)],
         "cooling_devices": [{"device": c.device, "type": c.type, "cur_state": c.cur_state,
                              "max_state": c.max_state, "cpus": c.cpus}
                             for c in freq.thermal.cooling],

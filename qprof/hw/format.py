@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 
 from qprof.hw.freq import ClusterFreq, CpuFreq
 from qprof.hw.sysfs import format_cpulist
+
+
+def emit(text: str) -> bool:
+    """Print to stdout; False (and stdout silenced) if the reader went away (``| head``)."""
+    try:
+        print(text, flush=True)
+        return True
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return False
 
 
 def ghz(khz: int | None, estimated: bool = False) -> str:
@@ -63,5 +76,13 @@ def problems_text(problems: Sequence[str], limit: int = 8) -> str:
     return f"{len(problems)} note(s):\n" + "\n".join(shown)
 
 
-__all__ = ["cap_text", "format_cpulist", "ghz", "ghz_range", "merge_problems", "problems_text",
-           "table"]
+__all__ = [
+    "cap_text",
+    "emit",
+    "format_cpulist",
+    "ghz",
+    "ghz_range",
+    "merge_problems",
+    "problems_text",
+    "table",
+]

@@ -25,7 +25,7 @@ from typing import Any
 
 from qprof.hw.sysfs import SysRoot
 from qprof.hw.thermal import ThermalState, read_thermal
-from qprof.hw.topology import CPU_DIR, Topology, read_topology
+from qprof.hw.topology import CPU_DIR, PolicyMap, Topology, read_topology
 
 # Allowed max within this fraction of the hardware max is not a cap (driver rounding).
 CAP_TOLERANCE = 0.005
@@ -134,32 +134,46 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
     sr = SysRoot(root)
     now = time.time()
     policies = _policies(topology)
-    policy_dirs: dict[int, str] = {}
-    for name in sr.listdir(f"{CPU_DIR}/cpufreq"):
-        if name.startswith("policy"):
-            rel, _ = sr.cpulist(f"{CPU_DIR}/cpufreq/{name}/related_cpus")
-            for c in rel or ():
-                policy_dirs.setdefault(c, f"{CPU_DIR}/cpufreq/{name}")
+    policy_dirs = PolicyMap(sr)
 
     boost_val, _ = sr.int(f"{CPU_DIR}/cpufreq/boost")
     no_turbo_val, _ = sr.int(f"{CPU_DIR}/intel_pstate/no_turbo")
     boost = None if boost_val is None else bool(boost_val)
     no_turbo = None if no_turbo_val is None else bool(no_turbo_val)
-    thermal = read_thermal(sr, policies, [c.cpu for c in topology.cpus])
+    x86 = topology.arch in ("x86", "x86_64")  # thermal_throttle counters are x86-only
+    thermal = read_thermal(sr, policies, [c.cpu for c in topology.cpus] if x86 else [])
 
     # CPUs go on- and offline between readings: ask again, do not trust the topology.
     online_list, _ = sr.cpulist(f"{CPU_DIR}/online")
     cpus: list[CpuFreq] = []
     any_freq = False
+    shared: dict[tuple[int, ...], CpuFreq] = {}  # one complete read per policy
     for t in topology.cpus:
-        own_online, _ = sr.int(f"{CPU_DIR}/cpu{t.cpu}/online")
-        online = bool(own_online) if own_online is not None else (
-            t.cpu in online_list if online_list is not None else t.online)
+        if online_list is not None:
+            online = t.cpu in online_list
+        else:
+            own_online, _ = sr.int(f"{CPU_DIR}/cpu{t.cpu}/online")
+            online = bool(own_online) if own_online is not None else t.online
         f = CpuFreq(cpu=t.cpu, online=online, cluster=t.cluster)
-        base = _freq_dir(sr, t.cpu) or policy_dirs.get(t.cpu)
-        if base is not None:
+        key = tuple(t.freq_domain) if t.freq_domain and len(t.freq_domain) > 1 else None
+        done = shared.get(key) if key is not None else None
+        if done is not None and online is not False:
             any_freq = True
-            _read_cpufreq(sr, f, base)
+            for name in ("min_khz", "max_khz", "hw_min_khz", "hw_max_khz",
+                         "governor", "driver", "available_governors"):
+                setattr(f, name, getattr(done, name))
+            # The current frequency is read per CPU: some drivers answer per CPU.
+            base = _freq_dir(sr, t.cpu) or policy_dirs.get(t.cpu)
+            if base is not None:
+                _read_cur(sr, f, base)
+        elif t.present is not False:
+            base = _freq_dir(sr, t.cpu) or policy_dirs.get(t.cpu)
+            if base is not None:
+                any_freq = True
+                before = len(sr.problems)
+                _read_cpufreq(sr, f, base)
+                if key is not None and online is not False and len(sr.problems) == before:
+                    shared[key] = f
         _apply_cap_model(f, thermal, boost, no_turbo)
         cpus.append(f)
     if not any_freq:
@@ -184,15 +198,7 @@ def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
         f.hw_max_khz, _ = sr.int(f"{base}/cpuinfo_max_freq")
         f.hw_min_khz, _ = sr.int(f"{base}/cpuinfo_min_freq")
         return
-    cur, prob = sr.int(f"{base}/scaling_cur_freq")
-    source = "scaling_cur_freq"
-    if cur is None:
-        cur, _ = sr.int(f"{base}/cpuinfo_cur_freq")
-        source = "cpuinfo_cur_freq"
-        if cur is None:
-            sr.note(prob)
-    if cur is not None:
-        f.cur_khz, f.cur_source = cur, source
+    _read_cur(sr, f, base)
     for attr, name in (("min_khz", "scaling_min_freq"), ("max_khz", "scaling_max_freq"),
                        ("hw_min_khz", "cpuinfo_min_freq"), ("hw_max_khz", "cpuinfo_max_freq")):
         value, prob = sr.int(f"{base}/{name}")
@@ -202,6 +208,18 @@ def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
     sr.note(prob)
     f.driver, _ = sr.word(f"{base}/scaling_driver")
     f.available_governors, _ = sr.words(f"{base}/scaling_available_governors")
+
+
+def _read_cur(sr: SysRoot, f: CpuFreq, base: str) -> None:
+    cur, prob = sr.int(f"{base}/scaling_cur_freq")
+    source = "scaling_cur_freq"
+    if cur is None:
+        cur, _ = sr.int(f"{base}/cpuinfo_cur_freq")
+        source = "cpuinfo_cur_freq"
+        if cur is None:
+            sr.note(prob)
+    if cur is not None:
+        f.cur_khz, f.cur_source = cur, source
 
 
 def _apply_cap_model(f: CpuFreq, thermal: ThermalState, boost: bool | None,
@@ -291,6 +309,7 @@ class CapState:
     max_khz: int | None
     cur_khz_median: int | None
     estimated: bool = False
+    throttle_events: int | None = None  # x86 thermal throttle count increase in the window
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -306,6 +325,7 @@ class _Sample:
     max_khz: int | None
     hw_max_khz: int | None
     estimated: bool
+    throttle_count: int | None = None
 
 
 class CapWatch:
@@ -333,11 +353,17 @@ class CapWatch:
             if self.topology is None:
                 self.topology = read_topology(self.root)
             reading = read_frequencies(self.root, self.topology)
+            # CPUs came or went since the topology was read: read it again next time.
+            was_online = {c.cpu for c in self.topology.cpus if c.online}
+            if was_online != {f.cpu for f in reading.cpus if f.online}:
+                self.topology = None
         at = reading.taken_at if now is None else now
         for f in reading.cpus:
             q = self._samples.setdefault(f.cpu, deque())
+            counts = reading.thermal.throttle.get(f.cpu)
             q.append(_Sample(at, f.capped, f.cap_factor, f.cap_cause, f.cur_khz, f.max_khz,
-                             f.hw_max_khz, f.estimated))
+                             f.hw_max_khz, f.estimated,
+                             sum(counts.values()) if counts else None))
             while q and q[0].at < at - self.window_s:
                 q.popleft()
             before = self._capped.get(f.cpu)
@@ -362,6 +388,7 @@ class CapWatch:
         cluster = None
         if self.last is not None and (f := self.last.cpu(cpu)) is not None:
             cluster = f.cluster
+        counts = [s.throttle_count for s in q if s.throttle_count is not None]
         return CapState(
             cpu=cpu, cluster=cluster,
             capped_now=last.capped if last else None,
@@ -375,7 +402,8 @@ class CapWatch:
             hw_max_khz=last.hw_max_khz if last else None,
             max_khz=last.max_khz if last else None,
             cur_khz_median=int(statistics.median(curs)) if curs else None,
-            estimated=any(s.estimated for s in q))
+            estimated=any(s.estimated for s in q),
+            throttle_events=(counts[-1] - counts[0]) if counts else None)
 
     def cluster_summary(self, cluster_id: int) -> CapState:
         """Worst member of the cluster: capped if any online member is capped."""
@@ -404,7 +432,9 @@ class CapWatch:
             samples=max(s.samples for s in states), window_s=self.window_s,
             hw_max_khz=worst.hw_max_khz, max_khz=worst.max_khz,
             cur_khz_median=worst.cur_khz_median,
-            estimated=any(s.estimated for s in states))
+            estimated=any(s.estimated for s in states),
+            throttle_events=max((s.throttle_events for s in states
+                                 if s.throttle_events is not None), default=None))
 
     def states(self) -> dict[int, CapState]:
         return {cpu: self.summary(cpu) for cpu in sorted(self._samples)}

@@ -19,7 +19,8 @@ CPU_DIR = "/sys/devices/system/cpu"
 MANIFEST = "qprof-snapshot.json"
 
 _SINGLE_FILES = (
-    "/proc/cpuinfo", "/proc/loadavg", "/proc/uptime", "/proc/sys/kernel/osrelease",
+    "/proc/cpuinfo", "/proc/loadavg", "/proc/uptime", "/proc/stat",
+    "/proc/sys/kernel/osrelease",
     f"{CPU_DIR}/online", f"{CPU_DIR}/possible", f"{CPU_DIR}/present", f"{CPU_DIR}/offline",
     f"{CPU_DIR}/kernel_max", f"{CPU_DIR}/modalias", f"{CPU_DIR}/isolated",
     f"{CPU_DIR}/smt/active", f"{CPU_DIR}/smt/control", f"{CPU_DIR}/cpufreq/boost",
@@ -92,6 +93,11 @@ def take_snapshot(dest: str | Path, root: str | Path = "/") -> SnapshotResult:
                     _copy(sr, f"{thermal}/{name}/{trip}", dest, result)
         elif name.startswith("cooling_device"):
             _copy_dir_files(sr, f"{thermal}/{name}", dest, result, _COOLING_FILES)
+    hwmon = "/sys/class/hwmon"
+    for name in sr.listdir(hwmon):
+        for entry in sr.listdir(f"{hwmon}/{name}"):
+            if entry == "name" or re.fullmatch(r"temp\d+_(input|label)", entry):
+                _copy(sr, f"{hwmon}/{name}/{entry}", dest, result)
     manifest = {
         "taken_at": time.time(),
         "source_root": str(root),

@@ -98,24 +98,17 @@ def read_text(path: str, label: str | None = None) -> tuple[str | None, str | No
         return None, f"{label}: is a directory, expected a file"
     except OSError as exc:
         return None, f"{label}: {exc.strerror or exc}"
+    # sysfs attributes and files on disk come whole in one short read; /proc seq_files
+    # may not, so those are read to EOF.
+    whole_on_short_read = not label.startswith("/proc/")
+    chunks: list[bytes] = []
     try:
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError as exc:
-            return None, f"{label}: {exc.strerror or exc}"
-        if stat.S_ISDIR(mode):
-            return None, f"{label}: is a directory, expected a file"
-        if not stat.S_ISREG(mode):  # FIFO, socket, device: reading could block or lie
-            return None, f"{label}: not a regular file"
-        chunks: list[bytes] = []
         total = 0
         while total < MAX_READ_BYTES:
             try:
                 chunk = os.read(fd, 65536)
             except BlockingIOError:
                 return None, f"{label}: not a regular file (would block)"
-            except IsADirectoryError:
-                return None, f"{label}: is a directory, expected a file"
             except OSError as exc:
                 if exc.errno == errno.EISDIR:
                     return None, f"{label}: is a directory, expected a file"
@@ -125,11 +118,22 @@ def read_text(path: str, label: str | None = None) -> tuple[str | None, str | No
                 break
             chunks.append(chunk)
             total += len(chunk)
+            if whole_on_short_read and len(chunk) < 65536:
+                break
+        if not chunks:
+            # Nothing read: an empty file, or a FIFO/socket where a file should be.
+            try:
+                mode = os.fstat(fd).st_mode
+            except OSError as exc:
+                return None, f"{label}: {exc.strerror or exc}"
+            if stat.S_ISDIR(mode):
+                return None, f"{label}: is a directory, expected a file"
+            if not stat.S_ISREG(mode):
+                return None, f"{label}: not a regular file"
+            return None, f"{label}: empty"
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    if not data:
-        return None, f"{label}: empty"
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError:

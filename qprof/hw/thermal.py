@@ -9,6 +9,8 @@ from typing import Any
 from qprof.hw.sysfs import SysRoot
 
 THERMAL_DIR = "/sys/class/thermal"
+HWMON_DIR = "/sys/class/hwmon"
+_HWMON_TEMP = re.compile(r"^temp(\d+)_input$")
 _ZONE = re.compile(r"^thermal_zone(\d+)$")
 _COOLING = re.compile(r"^cooling_device(\d+)$")
 _CPUFREQ_CPU = re.compile(r"cpufreq-cpu(\d+)$")
@@ -37,13 +39,24 @@ class CoolingDevice:
 
 
 @dataclass
+class HwmonTemp:
+    """A hwmon temperature (x86 k10temp/coretemp often have no thermal zone)."""
+
+    chip: str | None  # hwmon "name", e.g. "coretemp"
+    label: str  # temp*_label, or "tempN"
+    temp_c: float | None
+
+
+@dataclass
 class ThermalState:
     zones: list[ThermalZone] = field(default_factory=list)
     cooling: list[CoolingDevice] = field(default_factory=list)
     throttle: dict[int, dict[str, int]] = field(default_factory=dict)  # x86 counters
+    hwmon: list[HwmonTemp] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "hwmon": [asdict(h) for h in self.hwmon],
             "zones": [asdict(z) for z in self.zones],
             "cooling_devices": [asdict(c) for c in self.cooling],
             "throttle_counts": {str(k): v for k, v in self.throttle.items()},
@@ -53,9 +66,27 @@ class ThermalState:
         return [c for c in self.cooling if c.cpus is not None and cpu in c.cpus]
 
 
-def read_thermal(sr: SysRoot, policies: list[list[int]], cpus: list[int]) -> ThermalState:
-    """``policies``: CPU lists of the cpufreq policies in order (for thermal-cpufreq-N)."""
-    state = ThermalState()
+def read_hwmon(sr: SysRoot) -> list[HwmonTemp]:
+    out: list[HwmonTemp] = []
+    for name in sr.listdir(HWMON_DIR):
+        base = f"{HWMON_DIR}/{name}"
+        chip, _ = sr.word(f"{base}/name")
+        for entry in sr.listdir(base):
+            m = _HWMON_TEMP.match(entry)
+            if not m:
+                continue
+            value, _ = sr.int(f"{base}/{entry}")
+            label, _ = sr.word(f"{base}/temp{m.group(1)}_label")
+            out.append(HwmonTemp(chip, label or f"temp{m.group(1)}",
+                                 None if value is None else value / 1000.0))
+    return out
+
+
+def read_thermal(sr: SysRoot, policies: list[list[int]], cpus: list[int],
+                 hwmon: bool = False) -> ThermalState:
+    """``policies``: CPU lists of the cpufreq policies in order (for thermal-cpufreq-N).
+    ``hwmon``: also read /sys/class/hwmon temperatures (env snapshots; not the 1 s loop)."""
+    state = ThermalState(hwmon=read_hwmon(sr) if hwmon else [])
     for name in sr.listdir(THERMAL_DIR):
         m = _ZONE.match(name)
         if m:

@@ -197,31 +197,37 @@ def _detect_arch(sr: SysRoot, info: CpuinfoData) -> str | None:
     return None
 
 
-def _policy_map(sr: SysRoot) -> dict[int, str]:
-    """cpu -> cpufreq policy directory, for CPUs whose cpuN/cpufreq link is gone."""
-    out: dict[int, str] = {}
-    base = f"{CPU_DIR}/cpufreq"
-    for name in sr.listdir(base):
-        if not _POLICY_NAME.match(name):
-            continue
-        related, _ = sr.cpulist(f"{base}/{name}/related_cpus")
-        for cpu in related or ():
-            out.setdefault(cpu, f"{base}/{name}")
-    return out
+class PolicyMap:
+    """cpu -> cpufreq policy directory, for CPUs whose cpuN/cpufreq link is gone
+    (offline CPUs). Read on first use only: most readings never need it."""
+
+    def __init__(self, sr: SysRoot) -> None:
+        self._sr = sr
+        self._map: dict[int, str] | None = None
+
+    def get(self, cpu: int, default: str | None = None) -> str | None:
+        if self._map is None:
+            self._map = {}
+            base = f"{CPU_DIR}/cpufreq"
+            for name in self._sr.listdir(base):
+                if _POLICY_NAME.match(name):
+                    related, _ = self._sr.cpulist(f"{base}/{name}/related_cpus")
+                    for c in related or ():
+                        self._map.setdefault(c, f"{base}/{name}")
+        return self._map.get(cpu, default)
 
 
-def _read_proc(sr: SysRoot, cpu: int, policies: dict[int, str], info: CpuinfoData) -> _Proc:
+def _read_proc(sr: SysRoot, cpu: int, policies: PolicyMap, info: CpuinfoData,
+               domains: dict[frozenset[int], tuple[int | None, int | None]]) -> _Proc:
     p = _Proc(cpu=cpu, midr=info.midrs.get(cpu))
     base = f"{CPU_DIR}/cpu{cpu}"
     freq_dir = f"{base}/cpufreq"
-    if not sr.exists(freq_dir):
-        freq_dir = policies.get(cpu, "")
+    related, prob = sr.cpulist(f"{freq_dir}/related_cpus")
+    if related is None and not sr.exists(freq_dir):
+        freq_dir, prob = policies.get(cpu, "") or "", None  # link gone: try the policy
+        if freq_dir:
+            related, prob = sr.cpulist(f"{freq_dir}/related_cpus")
     if freq_dir:
-        p.max_khz, prob = sr.int(f"{freq_dir}/cpuinfo_max_freq")
-        sr.note(prob)
-        p.min_khz, prob = sr.int(f"{freq_dir}/cpuinfo_min_freq")
-        sr.note(prob)
-        related, prob = sr.cpulist(f"{freq_dir}/related_cpus")
         sr.note(prob)
         if related is None:
             related, _ = sr.cpulist(f"{freq_dir}/affected_cpus")
@@ -229,12 +235,23 @@ def _read_proc(sr: SysRoot, cpu: int, policies: dict[int, str], info: CpuinfoDat
             # The directory describes another CPU's policy: none of it is this CPU's.
             sr.note(f"{freq_dir}/related_cpus: does not list cpu{cpu} itself; "
                     "its cpufreq files are ignored")
-            related = p.max_khz = p.min_khz = None
-        p.related = related
-        p.related_strong = bool(related) and len(related) > 1
+        else:
+            p.related = related
+            p.related_strong = bool(related) and len(related) > 1
+            key = frozenset(related) if p.related_strong else None
+            if key is not None and key in domains:
+                # Same policy as a CPU already read (one kernel object, one answer).
+                p.max_khz, p.min_khz = domains[key]
+            else:
+                p.max_khz, prob_max = sr.int(f"{freq_dir}/cpuinfo_max_freq")
+                sr.note(prob_max)
+                p.min_khz, prob_min = sr.int(f"{freq_dir}/cpuinfo_min_freq")
+                sr.note(prob_min)
+                if key is not None and prob_max is None and prob_min is None:
+                    domains[key] = (p.max_khz, p.min_khz)
     topo = f"{base}/topology"
-    if sr.exists(topo):
-        sib, prob = sr.cpulist(f"{topo}/core_siblings_list")
+    sib, prob = sr.cpulist(f"{topo}/core_siblings_list")
+    if sib is not None or sr.exists(topo):
         if sib is None:
             sib, _ = sr.cpulist(f"{topo}/package_cpus_list")
         if sib is None:
@@ -438,6 +455,11 @@ def _midr_matches(known: MidrParts | None, midr: int) -> bool:
     return True
 
 
+def _midr_rank(midr: int) -> int:
+    impl, variant, part, _ = parts.midr_fields(midr)
+    return parts.design_rank(parts.arm_part(impl, part, variant).uarch)
+
+
 def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: CpuinfoData,
                   chipset: str | None, n_usable: int, max_of: dict[int, int | None],
                   problems: list[str]) -> dict[int, tuple[int, str]]:
@@ -483,8 +505,7 @@ def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: Cpuinf
             return result
         if len(shared) == len(groups):
             # "CPU part: 0xc07 & 0xc0f": the faster design goes to the faster cluster.
-            designs = sorted((m.midr for m in shared), key=lambda m: parts.design_rank(
-                parts.arm_part(*parts.midr_fields(m)[0:1], parts.midr_fields(m)[2]).uarch))
+            designs = sorted((m.midr for m in shared), key=_midr_rank)  # type: ignore[arg-type]
             order = sorted(range(len(groups)), key=lambda i: (max_of[i] or 0, -i))
             for i, midr in zip(order, designs, strict=True):
                 fill(i, midr, "cpuinfo (designs ordered by max frequency)")  # type: ignore
@@ -558,13 +579,17 @@ def read_topology(root: str | Path = "/") -> Topology:
     all_cpus = sorted(possible)
     usable = [c for c in all_cpus if present is None or c in present]
 
-    policies = _policy_map(sr)
-    procs = {c: _read_proc(sr, c, policies, info) for c in all_cpus}
+    policies = PolicyMap(sr)
+    domains: dict[frozenset[int], tuple[int | None, int | None]] = {}
+    # CPUs that are possible but have no cpuN directory (not present: VMs often declare
+    # many more possible CPUs than they have) have no files to read.
+    procs = {c: _read_proc(sr, c, policies, info, domains) if (c in dirs or not dirs)
+             else _Proc(cpu=c, midr=info.midrs.get(c)) for c in all_cpus}
     if usable and not any(procs[c].max_khz for c in usable):
         sr.note("no cpufreq data: hardware frequency range unknown (VM or cpufreq disabled)")
 
     hybrid = False
-    for kind in ("cpu_core", "cpu_atom"):
+    for kind in ("cpu_core", "cpu_atom") if x86 else ():
         members, _ = sr.cpulist(f"/sys/devices/{kind}/cpus")
         if members:
             hybrid = True
@@ -603,10 +628,12 @@ def read_topology(root: str | Path = "/") -> Topology:
     cpus: list[CpuTopo] = []
     for c in all_cpus:
         p = procs[c]
-        # cpuN/online is the CPU's own word; cpu0 often lacks it, then the global list.
-        own_online, _ = sr.int(f"{CPU_DIR}/cpu{c}/online")
-        online: bool | None = bool(own_online) if own_online is not None else (
-            c in online_list if online_list is not None else None)
+        # The global list is one read for all CPUs; cpuN/online when the list is unreadable.
+        if online_list is not None:
+            online: bool | None = c in online_list
+        else:
+            own_online, _ = sr.int(f"{CPU_DIR}/cpu{c}/online")
+            online = bool(own_online) if own_online is not None else None
         t = CpuTopo(cpu=c, online=online, present=(present is None or c in present),
                     cluster=cluster_of.get(c), max_khz=p.max_khz, min_khz=p.min_khz,
                     package=p.package, core_id=p.core_id, capacity=p.capacity,

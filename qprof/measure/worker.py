@@ -257,8 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(f"qprof worker: {error}", file=sys.stderr)
         return EXIT_AFFINITY
-    with contextlib.suppress(OSError):  # already at or above that niceness
-        os.nice(int(job.get("nice", 10)))
+    # Absolute niceness (os.nice adds to the parent's): a daemon already at nice 10 stays 10.
+    with contextlib.suppress(OSError):
+        target = int(job.get("nice", 10))
+        if os.getpriority(os.PRIO_PROCESS, 0) < target:
+            os.setpriority(os.PRIO_PROCESS, 0, target)
 
     global CLOCK
     timer = str(job.get("timer", "wall"))

@@ -17,7 +17,8 @@ from typing import Any
 
 log = logging.getLogger("qprof.daemon")
 
-# Alert kinds (keep names stable: they are Prometheus label values and stored).
+# Alert kinds (keep names stable: they are stored and are Prometheus label values; the
+# metrics export every kind, at 0 until raised, so rate() works from the first alert).
 KINDS = (
     "cap_started",
     "cap_ended",
@@ -32,9 +33,6 @@ KINDS = (
     "cpu_online",
     "degraded",
 )
-SEVERITIES = ("info", "warning", "critical")
-# severity -> syslog priority (journald reads "<N>" line prefixes on stderr/stdout).
-SYSLOG_PRIORITY = {"critical": 2, "warning": 4, "info": 6}
 
 
 @dataclass

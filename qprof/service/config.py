@@ -71,7 +71,7 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             raise ConfigError(f"{where}: {key} must be a positive integer, got {value!r}")
         return value
     if key in _PATHS:
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str | Path) or not str(value):
             raise ConfigError(f"{where}: {key} must be a path string, got {value!r}")
         return Path(value)
     if key == "quick":
@@ -126,8 +126,7 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
     for key in names:
         value = getattr(args, key, None)
         if value is not None:
-            settings[key] = _coerce(key, value, f"--{key.replace('_', '-')}") \
-                if not isinstance(value, Path) else value
+            settings[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
     cfg = DaemonConfig(**settings)
     if cfg.watch_interval <= 0:
         raise ConfigError("watch_interval must be above 0")

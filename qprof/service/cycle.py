@@ -19,7 +19,7 @@ from typing import Any
 
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Record
 from qprof.service.alerts import AlertDispatcher
-from qprof.service.config import DaemonConfig
+from qprof.service.config import DaemonConfig, parse_cpu_list
 from qprof.service.metrics import MetricsState, summarize
 from qprof.service.store import Store
 
@@ -82,7 +82,6 @@ class CycleRunner:
         self.current_cpu: int | None = None
         self._store_failed = False
         self._coverage: dict[tuple[int, str, str], bool] = {}
-        self._lock = threading.Lock()
 
     # -- results and coverage --------------------------------------------------------
 
@@ -246,8 +245,6 @@ class CycleRunner:
 def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, bool]
                 ) -> tuple[list[int], list[str]]:
     """CPUs a cycle measures, and warnings (unknown/offline CPUs asked for)."""
-    from qprof.service.config import parse_cpu_list
-
     warnings: list[str] = []
     if spec == "all":
         return sorted(c for c, on in online.items() if on), warnings

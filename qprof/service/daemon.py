@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -49,6 +50,7 @@ class Daemon:
         self.next_cycle = 0.0
         self.skipping = False
         self._last_error: str | None = None
+        self._freq_write_failed = False
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -123,7 +125,7 @@ class Daemon:
             # Probe a write: a full disk or read-only dir shows here, not mid-cycle.
             self.store.prune_freq_history()
             log.info("store: %s", path)
-        except (StoreError, OSError, Exception) as exc:  # noqa: B014 - any failure degrades
+        except (StoreError, OSError, sqlite3.Error) as exc:
             self.degrade("store", f"{path} not usable ({exc}); results are kept in memory "
                          "only and lost when the daemon stops")
             self.store = Store(":memory:")
@@ -231,14 +233,15 @@ class Daemon:
             return
         self._last_error = None
         with self.state.lock:
-            self.state.freqs = tick.freq_rows()
+            self.state.freqs = dict(tick.cpus)
         assert self.store is not None
         try:
             self.store.add_freq_samples([(c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz,
                                           c.capped) for c in tick.cpus.values()])
-        except Exception as exc:
-            if "store" not in self.state.degraded:
+        except sqlite3.Error as exc:
+            if not self._freq_write_failed:
                 self.degrade("store", f"writing frequency history failed: {exc}")
+            self._freq_write_failed = True
 
     def idle_reason(self) -> str | None:
         """None when idle enough to measure, else why not."""

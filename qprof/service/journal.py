@@ -1,8 +1,10 @@
 """Log lines journald understands: a ``<N>`` syslog-priority prefix under systemd.
 
-systemd sets $JOURNAL_STREAM when stderr goes to the journal; journald then strips a
-leading ``<N>`` and files the line at that priority (so `journalctl -p warning` works).
-Elsewhere the lines carry a timestamp and level name instead.
+systemd sets $JOURNAL_STREAM ("device:inode" of the stream) when stderr goes to the
+journal; journald then strips a leading ``<N>`` and files the line at that priority (so
+`journalctl -p warning` works). The variable is inherited by children whose stderr may
+go elsewhere, so it counts only when it names our actual stderr (as sd_journal docs
+advise). Elsewhere the lines carry a timestamp and level name instead.
 """
 
 from __future__ import annotations
@@ -26,9 +28,16 @@ class JournalFormatter(logging.Formatter):
         return f"<{prio}>{record.getMessage()}"
 
 
-def under_journal(environ: dict[str, str] | None = None) -> bool:
+def under_journal(environ: dict[str, str] | None = None, fd: int = 2) -> bool:
     env = os.environ if environ is None else environ
-    return bool(env.get("JOURNAL_STREAM"))
+    dev, sep, ino = env.get("JOURNAL_STREAM", "").partition(":")
+    if not sep or not dev.isdigit() or not ino.isdigit():
+        return False
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (int(dev), int(ino))
 
 
 def setup_logging(level: int = logging.INFO) -> logging.Logger:

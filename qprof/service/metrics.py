@@ -20,18 +20,10 @@ from prometheus_client.registry import Collector
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
 from qprof.measure.records import Measurement
 from qprof.measure.stats import median
+from qprof.service.alerts import KINDS
+from qprof.service.watch import CpuView
 
 log = logging.getLogger("qprof.daemon")
-
-
-@dataclass
-class CpuFreq:
-    cur_khz: int | None
-    max_khz: int | None
-    hw_max_khz: int | None
-    capped: bool | None
-    governor: str | None = None
-    online: bool = True
 
 
 @dataclass
@@ -84,7 +76,7 @@ def coverage_of(profile: Profile | None, results: list[SuiteResult]) -> list[Cov
 @dataclass
 class MetricsState:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    freqs: dict[int, CpuFreq] = field(default_factory=dict)
+    freqs: dict[int, CpuView] = field(default_factory=dict)
     results: list[SuiteResult] = field(default_factory=list)
     profile: Profile | None = None
     coverage: list[CoverageResult] = field(default_factory=list)
@@ -170,8 +162,8 @@ class QprofCollector(Collector):
         yield from (est, const_metric, covered)
 
         alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
-        for kind, n in sorted(alert_counts.items()):
-            alerts.add_metric([kind], float(n))
+        for kind in sorted(set(KINDS) | set(alert_counts)):
+            alerts.add_metric([kind], float(alert_counts.get(kind, 0)))
         yield alerts
         cyc = CounterMetricFamily("qprof_cycles", "Measurement cycles by outcome "
                                   "(since the daemon started)", labels=["status"])

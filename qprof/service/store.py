@@ -41,6 +41,7 @@ DB_NAME = "qprof.db"
 RUN_STATUSES = ("running", "finished", "partial", "aborted")
 # Runs whose measurements count as results (an aborted run's records stay exportable).
 RESULT_STATUSES = ("finished", "partial")
+_RESULT_SQL = "(" + ", ".join(f"'{s}'" for s in RESULT_STATUSES) + ")"
 
 # Frequency history is downsampled: at most one stored sample per CPU per this many
 # seconds unless the value changed (a cap starting is kept at once).
@@ -344,7 +345,7 @@ class Store:
     def latest_measurements(self, cpu: int | None = None,
                             backend: str | None = None) -> list[Measurement]:
         """Newest measurement per (cpu, suite, backend, operation) of finished/partial runs."""
-        where = ["r.status IN ('finished', 'partial')"]
+        where = [f"r.status IN {_RESULT_SQL}"]
         params: list[Any] = []
         if cpu is not None:
             where.append("m.cpu=?")
@@ -376,7 +377,7 @@ class Store:
             "JOIN (SELECT newest.cpu, newest.suite, newest.backend, newest.run_id FROM "
             "      measurements newest JOIN (SELECT MAX(m2.id) AS id FROM measurements m2 "
             "      JOIN runs r ON r.run_id=m2.run_id "
-            "      WHERE r.status IN ('finished','partial') AND m2.operation=? "
+            f"      WHERE r.status IN {_RESULT_SQL} AND m2.operation=? "
             "      GROUP BY m2.cpu, m2.suite, m2.backend) ids ON ids.id=newest.id) k "
             "ON k.cpu=m.cpu AND k.suite=m.suite AND k.backend=m.backend AND k.run_id=m.run_id "
             "WHERE m.operation=? ORDER BY m.id"
@@ -393,7 +394,7 @@ class Store:
     def last_finished_at(self) -> float | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT MAX(finished_at) FROM runs WHERE status IN ('finished','partial')"
+                f"SELECT MAX(finished_at) FROM runs WHERE status IN {_RESULT_SQL}"
             ).fetchone()
         return row[0] if row else None
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from qprof.hw.freq import ClusterFreq, read_frequencies
 from qprof.hw.topology import read_topology
 from qprof.service.alerts import AlertDispatcher, Hysteresis
-from qprof.service.metrics import CpuFreq
 
 log = logging.getLogger("qprof.daemon")
 
@@ -49,10 +48,6 @@ class WatchTick:
     cpus: dict[int, CpuView]
     load: LoadView
     problems: list[str] = field(default_factory=list)
-
-    def freq_rows(self) -> dict[int, CpuFreq]:
-        return {c.cpu: CpuFreq(c.cur_khz, c.max_khz, c.hw_max_khz, c.capped, c.governor,
-                               c.online) for c in self.cpus.values()}
 
 
 def read_loadavg(root: Path) -> float | None:

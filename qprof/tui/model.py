@@ -147,7 +147,7 @@ def fmt_us(ns: float | None) -> str:
 
 
 def fmt_pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0f}%"
+    return "—" if value is None else f"{value:3.0f}%"  # fixed width: no relayout per tick
 
 
 def fmt_cap(core: CoreView) -> str:

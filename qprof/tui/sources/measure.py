@@ -29,21 +29,24 @@ MONITOR_SETTINGS: dict[str, Any] = {
 
 
 def progress_of(event: Any) -> Progress:
-    """Engine progress event (object or dict) -> the progress bar's model."""
+    """Engine progress event (ProgressEvent or dict) -> the progress bar's model."""
     fraction = field_of(event, "fraction")
     if fraction is None:
         done, total = field_of(event, "done"), field_of(event, "total")
         fraction = (done / total) if done is not None and total else 0.0
     eta = field_of(event, "eta_s", field_of(event, "eta"))
-    item = field_of(event, "item", field_of(event, "current")) or field_of(event, "message")
-    if item is None:
-        parts = [f"CPU {field_of(event, 'cpu')}" if field_of(event, "cpu") is not None else "",
-                 field_of(event, "suite") or "",
-                 f"round {field_of(event, 'round')}" if field_of(event, "round") is not None
-                 else ""]
-        item = " ".join(p for p in parts if p) or "…"
+    cpu, rnd, rounds = field_of(event, "cpu"), field_of(event, "round"), field_of(event, "rounds")
+    parts = [
+        f"CPU {cpu}" if cpu is not None else "",
+        (f"round {rnd + 1}/{rounds}" if rounds else f"round {rnd + 1}")
+        if rnd is not None else "",
+        field_of(event, "suite") or "",
+        field_of(event, "operation") or "",
+        field_of(event, "message") or "",
+    ]
+    item = " ".join(p for p in parts if p) or "…"
     return Progress(max(0.0, min(1.0, float(fraction))),
-                    None if eta is None else float(eta), str(item))
+                    None if eta is None else float(eta), item)
 
 
 def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str,

@@ -71,6 +71,7 @@ class CoreTable(DataTable):
         self._suites: tuple[str, ...] | None = None
         self._cpus: tuple[int, ...] = ()
         self._cells: dict[int, tuple[str, ...]] = {}
+        self._widths: dict[int, int] = {}  # widest text seen per column
 
     def show(self, cores: tuple[CoreView, ...], suites: tuple[str, ...]) -> None:
         cpus = tuple(c.cpu for c in cores)
@@ -84,8 +85,10 @@ class CoreTable(DataTable):
                 continue
             for i, (new, was) in enumerate(zip(cells, old or (), strict=False)):
                 if new != was:
+                    # Re-measuring column widths relayouts the table: only when it grows.
                     self.update_cell(str(core.cpu), self._column_keys[i], new,
-                                     update_width=True)
+                                     update_width=len(new) > self._widths.get(i, 0))
+                    self._widths[i] = max(self._widths.get(i, 0), len(new))
             self._cells[core.cpu] = cells
 
     def _rebuild(self, cores: tuple[CoreView, ...], suites: tuple[str, ...]) -> None:
@@ -95,10 +98,13 @@ class CoreTable(DataTable):
         self._column_keys = [self.add_column(label, key=f"c{i}")
                              for i, label in enumerate(labels)]
         self._cells = {}
+        self._widths = {i: len(label) for i, label in enumerate(labels)}
         for core in cores:
             cells = core_cells(core, suites)
             self.add_row(*cells, key=str(core.cpu))
             self._cells[core.cpu] = cells
+            for i, cell in enumerate(cells):
+                self._widths[i] = max(self._widths[i], len(cell))
         self._suites, self._cpus = suites, tuple(c.cpu for c in cores)
         if cores:
             self.move_cursor(row=min(max(row, 0), len(cores) - 1))

@@ -28,7 +28,7 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     if row.capped:
         cap = f"{CAP_MARK} capped" + (f" ×{row.cap_factor:.2f}" if row.cap_factor else "")
     elif row.capped is None:
-        cap = "cap ?"
+        cap = "unknown"  # no cpufreq data (VMs): cannot tell
     margin = "—" if row.margin is None else f"{row.margin:+d}"
     return (
         short_suite(row.suite),

@@ -1,9 +1,10 @@
 """Keccak-f[1600] and SHAKE128/SHAKE256 as numba kernels.
 
 Every function is ``@njit(cache=True, nogil=True)`` so it loads from the numba cache
-and runs without the GIL.  The permutation works on 25 local ``uint64`` variables
-(the round body is unrolled, only the 24-round loop remains): LLVM keeps the lanes in
-registers, which is about twice as fast as indexing an array every step.
+and runs without the GIL.  The permutation itself is generated as LLVM IR
+(``keccak_ir.keccak_p1600``): one round on 25 SSA values inside a 24-iteration loop,
+so LLVM keeps the lanes in registers (about twice as fast as indexing an array every
+step) and every kernel that inlines it still compiles quickly.
 
 Two levels of API:
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from qprof.verify.nb.keccak_ir import keccak_p1600
 
 SHAKE128_RATE = 168
 SHAKE256_RATE = 136
@@ -59,236 +62,9 @@ ROUND_CONSTANTS = _RC  # public name, for the 4-way permutation in keccak_x4
 
 
 @njit(cache=True, nogil=True)
-def permute_lanes(
-    a00,
-    a01,
-    a02,
-    a03,
-    a04,
-    a05,
-    a06,
-    a07,
-    a08,
-    a09,
-    a10,
-    a11,
-    a12,
-    a13,
-    a14,
-    a15,
-    a16,
-    a17,
-    a18,
-    a19,
-    a20,
-    a21,
-    a22,
-    a23,
-    a24,
-):
-    """Keccak-f[1600] on 25 lanes passed as scalars; returns the 25 new lanes.
-
-    The scalar form lets callers that build a state from words (the SLH-DSA
-    tweakable hashes) skip the array entirely.
-    """
-    for i in range(24):
-        c0 = a00 ^ a05 ^ a10 ^ a15 ^ a20
-        c1 = a01 ^ a06 ^ a11 ^ a16 ^ a21
-        c2 = a02 ^ a07 ^ a12 ^ a17 ^ a22
-        c3 = a03 ^ a08 ^ a13 ^ a18 ^ a23
-        c4 = a04 ^ a09 ^ a14 ^ a19 ^ a24
-        d0 = c4 ^ ((c1 << np.uint64(1)) | (c1 >> np.uint64(63)))
-        d1 = c0 ^ ((c2 << np.uint64(1)) | (c2 >> np.uint64(63)))
-        d2 = c1 ^ ((c3 << np.uint64(1)) | (c3 >> np.uint64(63)))
-        d3 = c2 ^ ((c4 << np.uint64(1)) | (c4 >> np.uint64(63)))
-        d4 = c3 ^ ((c0 << np.uint64(1)) | (c0 >> np.uint64(63)))
-        t = a00 ^ d0
-        b00 = t
-        t = a05 ^ d0
-        b16 = (t << np.uint64(36)) | (t >> np.uint64(28))
-        t = a10 ^ d0
-        b07 = (t << np.uint64(3)) | (t >> np.uint64(61))
-        t = a15 ^ d0
-        b23 = (t << np.uint64(41)) | (t >> np.uint64(23))
-        t = a20 ^ d0
-        b14 = (t << np.uint64(18)) | (t >> np.uint64(46))
-        t = a01 ^ d1
-        b10 = (t << np.uint64(1)) | (t >> np.uint64(63))
-        t = a06 ^ d1
-        b01 = (t << np.uint64(44)) | (t >> np.uint64(20))
-        t = a11 ^ d1
-        b17 = (t << np.uint64(10)) | (t >> np.uint64(54))
-        t = a16 ^ d1
-        b08 = (t << np.uint64(45)) | (t >> np.uint64(19))
-        t = a21 ^ d1
-        b24 = (t << np.uint64(2)) | (t >> np.uint64(62))
-        t = a02 ^ d2
-        b20 = (t << np.uint64(62)) | (t >> np.uint64(2))
-        t = a07 ^ d2
-        b11 = (t << np.uint64(6)) | (t >> np.uint64(58))
-        t = a12 ^ d2
-        b02 = (t << np.uint64(43)) | (t >> np.uint64(21))
-        t = a17 ^ d2
-        b18 = (t << np.uint64(15)) | (t >> np.uint64(49))
-        t = a22 ^ d2
-        b09 = (t << np.uint64(61)) | (t >> np.uint64(3))
-        t = a03 ^ d3
-        b05 = (t << np.uint64(28)) | (t >> np.uint64(36))
-        t = a08 ^ d3
-        b21 = (t << np.uint64(55)) | (t >> np.uint64(9))
-        t = a13 ^ d3
-        b12 = (t << np.uint64(25)) | (t >> np.uint64(39))
-        t = a18 ^ d3
-        b03 = (t << np.uint64(21)) | (t >> np.uint64(43))
-        t = a23 ^ d3
-        b19 = (t << np.uint64(56)) | (t >> np.uint64(8))
-        t = a04 ^ d4
-        b15 = (t << np.uint64(27)) | (t >> np.uint64(37))
-        t = a09 ^ d4
-        b06 = (t << np.uint64(20)) | (t >> np.uint64(44))
-        t = a14 ^ d4
-        b22 = (t << np.uint64(39)) | (t >> np.uint64(25))
-        t = a19 ^ d4
-        b13 = (t << np.uint64(8)) | (t >> np.uint64(56))
-        t = a24 ^ d4
-        b04 = (t << np.uint64(14)) | (t >> np.uint64(50))
-        a00 = b00 ^ (~b01 & b02)
-        a01 = b01 ^ (~b02 & b03)
-        a02 = b02 ^ (~b03 & b04)
-        a03 = b03 ^ (~b04 & b00)
-        a04 = b04 ^ (~b00 & b01)
-        a05 = b05 ^ (~b06 & b07)
-        a06 = b06 ^ (~b07 & b08)
-        a07 = b07 ^ (~b08 & b09)
-        a08 = b08 ^ (~b09 & b05)
-        a09 = b09 ^ (~b05 & b06)
-        a10 = b10 ^ (~b11 & b12)
-        a11 = b11 ^ (~b12 & b13)
-        a12 = b12 ^ (~b13 & b14)
-        a13 = b13 ^ (~b14 & b10)
-        a14 = b14 ^ (~b10 & b11)
-        a15 = b15 ^ (~b16 & b17)
-        a16 = b16 ^ (~b17 & b18)
-        a17 = b17 ^ (~b18 & b19)
-        a18 = b18 ^ (~b19 & b15)
-        a19 = b19 ^ (~b15 & b16)
-        a20 = b20 ^ (~b21 & b22)
-        a21 = b21 ^ (~b22 & b23)
-        a22 = b22 ^ (~b23 & b24)
-        a23 = b23 ^ (~b24 & b20)
-        a24 = b24 ^ (~b20 & b21)
-        a00 ^= _RC[i]
-
-    return (
-        a00,
-        a01,
-        a02,
-        a03,
-        a04,
-        a05,
-        a06,
-        a07,
-        a08,
-        a09,
-        a10,
-        a11,
-        a12,
-        a13,
-        a14,
-        a15,
-        a16,
-        a17,
-        a18,
-        a19,
-        a20,
-        a21,
-        a22,
-        a23,
-        a24,
-    )
-
-
-@njit(cache=True, nogil=True)
 def keccak_f1600(state):
-    """Permute a ``uint64[25]`` state in place (24 rounds)."""
-    (
-        a00,
-        a01,
-        a02,
-        a03,
-        a04,
-        a05,
-        a06,
-        a07,
-        a08,
-        a09,
-        a10,
-        a11,
-        a12,
-        a13,
-        a14,
-        a15,
-        a16,
-        a17,
-        a18,
-        a19,
-        a20,
-        a21,
-        a22,
-        a23,
-        a24,
-    ) = permute_lanes(
-        state[0],
-        state[1],
-        state[2],
-        state[3],
-        state[4],
-        state[5],
-        state[6],
-        state[7],
-        state[8],
-        state[9],
-        state[10],
-        state[11],
-        state[12],
-        state[13],
-        state[14],
-        state[15],
-        state[16],
-        state[17],
-        state[18],
-        state[19],
-        state[20],
-        state[21],
-        state[22],
-        state[23],
-        state[24],
-    )
-    state[0] = a00
-    state[1] = a01
-    state[2] = a02
-    state[3] = a03
-    state[4] = a04
-    state[5] = a05
-    state[6] = a06
-    state[7] = a07
-    state[8] = a08
-    state[9] = a09
-    state[10] = a10
-    state[11] = a11
-    state[12] = a12
-    state[13] = a13
-    state[14] = a14
-    state[15] = a15
-    state[16] = a16
-    state[17] = a17
-    state[18] = a18
-    state[19] = a19
-    state[20] = a20
-    state[21] = a21
-    state[22] = a22
-    state[23] = a23
-    state[24] = a24
+    """Permute a C-contiguous ``uint64[25]`` state in place (24 rounds)."""
+    keccak_p1600(state, state, _RC)
 
 
 @njit(cache=True, nogil=True)

@@ -175,7 +175,7 @@ def invntt_tomont(a: np.ndarray) -> None:
         a[p + 6] = montgomery_reduce(z4 * (a6 - a2))
         a[p + 3] = a3 + a7
         a[p + 7] = montgomery_reduce(z4 * (a7 - a3))
-    # zeta^-1 * (t - u) is written as zeta' * (u - t) with the forward table entry.
+    # The reference multiplies (t - u) by -zetas[k]; zetas[k] * (u - t) is the same.
     k = 32
     length = 8
     while length < N:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qprof.verify.nb.keccak_x4 import WAYS
+from qprof.verify.nb.keccak_ir import WAYS
 from qprof.verify.nb.slhdsa_kernels import verify_kernel
 from qprof.verify.nb.slhdsa_params import PARAMS, SlhParams
 
@@ -60,7 +60,13 @@ def slhdsa_verify(
         return False
     return bool(
         verify_kernel(
-            p.n, p.h, p.d, p.hp, p.a, p.k, p.m,
+            p.n,
+            p.h,
+            p.d,
+            p.hp,
+            p.a,
+            p.k,
+            p.m,
             np.frombuffer(pk, dtype=np.uint8),
             np.frombuffer(msg, dtype=np.uint8),
             np.frombuffer(sig, dtype=np.uint8),
@@ -74,9 +80,12 @@ def warm_up(params: str | None = None) -> None:
     """Compile (first run) or load from the numba cache every kernel verify uses.
 
     One all-zero signature is enough: the kernel always runs every layer (there is
-    no early exit), so every function it calls gets compiled.  ``params`` only picks
-    which parameter set to exercise; the compiled code is shared by all of them.
+    no early exit) and takes ``ways`` as an argument, so every function either path
+    calls gets compiled.  ``params`` only picks which parameter set to exercise; the
+    compiled code is shared by all of them.  Unknown names raise ``ValueError``.
     """
-    p = PARAMS[params] if params is not None else PARAMS["SLH-DSA-SHAKE-128f"]
+    name = params if params is not None else "SLH-DSA-SHAKE-128f"
+    p = PARAMS.get(name)
+    if p is None:
+        raise ValueError(f"unknown SLH-DSA parameter set {name!r}; known: {', '.join(PARAMS)}")
     slhdsa_verify(p.name, bytes(p.public_key_bytes), b"", bytes(p.signature_bytes), b"")
-    slhdsa_verify(p.name, bytes(p.public_key_bytes), b"", bytes(p.signature_bytes), b"", ways=1)

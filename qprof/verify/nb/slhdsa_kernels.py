@@ -4,7 +4,7 @@ Hash nodes never leave 64-bit words: an n-byte node is n/8 little-endian words, 
 is exactly how the bytes sit in Keccak lanes.  The tweakable hashes F and H
 (SHAKE256(PK.seed || ADRS || M)) always fit one 136-byte block, so instead of running a
 sponge they fill a prepared 25-lane template (PK.seed and the padding are written once
-per verify, the layer/tree ADRS lanes once per layer) and call ``permute_lanes``
+per verify, the layer/tree ADRS lanes once per layer) and call ``keccak_p1600``
 directly; nothing is allocated inside the chains or tree climbs.
 
 ADRS (32 bytes, big-endian fields) as four lanes:
@@ -25,10 +25,9 @@ from qprof.verify.nb.keccak import (
     absorb_init,
     absorb_update,
     keccak_f1600,
-    permute_lanes,
     squeeze_into,
 )
-from qprof.verify.nb.keccak_x4 import WAYS, keccak_x4
+from qprof.verify.nb.keccak_ir import WAYS, keccak_p1600, keccak_x4
 
 # ADRS types (FIPS 205, section 4.2).
 WOTS_HASH = 0
@@ -68,7 +67,7 @@ def _adrs_pair(hi: int, lo: int) -> np.uint64:
 
 
 @njit(cache=True, nogil=True)
-def _bytes_to_words(src, off, nbytes, dst, doff):  # noqa: ANN001
+def _bytes_to_words(src, off, nbytes, dst, doff):
     """Little-endian load of ``nbytes`` (multiple of 8) bytes into uint64 words."""
     for w in range(nbytes // 8):
         v = np.uint64(0)
@@ -79,9 +78,10 @@ def _bytes_to_words(src, off, nbytes, dst, doff):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _make_template(seed, nw, msg_words):  # noqa: ANN001
-    """25 lanes: PK.seed, 4 ADRS lanes (zero), message lanes (zero), SHAKE padding."""
-    t = np.zeros(25, dtype=np.uint64)
+def _make_template(seed, nw, msg_words):
+    """PK.seed, 4 ADRS lanes (zero), message lanes (zero), SHAKE padding: 25 lanes,
+    followed by 25 words where ``_permute_template`` puts the permuted state."""
+    t = np.zeros(50, dtype=np.uint64)
     for i in range(nw):
         t[i] = seed[i]
     t[nw + 4 + msg_words] ^= _PAD_START
@@ -90,22 +90,15 @@ def _make_template(seed, nw, msg_words):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _permute_template(t, out, ooff, nw):  # noqa: ANN001
-    """Permute a copy of template ``t``; first ``nw`` lanes of the result to ``out``."""
-    r = permute_lanes(
-        t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12],
-        t[13], t[14], t[15], t[16], t[17], t[18], t[19], t[20], t[21], t[22], t[23], t[24],
-    )  # fmt: skip
-    out[ooff] = r[0]
-    out[ooff + 1] = r[1]
-    if nw > 2:
-        out[ooff + 2] = r[2]
-    if nw > 3:
-        out[ooff + 3] = r[3]
+def _permute_template(t, out, ooff, nw):
+    """Permute template ``t`` (left intact); first ``nw`` lanes of the result to ``out``."""
+    keccak_p1600(t[:25], t[25:], ROUND_CONSTANTS)
+    for i in range(nw):
+        out[ooff + i] = t[25 + i]
 
 
 @njit(cache=True, nogil=True)
-def _chain(tf, nw, lane2, chain_idx, x, xoff, start, steps):  # noqa: ANN001
+def _chain(tf, nw, lane2, chain_idx, x, xoff, start, steps):
     """WOTS+ chain (Algorithm 5) in place on the node at ``x[xoff:]``.
 
     ``tf`` is the F template with the layer/tree lanes already set; ``lane2`` is the
@@ -121,7 +114,7 @@ def _chain(tf, nw, lane2, chain_idx, x, xoff, start, steps):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _hash_h(th, nw, lane2, lane3, left, loff, right, roff, out, ooff):  # noqa: ANN001
+def _hash_h(th, nw, lane2, lane3, left, loff, right, roff, out, ooff):
     """H(PK.seed, ADRS, left || right) with the H template ``th``."""
     th[nw + 2] = lane2
     th[nw + 3] = lane3
@@ -132,7 +125,7 @@ def _hash_h(th, nw, lane2, lane3, left, loff, right, roff, out, ooff):  # noqa: 
 
 
 @njit(cache=True, nogil=True)
-def _hash_f(tf, nw, lane2, lane3, src, soff, out, ooff):  # noqa: ANN001
+def _hash_f(tf, nw, lane2, lane3, src, soff, out, ooff):
     tf[nw + 2] = lane2
     tf[nw + 3] = lane3
     for i in range(nw):
@@ -141,7 +134,7 @@ def _hash_f(tf, nw, lane2, lane3, src, soff, out, ooff):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _absorb_word(state, pos, w):  # noqa: ANN001
+def _absorb_word(state, pos, w):
     state[pos] ^= w
     pos += 1
     if pos == _RATE_WORDS:
@@ -151,7 +144,7 @@ def _absorb_word(state, pos, w):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _hash_t(state, seed, nw, lane0, lane1, lane2, lane3, buf, nwords, out, ooff):  # noqa: ANN001
+def _hash_t(state, seed, nw, lane0, lane1, lane2, lane3, buf, nwords, out, ooff):
     """T_l(PK.seed, ADRS, buf[:nwords]): a multi-block SHAKE256 sponge over words."""
     for i in range(25):
         state[i] = np.uint64(0)
@@ -172,12 +165,12 @@ def _hash_t(state, seed, nw, lane0, lane1, lane2, lane3, buf, nwords, out, ooff)
 
 
 @njit(cache=True, nogil=True)
-def _node_byte(words, off, b):  # noqa: ANN001
+def _node_byte(words, off, b):
     return (words[off + (b >> 3)] >> np.uint64(8 * (b & 7))) & np.uint64(0xFF)
 
 
 @njit(cache=True, nogil=True)
-def _make_template_x4(seed, nw, msg_words):  # noqa: ANN001
+def _make_template_x4(seed, nw, msg_words):
     """``_make_template`` for 4 interleaved states (lane l of state j at 4*l + j)."""
     t = np.zeros(25 * WAYS, dtype=np.uint64)
     for j in range(WAYS):
@@ -189,21 +182,29 @@ def _make_template_x4(seed, nw, msg_words):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _set_lane_x4(t4, lane, value):  # noqa: ANN001
+def _set_lane_x4(t4, lane, value):
     for j in range(WAYS):
         t4[WAYS * lane + j] = value
 
 
 @njit(cache=True, nogil=True)
-def _wots_chains_x4(tf4, out4, nw, lane2, digits, length, sigw, soff, buf, slots):  # noqa: ANN001
+def _wots_chains_x4(tf4, out4, nw, lane2, digits, order, length, sigw, soff, buf, slots):
     """All ``length`` WOTS+ chains of one signature, four at a time.
 
     Chain c runs from ``digits[c]`` to w - 1 = 15 starting at signature node c; its
     end goes to ``buf[c * nw:]``.  Four slots each hold one chain in progress; a slot
     that finishes takes the next chain, so the vectors stay full until the tail.
+    Chains are handed out longest first (``order``, filled here) so the tail, where
+    some slots idle, is made of short chains.
     ``slots`` is int64 scratch of 8: chain index (-1 = free) and position per slot.
     """
     _set_lane_x4(tf4, nw + 2, lane2)
+    filled = 0
+    for digit in range(_W_MASK + 1):  # counting sort by start digit = longest first
+        for c in range(length):
+            if digits[c] == digit:
+                order[filled] = c
+                filled += 1
     next_chain = 0
     for j in range(WAYS):
         slots[j] = -1
@@ -211,7 +212,7 @@ def _wots_chains_x4(tf4, out4, nw, lane2, digits, length, sigw, soff, buf, slots
         active = 0
         for j in range(WAYS):
             while slots[j] < 0 and next_chain < length:
-                c = next_chain
+                c = order[next_chain]
                 next_chain += 1
                 if digits[c] == _W_MASK:  # already at the top: the node is the chain end
                     for i in range(nw):
@@ -242,7 +243,7 @@ def _wots_chains_x4(tf4, out4, nw, lane2, digits, length, sigw, soff, buf, slots
 
 
 @njit(cache=True, nogil=True)
-def _wots_digits(msgw, moff, n, digits):  # noqa: ANN001
+def _wots_digits(msgw, moff, n, digits):
     """Base-16 digits of the n-byte message node (high nibble first) and checksum."""
     len1 = 2 * n
     csum = 0
@@ -257,7 +258,7 @@ def _wots_digits(msgw, moff, n, digits):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True)
-def _fors_roots_x4(tf4, th4, out4, nw, a, k, lane2, indices, sigw, soff, buf, cur):  # noqa: ANN001, E501
+def _fors_roots_x4(tf4, th4, out4, nw, a, k, lane2, indices, sigw, soff, buf, cur):
     """FORS pkFromSig (Algorithm 17) for four trees at a time; roots to ``buf``.
 
     ``cur`` is int64 scratch of 4: each slot's current node index in the ADRS.
@@ -294,7 +295,9 @@ def _fors_roots_x4(tf4, th4, out4, nw, a, k, lane2, indices, sigw, soff, buf, cu
 
 
 @njit(cache=True, nogil=True)
-def _wots_pk_from_sig(tf, state, seed, nw, n, lane0, lane1, keypair, sigw, soff, msgw, moff, buf, out, ooff):  # noqa: ANN001, E501
+def _wots_pk_from_sig(
+    tf, state, seed, nw, n, lane0, lane1, keypair, sigw, soff, msgw, moff, buf, out, ooff
+):
     """Algorithm 8 (wots_pkFromSig): chains from the signature to the top, then T_len."""
     len1 = 2 * n
     length = len1 + 3
@@ -320,7 +323,7 @@ def _wots_pk_from_sig(tf, state, seed, nw, n, lane0, lane1, keypair, sigw, soff,
 
 
 @njit(cache=True, nogil=True)
-def _climb(th, nw, lane2, kind_base, node, noff, idx, authw, aoff, height, tmp):  # noqa: ANN001
+def _climb(th, nw, lane2, kind_base, node, noff, idx, authw, aoff, height, tmp):
     """Authentication-path climb shared by XMSS (Alg. 11) and FORS (Alg. 17).
 
     ``node[noff:]`` is replaced by the root; ``kind_base`` is the index of the leaf in
@@ -342,13 +345,13 @@ def _climb(th, nw, lane2, kind_base, node, noff, idx, authw, aoff, height, tmp):
 
 
 @njit(cache=True, nogil=True)
-def _set_layer_tree(t, nw, lane0, lane1):  # noqa: ANN001
+def _set_layer_tree(t, nw, lane0, lane1):
     t[nw] = lane0
     t[nw + 1] = lane1
 
 
 @njit(cache=True, nogil=True)
-def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):  # noqa: ANN001
+def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):
     """slh_verify (Algorithm 24 around Algorithm 20); lengths were checked by the caller.
 
     ``pk``, ``msg``, ``sig``, ``ctx`` are uint8 arrays; returns True when valid.
@@ -423,6 +426,7 @@ def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):  # noqa: ANN00
     out4 = np.empty(25 * WAYS, dtype=np.uint64)
     scratch = np.empty(2 * WAYS, dtype=np.int64)
     digits = np.empty(length, dtype=np.int64)
+    order = np.empty(length, dtype=np.int64)
     if ways == WAYS:
         _set_lane_x4(tf4, nw, lane0)
         _set_lane_x4(tf4, nw + 1, lane1)
@@ -457,7 +461,7 @@ def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):  # noqa: ANN00
             _set_lane_x4(tf4, nw, lane0)
             _set_lane_x4(tf4, nw + 1, lane1)
             _wots_digits(node, 0, n, digits)
-            _wots_chains_x4(tf4, out4, nw, _adrs_pair(WOTS_HASH, leaf), digits, length, sigw,
+            _wots_chains_x4(tf4, out4, nw, _adrs_pair(WOTS_HASH, leaf), digits, order, length, sigw,
                             sig_off, wots_buf, scratch)  # fmt: skip
             _hash_t(state, seed, nw, lane0, lane1, _adrs_pair(WOTS_PK, leaf), np.uint64(0),
                     wots_buf, length * nw, node, 0)  # fmt: skip

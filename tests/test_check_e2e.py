@@ -1,0 +1,148 @@
+"""End to end on this machine: `qprof check` and `qprof bench --quick` with real backends.
+
+Small sample counts (hidden --budget) keep each test well under a minute. The liboqs
+tests skip when the liboqs shared library is missing; the others use rustcrypto (or
+numba) as the verifier, as `qprof check` does without liboqs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qprof.measure import hwinfo
+
+pytestmark = pytest.mark.slow
+
+
+def _status(name: str):
+    from qprof.verify import available_backends
+
+    return available_backends().get(name)
+
+
+def _cpu() -> int:
+    return max(os.sched_getaffinity(0))
+
+
+def _qprof(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "QPROF_CACHE_DIR": os.environ.get("QPROF_TEST_CACHE", "")}
+    if not env["QPROF_CACHE_DIR"]:
+        env.pop("QPROF_CACHE_DIR")
+    return subprocess.run([sys.executable, "-m", "qprof", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def _check_json(backend: str | None) -> dict:
+    args = ["check", "--profile", "qanum", "--cpus", f"{_cpu()},99", "--json",
+            "--budget", "0.05", "--max-rounds", "5", "--time-limit", "20"]
+    if backend:
+        args += ["--backend", backend]
+    out = _qprof(*args)
+    assert out.returncode in (0, 1), out.stderr
+    data = json.loads(out.stdout)
+    assert data["exit_code"] == out.returncode
+    assert data["covered"] is (out.returncode == 0)
+    assert data["profile"] == "qanum"
+    # CPU 99 does not exist: that CPU is reported, the other one measured.
+    assert "99" in data["aborted_cpus"] and "does not exist" in data["aborted_cpus"]["99"]
+    assert "CPU 99" in out.stderr
+    suites = {r["suite"]: r for r in data["results"]}
+    assert set(suites) == {"ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s",
+                           "SLH-DSA-SHAKE-256s"}
+    for r in data["results"]:
+        assert r["cpu"] == _cpu()
+        assert r["median_ns"] > 0
+        assert r["covered"] is (r["vu_estimate"] <= r["vu_constant"])
+        assert r["margin"] == r["vu_constant"] - r["vu_estimate"]
+        lo, hi = r["vu_ci_95"]
+        assert lo <= hi
+    assert suites["ML-DSA-44"]["vu_estimate"] == 100
+    assert suites["ML-DSA-87"]["vu_constant"] == 290
+    return data
+
+
+@pytest.mark.liboqs
+def test_check_with_liboqs():
+    st = _status("liboqs")
+    if not st or not st.available:
+        pytest.skip(f"liboqs unavailable: {st.reason if st else 'unknown'}")
+    data = _check_json(None)
+    assert {r["backend"] for r in data["results"]} == {"liboqs"}
+
+
+def test_check_without_liboqs_uses_another_backend():
+    st = _status("rustcrypto")
+    if not st or not st.available:
+        pytest.skip(f"rustcrypto unavailable: {st.reason if st else 'unknown'}")
+    data = _check_json("rustcrypto")
+    assert {r["backend"] for r in data["results"]} == {"rustcrypto"}
+
+
+def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
+    liboqs = _status("liboqs")
+    backend = "liboqs" if liboqs and liboqs.available else "rustcrypto"
+    st = _status(backend)
+    if not st or not st.available:
+        pytest.skip(f"{backend} unavailable: {st.reason if st else 'unknown'}")
+    out = tmp_path / "run.jsonl"
+    res = _qprof("bench", "--quick", "--cpus", str(_cpu()), "--suites",
+                 "ML-DSA-44,SLH-DSA-SHAKE-128s", "--backends", backend, "--rounds", "3",
+                 "--max-rounds", "3", "--budget", "0.03", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    from qprof.measure.jsonl import read_run
+
+    run = read_run(out)
+    assert run.problems == []
+    assert run.meta is not None and run.end is not None and run.end.status == "finished"
+    assert run.meta.versions["pyperf"] and run.meta.versions["python"]
+    assert run.meta.cpus and run.meta.cpus[0]["cpu"] == _cpu()
+    assert [e.when for e in run.envs] == ["before", "after"]
+    ops = {(m.suite, m.operation) for m in run.measurements}
+    assert ("ML-DSA-44", "verify") in ops and ("SLH-DSA-SHAKE-128s", "verify") in ops
+    assert ("ML-DSA-44", "verify_invalid") in ops
+    assert ("ML-DSA-44", "keygen") in ops and ("ML-DSA-44", "sign") in ops
+    assert ("SLH-DSA-SHAKE-128s", "sign") not in ops  # "s" signing only with --full
+    assert {m.round for m in run.measurements if m.operation == "verify"} == {0, 1, 2}
+    if backend == "liboqs":
+        assert ("ML-KEM-1024", "kem_decaps") in ops
+        dual = [m for m in run.measurements if m.operation == "dual_shadow"]
+        assert dual and all(m.checks > 0 and m.disagreements == 0 for m in dual)
+        assert run.end.checks > 0 and run.end.disagreements == 0
+    # pyperf's own JSON, beside the run, readable by pyperf itself.
+    m = run.measurements[0]
+    assert m.pyperf_json
+    pyperf_file = out.parent / m.pyperf_json
+    assert pyperf_file.is_file()
+    stats = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(pyperf_file)],
+                           capture_output=True, text=True, timeout=60)
+    assert stats.returncode == 0 and "Median" in stats.stdout
+    report = _qprof("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "## Signature verification and Verify Units" in report.stdout
+
+
+def test_cpu_problems(tmp_path: Path):
+    root = tmp_path
+    for cpu, online in ((0, "1"), (1, "0")):
+        d = root / "sys/devices/system/cpu" / f"cpu{cpu}"
+        d.mkdir(parents=True)
+        (d / "online").write_text(online + "\n")
+    assert "offline" in (hwinfo.cpu_problem(1, root) or "")
+    assert "does not exist" in (hwinfo.cpu_problem(7, root) or "")
+    assert hwinfo.parse_cpus("0,2-3") == [0, 2, 3]
+    assert hwinfo.parse_cpus("all") is None
+    with pytest.raises(ValueError):
+        hwinfo.parse_cpus("3-1")
+    assert hwinfo.format_cpus([0, 1, 2, 5]) == "0-2,5"
+
+
+def test_bad_cpu_list_is_an_error():
+    res = _qprof("check", "--cpus", "x", "--json")
+    assert res.returncode == 2
+    assert json.loads(res.stdout)["error"].startswith("--cpus")

@@ -1,0 +1,123 @@
+"""The engine in-process: records stream to the sink, stop aborts cleanly, progress."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from qprof.measure.config import BenchConfig, ProgressEvent
+from qprof.measure.engine import EngineError, choose_timer, run_bench
+from qprof.measure.records import End, Measurement, Meta, Note
+
+pytestmark = pytest.mark.slow
+
+
+def _backend() -> str:
+    from qprof.verify import available_backends
+
+    st = available_backends()
+    for name in ("liboqs", "rustcrypto"):
+        if st[name].available:
+            return name
+    pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
+
+
+def _config(**kw) -> BenchConfig:
+    base = dict(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
+                backends=[_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,
+                command=["pytest"])
+    base.update(kw)
+    return BenchConfig(**base)
+
+
+def test_stop_aborts_after_the_current_worker():
+    stop = threading.Event()
+    records = []
+
+    def sink(rec):
+        records.append(rec)
+        if isinstance(rec, Measurement):
+            stop.set()  # as the daemon does on shutdown
+
+    events: list[ProgressEvent] = []
+    summary = run_bench(_config(), sink, progress=events.append, stop=stop)
+    assert summary.status == "aborted"
+    assert isinstance(records[0], Meta)
+    end = records[-1]
+    assert isinstance(end, End) and end.status == "aborted"
+    measured = [r for r in records if isinstance(r, Measurement)]
+    assert {m.round for m in measured} == {0}  # the first worker finished, no other started
+    assert events and all(0.0 <= e.fraction <= 1.0 for e in events)
+    assert any(e.cpu is not None and e.suite for e in events)
+
+
+def test_records_stream_and_unknown_cpu_is_a_note():
+    records = []
+    summary = run_bench(_config(cpus=[max(os.sched_getaffinity(0)), 99]), records.append)
+    assert summary.status == "partial"
+    assert 99 in summary.aborted_cpus
+    notes = [r for r in records if isinstance(r, Note) and r.kind == "cpu_aborted"]
+    assert notes and notes[0].cpu == 99 and notes[0].level == "error"
+    rounds = sorted({(m.suite, m.round) for m in records if isinstance(m, Measurement)})
+    assert rounds == [("ML-DSA-44", 0), ("ML-DSA-44", 2), ("ML-DSA-87", 1)]
+    assert isinstance(records[-1], End) and records[-1].status == "partial"
+
+
+def test_bad_names_fail_before_measuring():
+    with pytest.raises(EngineError, match="unknown suite"):
+        run_bench(_config(suites=["ML-DSA-99"]), lambda r: None)
+    with pytest.raises(EngineError, match="unknown backend"):
+        run_bench(_config(backends=["nope"]), lambda r: None)
+    with pytest.raises(EngineError, match="unknown timer"):
+        choose_timer("sundial")
+
+
+def test_auto_timer_follows_load(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/loadavg").write_text("0.05 0.10 0.10 1/100 5\n")
+    assert choose_timer("auto", str(tmp_path)) == ("wall", None)
+    (tmp_path / "proc/loadavg").write_text("3.50 2.00 1.00 4/100 5\n")
+    timer, note = choose_timer("auto", str(tmp_path))
+    assert timer == "cpu" and "busy" in note
+    assert choose_timer("wall", str(tmp_path)) == ("wall", None)
+
+
+def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
+    """Two verifiers that disagree (a stand-in: real ones never have in our runs)."""
+    import qprof.verify
+    from qprof.measure import worker
+    from qprof.measure.fixtures import MESSAGE, Fixture, flip_one_byte
+
+    class Always:
+        def __init__(self, answer: bool) -> None:
+            self.answer = answer
+
+        def verify(self, pk, msg, sig, ctx=b"") -> bool:
+            return self.answer
+
+    answers = {"liboqs": True, "numba": False}
+    monkeypatch.setattr(qprof.verify, "get_verifier", lambda b, s: Always(answers[b]))
+    fx = Fixture("ML-DSA-44", b"p", MESSAGE, b"sig", flip_one_byte(b"sig"), b"", "test")
+    for op, calls, checks in (("dual_shadow", 4, 4), ("dual_enforce", 4, 4)):
+        state = worker.TaskState()
+        task = {"suite": "ML-DSA-44", "backend": "liboqs+numba", "operation": op,
+                "dual": ["liboqs", "numba"]}
+        func = worker.make_time_func(task, {"ML-DSA-44": fx}, state)
+        state.checks = state.disagreements = 0
+        state.examples.clear()
+        assert func(calls) > 0
+        assert state.checks == checks and state.disagreements == checks
+        ex = state.examples[0]
+        assert ex["backends"] == {"liboqs": True, "numba": False}
+        assert ex["signature_hex"] == b"sig".hex() and ex["message_hex"] == MESSAGE.hex()
+    # enforce on an invalid signature: the first verifier rejects, the second is skipped.
+    answers["liboqs"] = False
+    state = worker.TaskState()
+    task = {"suite": "ML-DSA-44", "backend": "liboqs+numba",
+            "operation": "dual_enforce_invalid", "dual": ["liboqs", "numba"]}
+    func = worker.make_time_func(task, {"ML-DSA-44": fx}, state)
+    state.checks = 0
+    func(5)
+    assert state.checks == 0 and state.disagreements == 0 and state.wrong_verdicts == 0

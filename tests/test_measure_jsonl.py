@@ -1,0 +1,59 @@
+"""JSONL runs: records round-trip; bad lines are reported with file:line and skipped."""
+
+from __future__ import annotations
+
+from qprof.measure.jsonl import JsonlSink, read_run
+from qprof.measure.records import End, Measurement, Meta, Note
+
+
+def _meta() -> Meta:
+    return Meta(run_id="r", started_at=1.0, qprof_version="0", command=["qprof", "bench"])
+
+
+def _m(round_: int = 0) -> Measurement:
+    return Measurement(run_id="r", cpu=1, suite="ML-DSA-44", backend="liboqs",
+                       operation="verify", round=round_, n=3, median_ns=10.0, p95_ns=12.0)
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with JsonlSink(path) as sink:
+        for rec in (_meta(), _m(0), Note(run_id="r", level="info", text="x"),
+                    End(run_id="r", finished_at=2.0, status="finished", checks=5)):
+            sink(rec)
+    run = read_run(path)
+    assert run.problems == [] and run.bad_lines == 0
+    assert run.meta is not None and run.meta.command == ["qprof", "bench"]
+    assert len(run.measurements) == 1 and run.measurements[0].median_ns == 10.0
+    assert run.end is not None and run.end.checks == 5
+
+
+def test_bad_lines_are_reported_with_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    good = [_meta().to_json(), _m(0).to_json()]
+    lines = good + [
+        '{"type": "measurement", "run_id": "r"',  # truncated
+        "not json at all",
+        '{"type": "weird"}',
+        '{"type": "measurement", "run_id": "r", "cpu": 1, "suite": "S", "backend": "b", '
+        '"operation": "verify", "round": 0, "n": 1, "median_ns": -5, "p95_ns": 1}',
+        "",
+        _m(1).to_json(),
+        _m(2).to_json()[:40],  # cut mid-line, no end line
+    ]
+    path.write_text("\n".join(lines))
+    run = read_run(path)
+    assert run.bad_lines == 5
+    where = [p.split(": ", 1)[0] for p in run.problems]
+    assert f"{path}:3" in where and f"{path}:4" in where and f"{path}:5" in where
+    assert f"{path}:6" in where and f"{path}:9" in where
+    assert any("median_ns" in p for p in run.problems)
+    assert any("no end line" in p for p in run.problems)
+    assert [m.round for m in run.measurements] == [0, 1]
+
+
+def test_missing_meta_is_a_problem(tmp_path):
+    path = tmp_path / "nometa.jsonl"
+    path.write_text(_m(0).to_json() + "\n")
+    run = read_run(path)
+    assert any("no meta line" in p for p in run.problems)

@@ -1,0 +1,58 @@
+"""Reduction rules: median, p95, round spread, unit drift, bootstrap CI of a ratio."""
+
+from __future__ import annotations
+
+import pytest
+
+from qprof.measure import stats
+
+
+def test_median_and_p95():
+    assert stats.median([3, 1, 2]) == 2
+    assert stats.median([4, 1, 3, 2]) == 2.5
+    values = list(range(1, 101))  # 1..100
+    # linear interpolation between closest ranks: position 0.95 * 99 = 94.05
+    assert stats.p95(values) == pytest.approx(95.05)
+    assert stats.percentile([10, 20], 50) == 15
+    assert stats.p95([7]) == 7
+    with pytest.raises(ValueError):
+        stats.median([])
+    with pytest.raises(ValueError):
+        stats.percentile([1], 101)
+
+
+def test_summary():
+    s = stats.summarize([1.0, 2.0, 3.0, 4.0])
+    assert (s.n, s.median_ns, s.min_ns, s.max_ns, s.mean_ns) == (4, 2.5, 1.0, 4.0, 2.5)
+    assert s.p95_ns == pytest.approx(3.85)
+    assert stats.summarize([5.0]).stdev_ns is None
+
+
+def test_round_spread_and_drift_in_basis_points():
+    # seed 001 Silver ML-DSA-44 rounds 190.6 and 191.2 us: (191.2 - 190.6) / 190.6
+    assert stats.round_spread_bp([190.6, 191.2, 190.9]) == pytest.approx(31.48, abs=0.01)
+    assert stats.round_spread_bp([100.0]) == 0.0
+    assert stats.drift_bp(100.0, 100.53) == pytest.approx(53.0)
+    assert stats.drift_bp(100.0, 99.0) == pytest.approx(-100.0)
+
+
+def test_bootstrap_ratio_ci_is_deterministic_and_brackets_the_ratio():
+    unit = [[100.0 + (i % 7) for i in range(200)] for _ in range(3)]
+    suite = [[290.0 + (i % 11) for i in range(200)] for _ in range(2)]
+    lo, hi = stats.bootstrap_ratio_ci(suite, unit, replicates=300)
+    ratio = stats.median([x for r in suite for x in r]) / stats.median([x for r in unit for x in r])
+    assert lo <= ratio <= hi
+    assert (lo, hi) == stats.bootstrap_ratio_ci(suite, unit, replicates=300)
+    assert hi - lo < 0.1
+
+
+def test_bootstrap_widens_with_drift_between_rounds():
+    flat = [[100.0] * 100, [100.0] * 100, [100.0] * 100]
+    drifting = [[100.0] * 100, [104.0] * 100, [100.0] * 100]
+    suite = [[300.0] * 100, [300.0] * 100]
+    lo1, hi1 = stats.bootstrap_ratio_ci(suite, flat, replicates=300)
+    lo2, hi2 = stats.bootstrap_ratio_ci(suite, drifting, replicates=300)
+    assert hi1 - lo1 == pytest.approx(0.0)
+    assert hi2 - lo2 > 0.05
+    with pytest.raises(ValueError):
+        stats.bootstrap_ratio_ci([], flat)

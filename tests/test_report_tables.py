@@ -1,0 +1,217 @@
+"""A JSONL run built from known samples: every table value of `qprof report` is pinned."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qprof.consensus import load_profile
+from qprof.measure.jsonl import JsonlSink, read_run
+from qprof.measure.records import End, Measurement, Meta, Note
+from qprof.measure.report import fmt_ns, render_report
+from qprof.measure.verdict import evaluate
+
+U = "ML-DSA-44"
+CPU = 2
+
+
+def _m(suite, op, rnd, samples, backend="liboqs", **kw):
+    from qprof.measure import stats
+
+    s = stats.summarize(samples)
+    return Measurement(run_id="r1", cpu=CPU, suite=suite, backend=backend, operation=op,
+                       round=rnd, n=s.n, median_ns=s.median_ns, p95_ns=s.p95_ns,
+                       samples_ns=list(samples), **kw)
+
+
+def records(scale: float = 1.0):
+    def x(values):
+        return [v * scale for v in values]
+
+    meta = Meta(
+        run_id="r1", started_at=1000.0, qprof_version="0.1.0", command=["qprof", "bench"],
+        versions={"liboqs_linked": "0.16.0", "liboqs_python": "0.16.0.1", "python": "3.11.7",
+                  "numba": "0.68.1", "pyperf": "2.11.0"},
+        machine={"cpu_model": "Test SoC", "arch": "aarch64", "kernel": "4.19"},
+        cpus=[{"cpu": CPU, "part_name": "Kryo 4XX Gold", "uarch": "Cortex-A76", "part": "0x804",
+               "hw_max_khz": 2419200, "scaling_max_khz": 1080000, "governor": "schedutil",
+               "capped": True}],
+        profile="qanum",
+        settings={"mode": "default", "rounds": 5, "max_rounds": 9, "nice": 10,
+                  "unit_suite": U},
+    )
+    out = [meta]
+    # A rounds (0, 2, 4): the unit. Pooled median 101 us, round medians 101/102/100 us.
+    for rnd, samples in ((0, [100e3, 101e3, 102e3]), (2, [101e3, 102e3, 103e3]),
+                         (4, [100e3, 100e3, 104e3])):
+        out.append(_m(U, "verify", rnd, x(samples)))
+        out.append(_m(U, "verify_invalid", rnd, x([99e3 - 500 * rnd] * 3)))
+        out.append(_m(U, "dual_enforce", rnd, x([300e3] * 3), backend="liboqs+numba",
+                      checks=3))
+    # B rounds (1, 3): the other suites.
+    b = {
+        "ML-DSA-87": ([283e3, 284e3, 285e3], [286e3, 287e3, 288e3]),
+        "SLH-DSA-SHAKE-128s": ([1.62e6] * 3, [1.64e6] * 3),
+        "SLH-DSA-SHAKE-256s": ([3.50e6] * 3, [3.52e6] * 3),
+    }
+    for suite, (r1, r3) in b.items():
+        out.append(_m(suite, "verify", 1, x(r1)))
+        out.append(_m(suite, "verify", 3, x(r3), capped=(suite == "ML-DSA-87"),
+                      cap_factor=2.24 if suite == "ML-DSA-87" else None))
+        out.append(_m(suite, "dual_enforce", 1, x([3 * v for v in r1]), backend="liboqs+numba"))
+        out.append(_m(suite, "dual_enforce", 3, x([3 * v for v in r3]), backend="liboqs+numba"))
+    out.append(_m(U, "keygen", 5, x([50e3, 60e3])))
+    out.append(_m(U, "sign", 5, x([140e3, 150e3, 400e3])))
+    out.append(_m("ML-KEM-1024", "kem_encaps", 5, x([40e3, 41e3, 42e3])))
+    out.append(Note(run_id="r1", level="warning", text="something to know", kind="x"))
+    out.append(End(run_id="r1", finished_at=1123.0, status="finished", checks=28868))
+    return out
+
+
+def write(path: Path, scale: float = 1.0) -> Path:
+    with JsonlSink(path) as sink:
+        for rec in records(scale):
+            sink(rec)
+    return path
+
+
+@pytest.fixture
+def report(tmp_path):
+    run = read_run(write(tmp_path / "gold.jsonl"))
+    assert run.problems == []
+    return render_report([run], load_profile("qanum"))
+
+
+def row(text: str, first_cell: str) -> list[str]:
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == first_cell:
+            return cells
+    raise AssertionError(f"no row {first_cell!r} in:\n{text}")
+
+
+def section(text: str, title: str) -> str:
+    start = text.index(title)
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def test_formatting():
+    assert fmt_ns(866) == "866 ns"
+    assert fmt_ns(59_000) == "59.0 µs"
+    assert fmt_ns(3_004_000) == "3.00 ms"
+    assert fmt_ns(18_180_000) == "18.18 ms"
+    assert fmt_ns(116_000_000) == "116 ms"
+    assert fmt_ns(3_095_000_000) == "3,095 ms"
+
+
+def test_verify_and_vu_table(report):
+    v = section(report, "## Signature verification and Verify Units (liboqs)")
+    # suite | median (rounds) | VU estimate (CI) | consensus | covered
+    assert row(v, U) == [U, "100.0 µs-102.0 µs", "100", "100", "yes"]
+    r87 = row(v, "ML-DSA-87")
+    assert r87[1] == "284.0 µs-287.0 µs"
+    assert r87[2].split()[0] == "283"  # ceil(100 x 285.5 / 101)
+    assert r87[3:] == ["290", "yes"]
+    r128 = row(v, "SLH-DSA-SHAKE-128s")
+    assert r128[1] == "1.62 ms-1.64 ms"
+    assert r128[2].split()[0] == "1614"  # ceil(100 x 1630 / 101) = ceil(1613.86)
+    assert r128[3:] == ["1600", "no"]
+    r256 = row(v, "SLH-DSA-SHAKE-256s")
+    assert r256[2].split()[0] == "3476" and r256[3:] == ["3600", "yes"]
+    assert "estimate 1614 exceeds the constant 1600 by 14: NOT covered" in v
+
+
+def test_worst_case_block_table(report):
+    w = section(report, "## Worst-case block estimate")
+    # liboqs 2000 x 101 us, dual enforce 2000 x 300 us, reference Silver 2000 x 190.75 us
+    assert row(w, "ML-DSA-44 (2,000)")[1:] == ["202 ms", "600 ms", "382 ms"]
+    assert row(w, "ML-DSA-87 (689)")[1] == "197 ms"  # 689 x 285.5 us = 196.7 ms
+    assert row(w, "SLH-DSA-SHAKE-128s (125)")[1] == "204 ms"  # 125 x 1.63 ms
+    assert row(w, "SLH-DSA-SHAKE-256s (55)")[1] == "193 ms"  # 55 x 3.51 ms
+    assert row(w, "SLH-DSA-SHAKE-256s (55)")[3] == "366 ms"  # reference: 55 x 6.66 ms
+    assert row(w, "SLH-DSA-SHAKE-128s (125)")[2] == "611 ms"  # dual: 125 x 4.89 ms
+    assert "Slowest worst-case block here: 611 ms, 0.81 % of the target" in w
+    assert "of the target block interval (75 s)" in w
+
+
+def test_other_tables(report):
+    inv = section(report, "## Invalid signatures")
+    assert row(inv, U)[1] == "98.0 µs"  # median of round medians 99, 98, 97 us
+    dual = section(report, "## Both verifiers")
+    r = row(dual, U)
+    assert r[1] == "300.0 µs (297 %)"  # vs liboqs 101 us
+    assert r[-1] == "100"
+    assert row(dual, "ML-DSA-87")[-1] == "286"  # ceil(100 x 856.5 / 300)
+    wallet = section(report, "## Key generation and signing")
+    assert row(wallet, U)[1:] == ["55.0 µs (59.5 µs)", "150.0 µs (375.0 µs)"]
+    kem = section(report, "## ML-KEM-1024")
+    assert row(kem, "encapsulate")[1] == "41.0 µs (41.9 µs)"
+
+
+def test_machine_and_notes(report):
+    m = section(report, "## Machine and method")
+    assert row(m, "Core (pinned)")[1] == "2, Kryo 4XX Gold / Cortex-A76, CPU part `0x804`"
+    assert row(m, "Max frequency at start")[1] == "1.08 GHz (capped by the system)"
+    assert row(m, "Run time (whole run)")[1] == "123 s (finished)"
+    assert "liboqs 0.16.0 (liboqs-python 0.16.0.1)" in row(m, "Versions")[1]
+    n = section(report, "## Notes")
+    # invalid rounds 99, 98, 97 us: (99 - 97) / 97 = 206 bp; valid: 100..102 us = 200 bp
+    assert "largest spread between rounds 206 bp (ML-DSA-44 liboqs verify_invalid)" in n
+    assert "ML-DSA-44 (liboqs) at the end vs the start: -99 bp" in n
+    assert ("held at 1.08 GHz instead of 2.42 GHz: absolute times about 2.2× slower; ratios "
+            "measured on the same core at the same time are not affected (rounds 4)") in n
+    assert "28,868 checks with two verifiers, they never disagreed" in n
+    assert "something to know" in n
+
+
+def test_two_files_side_by_side(tmp_path):
+    a = read_run(write(tmp_path / "fast.jsonl"))
+    b = read_run(write(tmp_path / "slow.jsonl", scale=2.0))
+    text = render_report([a, b], load_profile("qanum"))
+    v = section(text, "## Signature verification and Verify Units (liboqs)")
+    header = v.splitlines()[4]
+    assert "fast CPU 2" in header and "slow CPU 2" in header
+    r = row(v, "ML-DSA-87")
+    assert r[1] == "284.0 µs-287.0 µs" and r[2] == "568.0 µs-574.0 µs"
+    assert r[3].startswith("283") and "/ 283" in r[3]  # same ratio on both machines
+
+
+def test_verdict_json_contract(tmp_path):
+    run = read_run(write(tmp_path / "gold.jsonl"))
+    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements)}
+    r, extra = res["ML-DSA-87"]
+    assert (r.cpu, r.backend, r.median_ns, r.vu_estimate, r.vu_constant, r.covered, r.margin) \
+        == (CPU, "liboqs", 285500.0, 283, 290, True, 7)
+    assert r.capped is True and r.cap_factor == 2.24
+    assert extra["rounds"] == 2 and extra["n"] == 6
+    assert r.vu_ci_low <= 283 <= r.vu_ci_high
+    assert res["SLH-DSA-SHAKE-128s"][0].covered is False
+    assert res["SLH-DSA-SHAKE-128s"][0].margin == -14
+
+
+def test_report_command_reports_bad_lines(tmp_path):
+    path = write(tmp_path / "run.jsonl")
+    with path.open("a") as fh:
+        fh.write('{"type": "measurement", "cpu": 2,\n')
+    out = subprocess.run([sys.executable, "-m", "qprof", "report", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    assert f"{path}:{len(records()) + 1}: not valid JSON" in out.stderr
+    assert "input problem" in out.stdout and "| ML-DSA-87 |" in out.stdout
+    missing = subprocess.run([sys.executable, "-m", "qprof", "report", str(tmp_path / "no")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2
+
+
+def test_data_file_with_corrupt_lines_is_read():
+    data = Path(__file__).parent / "data" / "measure" / "corrupt.jsonl"
+    run = read_run(data)
+    assert run.bad_lines == 2
+    assert len(run.measurements) == 2
+    assert all(":" in p for p in run.problems)
+    assert json.loads(data.read_text().splitlines()[0])["type"] == "meta"
