@@ -104,15 +104,22 @@ def bench_level(
 
 
 def profile_level(
-    level: int, clock: Callable[[], float], total_us: float, repeats: int = 200
+    level: int, clock: Callable[[], float], verify: Callable[[], bool], repeats: int = 200
 ) -> dict[str, float]:
     """Median microseconds of each stage of the numba verifier, from its own kernels."""
     import numpy as np
     from numba import njit
 
     from qprof.verify.nb import mldsa as m
+    from qprof.verify.nb.keccak import absorb_final, absorb_init, absorb_update, squeeze_into
     from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
-    from qprof.verify.nb.mldsa_poly import invntt_tomont, ntt
+    from qprof.verify.nb.mldsa_poly import (
+        decode_t1_shifted,
+        decode_z_checked,
+        hints_valid,
+        invntt_tomont,
+        ntt,
+    )
 
     p = m.PARAMS[level]
 
@@ -131,19 +138,38 @@ def profile_level(
                 a[j] = j
 
     @njit(nogil=True)
-    def t_expand(rho, k, l, zhat, acc, st, sm, no, n):  # noqa: ANN001, E741
+    def t_expand(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr, n):  # noqa: ANN001, E741
         for _ in range(n):
-            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no)
+            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr)
 
     @njit(nogil=True)
-    def t_mu(pk, ctx, msg, state, mu, n):  # noqa: ANN001
+    def t_mu(tr, ctx, msg, state, mu, n):  # noqa: ANN001
         for _ in range(n):
-            m._hash_mu(pk, ctx, msg, state, mu)
+            m._hash_mu(tr, ctx, msg, state, mu)
 
     @njit(nogil=True)
     def t_ball(ct, tau, state, block, c, n):  # noqa: ANN001
         for _ in range(n):
             sample_in_ball(ct, tau, state, block, c)
+
+    @njit(nogil=True)
+    def t_decode(sig, pk, k, l, cb, g1, omega, zh, t1, n):  # noqa: ANN001, E741
+        zbytes = 32 * (g1 + 1)
+        for _ in range(n):
+            hints_valid(sig, cb + l * zbytes, k, omega)
+            for s in range(l):
+                decode_z_checked(sig, cb + s * zbytes, g1, 1 << g1, zh[s])
+            for r in range(k):
+                decode_t1_shifted(pk, 32 + 320 * r, t1)
+
+    @njit(nogil=True)
+    def t_c_tilde(mu, w1_packed, cb, state, out, n):  # noqa: ANN001
+        for _ in range(n):
+            pos = absorb_init(state)
+            pos = absorb_update(state, 136, pos, mu)
+            pos = absorb_update(state, 136, pos, w1_packed)
+            absorb_final(state, 136, pos)
+            squeeze_into(state, out, 0, cb)
 
     a = np.arange(256, dtype=np.int32)
     zhat = np.ones((p.l, 256), np.int32)
@@ -168,22 +194,47 @@ def profile_level(
             best.append((clock() - start) / n * 1e6)
         return statistics.median(best)
 
+    def verify_n(n: int) -> None:
+        for _ in range(n):
+            verify()
+
+    total_us = per_call(verify_n, repeats // 10)
     ntt_us = per_call(lambda n: t_ntt(a, n), repeats)
     invntt_us = per_call(lambda n: t_invntt(a, n), repeats)
-    expand_us = per_call(
-        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st4, sampled, nonces, n),
+    tr = np.empty(64, np.uint8)
+    expand_tr_us = per_call(
+        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st4, sampled, nonces, pk, tr, True, n),
         repeats // 10,
     )
-    mu_us = per_call(lambda n: t_mu(pk, CONTEXT, MESSAGE, state, mu, n), repeats)
+    expand_us = per_call(
+        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st4, sampled, nonces, pk, tr, False, n),
+        repeats // 10,
+    )
+    mu_us = per_call(lambda n: t_mu(tr, CONTEXT, MESSAGE, state, mu, n), repeats)
     ball_us = per_call(lambda n: t_ball(ct, p.tau, state, block, c_poly, n), repeats)
+    sig = bytes(p.signature_bytes)
+    decode_us = per_call(
+        lambda n: t_decode(
+            sig, pk, p.k, p.l, p.c_tilde_bytes, p.gamma1_bits, p.omega, zhat, c_poly, n
+        ),
+        repeats,
+    )
+    w1_packed = np.zeros(p.k * (128 if p.gamma2 == (8380417 - 1) // 32 else 192), np.uint8)
+    c_tilde_us = per_call(
+        lambda n: t_c_tilde(mu, w1_packed, p.c_tilde_bytes, state, block, n), repeats
+    )
     stages = {
         "ExpandA (x4 SHAKE128) + A*z MAC": expand_us,
+        "tr = H(pk) in way 3 of ExpandA's batches": expand_tr_us - expand_us,
         f"NTT x{p.l + 1 + p.k} (z, c, t1)": ntt_us * (p.l + 1 + p.k),
         f"NTT^-1 x{p.k}": invntt_us * p.k,
-        "tr + mu (SHAKE256)": mu_us,
+        "mu (SHAKE256)": mu_us,
         "SampleInBall": ball_us,
+        "sigDecode + pkDecode (checks)": decode_us,
+        "c~' = H(mu || w1Encode(w1))": c_tilde_us,
     }
-    stages["rest (decode, c~' hash, UseHint, call)"] = total_us - sum(stages.values())
+    stages["rest (pointwise, UseHint, allocs, call)"] = total_us - sum(stages.values())
+    stages["total (mldsa_verify, same conditions)"] = total_us
     return stages
 
 
@@ -236,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                     cols.append(f"{'-':>8s} {'-':>8s}")
             print(" ".join(cols))
         if args.profile:
-            stages = profile_level(level, clock, statistics.median(samples["numba"]) * 1e6)
+            stages = profile_level(level, clock, _verifiers(level, None)["numba"])
             for stage, us in stages.items():
                 print(f"    {stage:34s} {us:8.1f} us")
     return 0

@@ -119,6 +119,12 @@ def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
     assert m.pyperf_json
     pyperf_file = out.parent / m.pyperf_json
     assert pyperf_file.is_file()
+    import pyperf
+
+    bench = pyperf.BenchmarkSuite.load(str(pyperf_file)).get_benchmark(
+        f"ML-DSA-44/{backend}/verify")
+    # Rounds 0 and 2 (A) ran in one process: one pyperf run each, round in its metadata.
+    assert sorted(r.get_metadata()["qprof_round"] for r in bench.get_runs()) == [0, 2]
     stats = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(pyperf_file)],
                            capture_output=True, text=True, timeout=60)
     assert stats.returncode == 0 and "Median" in stats.stdout

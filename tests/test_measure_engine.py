@@ -42,7 +42,7 @@ def test_stop_aborts_after_the_current_worker():
             stop.set()  # as the daemon does on shutdown
 
     events: list[ProgressEvent] = []
-    summary = run_bench(_config(), sink, progress=events.append, stop=stop)
+    summary = run_bench(_config(rounds_per_worker=1), sink, progress=events.append, stop=stop)
     assert summary.status == "aborted"
     assert isinstance(records[0], Meta)
     end = records[-1]
@@ -63,6 +63,8 @@ def test_records_stream_and_unknown_cpu_is_a_note():
     rounds = sorted({(m.suite, m.round) for m in records if isinstance(m, Measurement)})
     assert rounds == [("ML-DSA-44", 0), ("ML-DSA-44", 2), ("ML-DSA-87", 1)]
     assert isinstance(records[-1], End) and records[-1].status == "partial"
+    # All three rounds ran in one worker process: one pyperf benchmark per round.
+    assert all(m.pyperf_json is None for m in records if isinstance(m, Measurement))
 
 
 def test_bad_names_fail_before_measuring():

@@ -56,3 +56,14 @@ def test_bootstrap_widens_with_drift_between_rounds():
     assert hi2 - lo2 > 0.05
     with pytest.raises(ValueError):
         stats.bootstrap_ratio_ci([], flat)
+
+
+def test_vu_by_round_uses_the_neighbouring_unit_rounds():
+    from qprof.measure.reduce import Reduced, vu_by_round
+
+    def red(medians):
+        return Reduced(0, "S", "b", "verify", 1, 1.0, 1.0, medians, 0.0)
+
+    unit = red({0: 100.0, 2: 110.0, 4: 120.0})
+    suite = red({1: 210.0, 3: 230.0})
+    assert vu_by_round(suite, unit) == {1: 200.0, 3: 200.0}  # drift cancels out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,7 +42,7 @@ def test_keccak_f1600_zero_state_known_answer() -> None:
 
 
 @pytest.mark.parametrize(("rate", "ref"), [(168, hashlib.shake_128), (136, hashlib.shake_256)])
-def test_streaming_absorb_and_squeeze_blocks(rate: int, ref) -> None:  # noqa: ANN001
+def test_streaming_absorb_and_squeeze_blocks(rate: int, ref: Callable[..., Any]) -> None:
     state = np.zeros(25, dtype=np.uint64)
     for length in (0, 34, rate - 1, rate, rate + 1, 3 * rate + 5):
         data = _data(length)
@@ -52,7 +54,7 @@ def test_streaming_absorb_and_squeeze_blocks(rate: int, ref) -> None:  # noqa: A
 
 
 @pytest.mark.parametrize(("rate", "ref"), [(168, hashlib.shake_128), (136, hashlib.shake_256)])
-def test_absorb2_equals_concatenation(rate: int, ref) -> None:  # noqa: ANN001
+def test_absorb2_equals_concatenation(rate: int, ref: Callable[..., Any]) -> None:
     state = np.zeros(25, dtype=np.uint64)
     for split_a, split_b in ((0, 0), (3, 31), (32, 2), (rate - 1, 9), (rate, rate + 3), (5, 0)):
         a, b = _data(split_a), _data(split_b + 1000)[:split_b]
@@ -68,3 +70,32 @@ def test_squeeze_block_stops_at_end_of_output() -> None:
     out = np.zeros(100, dtype=np.uint8)
     keccak.squeeze_block(state, 136, out, 0)  # only 100 bytes fit
     assert out.tobytes() == hashlib.shake_256(_data(10).tobytes()).digest(100)
+
+
+def test_four_way_permutation_matches_four_scalar_ones() -> None:
+    from numba import njit
+
+    from qprof.verify.nb.keccak_ir import WAYS, keccak_x4
+
+    @njit
+    def permute_x4(src: np.ndarray, dst: np.ndarray) -> None:
+        keccak_x4(src, dst, keccak.ROUND_CONSTANTS)
+
+    rng = np.random.default_rng(4)
+    states = rng.integers(0, 2**64 - 1, size=(25, WAYS), dtype=np.uint64, endpoint=True)
+    out = np.zeros(25 * WAYS, dtype=np.uint64)
+    permute_x4(np.ascontiguousarray(states).reshape(-1), out)
+    for j in range(WAYS):
+        expected = np.ascontiguousarray(states[:, j])
+        keccak.keccak_f1600(expected)
+        assert np.array_equal(out.reshape(25, WAYS)[:, j], expected)
+    in_place = np.ascontiguousarray(states).reshape(-1).copy()
+    permute_x4(in_place, in_place)  # src and dst may be the same array
+    assert np.array_equal(in_place, out)
+
+
+def test_non_contiguous_state_is_refused_at_compile_time() -> None:
+    from numba.core.errors import TypingError
+
+    with pytest.raises(TypingError, match="C-contiguous uint64"):
+        keccak.keccak_f1600(np.zeros(50, dtype=np.uint64)[::2])

@@ -15,7 +15,13 @@ import pytest
 
 from qprof.verify.nb.keccak import keccak_f1600
 from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
-from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, absorb_seeds_x4, rej_sample_block
+from qprof.verify.nb.mldsa_expand import (
+    SAMPLE_SLACK,
+    absorb_seeds_x4,
+    expand_a_times_z,
+    rej_sample_block,
+    sample_in_ball,
+)
 from qprof.verify.nb.mldsa_keccak4 import keccak_f1600_x4
 from qprof.verify.nb.mldsa_poly import Q, invntt_tomont, montgomery_reduce, ntt
 
@@ -77,7 +83,8 @@ def test_expand_a_streams_match_hashlib() -> None:
     rho = bytes(range(32))
     nonces = np.array([0x0000, 0x0102, 0x0301, 0x0706], dtype=np.int64)
     state = np.empty(100, dtype=np.uint64)
-    absorb_seeds_x4(state, np.frombuffer(rho, dtype=np.uint8), nonces)
+    absorb_seeds_x4(state, np.frombuffer(rho, dtype=np.uint8), nonces, 4)
+    keccak_f1600_x4(state)
     sampled = np.zeros((4, 256 + SAMPLE_SLACK), dtype=np.int32)
     counts = [0, 0, 0, 0]
     while min(counts) < 256:
@@ -89,6 +96,44 @@ def test_expand_a_streams_match_hashlib() -> None:
         n = int(nonces[way])
         expected = _rej_ntt_poly_reference(rho + bytes([n & 0xFF, n >> 8]))
         assert sampled[way, :256].tolist() == expected
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tr_rides_along_expand_a(level: int) -> None:
+    # tr = SHAKE256(pk, 64) computed in way 3 of the ExpandA batches; the matrix
+    # product must not depend on whether tr is computed.
+    params = PARAMS[level]
+    rng = np.random.default_rng(level)
+    pk = rng.integers(0, 256, size=params.public_key_bytes, dtype=np.uint8).tobytes()
+    rho = np.frombuffer(pk[:32], dtype=np.uint8)
+    zhat = rng.integers(-(Q - 1), Q - 1, size=(params.l, 256)).astype(np.int32)
+    results = []
+    for want_tr in (True, False):
+        acc = np.empty((params.k, 256), dtype=np.int64)
+        tr = np.zeros(64, dtype=np.uint8)
+        expand_a_times_z(
+            rho,
+            params.k,
+            params.l,
+            zhat,
+            acc,
+            np.empty(100, dtype=np.uint64),
+            np.empty((4, 256 + SAMPLE_SLACK), dtype=np.int32),
+            np.empty(4, dtype=np.int64),
+            pk,
+            tr,
+            want_tr,
+        )
+        results.append(acc)
+        if want_tr:
+            assert tr.tobytes() == hashlib.shake_256(pk).digest(64)
+    assert np.array_equal(results[0], results[1])
+    # Entry (r, s) of A * z for one row, from the hashlib reference sampler.
+    expected = np.zeros(256, dtype=np.int64)
+    for col in range(params.l):
+        a = np.array(_rej_ntt_poly_reference(pk[:32] + bytes([col, 1])), dtype=np.int64)
+        expected += a * zhat[col].astype(np.int64)
+    assert np.array_equal(results[0][1], expected)
 
 
 def test_rejection_path_keeps_only_candidates_below_q() -> None:
@@ -112,6 +157,34 @@ def test_rejection_path_keeps_only_candidates_below_q() -> None:
             assert counts[way] == start[way] + len(kept)
             assert sampled[way, start[way] : counts[way]].tolist() == kept
     assert hit_rare_path
+
+
+def _sample_in_ball_reference(seed: bytes, tau: int) -> list[int]:
+    stream = hashlib.shake_256(seed).digest(4096)
+    signs = int.from_bytes(stream[:8], "little")
+    pos = 8
+    c = [0] * 256
+    for i in range(256 - tau, 256):
+        while stream[pos] > i:
+            pos += 1
+        j = stream[pos]
+        pos += 1
+        c[i] = c[j]
+        c[j] = -1 if signs & 1 else 1
+        signs >>= 1
+    return c
+
+
+@pytest.mark.parametrize("tau", [39, 49, 60, 200])
+def test_sample_in_ball_matches_reference(tau: int) -> None:
+    # tau = 200 needs several SHAKE256 blocks, exercising the refill path.
+    state = np.empty(25, dtype=np.uint64)
+    block = np.empty(136, dtype=np.uint8)
+    c = np.empty(256, dtype=np.int32)
+    for n in range(20):
+        seed = hashlib.sha512(bytes([tau, n])).digest()[: 32 + n]
+        sample_in_ball(np.frombuffer(seed, dtype=np.uint8), tau, state, block, c)
+        assert c.tolist() == _sample_in_ball_reference(seed, tau)
 
 
 def test_ntt_product_is_negacyclic_product() -> None:
@@ -260,8 +333,9 @@ def test_wrong_lengths_and_contexts(level: int, signed: dict) -> None:
     assert not mldsa_verify(level, pk, msg, sig, bytes(256))
     other = {44: 65, 65: 87, 87: 44}[level]
     assert not mldsa_verify(other, pk, msg, sig, ctx)
-    # bytearray and memoryview are accepted like bytes.
+    # bytearray and memoryview are accepted like bytes, numpy integers like int.
     assert mldsa_verify(level, bytearray(pk), memoryview(msg), bytearray(sig), ctx)
+    assert mldsa_verify(np.int64(level), pk, msg, sig, ctx)
 
 
 def test_context_of_255_bytes_accepted_256_rejected() -> None:
@@ -277,6 +351,8 @@ def test_context_of_255_bytes_accepted_256_rejected() -> None:
     "args",
     [
         (43, b"", b"", b""),
+        (True, bytes(1312), b"", bytes(2420)),
+        ([44], bytes(1312), b"", bytes(2420)),
         ("44", bytes(1312), b"", bytes(2420)),
         (44, None, b"", bytes(2420)),
         (44, bytes(1312), "text", bytes(2420)),

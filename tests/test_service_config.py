@@ -42,6 +42,7 @@ def test_file_then_flags_win(tmp_path: Path) -> None:
     ("bogus = 1", "unknown key 'bogus'"),
     ("listen = '127.0.0.1'", "HOST:PORT"),
     ("quick = 1", "quick must be true or false"),
+    ("cpus = 'big'", "cpus: expected 'clusters', 'all' or a list"),
 ])
 def test_bad_file_names_the_key(tmp_path: Path, text: str, match: str) -> None:
     conf = tmp_path / "bad.toml"

@@ -55,9 +55,9 @@ def test_table_lists_big_little_cores_with_designs_and_caps() -> None:
             assert (gold[5], gold[6], gold[7]) == ("1.08", "1.08/2.42", "⚠ cap ×2.24 policy")
             assert all(r[4] == "schedutil" for r in rows)
             # A snapshot of another machine: no costs, and the panel says why.
-            assert app.frame is not None and "not measured on this machine" in (
+            assert app.frame is not None and "costs not measured here" in (
                 app.frame.coverage_note or "")
-            assert all(r[6] == "not measured yet" for r in coverage_rows(app))
+            assert all(r[6] == "not measured here" for r in coverage_rows(app))
             assert len(coverage_rows(app)) == 8  # 4 suites × 2 clusters, never hidden
 
     run(scenario())
@@ -192,3 +192,81 @@ def test_bad_root_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture
     assert qprof_main(["monitor", "--root", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qprof monitor:") and "Traceback" not in err
+
+
+TINY_PROFILE = Path(__file__).resolve().parent / "fixtures" / "tui" / "tiny-profile.toml"
+
+
+@pytest.mark.timeout(120)
+def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
+    """Standalone on this machine: `b` runs the real engine (pyperf workers) in a thread
+    worker, the progress bar shows, and the result lands in the store and the panel."""
+    from qprof.verify import backend_status
+
+    status = backend_status("liboqs")
+    if not status.available:
+        pytest.skip(status.reason)
+    db = tmp_path / "monitor.db"
+    config = frozen_config(Path("/"), store=db, profile=str(TINY_PROFILE), live=True,
+                           measure_mode="quick")
+
+    async def scenario() -> None:
+        app = MonitorApp(config)
+        seen_progress: list[str] = []
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            cpu = app.query_one(CoreTable).selected_cpu()
+            await pilot.press("b")
+            assert app.measuring_cpu == cpu
+            # The UI keeps answering while the engine works: help opens and closes.
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            for _ in range(900):  # bounded: at most ~90 s
+                if app.progress is not None:
+                    seen_progress.append(app.progress.item)
+                if app.measuring_cpu is None:
+                    break
+                await pilot.pause(0.1)
+            assert app.measuring_cpu is None, "measurement did not finish"
+            assert seen_progress
+            app.refresh_frame()
+            rows = {r[0]: r for r in coverage_rows(app)}
+            assert rows["ML-DSA-44"][3] == "100" and rows["ML-DSA-44"][6] == "✓ yes"
+            assert rows["ML-DSA-87"][6] in ("✓ yes", "✗ NO")  # measured, whichever it is
+            assert any(a.kind == "measured" for a in app.frame.alerts), app.frame.alerts
+        from qprof.service.store import Store
+
+        stored = Store(db, readonly=True).latest_measurements(cpu=cpu, backend="liboqs")
+        assert {m.suite for m in stored} >= {"ML-DSA-44", "ML-DSA-87"}
+
+    run(scenario())
+
+
+def test_attaches_to_a_daemon_store_and_lists_alerts_newest_first(tmp_path: Path) -> None:
+    from qprof.service.alerts import Alert
+    from qprof.service.store import Store
+
+    root = fixture_root(BIG_LITTLE)
+    db = seed_store(tmp_path / "qprof.db", cpu=2)  # the daemon's file name in its state dir
+    store = Store(db)
+    store.add_alert(Alert(ts=1_764_500_000.0, kind="cap_started", severity="warning",
+                          message="max 1.08 of 2.42 GHz (policy)", cpu=6))
+    store.add_alert(Alert(ts=1_764_500_600.0, kind="coverage_lost", severity="critical",
+                          message="SLH-DSA-SHAKE-128s 1576 > 1200", cluster=0))
+    store.close()
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root, state_dir=tmp_path))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            assert app.collector.sources.mode == "daemon"
+            assert app.frame.machine.source.startswith(f"daemon store {db}")
+            assert not app.collector.measurable  # another machine's topology: no `b`
+            kinds = [a.kind for a in app.frame.alerts]
+            assert kinds[:2] == ["coverage_lost", "cap_started"]
+            assert app.frame.alerts[0].where == "cluster 0"
+            slh = next(r for r in coverage_rows(app) if r[0] == "SLH-128s")
+            assert slh[6] == "✗ NO"
+
+    run(scenario())

@@ -30,6 +30,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     # Seconds per (suite, backend, operation) per round, and a cap on rounds: for tests.
     parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--max-rounds", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int,
+                        help="base A/B/A/B/A rounds (odd; default: the mode's)")
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +46,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     speed.add_argument("--quick", action="store_true", help="small sample counts (~1 min)")
     speed.add_argument("--full", action="store_true",
                        help="more samples, and SLH-DSA 's' signing (~1 s per signature)")
-    parser.add_argument("--rounds", type=int, help="base A/B rounds (odd; default 5)")
     parser.add_argument("--no-adaptive", action="store_true",
                         help="do not add rounds while an estimate is unsure")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl",
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{out}: {summary.status}, {len(summary.measurements)} measurements on CPU "
           f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
     if pyperf_dir.is_dir():
-        print(f"pyperf JSON per round: {pyperf_dir}/ (python -m pyperf stats FILE)")
+        print(f"pyperf JSON per worker process: {pyperf_dir}/ (python -m pyperf stats FILE)")
     if summary.checks:
         print(f"{summary.checks:,} checks with two verifiers, "
               f"{summary.disagreements} disagreements")

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         cpus=cpus, backends=[args.backend] if args.backend else None, mode="check",
         profile=str(profile.path), time_limit_s=args.time_limit, root=args.root,
         timer=args.timer, command=["qprof", "check", *sys.argv[2:]],
-        budget_s=args.budget, max_rounds=args.max_rounds,
+        budget_s=args.budget, max_rounds=args.max_rounds, rounds=args.rounds,
     )
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
@@ -132,9 +132,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {n}")
     for r, extra in evaluated:
         cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
+        by_round = list((extra.get("vu_by_round") or {}).values())
+        rounds_vu = (f", per-round VU {min(by_round):.0f}-{max(by_round):.0f}"
+                     if by_round else "")
         print(f"CPU {r.cpu} {r.suite:<20} median {_ms(r.median_ns):>10}  "
-              f"{extra['rounds']} rounds, spread {extra['spread_bp']:.0f} bp  "
+              f"{extra['rounds']} rounds, spread {extra['spread_bp']:.0f} bp{rounds_vu}  "
               f"{r.verdict}{cap}")
+    noisy = [(r, x) for r, x in evaluated
+             if r.suite.startswith("ML-DSA") and x["spread_bp"] > 100 and x["vu_estimate_p10"]]
+    if noisy:
+        print("busy machine (ML-DSA round spread above 100 bp); estimates from the 10th "
+              "percentile, i.e. the speed when nothing else ran: " + ", ".join(
+                  f"{r.suite} {x['vu_estimate_p10']}" for r, x in evaluated
+                  if r.suite != profile.unit_suite and x["vu_estimate_p10"]))
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
         print(f"CPU {cpu}: " + cap_text(None, None, factor))

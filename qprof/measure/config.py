@@ -33,12 +33,12 @@ class ModeSettings:
 
 MODE_SETTINGS: dict[str, ModeSettings] = {
     # Only what the verdict needs: verify, adaptive rounds until the estimate is sure.
-    "check": ModeSettings(("verify",), 0.6, 0.0, 30, 4000, 5, 9, False),
+    "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 5, 25, False),
     "quick": ModeSettings(
         VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.12, 0.1, 15, 1000, 5, 5, False
     ),
     "default": ModeSettings(
-        VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.6, 0.4, 30, 4000, 5, 9, False
+        VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.4, 0.3, 30, 4000, 5, 7, False
     ),
     "full": ModeSettings(
         VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 1.5, 1.0, 50, 5000, 5, 11, True
@@ -57,6 +57,9 @@ class BenchConfig:
     profile: str | None = None  # name or path; gives suites, unit and constants
     dual: tuple[str, str] | None = None  # None: liboqs + numba (or rustcrypto) when possible
     rounds: int | None = None  # base rounds (odd: A/B/.../A); None: the mode's
+    # Rounds one worker process measures (None: all base rounds in one process; extra
+    # B/A pairs get a process each). Fine interleaving keeps machine drift out of ratios.
+    rounds_per_worker: int | None = None
     max_rounds: int | None = None
     adaptive: bool = True
     budget_s: float | None = None

@@ -2,11 +2,14 @@
 
 ``run_bench(config, sink, progress, stop)``: for each selected CPU, one after the other
 (one heavy job at a time), run A/B/A/B/A rounds - A the unit suite, B the other suites -
-each round in its own pyperf worker process pinned to that CPU under nice 10
-(:mod:`qprof.measure.worker`), read pyperf's JSON back and send one ``Measurement`` per
-(suite, backend, operation, round) to ``sink`` as soon as the round finishes. After the
-base rounds, B/A pairs are added while the Verify-Unit ratio is not yet sure (bootstrap
-CI) or the ML-DSA round spread is large, up to ``max_rounds`` or the time limit.
+in pyperf worker processes pinned to that CPU under nice 10 (:mod:`qprof.measure.worker`;
+by default the base rounds share one process, each round being one pyperf *run* of each
+benchmark, so the interleaving is fine-grained and the process start-up, ~0.5-1 s with
+numba and liboqs, is paid once). pyperf's JSON is read back and one ``Measurement`` per
+(suite, backend, operation, round) goes to ``sink`` as soon as its worker finishes. After
+the base rounds, B/A pairs (one process each) are added while a Verify-Unit ratio is not
+yet sure (bootstrap CI straddling the constant or wider than ``target_ci_bp``) or an
+ML-DSA round spread exceeds ``max_spread_bp``, up to ``max_rounds`` or the time limit.
 Keygen/sign/KEM timings run in one more worker after the rounds.
 
 ``stop`` set: the current worker finishes, nothing new starts, ``End(status="aborted")``.
@@ -225,12 +228,17 @@ class Plan:
 
 
 class FreqWatch:
-    """Samples one CPU's frequency/cap while a worker runs; records go to the sink."""
+    """Samples one CPU's frequency/cap while a worker runs; records go to the sink.
+
+    A worker measures several rounds; the engine calls :meth:`set_round` as the worker
+    reports each task, so a cap that comes or goes mid-run marks only its rounds.
+    """
 
     def __init__(self, root: str, cpu: int, run_id: str, emit: Sink) -> None:
         self.root, self.cpu, self.run_id, self.emit = root, cpu, run_id, emit
         self.round: int | None = None
-        self.samples: list[hwinfo.CpuFreq] = []
+        self.samples: list[tuple[int | None, hwinfo.CpuFreq]] = []
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -238,7 +246,9 @@ class FreqWatch:
         f = hwinfo.frequencies(self.root, [self.cpu]).get(self.cpu)
         if f is None:
             return
-        self.samples.append(f)
+        with self._lock:
+            rnd = self.round
+            self.samples.append((rnd, f))
         if f.cur_khz is None and f.max_khz is None and f.hw_max_khz is None:
             return  # nothing to record (e.g. a VM without cpufreq)
         self.emit(
@@ -251,7 +261,7 @@ class FreqWatch:
                 hw_max_khz=f.hw_max_khz,
                 capped=f.capped,
                 cause=f.cause,
-                round=self.round,
+                round=rnd,
             )
         )
 
@@ -263,16 +273,21 @@ class FreqWatch:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
+    def set_round(self, round_index: int) -> None:
+        if round_index != self.round:
+            with self._lock:
+                self.round = round_index
+            self.sample()
+
     def _loop(self) -> None:
         while not self._stop.wait(FREQ_INTERVAL_S):
             self.sample()
 
-    def finish(self) -> tuple[bool | None, float | None, hwinfo.CpuFreq | None]:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
-        self.sample()
-        known = [s for s in self.samples if s.capped is not None]
+    @staticmethod
+    def _summarize(
+        samples: list[hwinfo.CpuFreq],
+    ) -> tuple[bool | None, float | None, hwinfo.CpuFreq | None]:
+        known = [s for s in samples if s.capped is not None]
         if not known:
             return None, None, None
         capped = [s for s in known if s.capped]
@@ -280,6 +295,21 @@ class FreqWatch:
             return False, None, None
         worst = max(capped, key=lambda s: s.cap_factor or 0.0)
         return True, worst.cap_factor, worst
+
+    def finish(self) -> tuple[bool | None, float | None, hwinfo.CpuFreq | None]:
+        """Stop sampling; the cap state over the whole worker."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.sample()
+        return self._summarize([f for _r, f in self.samples])
+
+    def by_round(self) -> dict[int, tuple[bool | None, float | None, hwinfo.CpuFreq | None]]:
+        rounds: dict[int, list[hwinfo.CpuFreq]] = {}
+        for rnd, f in self.samples:
+            if rnd is not None:
+                rounds.setdefault(rnd, []).append(f)
+        return {rnd: self._summarize(fs) for rnd, fs in rounds.items()}
 
 
 # ---------------------------------------------------------------- meta
@@ -406,6 +436,9 @@ class _Run:
         self.work_done = 0.0
         self.python = config.python or sys.executable
         self.round_seconds: list[float] = []  # wall time of each worker, for the time limit
+        self.round_budgets: list[float] = []  # what each worker was planned to take
+        # Values per round, fixed by the first round of each (cpu, suite, backend, op).
+        self.fixed_n: dict[tuple[int, str, str, str], int] = {}
 
     # -- output
     def emit(self, record: Record) -> None:
@@ -504,6 +537,7 @@ class _Run:
                 good_cpus.append(cpu)
 
         workdir = Path(tempfile.mkdtemp(prefix="qprof-run-"))
+        failure = None
         try:
             if good_cpus and not self.stop.is_set():
                 fixtures = self._fixtures(plan, workdir)
@@ -513,12 +547,17 @@ class _Run:
                         if self.stop.is_set():
                             break
                         self._measure_cpu(plan, cpu, workdir)
+        except Exception as exc:  # end the run with a reason rather than a missing End
+            failure = f"internal error: {type(exc).__name__}: {exc}"
+            self.note("error", "engine_error", failure)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
         self.emit(Env(self.run_id, "after", time.time(), hwinfo.env_snapshot(cfg.root)))
         s = self.summary
-        if self.stop.is_set():
+        if failure:
+            s.status, s.reason = "aborted", failure
+        elif self.stop.is_set():
             s.status, s.reason = "aborted", "stopped on request"
         elif not good_cpus or len(s.aborted_cpus) == len(cpus):
             s.status = "aborted"
@@ -576,7 +615,9 @@ class _Run:
         a = sum(t["budget_s"] for t in plan.verify_tasks([plan.unit]))
         b = sum(t["budget_s"] for t in plan.verify_tasks(plan.others))
         rounds = plan.rounds
-        per_cpu = (rounds + 1) // 2 * a + rounds // 2 * b + rounds * SPAWN_COST_S
+        per_worker = max(1, self.config.rounds_per_worker or rounds)
+        workers = -(-rounds // per_worker)
+        per_cpu = (rounds + 1) // 2 * a + rounds // 2 * b + workers * SPAWN_COST_S
         w = plan.wallet_tasks()
         if w:
             per_cpu += sum(t["budget_s"] for t in w) + SPAWN_COST_S
@@ -584,23 +625,31 @@ class _Run:
 
     # -- one CPU
     def _measure_cpu(self, plan: Plan, cpu: int, workdir: Path) -> None:
+        """A/B/A/B/A rounds, several per worker process; extra B/A pairs while unsure."""
         cfg = self.config
         watch = FreqWatch(cfg.root, cpu, self.run_id, self.emit)
         a_tasks = plan.verify_tasks([plan.unit])
         b_tasks = plan.verify_tasks(plan.others)
         round_caps: dict[int, tuple[bool | None, float | None]] = {}
         mine: list[Measurement] = []
+        per_worker = max(1, cfg.rounds_per_worker or plan.rounds)
         r = 0
         target = plan.rounds
         while r < target:
             if self.stop.is_set():
                 return
-            tasks = a_tasks if r % 2 == 0 else b_tasks
+            block = list(range(r, min(target, r + per_worker)))
+            tasks = [
+                dict(t, round=k, n=self.fixed_n.get((cpu, t["suite"], t["backend"],
+                                                      t["operation"])))
+                for k in block for t in (a_tasks if k % 2 == 0 else b_tasks)
+            ]
             if tasks:
-                ok = self._run_worker(plan, cpu, r, target, tasks, workdir, watch, round_caps, mine)
+                ok = self._run_worker(plan, cpu, block, target, tasks, workdir, watch,
+                                      round_caps, mine)
                 if not ok:
                     return
-            r += 1
+            r = block[-1] + 1
             if (
                 r == target
                 and cfg.adaptive
@@ -609,24 +658,25 @@ class _Run:
                 and self._time_left(a_tasks, b_tasks)
             ):
                 self.work_total += sum(t["budget_s"] for t in a_tasks + b_tasks)
-                self.work_total += 2 * SPAWN_COST_S
+                self.work_total += SPAWN_COST_S
                 target += 2
         self.summary.rounds[cpu] = r
         self._drift_and_cap_notes(plan, cpu, mine, round_caps)
-        wallet = plan.wallet_tasks()
+        wallet = [dict(t, round=r) for t in plan.wallet_tasks()]
         if wallet and not self.stop.is_set():
-            self._run_worker(plan, cpu, r, r + 1, wallet, workdir, watch, round_caps, mine)
+            self._run_worker(plan, cpu, [r], r + 1, wallet, workdir, watch, round_caps, mine)
 
     def _time_left(self, a_tasks: list, b_tasks: list) -> bool:
         """Would one more B/A pair end within the time limit? (from the rounds so far)"""
         limit = self.config.time_limit_s
         if limit is None:
             return True
-        seen = self.round_seconds
-        if len(seen) >= 2:
-            need = seen[-1] + seen[-2]  # the last A and B rounds
-        else:
-            need = sum(t["budget_s"] for t in a_tasks + b_tasks) * 1.5 + 2 * SPAWN_COST_S
+        budget = sum(t["budget_s"] for t in a_tasks + b_tasks)
+        need = budget * 1.5 + SPAWN_COST_S
+        if self.round_seconds and self.round_budgets:
+            # How much longer than planned the workers took so far (a busy machine).
+            stretch = sum(self.round_seconds) / max(sum(self.round_budgets), 1e-9)
+            need = budget * max(stretch, 1.0)
         return time.monotonic() - self.t0 + need <= limit
 
     def _needs_more(self, plan: Plan, cpu: int, mine: list[Measurement]) -> bool:
@@ -679,6 +729,13 @@ class _Run:
                         cpu,
                     )
         states = {k: v[0] for k, v in round_caps.items() if v[0] is not None}
+        if round_caps and not states:
+            self.note(
+                "info", "freq_unknown",
+                f"CPU {cpu}: no frequency data (no cpufreq files, e.g. a VM): a frequency "
+                "cap could not be seen; ratios on the same core are still valid",
+                cpu,
+            )
         if len(set(states.values())) > 1:
             capped = sorted(k for k, v in states.items() if v)
             self.note(
@@ -689,12 +746,13 @@ class _Run:
             )
 
     def _run_worker(
-        self, plan: Plan, cpu: int, rnd: int, rounds: int, tasks: list[dict[str, Any]],
+        self, plan: Plan, cpu: int, block: list[int], rounds: int, tasks: list[dict[str, Any]],
         workdir: Path, watch: FreqWatch,
         round_caps: dict[int, tuple[bool | None, float | None]], mine: list[Measurement],
     ) -> bool:
         cfg = self.config
-        tag = f"cpu{cpu}-r{rnd}"
+        rnd = block[0]
+        tag = f"cpu{cpu}-r{rnd}" + (f"-{block[-1]}" if len(block) > 1 else "")
         if cfg.pyperf_dir is not None:
             cfg.pyperf_dir.mkdir(parents=True, exist_ok=True)
             pyperf_path = cfg.pyperf_dir / f"{self.run_id}-{tag}.json"
@@ -736,13 +794,16 @@ class _Run:
         assert proc.stderr is not None
         for line in proc.stderr:
             if line.startswith("@qprof "):
-                self._on_worker_event(json.loads(line[7:]), tasks, cpu, rnd, rounds)
+                self._on_worker_event(json.loads(line[7:]), tasks, cpu, rounds, watch)
             else:
                 stderr_lines.append(line.rstrip())
         rc = proc.wait()
         self.round_seconds.append(time.monotonic() - started)
-        capped, factor, worst = watch.finish()
-        round_caps[rnd] = (capped, factor)
+        self.round_budgets.append(sum(t["budget_s"] for t in tasks) + SPAWN_COST_S)
+        overall = watch.finish()
+        caps = {k: watch.by_round().get(k, overall) for k in block}
+        for k, (capped, factor, _w) in caps.items():
+            round_caps[k] = (capped, factor)
         self.work_done = done_before + sum(t["budget_s"] for t in tasks) + SPAWN_COST_S
         if rc != 0:
             tail = " | ".join(line for line in stderr_lines[-5:] if line) or f"exit code {rc}"
@@ -752,16 +813,20 @@ class _Run:
                 self._abort_cpu(cpu, f"worker failed in round {rnd + 1} ({tail})")
             return False
         self._collect(plan, cpu, rnd, tasks, workdir / f"{tag}.result.json", pyperf_path,
-                      capped, factor, worst, mine)
+                      caps, mine)
         return True
 
     def _on_worker_event(
-        self, ev: dict[str, Any], tasks: list[dict[str, Any]], cpu: int, rnd: int, rounds: int
+        self, ev: dict[str, Any], tasks: list[dict[str, Any]], cpu: int, rounds: int,
+        watch: FreqWatch,
     ) -> None:
         index = ev.get("index")
         if not isinstance(index, int) or not 0 <= index < len(tasks):
             return
         t = tasks[index]
+        rnd = int(t.get("round", 0))
+        if ev.get("event") == "start":
+            watch.set_round(rnd)
         if ev.get("event") == "done":
             self.work_done += t["budget_s"]
         elif ev.get("event") == "failed":
@@ -777,8 +842,9 @@ class _Run:
 
     def _collect(
         self, plan: Plan, cpu: int, rnd: int, tasks: list[dict[str, Any]], result_path: Path,
-        pyperf_path: Path, capped: bool | None, factor: float | None,
-        worst: hwinfo.CpuFreq | None, mine: list[Measurement],
+        pyperf_path: Path,
+        caps: dict[int, tuple[bool | None, float | None, hwinfo.CpuFreq | None]],
+        mine: list[Measurement],
     ) -> None:
         import pyperf
 
@@ -788,26 +854,32 @@ class _Run:
         except (OSError, ValueError) as exc:
             self._abort_cpu(cpu, f"round {rnd + 1}: worker output unreadable: {exc}")
             return
-        benches = {b.get_name(): b for b in suite_data.get_benchmarks()}
+        # (benchmark name, round) -> values: each round is one pyperf run.
+        runs: dict[tuple[str, int], list[float]] = {}
+        for bench in suite_data.get_benchmarks():
+            for run in bench.get_runs():
+                meta = run.get_metadata()
+                key = (bench.get_name(), int(meta.get("qprof_round", rnd)))
+                runs.setdefault(key, []).extend(run.values)
         rel = None
         if self.config.pyperf_dir is not None:
             base = self.config.record_base
             rel = os.path.relpath(pyperf_path, base) if base else str(pyperf_path)
-        if capped and worst is not None:
-            self.note("warning", "cap", f"CPU {cpu} round {rnd + 1}: " + hwinfo.cap_text(
-                worst.hw_max_khz, worst.max_khz, factor), cpu)
+        for k, (capped, factor, worst) in sorted(caps.items()):
+            if capped and worst is not None:
+                self.note("warning", "cap", f"CPU {cpu} round {k + 1}: " + hwinfo.cap_text(
+                    worst.hw_max_khz, worst.max_khz, factor), cpu)
         for res in result.get("results", []):
             task = tasks[res["index"]]
-            bench = benches.get(res["name"])
-            if bench is None:
-                continue
-            values = [round(v * 1e9, 1) for v in bench.get_values()]
+            k = int(task.get("round", rnd))
+            capped, factor, _worst = caps.get(k, (None, None, None))
+            values = [round(v * 1e9, 1) for v in runs.get((res["name"], k), [])]
             if not values:
                 continue
             s = stats.summarize(values)
             m = Measurement(
                 run_id=self.run_id, cpu=cpu, suite=task["suite"], backend=task["backend"],
-                operation=task["operation"], round=rnd, n=s.n, median_ns=s.median_ns,
+                operation=task["operation"], round=k, n=s.n, median_ns=s.median_ns,
                 p95_ns=s.p95_ns, mean_ns=s.mean_ns, stdev_ns=s.stdev_ns, min_ns=s.min_ns,
                 max_ns=s.max_ns,
                 samples_ns=values if len(values) <= self.config.keep_samples else None,
@@ -816,6 +888,7 @@ class _Run:
                 disagreements=int(res.get("disagreements", 0)),
             )
             mine.append(m)
+            self.fixed_n.setdefault((cpu, m.suite, m.backend, m.operation), m.n)
             self.emit(m)
             self.summary.checks += m.checks
             self.summary.disagreements += m.disagreements

@@ -36,6 +36,9 @@ class Reduced:
     samples_by_round: dict[int, list[float]] = field(default_factory=dict)
     checks: int = 0
     disagreements: int = 0
+    # 10th percentile of all samples: close to the speed of the core when nothing else
+    # ran (on a shared machine samples are a mixture of quiet and contended times).
+    p10_ns: float | None = None
 
     @property
     def key(self) -> Key:
@@ -92,6 +95,7 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
             samples_by_round=samples if have_all_samples else {},
             checks=sum(m.checks for m in ms),
             disagreements=sum(m.disagreements for m in ms),
+            p10_ns=stats.percentile(pooled, 10) if pooled else None,
         )
     return out
 
@@ -115,3 +119,21 @@ def ratio_ci(
         list(unit.samples_by_round.values()),
         replicates=replicates,
     )
+
+
+def vu_by_round(suite: Reduced, unit: Reduced, unit_vu: int = 100) -> dict[int, float]:
+    """100 x median(suite in round r) / median(unit in the rounds around r).
+
+    With A/B/A/B/A rounds each B round sits between two A rounds; their mean is the unit
+    at that moment, so the spread of these ratios shows how steady the estimate is even
+    when the machine's speed drifts.
+    """
+    out: dict[int, float] = {}
+    unit_rounds = sorted(unit.round_medians)
+    for r, med in sorted(suite.round_medians.items()):
+        before = [u for u in unit_rounds if u < r]
+        after = [u for u in unit_rounds if u > r]
+        around = [unit.round_medians[x] for x in (before[-1:] + after[:1])]
+        if around:
+            out[r] = unit_vu * med / (sum(around) / len(around))
+    return out

@@ -434,19 +434,26 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
              "on one core. An estimate, not a measured block; validation on several cores "
              "takes less.", ""]
     lines += _table(header, rows) + [""]
-    if profile.target_block_interval_s:
-        worst = 0.0
-        for suite in profile.suites:
-            nsig = profile.max_block_verify_units // profile.verify_units[suite]
-            for b, o in ways:
-                for c in cols:
-                    red = c.get(suite, b, o)
-                    if red:
-                        worst = max(worst, nsig * red.median_ns)
-        if worst:
-            lines += [f"- Slowest worst-case block here: {fmt_ns(worst)}, "
-                      f"{100 * worst / (profile.target_block_interval_s * 1e9):.2f} % of the "
-                      f"target block interval ({profile.target_block_interval_s:.0f} s).", ""]
+    worst, worst_suite = 0.0, None
+    for suite in profile.suites:
+        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        for b, o in ways:
+            for c in cols:
+                red = c.get(suite, b, o)
+                if red and nsig * red.median_ns > worst:
+                    worst, worst_suite = nsig * red.median_ns, suite
+    if worst and worst_suite:
+        text = f"- Slowest worst-case block here: {fmt_ns(worst)} ({worst_suite})"
+        ref_med = ref.verify_median_ns.get(worst_suite) if ref else None
+        if ref and ref_med:
+            ref_block = (profile.max_block_verify_units
+                         // profile.verify_units[worst_suite]) * ref_med
+            text += (f"; the same block on the reference core {ref.name}: {fmt_ns(ref_block)} "
+                     f"({worst / ref_block:.2f}×)")
+        if profile.target_block_interval_s:
+            text += (f"; {100 * worst / (profile.target_block_interval_s * 1e9):.2f} % of the "
+                     f"target block interval ({profile.target_block_interval_s:.0f} s)")
+        lines += [text + ".", ""]
     return lines
 
 
@@ -472,6 +479,16 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
             if worst > 100:
                 lines.append(f"  - ML-DSA round spread above 100 bp ({worst:.0f} bp): the machine "
                              "was not quiet; treat estimates near a constant with care.")
+                for b in _backends(cols, "verify"):
+                    u = c.get(unit, b, "verify")
+                    if u is None or not u.p10_ns:
+                        continue
+                    alt = [f"{r.suite} {vu_estimate(r.p10_ns, u.p10_ns)}" for r in reds
+                           if r.backend == b and r.operation == "verify" and r.suite != unit
+                           and r.p10_ns]
+                    if alt:
+                        lines.append(f"  - Estimates from the 10th percentile ({b}; the speed "
+                                     "when nothing else ran, not the rule): " + ", ".join(alt))
         capped = sorted({r for red in reds for r in red.capped_rounds})
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None
@@ -489,7 +506,8 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
                 lines.append(f"- `{Path(c.run.path).name}`: {e.checks:,} checks with two "
                              "verifiers, they never disagreed.")
         for n in c.run.notes:
-            if n.level in ("warning", "error") and n.kind not in ("cap",):
+            # Caps, drift and agreement are summarized above from the records themselves.
+            if n.kind not in ("cap", "drift", "agreement"):
                 lines.append(f"- `{Path(c.run.path).name}` {n.level}: {n.text}")
         for p in c.run.problems:
             lines.append(f"- input problem: {p}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
+from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage, vu_estimate
 from qprof.measure.records import Measurement
-from qprof.measure.reduce import ratio_ci, reduce_measurements
+from qprof.measure.reduce import ratio_ci, reduce_measurements, vu_by_round
 
 
 def evaluate(
@@ -28,5 +28,15 @@ def evaluate(
             "round_medians_ns": [red.round_medians[r] for r in sorted(red.round_medians)],
             "spread_bp": round(red.spread_bp, 1),
             "ratio_ci": list(ci) if ci else None,
+            # Not the verdict (that is the median rule): what the estimate would be from
+            # the quiet-machine speed, to tell a busy machine from a real change.
+            "vu_estimate_p10": (
+                vu_estimate(red.p10_ns, unit.p10_ns, profile.unit_vu)
+                if unit is not None and red.p10_ns and unit.p10_ns else None
+            ),
+            "vu_by_round": (
+                {str(k): round(v, 1) for k, v in vu_by_round(red, unit, profile.unit_vu).items()}
+                if unit is not None and suite != profile.unit_suite else None
+            ),
         }
     return [(r, extras[(r.cpu, r.backend, r.suite)]) for r in coverage(profile, medians)]

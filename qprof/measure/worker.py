@@ -1,9 +1,12 @@
-"""pyperf worker: one process per (CPU, round), timing several suites.
+"""pyperf worker: one process per (CPU, block of rounds), timing several suites.
 
 The engine (the runner, in pyperf's terms) writes a job file and starts::
 
     python -m qprof.measure.worker --job JOB.json --worker --loops 1 --warmups 1 \
         --values 1 --affinity CPU --quiet -o ROUND.pyperf.json
+
+Each task of the job names its round; a benchmark measured in several rounds gets one
+pyperf run per round (the round is in the run's metadata).
 
 This script is an ordinary ``pyperf.Runner`` script run in pyperf's ``--worker`` mode:
 pyperf pins it to ``--affinity`` and writes its own JSON (``python -m pyperf stats`` and
@@ -202,6 +205,18 @@ def make_time_func(task: dict, fixtures: dict, state: TaskState) -> TimeFunc:
     return _verify_func(task, fx, state)
 
 
+def grid_values(n: int, min_n: int, max_n: int) -> int:
+    """n rounded down to 1, 1.5, 2, 3, 5 or 7 x a power of ten, within [min_n, max_n].
+
+    Coarse steps make two runs on one machine pick the same count, so pyperf's
+    ``compare_to`` can test their difference (its t-test wants equal sample sizes).
+    """
+    n = max(min_n, min(max_n, n))
+    steps = [m * 10**e for e in range(0, 7) for m in (1, 1.5, 2, 3, 5, 7)]
+    below = [int(x) for x in steps if min_n <= x <= n]
+    return max(below) if below else n
+
+
 def choose_values(time_func: TimeFunc, budget_s: float, min_n: int, max_n: int) -> tuple[int, int]:
     """(values, warmups) filling about ``budget_s`` of wall time with one-operation values.
 
@@ -219,8 +234,7 @@ def choose_values(time_func: TimeFunc, budget_s: float, min_n: int, max_n: int) 
         if count >= 3 and first > budget_s / 10:
             break
     wall = (time.perf_counter() - w0) / count
-    n = int(budget_s / max(first, wall, 1e-9))
-    n = max(min_n, min(max_n, n))
+    n = grid_values(int(budget_s / max(first, wall, 1e-9)), min_n, max_n)
     warmups = 0 if first > 0.05 else min(10, max(1, n // 50))
     return n, warmups
 
@@ -276,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     fixtures = load_fixtures(Path(job["fixtures"])) if job.get("fixtures") else {}
     results: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
+    chosen: dict[tuple[str, str, str], int] = {}  # values per task, fixed by its first round
     for index, task in enumerate(tasks):
         name = f"{task['suite']}/{task['backend']}/{task['operation']}"
         _emit({"event": "start", "index": index, "name": name})
@@ -283,9 +298,20 @@ def main(argv: list[str] | None = None) -> int:
         started = time.time()
         try:
             time_func = make_time_func(task, fixtures, state)
-            n, warmups = choose_values(
-                time_func, float(task["budget_s"]), int(task["min_n"]), int(task["max_n"])
-            )
+            key = (task["suite"], task["backend"], task["operation"])
+            if not task.get("n") and key in chosen:
+                task = dict(task, n=chosen[key])  # a later round in this process
+            if task.get("n"):
+                # The engine fixed n (after this task's first round): every round of a run
+                # has the same number of values, as pyperf's own runs do.
+                first = time_func(1)
+                n = int(task["n"])
+                warmups = 0 if first > 0.05 else min(10, max(1, n // 50))
+            else:
+                n, warmups = choose_values(
+                    time_func, float(task["budget_s"]), int(task["min_n"]), int(task["max_n"])
+                )
+            chosen[key] = n
         except Exception as exc:  # a backend that fails here fails this task only
             failures.append({"index": index, "name": name, "error": f"{type(exc).__name__}: {exc}"})
             _emit({"event": "failed", "index": index, "name": name, "error": str(exc)})
@@ -294,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         state.examples.clear()
         runner.args.values = n
         runner.args.warmups = warmups
+        # Several rounds of one benchmark in one process: each round is one pyperf *run*
+        # of the same benchmark (as pyperf's worker processes are), with its round in the
+        # run's metadata. pyperf refuses a name twice per process, so forget the name.
+        names = getattr(runner, "_bench_names", None)
+        if isinstance(names, set):
+            names.discard(name)
         runner.bench_time_func(
             name,
             time_func,
@@ -302,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                 "qprof_backend": task["backend"],
                 "qprof_operation": task["operation"],
                 "qprof_cpu": cpu,
-                "qprof_round": int(job.get("round", 0)),
+                "qprof_round": int(task.get("round", job.get("round", 0))),
                 "qprof_timer": timer,
                 "qprof_clock_overhead_ns": round(OVERHEAD[0] * 1e9, 1),
                 "description": f"{name} on CPU {cpu}: one operation per value",

@@ -56,7 +56,7 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         return None
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"listen: expected HOST:PORT or 'none', got {text!r}")
+        raise ConfigError(f"expected HOST:PORT or 'none', got {text!r}")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
 
@@ -90,6 +90,11 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         if key == "listen":
             try:
                 return value if parse_listen(value) is not None else None
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        if key == "cpus" and value not in ("clusters", "all"):
+            try:
+                parse_cpu_list(value)
             except ConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
         if key == "log_level" and value.lower() not in ("debug", "info", "warning", "error"):
@@ -144,12 +149,12 @@ def parse_cpu_list(text: str) -> list[int]:
             continue
         lo, sep, hi = part.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ConfigError(f"cpus: expected 'clusters', 'all' or a list like 0,2-3; "
+            raise ConfigError(f"expected 'clusters', 'all' or a list like 0,2-3; "
                               f"got {text!r}")
         a, b = int(lo), int(hi) if sep else int(lo)
         if b < a:
-            raise ConfigError(f"cpus: range {part!r} runs backwards")
+            raise ConfigError(f"range {part!r} runs backwards")
         out.extend(range(a, b + 1))
     if not out:
-        raise ConfigError(f"cpus: empty list {text!r}")
+        raise ConfigError(f"empty CPU list {text!r}")
     return sorted(set(out))

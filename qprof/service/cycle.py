@@ -78,7 +78,8 @@ class CycleRunner:
         self.backend = backend
         self.capped_now = capped_now
         self.online_now = online_now
-        self.current_run: str | None = None
+        self.current_run: str | None = None  # begun and not yet ended
+        self.last_run: str | None = None  # the newest run begun
         self.current_cpu: int | None = None
         self._store_failed = False
         self._coverage: dict[tuple[int, str, str], bool] = {}
@@ -119,7 +120,7 @@ class CycleRunner:
     def _sink(self, record: Record) -> None:
         """Commit each record as it arrives; alert on disagreements at once."""
         if isinstance(record, Meta):
-            self.current_run = record.run_id
+            self.current_run = self.last_run = record.run_id
         try:
             self.store.add(record)
         except sqlite3.Error as exc:
@@ -172,7 +173,7 @@ class CycleRunner:
     def _measure_cpu(self, config_cls: Any, run_bench: Callable[..., Any], cpu: int,
                      stop: threading.Event) -> str:
         self.current_cpu = cpu
-        self.current_run = None
+        self.current_run = self.last_run = None
         caps_before = self.capped_now()
         log.info("measuring cpu %d (backend %s)", cpu, self.backend)
         error: str | None = None
@@ -180,19 +181,23 @@ class CycleRunner:
             summary = run_bench(bench_config(config_cls, self.cfg, cpu, self.backend),
                                 self._sink, stop=stop)
             status = str(getattr(summary, "status", "finished") or "finished")
+            if status != "finished":
+                error = getattr(summary, "reason", None)
         except Exception as exc:  # the engine failing must not take the daemon down
             status, error = "aborted", f"{type(exc).__name__}: {exc}"
             log.error("cpu %d: measurement failed: %s", cpu, error)
         if stop.is_set() and status not in ("finished",):
             status = "aborted"
-        run_id = self.current_run
-        if run_id is not None:  # the engine ended without an End record: close it
+        if self.current_run is not None:  # the engine ended without an End record
             reason = error or ("daemon stopping" if stop.is_set() else "engine returned "
                                "without an end record")
-            self._finish(run_id, status if status in ("finished", "partial") else "aborted",
-                         reason)
+            self._finish(self.current_run,
+                         status if status in ("finished", "partial") else "aborted", reason)
+        run_id = self.last_run
         self.current_run = None
         self.current_cpu = None
+        if status == "partial" and error:
+            log.warning("cpu %d: run %s partial: %s", cpu, run_id, error)
         if status == "aborted":
             self.alerts.emit("cycle_aborted", "warning",
                              f"cpu {cpu}: measurement aborted"

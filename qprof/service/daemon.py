@@ -10,6 +10,7 @@ qprof_degraded metric).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -30,7 +31,7 @@ log = logging.getLogger("qprof.daemon")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2
-STOP_JOIN_S = 3.5  # SIGTERM to exit within 5 s: wait this long for the engine to stop
+STOP_JOIN_S = 3.0  # SIGTERM to exit within 5 s: wait this long for the engine to stop
 
 
 class Daemon:
@@ -62,6 +63,7 @@ class Daemon:
     def setup(self) -> None:
         """Raises ConfigError for what the user must fix; degrades for the rest."""
         cfg = self.cfg
+        self._install_signals()  # a SIGTERM during start-up is a clean stop too
         self._lower_priority()
         self._load_profile()
         self._open_watcher()
@@ -122,7 +124,8 @@ class Daemon:
         try:
             state_dir.mkdir(parents=True, exist_ok=True)
             self.store = Store(path)
-            # Probe a write: a full disk or read-only dir shows here, not mid-cycle.
+            # A write at start-up, so a read-only or full store usually shows here
+            # rather than mid-cycle (later write failures degrade the same way).
             self.store.prune_freq_history()
             log.info("store: %s", path)
         except (StoreError, OSError, sqlite3.Error) as exc:
@@ -192,7 +195,6 @@ class Daemon:
         return bool(view.online) if view is not None else False
 
     def run(self) -> int:
-        self._install_signals()
         assert self.store is not None
         with self.state.lock:
             self.state.alert_counts = self.store.alert_counts()
@@ -322,6 +324,7 @@ class Daemon:
                 run_id = self.cycles.abort_current("daemon stopped before the measurement "
                                                    "finished")
                 log.warning("stopping while measuring: run %s marked aborted", run_id)
+                self._terminate_workers()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
@@ -329,6 +332,15 @@ class Daemon:
             self.alert_command.close(wait_s=1.0)
         log.info("qprof daemon stopped")
         return EXIT_OK
+
+    @staticmethod
+    def _terminate_workers() -> None:
+        """SIGTERM the engine's worker processes (our children) still running a round."""
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.terminate()
 
 
 def run_daemon(cfg: DaemonConfig) -> int:
@@ -338,4 +350,10 @@ def run_daemon(cfg: DaemonConfig) -> int:
     except ConfigError as exc:
         log.error("config error: %s", exc)
         return EXIT_CONFIG
-    return daemon.run()
+    rc = daemon.run()
+    if daemon.cycle_thread is not None and daemon.cycle_thread.is_alive():
+        # The engine is still finishing a worker round; its run is already marked
+        # aborted. Leave now (the 5 s stop promise) without waiting on it in finalization.
+        logging.shutdown()
+        os._exit(rc)
+    return rc

@@ -215,7 +215,8 @@ class MonitorApp(App[int]):
         from qprof.tui.sources.measure import MeasureSource
 
         source = MeasureSource(self.collector.sources.store_path,  # type: ignore[arg-type]
-                               root=self.config.root, profile=self.collector.profile.name)
+                               root=self.config.root, profile=self.collector.profile.location,
+                               mode=self.config.measure_mode)
         try:
             summary = source.measure(
                 cpu, suites, backend,

@@ -61,6 +61,7 @@ class MonitorConfig:
     live: bool | None = None  # None = live when root is "/"
     refresh_s: float = 1.0  # 0 = no timer (frozen screens for snapshot tests)
     measure_every_s: float = 3600.0  # standalone schedule; 0 = only on demand
+    measure_mode: str = "check"  # the engine's mode for `b` and scheduled measurements
     history_len: int = 120
     export_dir: Path | None = None  # None = current directory
     clock: Callable[[], float] = time.time
@@ -97,7 +98,7 @@ def resolve_sources(config: MonitorConfig) -> Sources:
         return Sources(mode, label, hardware, load, StoreSource(path, readonly=False),
                        path if hardware.live else None, notes)
     if not hardware.live and config.state_dir is None:
-        return Sources(SNAPSHOT, f"snapshot --root {root} (costs not measured here)",
+        return Sources(SNAPSHOT, f"snapshot --root {root}",
                        hardware, load, None, None, notes)
     state_dir = Path(config.state_dir) if config.state_dir else state_dir_default()
     daemon_db = state_dir / DAEMON_DB
@@ -209,10 +210,11 @@ class Collector:
         self._watch_caps(cpus, now)
         self._record_history(cpus, clusters, now)
         coverage: tuple[CoverageView, ...] = coverage_rows(
-            measurements, self.profile, clusters, self.backend)
+            measurements, self.profile, clusters, self.backend,
+            missing="not measured yet" if self.sources.store else "not measured here")
         note = None
         if self.sources.store is None:
-            note = "not measured on this machine: replaying a snapshot of another one"
+            note = "snapshot of another machine: costs not measured here"
         elif not measurements:
             note = ("not measured yet — press b to measure the selected core"
                     if self.measurable else "not measured yet")

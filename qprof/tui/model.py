@@ -165,9 +165,9 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-def fmt_covered(covered: bool | None) -> str:
+def fmt_covered(covered: bool | None, missing: str = "not measured yet") -> str:
     if covered is None:
-        return "not measured yet"
+        return missing
     return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
 
 

@@ -57,7 +57,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered), fmt_duration(r.worst_block_ns),
+            fmt_covered(r.covered, r.note or "not measured yet"), fmt_duration(r.worst_block_ns),
             capped if r.median_ns else "—",
         ]) + " |")
     lines += ["", "Estimate = ceil(100 × median(suite) / median(unit suite)), both on the "

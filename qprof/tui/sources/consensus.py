@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from qprof.tui.model import CoverageView, cpu_ranges
@@ -35,6 +36,12 @@ class ProfileInfo:
     @property
     def unit_suite(self) -> str:
         return self.profile.unit_suite if self.profile is not None else "ML-DSA-44"
+
+    @property
+    def location(self) -> str:
+        """What the engine should load: the profile's file, so paths work as names do."""
+        path = getattr(self.profile, "path", None)
+        return str(Path(path).resolve()) if path else self.name
 
     def constant(self, suite: str) -> int | None:
         if self.profile is None:
@@ -103,8 +110,10 @@ def coverage_rows(
     info: ProfileInfo,
     clusters: list[ClusterFacts],
     backend: str | None,
+    missing: str = "not measured yet",
 ) -> tuple[CoverageView, ...]:
-    """One row per suite × cluster; unmeasured pairs say so instead of disappearing."""
+    """One row per suite × cluster; unmeasured pairs say so (``missing``) instead of
+    disappearing."""
     results = _results(measurements, info)
     groups: list[tuple[int | None, str, tuple[int, ...]]] = [
         (c.id, f"cl{c.id} {_short(c.design)} {cpu_ranges(c.cpus)}", c.cpus) for c in clusters
@@ -120,7 +129,7 @@ def coverage_rows(
                 rows.append(CoverageView(
                     suite=suite, where=where, cluster=cluster_id, cpu=None, backend=backend,
                     median_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
-                    margin=None, covered=None, note="not measured yet"))
+                    margin=None, covered=None, note=missing))
                 continue
             r = max(candidates, key=lambda r: (r.vu_estimate, r.median_ns))
             m = newest.get(r.cpu, {}).get(suite)

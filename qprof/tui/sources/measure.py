@@ -50,7 +50,7 @@ def progress_of(event: Any) -> Progress:
 
 
 def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str,
-                 profile: str, root: Path) -> Any:
+                 profile: str, root: Path, mode: str | None = None) -> Any:
     """A BenchConfig for one CPU, filling only the fields the engine defines."""
     wanted: dict[str, Any] = {
         "cpus": [cpu],
@@ -61,6 +61,8 @@ def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str
         "root": str(root),
         **MONITOR_SETTINGS,
     }
+    if mode:
+        wanted["mode"] = mode
     if dataclasses.is_dataclass(config_cls):
         known = {f.name for f in dataclasses.fields(config_cls)}
         wanted = {k: v for k, v in wanted.items() if k in known}
@@ -69,8 +71,9 @@ def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str
 
 class MeasureSource:
     def __init__(self, store_path: Path, root: Path = Path("/"),
-                 profile: str = "qanum") -> None:
+                 profile: str = "qanum", mode: str | None = None) -> None:
         self.store_path = Path(store_path)
+        self.mode = mode
         self.root = Path(root)
         self.profile = profile
 
@@ -83,7 +86,8 @@ class MeasureSource:
 
         store = Store(self.store_path)
         try:
-            config = bench_config(BenchConfig, cpu, suites, backend, self.profile, self.root)
+            config = bench_config(BenchConfig, cpu, suites, backend, self.profile, self.root,
+                                  self.mode)
 
             def on_progress(event: Any) -> None:
                 if progress is not None:

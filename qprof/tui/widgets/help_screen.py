@@ -26,7 +26,8 @@ Per-core table
 Coverage panel (one row per suite and cluster)
   Est / Const   ceil(100 × median(suite) / median(ML-DSA-44)) on the same core,
                 against the profile's constant; Margin = constant − estimate
-  Covered       ✓ yes / ✗ NO / "not measured yet"
+  Covered       ✓ yes / ✗ NO / "not measured yet" ("not measured here" when
+                replaying another machine's snapshot with --root)
   Worst block   a block full of that suite (MAX_BLOCK_VERIFY_UNITS / constant
                 signatures) × the median, on one core
   Cap           "⚠ capped": measured while the core ran below its maximum

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
+from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 # Rotation offsets r[x + 5y] (FIPS 202, rho step).
@@ -106,9 +107,17 @@ def _emit_permutation(context, builder, signature, args, ty: ir.Type) -> None:
         builder.store(lane, builder.gep(d_ptr, [ir.Constant(_I64, i)]), align=8)
 
 
+def _check_arrays(name: str, *arrays: types.Type) -> None:
+    """The IR reads lanes straight from the data pointer: demand contiguous uint64."""
+    for arr in arrays:
+        if not (isinstance(arr, types.Array) and arr.dtype == types.uint64 and arr.layout == "C"):
+            raise TypingError(f"{name}: expected C-contiguous uint64 arrays, got {arr}")
+
+
 @intrinsic
 def keccak_p1600(typingctx, src, dst, round_constants):
     """Keccak-f[1600] of the 25 words at ``src`` into ``dst`` (may be the same array)."""
+    _check_arrays("keccak_p1600", src, dst, round_constants)
     sig = types.void(src, dst, round_constants)
 
     def codegen(context, builder, signature, args):
@@ -124,6 +133,7 @@ def keccak_x4(typingctx, src, dst, round_constants):
 
     ``round_constants`` is the uint64[24] array ``keccak.ROUND_CONSTANTS``.
     """
+    _check_arrays("keccak_x4", src, dst, round_constants)
     sig = types.void(src, dst, round_constants)
 
     def codegen(context, builder, signature, args):

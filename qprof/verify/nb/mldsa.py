@@ -14,6 +14,11 @@ The heavy parts live in:
   SampleInBall;
 * ``mldsa_keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
   (``mldsa_sponge`` absorbs byte ranges of ``bytes`` objects).
+
+Numba's on-disk cache is keyed on the source file of the function compiled, not on
+the modules it calls: after editing ``keccak.py`` or ``mldsa_*.py`` delete the
+``qprof/verify/nb/__pycache__/*.nbi``/``*.nbc`` files (or set NUMBA_CACHE_DIR to a
+fresh directory) or the kernel keeps the old callee code.
 """
 
 from __future__ import annotations
@@ -103,13 +108,8 @@ PARAMS: dict[int, MldsaParams] = {
 
 
 @njit(cache=True, nogil=True)
-def _hash_mu(pk: bytes, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.ndarray) -> None:
-    """mu = H(H(pk, 64) || 0x00 || len(ctx) || ctx || msg, 64) (FIPS 204 Alg. 3 and 8)."""
-    tr = np.empty(TR_BYTES, dtype=np.uint8)
-    pos = absorb_init(state)
-    pos = absorb_range(state, SHAKE256_RATE, pos, pk, 0, len(pk))
-    absorb_final(state, SHAKE256_RATE, pos)
-    squeeze_into(state, tr, 0, TR_BYTES)
+def _hash_mu(tr: np.ndarray, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.ndarray) -> None:
+    """mu = H(tr || 0x00 || len(ctx) || ctx || msg, 64) (FIPS 204 Algorithms 3 and 8)."""
     prefix = np.empty(2, dtype=np.uint8)
     prefix[0] = 0  # pure ML-DSA domain separator
     prefix[1] = len(ctx)
@@ -162,13 +162,6 @@ def _verify_kernel(
             return False
 
     state = np.empty(25, dtype=np.uint64)
-    mu = np.empty(MU_BYTES, dtype=np.uint8)
-    if use_mu:
-        for i in range(MU_BYTES):
-            mu[i] = mu_in[i]
-    else:
-        _hash_mu(pk, ctx, msg, state, mu)
-
     c_tilde = np.empty(c_tilde_bytes, dtype=np.uint8)
     for i in range(c_tilde_bytes):
         c_tilde[i] = sig[i]
@@ -187,7 +180,15 @@ def _verify_kernel(
     rho = np.empty(RHO_BYTES, dtype=np.uint8)
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
-    expand_a_times_z(rho, k, l, zhat, acc, state4, sampled, nonces)
+    # tr = H(pk, 64) is computed inside, in a spare way of the four-way permutation.
+    tr = np.empty(TR_BYTES, dtype=np.uint8)
+    expand_a_times_z(rho, k, l, zhat, acc, state4, sampled, nonces, pk, tr, not use_mu)
+    mu = np.empty(MU_BYTES, dtype=np.uint8)
+    if use_mu:
+        for i in range(MU_BYTES):
+            mu[i] = mu_in[i]
+    else:
+        _hash_mu(tr, ctx, msg, state, mu)
 
     t1 = np.empty(N, dtype=np.int32)
     w = np.empty(N, dtype=np.int32)
@@ -226,6 +227,13 @@ def _verify_kernel(
         if block[i] != c_tilde[i]:
             same = False
     return same
+
+
+def _params(level: object) -> MldsaParams | None:
+    """Parameters for 44 / 65 / 87 (also numpy integers); None for anything else."""
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
+        return None
+    return PARAMS.get(int(level))
 
 
 def _as_bytes(data: object) -> bytes | None:
@@ -272,7 +280,7 @@ def mldsa_verify(
     Returns False (never raises) for unknown levels, non-bytes input, wrong key or
     signature lengths, contexts over 255 bytes and malformed encodings.
     """
-    params = PARAMS.get(level) if isinstance(level, int) else None
+    params = _params(level)
     pk = _as_bytes(public_key)
     msg = _as_bytes(message)
     sig = _as_bytes(signature)
@@ -284,7 +292,7 @@ def mldsa_verify(
 
 def mldsa_verify_mu(level: int, public_key: bytes, mu: bytes, signature: bytes) -> bool:
     """ML-DSA.Verify_internal from a given 64-byte mu (the external-mu interface)."""
-    params = PARAMS.get(level) if isinstance(level, int) else None
+    params = _params(level)
     pk = _as_bytes(public_key)
     mu_bytes = _as_bytes(mu)
     sig = _as_bytes(signature)
@@ -293,15 +301,20 @@ def mldsa_verify_mu(level: int, public_key: bytes, mu: bytes, signature: bytes) 
     return _run(params, pk, sig, b"", b"", mu_bytes, True)
 
 
-def warm_up() -> None:
+def warm_up(suite: str | None = None) -> None:
     """Compile (first run) or load from the numba cache every kernel verification uses.
 
-    Runs each level on zero inputs of the right sizes: the kernel goes all the way to
+    All levels share one kernel specialisation, so ``suite`` ("ML-DSA-44", ...) only
+    narrows which level is exercised. Zero inputs of the right sizes go all the way to
     the final hash (a zero signature decodes to valid, empty hints), so every callee
     is compiled with the argument types real calls use.
     """
-    for params in PARAMS.values():
+    levels = list(PARAMS)
+    if suite is not None:
+        levels = [lvl for lvl in PARAMS if suite == f"ML-DSA-{lvl}"] or levels
+    for level in levels:
+        params = PARAMS[level]
         pk = bytes(params.public_key_bytes)
         sig = bytes(params.signature_bytes)
-        mldsa_verify(params.level, pk, b"warm-up", sig, b"ctx")
-        mldsa_verify_mu(params.level, pk, bytes(MU_BYTES), sig)
+        mldsa_verify(level, pk, b"warm-up", sig, b"ctx")
+        mldsa_verify_mu(level, pk, bytes(MU_BYTES), sig)
