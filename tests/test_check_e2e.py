@@ -30,12 +30,15 @@ def _cpu() -> int:
     return max(os.sched_getaffinity(0))
 
 
+@pytest.fixture(autouse=True)
+def _fixture_cache(tmp_path_factory, monkeypatch):
+    # Keys and signatures are cached between runs; keep the tests' out of ~/.cache.
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "qprof-cache"))
+
+
 def _qprof(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "QPROF_CACHE_DIR": os.environ.get("QPROF_TEST_CACHE", "")}
-    if not env["QPROF_CACHE_DIR"]:
-        env.pop("QPROF_CACHE_DIR")
     return subprocess.run([sys.executable, "-m", "qprof", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=timeout, env=dict(os.environ))
 
 
 def _check_json(backend: str | None) -> dict:
@@ -152,3 +155,48 @@ def test_bad_cpu_list_is_an_error():
     res = _qprof("check", "--cpus", "x", "--json")
     assert res.returncode == 2
     assert json.loads(res.stdout)["error"].startswith("--cpus")
+
+
+def test_bench_on_a_missing_cpu_only_writes_a_clear_run(tmp_path: Path):
+    out = tmp_path / "none.jsonl"
+    res = _qprof("bench", "--cpus", "99", "--quick", "-o", str(out))
+    assert res.returncode == 2
+    assert "CPU 99" in res.stderr and "does not exist" in res.stderr
+    from qprof.measure.jsonl import read_run
+
+    run = read_run(out)
+    assert run.problems == []
+    assert run.end is not None and run.end.status == "aborted"
+    assert any(n.kind == "cpu_aborted" and n.cpu == 99 for n in run.notes)
+
+
+def test_bad_profile_is_exit_2_with_the_reason(tmp_path: Path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('unit_suite = "ML-DSA-44"\nmax_block_verify_units = 1\n'
+                   '[verify_units]\n"ML-DSA-44" = "x"\n')
+    res = _qprof("check", "--profile", str(bad), "--json")
+    assert res.returncode == 2
+    err = json.loads(res.stdout)["error"]
+    assert str(bad) in err and "verify_units" in err and "integer" in err
+    res = _qprof("check", "--profile", "no-such-chain")
+    assert res.returncode == 2 and "no-such-chain" in res.stderr
+
+
+def test_worker_refusing_affinity_exits_3_with_the_reason(tmp_path: Path):
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"cpu": 99, "round": 0, "result": str(tmp_path / "r.json"),
+                               "tasks": []}))
+    res = subprocess.run(
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job), "--worker",
+         "--loops", "1", "--warmups", "1", "--values", "1", "--affinity", "99", "--quiet",
+         "-o", str(tmp_path / "p.json")],
+        capture_output=True, text=True, timeout=60)
+    assert res.returncode == 3
+    assert "cannot pin to CPU 99" in res.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    res = subprocess.run(
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad), "--worker",
+         "--loops", "1", "--warmups", "1", "--values", "1", "--quiet"],
+        capture_output=True, text=True, timeout=60)
+    assert res.returncode == 4 and "bad job file" in res.stderr

@@ -24,6 +24,12 @@ def _backend() -> str:
     pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
 
 
+@pytest.fixture(autouse=True)
+def _fixture_cache(tmp_path_factory, monkeypatch):
+    # Keys and signatures are cached between runs; keep the tests' out of ~/.cache.
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "qprof-cache"))
+
+
 def _config(**kw) -> BenchConfig:
     base = dict(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
                 backends=[_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,

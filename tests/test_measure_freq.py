@@ -9,20 +9,24 @@ from qprof.measure.engine import FreqWatch
 from qprof.measure.records import FreqSample
 
 
-def fake_root(tmp: Path, scaling_max: int, hw_max: int = 2419200) -> Path:
+def fake_root(tmp: Path, scaling_max: int, hw_max: int = 2419200, ncpus: int = 1) -> Path:
+    """A sysfs/procfs with ``ncpus`` Cortex-A77 CPUs held at ``scaling_max`` kHz."""
     (tmp / "proc").mkdir(parents=True, exist_ok=True)
-    (tmp / "proc/cpuinfo").write_text(
-        "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd0d\n\n")
+    (tmp / "proc/cpuinfo").write_text("".join(
+        f"processor\t: {c}\nCPU implementer\t: 0x41\nCPU part\t: 0xd0d\n\n"
+        for c in range(ncpus)))
     base = tmp / "sys/devices/system/cpu"
-    f = base / "cpu0/cpufreq"
-    f.mkdir(parents=True, exist_ok=True)
-    (base / "online").write_text("0\n")
-    (base / "possible").write_text("0\n")
-    (base / "present").write_text("0\n")
-    for name, value in (("cpuinfo_max_freq", hw_max), ("cpuinfo_min_freq", 300000),
-                        ("scaling_max_freq", scaling_max), ("scaling_min_freq", 300000),
-                        ("scaling_cur_freq", scaling_max), ("scaling_governor", "schedutil")):
-        (f / name).write_text(f"{value}\n")
+    span = f"0-{ncpus - 1}" if ncpus > 1 else "0"
+    for c in range(ncpus):
+        f = base / f"cpu{c}/cpufreq"
+        f.mkdir(parents=True, exist_ok=True)
+        for name, value in (("cpuinfo_max_freq", hw_max), ("cpuinfo_min_freq", 300000),
+                            ("scaling_max_freq", scaling_max), ("scaling_min_freq", 300000),
+                            ("scaling_cur_freq", scaling_max),
+                            ("scaling_governor", "schedutil")):
+            (f / name).write_text(f"{value}\n")
+    for name in ("online", "possible", "present"):
+        (base / name).write_text(span + "\n")
     return tmp
 
 
@@ -58,3 +62,42 @@ def test_no_cpufreq_means_unknown_not_capped(tmp_path):
     watch = FreqWatch(str(tmp_path), 0, "run", lambda r: None)
     watch.start(0)
     assert watch.finish() == (None, None, None)
+
+
+def test_a_cap_that_lifts_mid_run_marks_only_its_rounds(tmp_path, monkeypatch):
+    """Real workers on this machine; frequencies read from a fake sysfs we change."""
+    import os
+
+    import pytest
+
+    from qprof.measure.config import BenchConfig
+    from qprof.measure.engine import run_bench
+    from qprof.measure.records import Measurement, Note
+    from qprof.verify import available_backends
+
+    st = available_backends()
+    backend = next((b for b in ("liboqs", "rustcrypto") if st[b].available), None)
+    if backend is None:
+        pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path / "cache"))
+    cpu = max(os.sched_getaffinity(0))
+    root = fake_root(tmp_path / "root", 1080000, ncpus=cpu + 1)  # the measured CPU exists
+
+    def lift_cap(event):
+        if event.round == 1 and event.message == "starting":
+            f = root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_max_freq"
+            f.write_text("2419200\n")
+
+    records = []
+    config = BenchConfig(cpus=[cpu], suites=["ML-DSA-44", "ML-DSA-87"], backends=[backend],
+                         mode="check", budget_s=0.02, rounds=3, max_rounds=3,
+                         rounds_per_worker=1, root=str(root), command=["pytest"])
+    summary = run_bench(config, records.append, progress=lift_cap)
+    assert summary.status == "finished"
+    caps = {m.round: (m.capped, m.cap_factor) for m in records if isinstance(m, Measurement)}
+    assert caps[0][0] is True and abs(caps[0][1] - 2.24) < 0.01
+    assert caps[1] == (False, None) and caps[2] == (False, None)
+    notes = [n for n in records if isinstance(n, Note)]
+    assert any(n.kind == "cap" and "round 1" in n.text and "held at 1.08 GHz" in n.text
+               for n in notes)
+    assert any(n.kind == "cap_change" and "capped rounds: 1" in n.text for n in notes)

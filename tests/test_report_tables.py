@@ -219,3 +219,15 @@ def test_data_file_with_corrupt_lines_is_read():
     assert len(run.measurements) == 2
     assert all(":" in p for p in run.problems)
     assert json.loads(data.read_text().splitlines()[0])["type"] == "meta"
+
+
+def test_verdict_with_tenth_percentiles(tmp_path):
+    run = read_run(write(tmp_path / "gold.jsonl"))
+    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements,
+                                                 statistic="p10")}
+    r, extra = res["ML-DSA-87"]
+    # p10 of 283..288 us (pos 0.5) = 283.5 us; of the unit (pos 0.8 of 100,100,100,...) = 100
+    assert r.median_ns == 283_500.0 and r.vu_estimate == 284
+    assert extra["median_ns"] == 285_500.0 and extra["statistic"] == "p10"
+    with pytest.raises(ValueError):
+        evaluate(load_profile("qanum"), run.measurements, statistic="mode")

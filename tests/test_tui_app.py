@@ -6,8 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable
-from tui_helpers import (
+from test_tui_helpers import (
     BIG_LITTLE,
     GOLD_CAPPED_MEDIANS,
     THIS_VM,
@@ -15,12 +14,14 @@ from tui_helpers import (
     frozen_config,
     seed_store,
 )
+from textual.widgets import DataTable
 
 from qprof.cli import main as qprof_main
 from qprof.tui.app import MonitorApp
 from qprof.tui.widgets.choice_screen import ChoiceScreen
 from qprof.tui.widgets.core_table import CoreTable
 from qprof.tui.widgets.help_screen import HelpScreen
+from qprof.verify.base import BACKEND_NAMES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,9 +80,9 @@ def test_coverage_panel_from_seeded_store(tmp_path: Path) -> None:
                 "286", "290", "+4", "✓ yes")
             slh = rows[("SLH-128s", "cl0")]
             assert (slh[3], slh[4], slh[5], slh[6]) == ("1576", "1200", "-376", "✗ NO")
-            assert slh[7] == "499 ms"  # 166 signatures (200000 // 1200) × 3.005 ms
+            assert slh[8] == "499 ms"  # 166 signatures (200000 // 1200) × 3.005 ms
             gold = rows[("ML-DSA-87", "cl1")]
-            assert gold[1].endswith("@6") and gold[8] == "⚠ capped ×2.24"
+            assert gold[1].endswith("@6") and gold[7] == "⚠ capped ×2.24"
             # The per-core table carries the medians and VU estimates of measured cores.
             cores = rows_of(app.query_one(CoreTable))
             assert cores[2][9] == "190.8 (100)" and cores[2][10] == "545.3 (286)"
@@ -133,28 +134,32 @@ def test_keys_do_what_the_help_says(tmp_path: Path) -> None:
 
 
 def test_backend_key_lists_backends_with_reasons() -> None:
+    """`v` probes the real backends (off the UI thread) and offers the usable ones; the
+    unusable ones are listed, disabled, with the reason."""
     root = fixture_root(THIS_VM)
 
     async def scenario() -> None:
         app = MonitorApp(frozen_config(root))
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app._backends_known({"liboqs": _Status(True, "ok"),
-                                 "numba": _Status(False, "install numba")}, False)
             await pilot.press("v")
+            for _ in range(300):  # bounded: the probe imports oqs/numba, ~1-3 s
+                if isinstance(app.screen, ChoiceScreen):
+                    break
+                await pilot.pause(0.1)
             assert isinstance(app.screen, ChoiceScreen)
-            assert ("numba", "numba — unavailable: install numba", False) in app.screen.choices
-            await pilot.press("escape")
-            assert app.collector.backend == "liboqs"
+            choices = {key: (label, enabled) for key, label, enabled in app.screen.choices}
+            assert set(choices) == set(BACKEND_NAMES)
+            for _key, (label, enabled) in choices.items():
+                assert enabled or "unavailable: " in label
+            usable = [k for k, (_, enabled) in choices.items() if enabled]
+            if usable:
+                app.screen.dismiss(usable[-1])
+                await pilot.pause()
+                assert app.collector.backend == usable[-1]
+                assert app.frame.machine.backend == usable[-1]
 
     run(scenario())
-
-
-class _Status:
-    """The fields of qprof.verify.BackendStatus the chooser reads."""
-
-    def __init__(self, available: bool, reason: str) -> None:
-        self.available, self.reason, self.version = available, reason, None
 
 
 def test_vm_without_cpufreq_fits_80x24() -> None:
@@ -208,7 +213,7 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
         pytest.skip(status.reason)
     db = tmp_path / "monitor.db"
     config = frozen_config(Path("/"), store=db, profile=str(TINY_PROFILE), live=True,
-                           measure_mode="quick")
+                           measure_mode="quick", measure_every_s=3600.0)
 
     async def scenario() -> None:
         app = MonitorApp(config)
@@ -235,6 +240,19 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
             assert rows["ML-DSA-44"][3] == "100" and rows["ML-DSA-44"][6] == "✓ yes"
             assert rows["ML-DSA-87"][6] in ("✓ yes", "✗ NO")  # measured, whichever it is
             assert any(a.kind == "measured" for a in app.frame.alerts), app.frame.alerts
+            # The slow schedule: when it is due, the first core of a cluster is measured.
+            assert app._next_scheduled is not None
+            app._next_scheduled = 0.0  # due now
+            app.refresh_frame()
+            assert app.measuring_cpu == app._cluster_firsts()[0]
+            assert any(a.kind == "measure_started" and a.message.startswith("scheduled")
+                       for a in app.frame.alerts + tuple(app.collector._local_alerts))
+            for _ in range(900):
+                if app.measuring_cpu is None:
+                    break
+                await pilot.pause(0.1)
+            assert app.measuring_cpu is None
+            assert app._next_scheduled > 0  # and the next one is an interval away
         from qprof.service.store import Store
 
         stored = Store(db, readonly=True).latest_measurements(cpu=cpu, backend="liboqs")

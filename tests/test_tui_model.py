@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_helpers import seed_store
+from test_tui_helpers import seed_store
 
 from qprof.service.store import Store
 from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered, fmt_duration
@@ -74,3 +74,49 @@ def test_bad_profile_is_reported_not_raised() -> None:
     info = load_profile_info("no-such-profile")
     assert info.profile is None and "no-such-profile" in (info.error or "")
     assert coverage_rows([], info, [], "liboqs") == ()
+
+
+def test_broken_store_and_profile_are_shown_not_raised(tmp_path: Path) -> None:
+    from test_tui_helpers import BIG_LITTLE, fixture_root, frozen_config
+
+    from qprof.tui.collect import Collector
+
+    bad = tmp_path / "bad.db"
+    bad.write_text("not a database")
+    frame = Collector(frozen_config(fixture_root(BIG_LITTLE), store=bad)).frame()
+    assert any("cannot open store" in p for p in frame.machine.problems)
+    assert len(frame.coverage) == 8 and all(r.covered is None for r in frame.coverage)
+    frame = Collector(frozen_config(fixture_root(BIG_LITTLE), profile="nope")).frame()
+    assert frame.machine.profile == "nope (not loaded)" and frame.coverage == ()
+    assert len(frame.cores) == 8  # the hardware view still works
+
+
+def test_live_root_cap_edges_become_alerts_and_history(tmp_path: Path) -> None:
+    """A copy of the big.LITTLE root treated as live: lifting the Gold cap and putting it
+    back shows in the frequency history and as cap_ended / cap_started alerts."""
+    import shutil
+
+    from test_tui_helpers import BIG_LITTLE, fixture_root, frozen_config
+
+    from qprof.tui.collect import Collector
+
+    root = tmp_path / "machine"
+    shutil.copytree(fixture_root(BIG_LITTLE), root, symlinks=True)
+    gold = root / "sys/devices/system/cpu/cpu6/cpufreq"
+    if not (gold / "scaling_max_freq").exists():
+        pytest.skip("fixture layout changed: no per-CPU cpufreq directory for CPU 6")
+    collector = Collector(frozen_config(root, live=True))
+    first = collector.frame()
+    assert first.cores[6].capped is True and first.alerts == ()
+    for name in ("scaling_max_freq", "scaling_cur_freq"):
+        (gold / name).write_text("2419200\n")
+    second = collector.frame()
+    assert second.cores[6].capped is False
+    assert [a.kind for a in second.alerts] == ["cap_ended"]
+    (gold / "scaling_max_freq").write_text("1080000\n")
+    (gold / "scaling_cur_freq").write_text("1080000\n")
+    third = collector.frame()
+    assert [a.kind for a in third.alerts][:1] == ["cap_started"]
+    assert "×2.24" in third.alerts[0].message and third.alerts[0].where == "CPUs 6-7"
+    gold_history = next(h for h in third.history if h.cluster == 1)
+    assert gold_history.samples_khz == (1_080_000, 2_419_200, 1_080_000)

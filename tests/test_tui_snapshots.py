@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_helpers import (
+from test_tui_helpers import (
     BIG_LITTLE,
     GOLD_CAPPED_MEDIANS,
     THIS_VM,

@@ -81,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     age_at_start = _process_age_s() if args.startup_report else None
     app = MonitorApp(config, collector)
     app.run()
+    if app.measuring_cpu is not None:
+        # The terminal is back; the engine finishes its current pyperf worker, then stops.
+        print(f"qprof monitor: stopping the measurement of CPU {app.measuring_cpu}…",
+              file=sys.stderr)
     if args.startup_report and app.first_frame_at is not None:
         since_start = app.first_frame_at - started
         total = since_start + (age_at_start or 0.0)

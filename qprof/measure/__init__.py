@@ -1,1 +1,14 @@
-"""qprof.measure"""
+"""qprof.measure: per-core cost measurement through pyperf.
+
+- ``records``: the record contract (Meta, Env, FreqSample, Measurement, Disagreement,
+  Note, End), one JSONL line each.
+- ``engine.run_bench(config, sink, progress, stop)``: the one engine (``qprof bench``,
+  ``qprof check``, the daemon, the monitor); ``config.BenchConfig``, ``ProgressEvent``,
+  ``RunSummary``.
+- ``worker``: the pyperf script each pinned, niced worker process runs.
+- ``fixtures``: keys and signatures prepared once per run (cached between runs).
+- ``stats`` / ``reduce``: reduction rules (median, p95, round spread, drift, bootstrap CI);
+  ``verdict``: Verify-Unit coverage from measurements; ``report``: Markdown tables.
+- ``jsonl``: ``JsonlSink``, ``read_run`` (bad lines reported as file:line and skipped).
+- ``hwinfo``: what the engine needs from ``qprof.hw`` (with a sysfs fallback).
+"""

@@ -39,6 +39,7 @@ class Reduced:
     # 10th percentile of all samples: close to the speed of the core when nothing else
     # ran (on a shared machine samples are a mixture of quiet and contended times).
     p10_ns: float | None = None
+    p10_spread_bp: float | None = None  # round spread of the per-round 10th percentiles
 
     @property
     def key(self) -> Key:
@@ -96,6 +97,9 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
             checks=sum(m.checks for m in ms),
             disagreements=sum(m.disagreements for m in ms),
             p10_ns=stats.percentile(pooled, 10) if pooled else None,
+            p10_spread_bp=stats.round_spread_bp(
+                [stats.percentile(v, 10) for v in samples.values()]
+            ) if have_all_samples and samples else None,
         )
     return out
 
@@ -109,15 +113,17 @@ def unit_drift_bp(unit: Reduced) -> float | None:
 
 
 def ratio_ci(
-    suite: Reduced, unit: Reduced, replicates: int = 1000
+    suite: Reduced, unit: Reduced, replicates: int = 1000, quantile: float = 0.5
 ) -> tuple[float, float] | None:
-    """95 % CI of median(suite)/median(unit), or None without samples."""
+    """95 % CI of median(suite)/median(unit) (or of p10 with quantile=0.1); None without
+    samples."""
     if not suite.samples_by_round or not unit.samples_by_round:
         return None
     return stats.bootstrap_ratio_ci(
         list(suite.samples_by_round.values()),
         list(unit.samples_by_round.values()),
         replicates=replicates,
+        quantile=quantile,
     )
 
 

@@ -88,8 +88,10 @@ def bootstrap_ratio_ci(
     confidence: float = 0.95,
     seed: int = 20261014,
     per_round: int = 200,
+    quantile: float = 0.5,
 ) -> tuple[float, float]:
-    """CI of median(pooled suite samples) / median(pooled unit samples).
+    """CI of median(pooled suite samples) / median(pooled unit samples) (or of another
+    ``quantile`` of both).
 
     Each replicate draws rounds with replacement, then ``per_round`` samples with
     replacement inside every drawn round (fewer when rounds are smaller), pools them and
@@ -113,7 +115,9 @@ def bootstrap_ratio_ci(
         picked = rng.integers(0, k, size=(replicates, k))  # rounds, with replacement
         idx = (rng.random((replicates, k, m)) * sizes[picked][..., None]).astype(np.int64)
         values = padded[picked[..., None], idx].reshape(replicates, k * m)
-        return np.median(values, axis=1)
+        if quantile == 0.5:
+            return np.median(values, axis=1)
+        return np.quantile(values, quantile, axis=1)
 
     ratios = medians(suite_rounds) / medians(unit_rounds)
     alpha = (1.0 - confidence) / 2.0

@@ -355,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         _emit({"event": "done", "index": index, "name": name, "n": n})
+        if os.sched_getaffinity(0) != {cpu}:
+            # A CPU going offline makes the kernel widen the affinity and move us: the
+            # values since then were not measured on that CPU.
+            print(f"qprof worker: CPU {cpu} went offline or the pinning was changed during "
+                  f"{name}; its values are not kept", file=sys.stderr)
+            return EXIT_AFFINITY
     result_path.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
     return 0
 

@@ -89,7 +89,7 @@ class MonitorApp(App[int]):
                 self.collector.set_backend("liboqs")  # nothing is measured: just a label
                 self.refresh_frame()
             else:
-                self.probe_backends(choose=True)
+                self.guess_backend()
         if self.collector.measurable and self.config.measure_every_s > 0:
             self._next_scheduled = time.monotonic() + self.config.measure_every_s
 
@@ -115,8 +115,27 @@ class MonitorApp(App[int]):
 
     # ---------------------------------------------------------------- backends
     @work(thread=True, exclusive=True, group="backends")
-    def probe_backends(self, choose: bool = False) -> None:
-        """Which backends work here (imports the verifier libraries: off the UI thread)."""
+    def guess_backend(self) -> None:
+        """Default backend without importing any verifier library: liboqs when its shared
+        library is where liboqs-python looks (file checks only), else numba. The full
+        probe (which imports oqs and numba) waits until `v` is pressed."""
+        try:
+            from qprof.verify.availability import LiboqsLocation, find_liboqs
+
+            name = "liboqs" if isinstance(find_liboqs(), LiboqsLocation) else "numba"
+        except Exception:  # noqa: BLE001 - a broken verify package: say so, keep going
+            name = "liboqs"
+        self.call_from_thread(self._backend_guessed, name)
+
+    def _backend_guessed(self, name: str) -> None:
+        if self.collector.backend is None:
+            self.collector.set_backend(name)
+            self.refresh_frame()
+
+    @work(thread=True, exclusive=True, group="backends")
+    def probe_backends(self, then_choose: bool = False) -> None:
+        """Which backends work here (imports the verifier libraries: off the UI thread,
+        and only once the user asks for the list)."""
         try:
             from qprof.verify import available_backends
 
@@ -125,23 +144,24 @@ class MonitorApp(App[int]):
             status = {}
             self.call_from_thread(self.collector.add_alert, "degraded", "warning",
                                   f"backend probe failed: {exc}")
-        self.call_from_thread(self._backends_known, status, choose)
+        self.call_from_thread(self._backends_known, status, then_choose)
 
-    def _backends_known(self, status: dict[str, Any], choose: bool) -> None:
+    def _backends_known(self, status: dict[str, Any], then_choose: bool) -> None:
         self.backend_status = status
-        if choose and self.collector.backend is None:
+        if self.collector.backend is None:
             usable = [n for n in PREFERRED_BACKENDS if getattr(status.get(n), "available", False)]
             self.collector.set_backend(usable[0] if usable else "liboqs")
-            if not usable:
-                self.collector.add_alert("degraded", "warning",
-                                         "no verifier backend is available here")
         self.refresh_frame()
+        if then_choose:
+            self.action_backend()
 
     def action_backend(self) -> None:
         if not self.backend_status:
-            self.notify("Still checking which backends work here…", timeout=3)
-            self.probe_backends(choose=False)
+            self.notify("Checking which backends work here…", timeout=3)
+            self.probe_backends(then_choose=True)
             return
+        if isinstance(self.screen, ChoiceScreen):
+            return  # already open
         choices = []
         for name, st in self.backend_status.items():
             ok = bool(getattr(st, "available", False))
@@ -150,6 +170,10 @@ class MonitorApp(App[int]):
             if not ok:
                 label += f" — unavailable: {getattr(st, 'reason', '')}"
             choices.append((name, label, ok))
+        if not choices:
+            self.notify("No verifier backend could be checked (see the alerts).",
+                        severity="warning", timeout=5)
+            return
         self.push_screen(ChoiceScreen("Verifier backend (Enter selects, Esc cancels)",
                                       choices, self.collector.backend), self._backend_chosen)
 

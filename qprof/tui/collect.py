@@ -121,6 +121,11 @@ def resolve_sources(config: MonitorConfig) -> Sources:
                    StoreSource(path, readonly=False), path, notes)
 
 
+def _cpus_label(group: list[CpuFacts]) -> str:
+    cpus = [c.cpu for c in group]
+    return f"CPU {cpus[0]}" if len(cpus) == 1 else f"CPUs {cpu_ranges(cpus)}"
+
+
 def short_design(design: str | None) -> str:
     """'Cortex-A55' -> 'A55' (the column is narrow at 80×24); others unchanged."""
     if not design:
@@ -241,7 +246,10 @@ class Collector:
 
     # ------------------------------------------------------------ caps as alerts
     def _watch_caps(self, cpus: list[CpuFacts], now: float) -> None:
-        """The monitor's own cap alerts (standalone has no daemon to raise them)."""
+        """The monitor's own cap alerts (standalone has no daemon to raise them); one per
+        cluster and edge, since the CPUs of a frequency domain change together."""
+        started: dict[int | None, list[CpuFacts]] = {}
+        ended: dict[int | None, list[CpuFacts]] = {}
         for c in cpus:
             seen = c.cpu in self._last_capped
             before = self._last_capped.get(c.cpu)
@@ -249,12 +257,17 @@ class Collector:
             if not seen:
                 continue  # a cap present at start is in the table, not news
             if c.capped is True and before is not True:
-                factor = f" ×{c.cap_factor:.2f}" if c.cap_factor else ""
-                self.add_alert("cap_started", "warning",
-                               f"max frequency capped{factor} ({c.cap_cause or 'cause unknown'})",
-                               f"CPU {c.cpu}")
+                started.setdefault(c.cluster, []).append(c)
             elif before is True and c.capped is False:
-                self.add_alert("cap_ended", "info", "cap lifted", f"CPU {c.cpu}")
+                ended.setdefault(c.cluster, []).append(c)
+        for group in started.values():
+            c = group[0]
+            factor = f" ×{c.cap_factor:.2f}" if c.cap_factor else ""
+            self.add_alert("cap_started", "warning",
+                           f"max frequency capped{factor} ({c.cap_cause or 'cause unknown'})",
+                           _cpus_label(group))
+        for group in ended.values():
+            self.add_alert("cap_ended", "info", "cap lifted", _cpus_label(group))
 
     # ------------------------------------------------------------------ history
     def _record_history(self, cpus: list[CpuFacts], clusters: list[ClusterFacts],

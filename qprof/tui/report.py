@@ -26,9 +26,10 @@ def report_markdown(frame: Frame, profile: str) -> str:
         f"- Data source: {m.source}",
     ]
     lines += [f"- Note: {p}" for p in m.problems]
-    suites = sorted({s for c in frame.cores for s in c.medians_ns},
-                    key=lambda s: [r.suite for r in frame.coverage].index(s)
-                    if s in [r.suite for r in frame.coverage] else 99)
+    # Suites in the profile's order (the coverage rows), then any other measured ones.
+    order = list(dict.fromkeys(r.suite for r in frame.coverage))
+    measured = {s for c in frame.cores for s in c.medians_ns}
+    suites = [s for s in order if s in measured] + sorted(measured - set(order))
     lines += ["", "## Cores", ""]
     head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
             "HW max GHz", "Cap"] + [f"{s} µs (VU)" for s in suites]

@@ -15,15 +15,16 @@ from qprof.tui.model import (
 )
 from qprof.tui.widgets.core_table import short_suite
 
-COLUMNS = ("Suite", "Where", "Median", "Est", "Const", "Margin", "Covered", "Worst block",
-           "Cap")
+# Cap before the worst block: at 80 columns the last column is the one cut off.
+COLUMNS = ("Suite", "Where", "Median", "Est", "Const", "Margin", "Covered", "Cap",
+           "Worst block")
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     if row.covered is None and row.median_ns is None:
         return (short_suite(row.suite), row.where, "—", "—",
                 "—" if row.vu_constant is None else str(row.vu_constant), "—",
-                row.note or "not measured yet", "—", "")
+                row.note or "not measured yet", "", "—")
     cap = ""
     if row.capped:
         cap = f"{CAP_MARK} capped" + (f" ×{row.cap_factor:.2f}" if row.cap_factor else "")
@@ -38,8 +39,8 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
         fmt_covered(row.covered),
-        fmt_duration(row.worst_block_ns),
         cap,
+        fmt_duration(row.worst_block_ns),
     )
 
 
@@ -56,10 +57,7 @@ class CoveragePanel(Vertical):
         yield table
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for i, label in enumerate(COLUMNS):
-            table.add_column(label, key=f"k{i}")
-        self._rows: tuple[tuple[str, ...], ...] = ()
+        self._rows: tuple[tuple[str, ...], ...] | None = None
         self._title = ""
 
     def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
@@ -80,6 +78,11 @@ class CoveragePanel(Vertical):
             return
         self._rows = cells
         table = self.query_one(DataTable)
-        table.clear()
+        row_index = table.cursor_row
+        table.clear(columns=True)  # columns re-fit their content (e.g. no "not measured")
+        for i, label in enumerate(COLUMNS):
+            table.add_column(label, key=f"k{i}")
         for i, row in enumerate(cells):
             table.add_row(*row, key=str(i))
+        if cells:
+            table.move_cursor(row=min(max(row_index, 0), len(cells) - 1))

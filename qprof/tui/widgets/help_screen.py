@@ -10,27 +10,28 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP = """\
-qprof monitor — keys
-  b   measure the selected core now (arrow keys or the mouse select a row)
-  p   switch profile (chain Verify-Unit constants)
-  v   switch verifier backend
-  e   export a Markdown report (the path is shown when written)
-  ?   this help            q   quit            Esc / ? / q  close this help
+qprof monitor: keys (the mouse works too: click rows and footer keys)
+  b  measure the selected core now (arrows or a click select the row)
+  p  switch profile (a chain's Verify-Unit constants)
+  v  switch verifier backend (unusable ones are listed with the reason)
+  e  export a Markdown report (the path is shown when it is written)
+  ?  this help    q  quit    Esc, ? or q close this help
 
 Per-core table
-  Cur/Max GHz   current and allowed maximum frequency; "1.08/2.42" = capped below
-                the hardware maximum; "~" = estimated from /proc/cpuinfo
-  Cap           "⚠ cap ×2.24 policy": capped, by what factor, and why
-  µs (VU)       newest verify median on this core and its Verify-Unit estimate
+  Cur/Max GHz  current and allowed maximum frequency; "1.08/2.42" is
+               capped below the hardware maximum; "~" = estimated
+  Cap          "⚠ cap ×2.24 policy": capped, by what factor, and why;
+               "n/a" = no cpufreq data (e.g. a VM)
+  µs (VU)      newest verify median on that core, its VU estimate
 
 Coverage panel (one row per suite and cluster)
-  Est / Const   ceil(100 × median(suite) / median(ML-DSA-44)) on the same core,
-                against the profile's constant; Margin = constant − estimate
-  Covered       ✓ yes / ✗ NO / "not measured yet" ("not measured here" when
-                replaying another machine's snapshot with --root)
-  Worst block   a block full of that suite (MAX_BLOCK_VERIFY_UNITS / constant
-                signatures) × the median, on one core
-  Cap           "⚠ capped": measured while the core ran below its maximum
+  Est/Const    ceil(100 × median(suite) / median(ML-DSA-44)), same core,
+               against the profile's constant; Margin = Const − Est
+  Covered      ✓ yes / ✗ NO / "not measured yet"
+               ("not measured here" when replaying a --root snapshot)
+  Cap          "⚠ capped ×F": measured while the core ran below its max
+  Worst block  a block full of that suite (max block VU / constant
+               signatures) × the median, on one core: an estimate
 """
 
 
@@ -43,7 +44,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 84; max-width: 100%; height: auto; max-height: 100%;
+        width: 78; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; background: $surface; padding: 0 1;
     }
     """

@@ -1,4 +1,5 @@
-"""Shared set-up of the monitor tests: fixture roots, a seeded store, a frozen config."""
+"""Shared set-up of the monitor tests (no tests here): fixture roots, a seeded store,
+a frozen config."""
 
 from __future__ import annotations
 
