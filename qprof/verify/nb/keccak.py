@@ -82,15 +82,18 @@ def absorb_init(state):
 
 
 @njit(cache=True, nogil=True)
-def absorb_update(state, rate, pos, data):
-    """XOR ``data`` into the state from byte ``pos``, permuting on every full block.
+def absorb_range(state, rate, pos, data, start, stop):
+    """XOR ``data[start:stop]`` into the state from byte ``pos``, permuting on every
+    full block; returns the new position (0 <= pos < rate).
 
-    Returns the new position (0 <= pos < rate) for the next update or final.
+    ``data`` is any indexable uint8 buffer: a numpy array, or a ``bytes`` object (numba's
+    read-only ``Bytes``, which has ``len`` but no ``shape``), so callers hash pieces of
+    keys and signatures without copying. Whole 8-byte lanes are assembled in registers
+    when the position is lane-aligned (the common case).
     """
-    n = data.shape[0]
-    i = 0
+    i = start
     # Bytes up to the next lane boundary.
-    while i < n and (pos & 7) != 0:
+    while i < stop and (pos & 7) != 0:
         _xor_byte(state, pos, data[i])
         i += 1
         pos += 1
@@ -98,17 +101,10 @@ def absorb_update(state, rate, pos, data):
             keccak_f1600(state)
             pos = 0
     # Whole lanes.
-    while n - i >= 8:
-        w = (
-            np.uint64(data[i])
-            | (np.uint64(data[i + 1]) << np.uint64(8))
-            | (np.uint64(data[i + 2]) << np.uint64(16))
-            | (np.uint64(data[i + 3]) << np.uint64(24))
-            | (np.uint64(data[i + 4]) << np.uint64(32))
-            | (np.uint64(data[i + 5]) << np.uint64(40))
-            | (np.uint64(data[i + 6]) << np.uint64(48))
-            | (np.uint64(data[i + 7]) << np.uint64(56))
-        )
+    while stop - i >= 8:
+        w = np.uint64(0)
+        for b in range(8):
+            w |= np.uint64(data[i + b]) << np.uint64(8 * b)
         state[pos >> 3] ^= w
         i += 8
         pos += 8
@@ -116,7 +112,7 @@ def absorb_update(state, rate, pos, data):
             keccak_f1600(state)
             pos = 0
     # Tail.
-    while i < n:
+    while i < stop:
         _xor_byte(state, pos, data[i])
         i += 1
         pos += 1
@@ -124,6 +120,12 @@ def absorb_update(state, rate, pos, data):
             keccak_f1600(state)
             pos = 0
     return pos
+
+
+@njit(cache=True, nogil=True)
+def absorb_update(state, rate, pos, data):
+    """XOR all of ``data`` into the state from byte ``pos`` (see ``absorb_range``)."""
+    return absorb_range(state, rate, pos, data, 0, len(data))
 
 
 @njit(cache=True, nogil=True)

@@ -13,7 +13,7 @@ The heavy parts live in:
 * ``mldsa_expand``: ExpandA on four interleaved SHAKE128 streams, fused with A * z;
   SampleInBall;
 * ``mldsa_keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
-  (``mldsa_sponge`` absorbs byte ranges of ``bytes`` objects).
+  (``keccak.absorb_range`` absorbs byte ranges of ``bytes`` objects).
 
 Numba's on-disk cache is keyed on the source file of the function compiled, not on
 the modules it calls: after editing ``keccak.py`` or ``mldsa_*.py`` delete the
@@ -32,6 +32,7 @@ from qprof.verify.nb.keccak import (
     SHAKE256_RATE,
     absorb_final,
     absorb_init,
+    absorb_range,
     absorb_update,
     squeeze_into,
 )
@@ -51,7 +52,6 @@ from qprof.verify.nb.mldsa_poly import (
     use_hint,
     w1_encode,
 )
-from qprof.verify.nb.mldsa_sponge import absorb_range
 
 MAX_CONTEXT_BYTES = 255
 MU_BYTES = 64

@@ -13,36 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# FIPS 202 iota round constants.
-ROUND_CONSTANTS = np.array(
-    [
-        0x0000000000000001,
-        0x0000000000008082,
-        0x800000000000808A,
-        0x8000000080008000,
-        0x000000000000808B,
-        0x0000000080000001,
-        0x8000000080008081,
-        0x8000000000008009,
-        0x000000000000008A,
-        0x0000000000000088,
-        0x0000000080008009,
-        0x000000008000000A,
-        0x000000008000808B,
-        0x800000000000008B,
-        0x8000000000008089,
-        0x8000000000008003,
-        0x8000000000008002,
-        0x8000000000000080,
-        0x000000000000800A,
-        0x800000008000000A,
-        0x8000000080008081,
-        0x8000000000008080,
-        0x0000000080000001,
-        0x8000000080008008,
-    ],
-    dtype=np.uint64,
-)
+from qprof.verify.nb.keccak import ROUND_CONSTANTS
 
 # Shift amounts as uint64 so numba never promotes the rotations to float or int64.
 ONE = np.uint64(1)
