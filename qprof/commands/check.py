@@ -26,9 +26,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="add no rounds that would end after S seconds (default 50)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
-    parser.add_argument("--statistic", choices=("median", "p10"), default="median",
-                        help="median (the rule, default) or p10: compare 10th percentiles, "
-                        "steadier on a shared machine whose samples mix quiet and busy times")
+    parser.add_argument("--statistic", choices=("auto", "median", "p10"), default="auto",
+                        help="median: the rule; p10: compare 10th percentiles, steadier on a "
+                        "shared machine whose samples mix quiet and busy times; auto "
+                        "(default): the median while ML-DSA rounds agree within 100 bp, "
+                        "else the 10th percentile when it is steadier (said in the output)")
 
 
 def _ms(ns: float) -> str:
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {n}")
     def spread(extra: dict) -> float:
         # The spread of what the estimate uses: round medians, or round 10th percentiles.
-        if args.statistic == "p10" and extra.get("p10_spread_bp") is not None:
+        if extra["statistic_used"] == "p10" and extra.get("p10_spread_bp") is not None:
             return float(extra["p10_spread_bp"])
         return float(extra["spread_bp"])
 
@@ -148,19 +150,24 @@ def run(args: argparse.Namespace) -> int:
         by_round = list((extra.get("vu_by_round") or {}).values())
         rounds_vu = (f", per-round VU {min(by_round):.0f}-{max(by_round):.0f}"
                      if by_round else "")
-        print(f"CPU {r.cpu} {r.suite:<20} {'median' if args.statistic == 'median' else 'p10'} "
+        print(f"CPU {r.cpu} {r.suite:<20} {extra['statistic_used']:<6} "
               f"{_ms(r.median_ns):>10}  "
               f"{extra['rounds']} rounds, spread {spread(extra):.0f} bp{rounds_vu}  "
               f"{r.verdict}{cap}")
-    noisy = [(r, x) for r, x in evaluated
-             if r.suite.startswith("ML-DSA") and x["spread_bp"] > 100 and x["vu_estimate_p10"]]
-    if args.statistic == "p10":
-        print("estimates from 10th percentiles (--statistic p10), not the median rule")
-    elif noisy:
-        print("busy machine (ML-DSA round spread above 100 bp); estimates from the 10th "
-              "percentile, i.e. the speed when nothing else ran: " + ", ".join(
-                  f"{r.suite} {x['vu_estimate_p10']}" for r, x in evaluated
-                  if r.suite != profile.unit_suite and x["vu_estimate_p10"]))
+    used = {(r.cpu, r.backend): x for r, x in evaluated}
+    for (cpu, backend), x in sorted(used.items()):
+        if x["statistic_used"] == "p10":
+            others = ", ".join(f"{r.suite} {xx['vu_estimate_median']}" for r, xx in evaluated
+                               if (r.cpu, r.backend) == (cpu, backend)
+                               and r.suite != profile.unit_suite and xx["vu_estimate_median"])
+            print(f"CPU {cpu} {backend}: estimates from 10th percentiles, not the median rule"
+                  f" ({x['statistic_why']}); by the median rule: {others}")
+        elif x["spread_bp"] > 100 and x["vu_estimate_p10"]:
+            others = ", ".join(f"{r.suite} {xx['vu_estimate_p10']}" for r, xx in evaluated
+                               if (r.cpu, r.backend) == (cpu, backend)
+                               and r.suite != profile.unit_suite and xx["vu_estimate_p10"])
+            print(f"CPU {cpu} {backend}: busy machine ({x['statistic_why']}); from the 10th "
+                  f"percentile (the speed when nothing else ran): {others}")
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
         print(f"CPU {cpu}: " + cap_text(None, None, factor))

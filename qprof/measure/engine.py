@@ -682,6 +682,7 @@ class _Run:
     def _needs_more(self, plan: Plan, cpu: int, mine: list[Measurement]) -> bool:
         """True while a Verify-Unit ratio is unsure or an ML-DSA round spread is large."""
         from qprof.measure.reduce import ratio_ci
+        from qprof.measure.verdict import choose_statistic
 
         reduced = reduce_measurements(mine)
         for backend in {m.backend for m in mine}:
@@ -689,14 +690,22 @@ class _Run:
                 unit = reduced.get((cpu, plan.unit, backend, op))
                 if unit is None:
                     continue
+                statistic = self.config.statistic
+                if statistic == "auto":
+                    statistic, _why = choose_statistic(
+                        reduced, cpu, backend, op, self.config.max_spread_bp)
+                p10 = statistic == "p10"
                 for suite in plan.suites:
                     red = reduced.get((cpu, suite, backend, op))
                     if red is None:
                         continue
-                    p10 = self.config.statistic == "p10"
-                    # Round spread is about medians; with p10 the CI alone decides.
-                    if (not p10 and suite.startswith("ML-DSA")
-                            and red.spread_bp > self.config.max_spread_bp):
+                    # The spread of what the verdict will use: round medians, or round
+                    # 10th percentiles when "auto" chose them (an explicit --statistic
+                    # p10 lets the CI alone decide).
+                    spread = red.p10_spread_bp if p10 else red.spread_bp
+                    if (suite.startswith("ML-DSA") and spread is not None
+                            and (not p10 or self.config.statistic == "auto")
+                            and spread > self.config.max_spread_bp):
                         return True
                     if suite == plan.unit:
                         continue
