@@ -67,6 +67,13 @@ def _check_json(backend: str | None) -> dict:
         assert lo <= hi
     assert suites["ML-DSA-44"]["vu_estimate"] == 100
     assert suites["ML-DSA-87"]["vu_constant"] == 290
+    # Which statistic the estimates used, per CPU and per row, and the method.
+    used = data["statistic_used"][f"{_cpu()}/{data['results'][0]['backend']}"]
+    assert used["statistic"] in ("median", "p10", "paired") and used["why"] and used["means"]
+    for r in data["results"]:
+        assert r["statistic_used"] in ("median", "p10", "paired") and r["statistic_why"]
+        assert r["estimate_ns"] > 0 and r["round_spread_bp"] is not None
+    assert "turns of 4 ms" in data["method"]
     return data
 
 

@@ -33,7 +33,7 @@ def _fixture_cache(tmp_path_factory, monkeypatch):
 def _config(**kw) -> BenchConfig:
     base = dict(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
                 backends=[_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,
-                command=["pytest"])
+                command=["pytest"], interleave_block_s=0.0)  # the seeds' A/B rounds
     base.update(kw)
     return BenchConfig(**base)
 
@@ -57,6 +57,38 @@ def test_stop_aborts_after_the_current_worker():
     assert {m.round for m in measured} == {0}  # the first worker finished, no other started
     assert events and all(0.0 <= e.fraction <= 1.0 for e in events)
     assert any(e.cpu is not None and e.suite for e in events)
+
+
+def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
+    """check mode's default: every round has the unit and the suite, in turns; pyperf's
+    JSON holds the values the worker timed (and pyperf stats reads it)."""
+    import subprocess
+    import sys
+
+    import pyperf
+
+    records = []
+    summary = run_bench(_config(interleave_block_s=0.002, pyperf_dir=tmp_path,
+                                record_base=tmp_path), records.append)
+    assert summary.status == "finished"
+    ms = [r for r in records if isinstance(r, Measurement)]
+    assert sorted({(m.suite, m.round) for m in ms}) == [
+        (s, r) for s in ("ML-DSA-44", "ML-DSA-87") for r in range(3)]
+    for m in ms:
+        assert m.turn_size and m.turn_size >= 1 and m.samples_ns
+        assert m.n == len(m.samples_ns)
+    path = tmp_path / ms[0].pyperf_json
+    bench = next(b for b in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks()
+                 if b.get_name() == f"ML-DSA-44/{_backend()}/verify")
+    run0 = next(r for r in bench.get_runs() if r.get_metadata()["qprof_round"] == 0)
+    m0 = next(m for m in ms if m.suite == "ML-DSA-44" and m.round == 0)
+    assert [round(v * 1e9, 1) for v in run0.values] == m0.samples_ns
+    assert "turns of 2 ms" in run0.get_metadata()["qprof_interleaved"]
+    out = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(path)],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    meta = records[0]
+    assert isinstance(meta, Meta) and "turns of 2 ms" in meta.settings["interleaving"]
 
 
 def test_records_stream_and_unknown_cpu_is_a_note():

@@ -67,3 +67,36 @@ def test_vu_by_round_uses_the_neighbouring_unit_rounds():
     unit = red({0: 100.0, 2: 110.0, 4: 120.0})
     suite = red({1: 210.0, 3: 230.0})
     assert vu_by_round(suite, unit) == {1: 200.0, 3: 200.0}  # drift cancels out
+
+
+def test_paired_ratios_keep_only_turns_between_quiet_unit_turns():
+    """A/B/A at the scale of turns: a B turn counts when it and the A turns on both sides
+    ran at the quiet speed; a round with (almost) no such turns is marked contended."""
+    from qprof.measure.reduce import Reduced, paired_ratios
+
+    def red(suite: str, rounds: dict[int, list[float]], size: int) -> Reduced:
+        return Reduced(1, suite, "liboqs", "verify", sum(map(len, rounds.values())), 0.0, 0.0,
+                       {r: sorted(v)[len(v) // 2] for r, v in rounds.items()}, 0.0,
+                       samples_by_round=rounds, turn_sizes=dict.fromkeys(rounds, size))
+
+    quiet, slow = [10.0, 10.0], [15.0, 15.0]
+    unit = red("ML-DSA-44", {
+        0: quiet * 5 + slow * 5,  # turn medians 10 x5, 15 x5
+        1: quiet * 10,
+        2: slow * 10,  # the whole round slowed by a neighbour
+    }, 2)
+    suite = red("ML-DSA-87", {
+        0: [25.0] * 5 + [40.0] * 5,
+        # Turn 1: a spell shorter than a turn slowed the B turn between two quiet A turns.
+        1: [25.0, 40.0, 25.0, 24.99, 25.0, 25.05, 25.0, 25.0, 25.0, 25.0],
+        2: [40.0] * 10,
+    }, 1)
+    p = paired_ratios(suite, unit)
+    assert p is not None
+    # Round 0: turns 0-3 have quiet units on both sides (turn 4 is followed by a slow one).
+    assert p.quiet_fraction == {0: 4 / 9, 1: 8 / 9, 2: 0.0}
+    assert p.contended == [2]
+    assert p.by_round == {0: 2.5, 1: 2.5}
+    assert p.ratio == 2.5 and p.spread_bp == 0.0
+    assert p.unit_quiet_ns == 10.0 and p.quiet_turns == 4 + 8
+    assert p.unit_by_round == {0: 10.0, 1: 10.0} and p.unit_spread_bp == 0.0

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from qprof.verify.nb.keccak import keccak_f1600
+from qprof.verify.nb.keccak4 import keccak_f1600_x4
 from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
 from qprof.verify.nb.mldsa_expand import (
     SAMPLE_SLACK,
@@ -22,7 +23,6 @@ from qprof.verify.nb.mldsa_expand import (
     rej_sample_block,
     sample_in_ball,
 )
-from qprof.verify.nb.mldsa_keccak4 import keccak_f1600_x4
 from qprof.verify.nb.mldsa_poly import Q, invntt_tomont, montgomery_reduce, ntt
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

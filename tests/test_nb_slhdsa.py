@@ -87,6 +87,21 @@ def test_every_signature_region_flip_is_rejected(name: str) -> None:
         assert slhdsa_verify(name, pk, msg, bytes(bad), ctx) is False, pos
 
 
+def test_every_byte_position_flip_is_rejected_128s() -> None:
+    # Issue 3 asks for every byte position of some signatures flipped. Every byte of an
+    # SLH-DSA signature feeds a hash on the way to PK.root, so every flip must fail.
+    # 128s is the smallest signature (7,856 bytes, a few seconds on the 4-way path).
+    name = "SLH-DSA-SHAKE-128s"
+    pk, msg, ctx, sig = vector(name)
+    accepted = []
+    for pos in range(len(sig)):
+        bad = bytearray(sig)
+        bad[pos] ^= 1 << (pos % 8)
+        if slhdsa_verify(name, pk, msg, bytes(bad), ctx):
+            accepted.append(pos)
+    assert accepted == []
+
+
 @pytest.mark.parametrize("name", ALL_SETS)
 def test_wrong_inputs_are_rejected(name: str) -> None:
     pk, msg, ctx, sig = vector(name)

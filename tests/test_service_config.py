@@ -42,6 +42,8 @@ def test_file_then_flags_win(tmp_path: Path) -> None:
     ("bogus = 1", "unknown key 'bogus'"),
     ("listen = '127.0.0.1'", "HOST:PORT"),
     ("quick = 1", "quick must be true or false"),
+    ("dual = 'yes'", "dual must be true or false"),
+    ("keep-days = -1", "keep_days must be a non-negative number"),
     ("cpus = 'big'", "cpus: expected 'clusters', 'all' or a list"),
 ])
 def test_bad_file_names_the_key(tmp_path: Path, text: str, match: str) -> None:
@@ -72,3 +74,20 @@ def test_example_config_in_systemd_dir_parses() -> None:
     example = Path(__file__).resolve().parents[1] / "systemd" / "qprof.toml"
     cfg = build_config(parse("--config", str(example)))
     assert cfg.profile == "qanum" and cfg.listen_address() == ("127.0.0.1", 9464)
+
+
+def test_every_key_of_the_example_config_is_a_setting_and_retention_follows() -> None:
+    from dataclasses import fields
+
+    from qprof.service.config import DaemonConfig, load_config_file
+
+    example = Path(__file__).resolve().parents[1] / "systemd" / "qprof.toml"
+    text = example.read_text()
+    # Every setting is documented in the example (set or commented out).
+    for f in fields(DaemonConfig):
+        if f.name != "root":
+            assert f"{f.name} =" in text, f"systemd/qprof.toml does not mention {f.name}"
+    assert load_config_file(example)["dual"] is True
+    cfg = build_config(parse("--keep-days", "0", "--keep-samples-days", "2", "--no-dual"))
+    ret = cfg.retention()
+    assert ret.keep_s == 0 and ret.keep_samples_s == 2 * 86400 and cfg.dual is False

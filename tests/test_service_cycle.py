@@ -108,3 +108,69 @@ def test_bench_config_is_check_mode_on_one_cpu() -> None:
     assert (bc.cpus, bc.backends, bc.mode, bc.nice, bc.suites) == (
         [4], ["numba"], "check", 10, ["ML-DSA-44"])
     assert bc.adaptive is False and bc.rounds == 3
+
+
+def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[Measurement]:
+    """Each round's samples mix a quiet speed with contended ones (1.6x) in the given
+    share: shares that change per round make round medians jump while 10th percentiles
+    hold (a shared host); equal shares give agreeing medians."""
+    out = []
+    for rnd, busy_share in enumerate(shares):
+        for suite, quiet in (("ML-DSA-44", 100_000.0), ("ML-DSA-87", 280_000.0)):
+            n_busy = int(200 * busy_share)
+            samples = [quiet * (1 + 0.001 * (i % 7)) for i in range(200 - n_busy)]
+            samples += [quiet * 1.6 * (1 + 0.001 * (i % 5)) for i in range(n_busy)]
+            samples.sort()
+            med = samples[len(samples) // 2]
+            out.append(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+                                   operation="verify", round=rnd, n=200, median_ns=med,
+                                   p95_ns=samples[-10], finished_at=t + rnd,
+                                   samples_ns=samples))
+    return out
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -> None:
+    from qprof.measure.verdict import evaluate
+    from qprof.service.metrics import summarize
+
+    profile = load_profile("qanum")
+    shares = (0.2, 0.7, 0.3, 0.8, 0.25) if noisy else (0.2,) * 5
+    ms = _shared_host_run("a", 1000.0, shares)
+    results = summarize(ms, profile=profile)
+    verdicts = {(r.cpu, r.suite): (r, x) for r, x in evaluate(profile, ms, statistic="auto")}
+    for res in results:
+        cov, extras = verdicts[(res.cpu, res.suite)]
+        assert res.statistic == extras["statistic_used"]
+        assert res.median_ns == cov.median_ns  # what qprof_verify_seconds serves
+    assert {r.statistic for r in results} == ({"p10"} if noisy else {"median"})
+    # Without a profile (it failed to load): the same choice from the samples alone.
+    assert [(r.statistic, r.median_ns) for r in summarize(ms)] == [
+        (r.statistic, r.median_ns) for r in results]
+    state = MetricsState(profile=profile)
+    cov = state.set_results(results)
+    assert [(c.suite, c.vu_estimate) for c in cov] == [
+        (r.suite, r.vu_estimate) for r, _ in evaluate(profile, ms, statistic="auto")]
+
+
+def test_bench_config_matches_check_and_adds_the_shadow_pair() -> None:
+    from qprof.measure.config import BenchConfig
+
+    bc = bench_config(BenchConfig, DaemonConfig(), 0, "liboqs", profile="qanum")
+    assert bc.statistic == "auto" and bc.profile == "qanum"
+    assert bc.operations == ["verify", "dual_shadow", "dual_shadow_invalid"]
+    assert bench_config(BenchConfig, DaemonConfig(dual=False), 0, "liboqs").operations is None
+    # numba alone has no pair to compare.
+    assert bench_config(BenchConfig, DaemonConfig(), 0, "numba").operations is None
+
+
+def test_wrong_verdict_note_alerts_as_a_disagreement(tmp_path: Path) -> None:
+    from qprof.measure.records import Note
+
+    r, alerts, _ = runner(tmp_path)
+    r._sink(Meta(run_id="a", started_at=1.0, qprof_version="t", command=[]))
+    r._sink(Note(run_id="a", level="error", kind="wrong_verdict", cpu=2,
+                 text="CPU 2 ML-DSA-44 liboqs verify: 3 of 100 verdicts were wrong"))
+    r._sink(Note(run_id="a", level="info", kind="drift", cpu=2, text="drift"))
+    [a] = alerts
+    assert (a.kind, a.severity, a.cpu) == ("disagreement", "critical", 2)

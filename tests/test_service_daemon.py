@@ -150,10 +150,13 @@ def test_cycle_history_export_and_restart_serves_stored_results(
     d = daemons("--root", str(root), *FAST_CYCLE)
     [run_id] = wait_for("a finished run", lambda: d.runs_with("finished"), timeout=50)
     d.wait_log("cycle finished")
+    # The numba kernels were loaded/compiled before the first measurement started.
+    assert d.log.index("numba kernels ready") < d.log.index("measuring cpu 0")
     metrics = d.scrape()
     assert re.search(r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\} '
                      r'[0-9.e-]+', metrics)
     assert 'qprof_cpu_max_frequency_hertz{cpu="2"} 2.4192e+09' in metrics
+    assert 'qprof_cpu_online{cpu="0"} 1.0' in metrics
     assert "qprof_last_cycle_timestamp_seconds " in metrics
     d.signal(signal.SIGTERM)
     assert d.wait_exit(5) == 0
@@ -313,6 +316,9 @@ def test_port_in_use_degrades_metrics(tmp_path: Path,
                     listen=f"127.0.0.1:{port}")
         assert f"degraded: metrics: cannot listen on 127.0.0.1:{port}" in d.log
         assert d.proc.poll() is None
+        # Also an alert (store, command), so a degraded start is not only a log line.
+        d.wait_log("alert degraded: started degraded: metrics")
+        assert [a.kind for a in d.store().recent_alerts()] == ["degraded"]
 
 
 def test_liboqs_missing_degrades_to_numba(tmp_path: Path,
@@ -430,3 +436,22 @@ def test_result_measured_under_a_cap_raises_result_skewed(
     [skew] = [a for a in d.store().recent_alerts() if a.kind == "result_skewed"]
     assert skew.cpu == 0 and skew.details["factor"] == 2.0
     assert skew.details["run_id"] == d.runs_with("finished")[0]
+
+
+def test_liboqs_cycle_runs_the_shadow_pair_that_finds_disagreements(
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    from qprof.verify import availability
+
+    st = availability.available_backends()
+    if not st["liboqs"].available or not st["numba"].available:
+        pytest.skip(f"needs liboqs and numba: {st['liboqs'].reason or st['numba'].reason}")
+    args = [a if a != "numba" else "liboqs" for a in FAST_CYCLE]
+    d = daemons("--root", str(make_root(tmp_path)), *args)
+    [run_id] = wait_for("a finished run", lambda: d.runs_with("finished"), timeout=60)
+    [run] = [r for r in d.store().runs(5) if r.run_id == run_id]
+    ops = {(m.operation, m.backend) for m in d.store().run_records(run_id)
+           if isinstance(m, Measurement)}
+    assert ("verify", "liboqs") in ops and ("dual_shadow", "liboqs+numba") in ops
+    assert run.checks > 0 and run.disagreements == 0  # both verifiers saw every sample
+    assert re.search(r'qprof_verify_statistic_info\{backend="liboqs",cpu="0",'
+                     r'statistic="\w+",suite="ML-DSA-44"\} 1.0', d.scrape())

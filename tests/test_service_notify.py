@@ -61,3 +61,17 @@ def test_journal_stream_must_name_our_stderr(tmp_path: Path) -> None:
         assert under_journal(env, fd=fh.fileno())
         assert not under_journal({"JOURNAL_STREAM": "1:2"}, fd=fh.fileno())
         assert not under_journal({}, fd=fh.fileno())
+
+
+def test_engine_lines_on_stderr_get_a_journal_priority() -> None:
+    import io
+
+    from qprof.service.journal import PriorityStream
+
+    out = io.StringIO()
+    s = PriorityStream(out)
+    s.write("qprof: error: CPU 1 aborted: worker failed\nqprof: warn")
+    s.write("ing: cap changed\n<4>already prefixed\nqprof: DISAGREEMENT on CPU 0\nplain\n")
+    assert out.getvalue().splitlines() == [
+        "<3>qprof: error: CPU 1 aborted: worker failed", "<4>qprof: warning: cap changed",
+        "<4>already prefixed", "<2>qprof: DISAGREEMENT on CPU 0", "<6>plain"]

@@ -165,3 +165,140 @@ def test_unwritable_location_is_a_store_error(tmp_path: Path) -> None:
     blocker.write_text("not a dir")
     with pytest.raises(StoreError, match="cannot open store"):
         Store(blocker / "qprof.db")
+
+
+def _run(store: Store, run_id: str, t: float, suites: dict[str, float], cpu: int = 0,
+         samples: bool = True) -> None:
+    store.add(meta(run_id, t))
+    for rnd in range(3):
+        for suite, ns in suites.items():
+            m = meas(run_id, cpu, suite, ns, rnd, t=t + 1)
+            if samples:
+                m.samples_ns = [ns] * 200
+            store.add(m)
+    store.add(End(run_id=run_id, finished_at=t + 10, status="finished"))
+
+
+def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
+    from qprof.service.store import DAY_S, Retention
+
+    store = Store(tmp_path / "qprof.db")
+    now = 1000 * DAY_S
+    _run(store, "ancient", now - 400 * DAY_S, {"ML-DSA-44": 100.0, "ML-DSA-87": 290.0})
+    _run(store, "old", now - 30 * DAY_S, {"ML-DSA-44": 110.0, "ML-DSA-87": 300.0})
+    # Only ever measured long ago: the newest result of its key, so it must survive.
+    _run(store, "only-44-cpu4", now - 400 * DAY_S, {"ML-DSA-44": 120.0}, cpu=4)
+    _run(store, "new", now - 1 * DAY_S, {"ML-DSA-44": 100.0, "ML-DSA-87": 290.0})
+    for i, age in enumerate((400, 300, 2)):
+        store.add_alert(Alert(ts=now - age * DAY_S, kind="cap_started", severity="warning",
+                              message=f"a{i}"))
+    before = sorted((m.run_id, m.cpu, m.suite) for m in store.newest_run_measurements())
+    size_before = sum(len(r.to_json()) for r in store.run_records("old"))
+
+    removed = store.maintain(Retention(keep_s=180 * DAY_S, keep_samples_s=7 * DAY_S), now=now)
+
+    assert removed["runs"] == 1 and removed["alerts"] == 2
+    assert {r.run_id for r in store.runs(50)} == {"old", "only-44-cpu4", "new"}
+    # Results (and so the metrics after a restart) are unchanged.
+    assert sorted((m.run_id, m.cpu, m.suite) for m in store.newest_run_measurements()) == before
+    # The 30-day-old run lost its per-sample timings, not its round statistics...
+    old = [r for r in store.run_records("old") if isinstance(r, Measurement)]
+    assert len(old) == 6 and all(m.samples_ns is None and m.median_ns for m in old)
+    assert sum(len(r.to_json()) for r in store.run_records("old")) < size_before / 3
+    # ...while the runs behind the newest results keep theirs.
+    assert all(m.samples_ns for m in store.run_records("new") if isinstance(m, Measurement))
+    assert all(m.samples_ns for m in store.run_records("only-44-cpu4")
+               if isinstance(m, Measurement))
+    # qprof_alerts_total is a counter: pruned alerts still count.
+    assert [a.message for a in store.recent_alerts()] == ["a2"]
+    assert store.alert_counts() == {"cap_started": 3}
+    # Idempotent, and the store stays sound.
+    assert not any(store.maintain(Retention(keep_s=180 * DAY_S), now=now).values())
+    assert store.integrity_check() == "ok"
+
+
+def test_retention_zero_keeps_for_ever(tmp_path: Path) -> None:
+    from qprof.service.store import DAY_S, Retention
+
+    store = Store(tmp_path / "qprof.db")
+    now = 1000 * DAY_S
+    _run(store, "a", now - 900 * DAY_S, {"ML-DSA-44": 100.0})
+    _run(store, "b", now - 1 * DAY_S, {"ML-DSA-44": 100.0})
+    removed = store.maintain(Retention(keep_s=0, keep_samples_s=0, keep_freq_s=0), now=now)
+    assert removed["runs"] == removed["stripped_runs"] == 0
+    assert len(store.runs(10)) == 2
+
+
+def test_freq_history_is_thinned_with_age_but_keeps_cap_edges(tmp_path: Path) -> None:
+    from qprof.service.store import DAY_S, Retention
+
+    store = Store(tmp_path / "qprof.db")
+    now = 100 * DAY_S
+    t0 = now - 3 * DAY_S
+    hw = 1800000
+    # Two days at full resolution (one every 30 s), a cap from hour 5 to hour 5:02.
+    for i in range(2 * 2880):
+        ts = t0 + 30 * i
+        capped = 5 * 3600 <= ts - t0 < 5 * 3600 + 120
+        store.add_freq_samples([(0, ts, hw // 2 if capped else hw, hw // 2 if capped else hw,
+                                 hw, capped)])
+    store.add_freq_samples([(0, now - 40 * DAY_S, hw, hw, hw, False)])  # past keep_freq_s
+    for i in range(120):  # the last hour: full resolution stays
+        store.add_freq_samples([(0, now - 3600 + 30 * i, hw, hw, hw, False)])
+    full = len(store.freq_history(0, since=0))
+    removed = store.maintain(Retention(keep_freq_s=30 * DAY_S, freq_full_s=1 * DAY_S,
+                                       freq_bucket_s=600), now=now)
+    hist = store.freq_history(0, since=0)
+    assert removed["freq_samples"] == full - len(hist)
+    thinned = [h for h in hist if h[0] < now - DAY_S]
+    assert len([h for h in hist if h[0] >= now - 3600]) == 120
+    assert 140 <= len(thinned) <= 2 * 144 + 4  # ~one per 10 minutes, plus the edges
+    # The cap's start and end survive exactly.
+    edges = [(h[0] - t0, h[2]) for h in hist if 5 * 3600 - 600 <= h[0] - t0 <= 5 * 3600 + 600]
+    assert (5 * 3600, hw // 2) in edges and (5 * 3600 + 120, hw) in edges
+    assert all(h[0] >= now - 30 * DAY_S for h in hist)
+    # A second pass finds nothing new to thin.
+    assert store.maintain(Retention(keep_freq_s=30 * DAY_S), now=now)["freq_samples"] == 0
+
+
+def test_no_cpufreq_samples_are_not_stored(tmp_path: Path) -> None:
+    store = Store(tmp_path / "qprof.db")
+    assert store.add_freq_samples([(0, 1.0, None, None, None, None)]) == 0
+    assert store.freq_history(0) == []
+
+
+def test_version_1_store_is_migrated_and_readable_before(tmp_path: Path) -> None:
+    from qprof.service.store import _MIGRATIONS
+
+    path = tmp_path / "qprof.db"
+    con = sqlite3.connect(path)
+    con.executescript("BEGIN;" + _MIGRATIONS[0] + "PRAGMA user_version=1; COMMIT;")
+    con.execute("INSERT INTO runs(run_id, started_at, status) VALUES ('v1', 1.0, 'finished')")
+    con.execute("INSERT INTO alerts(ts, kind, severity, message) VALUES (1, 'cap_ended', "
+                "'info', 'x')")
+    con.commit()
+    con.close()
+    # An older daemon's store is readable by a newer `qprof history` as it is.
+    reader = Store(path, readonly=True)
+    assert reader.schema_version() == 1 and [r.run_id for r in reader.runs()] == ["v1"]
+    assert reader.alert_counts() == {"cap_ended": 1}
+    reader.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION
+    assert [r.run_id for r in store.runs()] == ["v1"]
+    assert store.alert_counts() == {"cap_ended": 1}
+    assert store.integrity_check() == "ok"
+
+
+def test_retention_works_off_a_backlog_a_bounded_step_at_a_time(tmp_path: Path) -> None:
+    from qprof.service.store import DAY_S, Retention
+
+    store = Store(tmp_path / "qprof.db")
+    now = 1000 * DAY_S
+    for i in range(3):
+        _run(store, f"old{i}", now - (400 + i) * DAY_S, {"ML-DSA-44": 100.0})
+    _run(store, "new", now - DAY_S, {"ML-DSA-44": 100.0})
+    step = Retention(max_runs=2)
+    assert store.maintain(step, now=now)["runs"] == 2
+    assert store.maintain(step, now=now)["runs"] == 1  # the next hourly call
+    assert [r.run_id for r in store.runs()] == ["new"]

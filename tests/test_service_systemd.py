@@ -34,7 +34,8 @@ def test_unit_has_what_the_daemon_relies_on() -> None:
     text = UNIT.read_text()
     for line in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "DynamicUser=yes",
                  "StateDirectory=qprof", "CacheDirectory=qprof",
-                 "Environment=NUMBA_CACHE_DIR=%C/qprof", "Nice=10", "ProtectSystem=strict",
+                 "Environment=NUMBA_CACHE_DIR=%C/qprof",
+                 "Environment=QPROF_CACHE_DIR=%C/qprof", "Nice=10", "ProtectSystem=strict",
                  "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service",
                  "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "RestartPreventExitStatus=2"):
         assert line in text, line

@@ -9,7 +9,12 @@ from test_tui_helpers import seed_store
 
 from qprof.service.store import Store
 from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered, fmt_duration
-from qprof.tui.sources.consensus import core_costs, coverage_rows, load_profile_info
+from qprof.tui.sources.consensus import (
+    core_costs,
+    coverage_rows,
+    evaluate_measurements,
+    load_profile_info,
+)
 from qprof.tui.sources.hardware import ClusterFacts
 from qprof.tui.sources.load import LoadSource, read_cpu_times
 from qprof.tui.widgets.freq_history import sparkline
@@ -52,10 +57,11 @@ def test_coverage_from_seeded_store(tmp_path: Path) -> None:
     db = seed_store(tmp_path / "q.db")
     info = load_profile_info("qanum-2026-10-14")
     assert info.error is None
-    measurements = Store(db, readonly=True).latest_measurements(backend="liboqs")
+    measurements = Store(db, readonly=True).newest_run_measurements()
+    evaluation = evaluate_measurements(measurements, info, "liboqs")
     clusters = [ClusterFacts(0, (0, 1, 2, 3), "Cortex-A55", 1_804_800),
                 ClusterFacts(1, (4, 5, 6, 7), "Cortex-A77", 2_419_200)]
-    rows = {(r.suite, r.cluster): r for r in coverage_rows(measurements, info, clusters,
+    rows = {(r.suite, r.cluster): r for r in coverage_rows(evaluation, info, clusters,
                                                            "liboqs")}
     assert len(rows) == 8  # 4 suites × 2 clusters, measured or not
     assert rows[("ML-DSA-87", 0)].vu_estimate == 286 and rows[("ML-DSA-87", 0)].covered
@@ -66,14 +72,17 @@ def test_coverage_from_seeded_store(tmp_path: Path) -> None:
     assert rows[("ML-DSA-44", 0)].worst_block_ns == pytest.approx(2000 * 190_750)
     gold = rows[("ML-DSA-87", 1)]
     assert gold.covered is None and gold.note == "not measured yet"
-    costs = core_costs(measurements, info)
+    costs = core_costs(evaluation)
     assert costs[2][1]["SLH-DSA-SHAKE-256s"] == 3492
+    # One round, no samples: the ML-DSA rounds cannot disagree, so `qprof check` (and
+    # the monitor) use the median, and say so.
+    assert costs[2][2] == "median" and slh.statistic == "median"
 
 
 def test_bad_profile_is_reported_not_raised() -> None:
     info = load_profile_info("no-such-profile")
     assert info.profile is None and "no-such-profile" in (info.error or "")
-    assert coverage_rows([], info, [], "liboqs") == ()
+    assert coverage_rows(None, info, [], "liboqs") == ()
 
 
 def test_broken_store_and_profile_are_shown_not_raised(tmp_path: Path) -> None:
@@ -120,3 +129,139 @@ def test_live_root_cap_edges_become_alerts_and_history(tmp_path: Path) -> None:
     assert "×2.24" in third.alerts[0].message and third.alerts[0].where == "CPUs 6-7"
     gold_history = next(h for h in third.history if h.cluster == 1)
     assert gold_history.samples_khz == (1_080_000, 2_419_200, 1_080_000)
+
+
+def _noisy_store(path: Path) -> Path:
+    """One run of 5 rounds on CPU 0 on a shared host: in each round a different share of
+    the samples ran at the quiet speed, the rest 40 % slower. Round medians jump (the
+    median rule wobbles), the 10th percentiles stay put."""
+    from qprof.measure.records import End, Measurement, Meta
+
+    quiet = {"ML-DSA-44": 33_000.0, "ML-DSA-87": 86_000.0,
+             "SLH-DSA-SHAKE-128s": 820_000.0, "SLH-DSA-SHAKE-256s": 1_830_000.0}
+    quiet_share = (0.9, 0.3, 0.8, 0.2, 0.7)  # per round
+    store = Store(path)
+    store.add(Meta(run_id="noisy", started_at=1_764_500_000.0, qprof_version="test",
+                   command=["qprof", "check"], profile="qanum"))
+    for r, share in enumerate(quiet_share):
+        for suite, fast in quiet.items():
+            # Suites see the neighbour at different times: SLH mostly quiet when ML-DSA
+            # was not, which is what makes the median rule's ratios wrong.
+            s = share if suite.startswith("ML-DSA") else 1.0 - share
+            n = 100
+            k = round(n * s)
+            samples = [fast * (1 + 0.001 * (i % 7)) for i in range(k)] + \
+                [fast * 1.4 * (1 + 0.001 * (i % 7)) for i in range(n - k)]
+            samples.sort()
+            store.add(Measurement(run_id="noisy", cpu=0, suite=suite, backend="liboqs",
+                                  operation="verify", round=r, n=n,
+                                  median_ns=samples[n // 2], p95_ns=samples[95],
+                                  samples_ns=samples, finished_at=1_764_500_010.0 + r))
+    store.add(End(run_id="noisy", finished_at=1_764_500_100.0, status="finished"))
+    store.close()
+    return path
+
+
+def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> None:
+    """The monitor's panel is `qprof check`'s verdict (statistic auto), not the median
+    rule, and says which statistic it used: the two never contradict each other."""
+    from qprof.consensus import load_profile
+    from qprof.measure.verdict import evaluate
+
+    db = _noisy_store(tmp_path / "q.db")
+    measurements = Store(db, readonly=True).newest_run_measurements()
+    check = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), measurements,
+                                                  statistic="auto")}
+    by_median = {r.suite: r for r, _x in evaluate(load_profile("qanum"), measurements,
+                                                   statistic="median")}
+    assert {x["statistic_used"] for _r, x in check.values()} == {"p10"}
+    # The case that matters: the median rule would say something else.
+    assert any(by_median[s].vu_estimate != r.vu_estimate for s, (r, _x) in check.items())
+
+    info = load_profile_info("qanum")
+    evaluation = evaluate_measurements(measurements, info, "liboqs")
+    rows = {r.suite: r for r in coverage_rows(
+        evaluation, info, [ClusterFacts(0, (0, 1), "Zen 3", None)], "liboqs")}
+    for suite, (r, x) in check.items():
+        row = rows[suite]
+        assert (row.vu_estimate, row.covered, row.margin) == (r.vu_estimate, r.covered,
+                                                              r.margin), suite
+        assert row.statistic == x["statistic_used"] == "p10"
+        assert row.median_ns == pytest.approx(r.median_ns)  # the figure compared
+    costs = core_costs(evaluation)
+    assert costs[0][2] == "p10"
+    assert costs[0][1] == {s: r.vu_estimate for s, (r, _x) in check.items()}
+    # And through the collector, as the app shows it (evaluated off the 1 Hz path).
+    from test_tui_helpers import THIS_VM, fixture_root, frozen_config
+
+    from qprof.tui.collect import Collector
+    from qprof.tui.widgets.coverage_panel import statistic_line
+
+    collector = Collector(frozen_config(fixture_root(THIS_VM), store=db, profile="qanum"))
+    before = collector.frame()
+    assert all(r.note == "evaluating…" for r in before.coverage)  # never a stale verdict
+    collector.evaluate_now()
+    frame = collector.frame()
+    shown = {r.suite: r for r in frame.coverage}
+    assert {s: shown[s].vu_estimate for s in check} == {
+        s: r.vu_estimate for s, (r, _x) in check.items()}
+    assert frame.cores[0].statistic == "p10"
+    assert statistic_line(frame.coverage).startswith(
+        "Stat as `qprof check`: p10 on CPU 0: ML-DSA round medians")
+    # The app evaluates in a child process (a thread would hold the UI's GIL for
+    # seconds): the same verdict comes back.
+    from qprof.tui.sources.consensus import evaluate_store_in_child
+
+    child = evaluate_store_in_child(db, info, "liboqs")
+    assert child.error is None
+    assert [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"]) for r, x in child.results] \
+        == [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"])
+            for r, x in evaluation.results]
+
+
+def test_clock_estimate_only_without_any_frequency_reading() -> None:
+    """A live machine without cpufreq (this VM's fixture read as live) asks for a one-off
+    estimate of each online CPU; a machine with cpufreq and a snapshot never do."""
+    from test_tui_helpers import BIG_LITTLE, THIS_VM, fixture_root, frozen_config
+
+    from qprof.tui.collect import Collector
+    from qprof.tui.sources.hardware import estimate_clocks
+
+    assert Collector(frozen_config(fixture_root(THIS_VM), live=True)).cpus_to_estimate() \
+        == [0, 1]
+    assert Collector(frozen_config(fixture_root(THIS_VM))).cpus_to_estimate() == []
+    assert Collector(frozen_config(fixture_root(BIG_LITTLE), live=True)).cpus_to_estimate() \
+        == []
+    collector = Collector(frozen_config(fixture_root(THIS_VM), live=True))
+    collector.estimated_khz = {0: 3_190_000}
+    assert collector.cpus_to_estimate() == []  # once
+    assert collector.frame().cores[0].est_khz == 3_190_000
+    from qprof.tui.widgets.core_table import core_cells
+
+    assert core_cells(collector.frame().cores[0], ())[5] == "~3.19 est"
+    assert estimate_clocks([]) == ({}, [])
+
+
+def test_clock_estimate_of_this_machine_runs_in_a_child() -> None:
+    from qprof.tui.sources.hardware import estimate_clocks
+
+    khz, problems = estimate_clocks([0])
+    if not khz:
+        assert problems  # numba missing or CPU 0 not allowed: said, not raised
+        return
+    assert set(khz) == {0} and 100_000 < khz[0] < 10_000_000  # 0.1-10 GHz
+
+
+def test_a_helper_child_is_killed_when_the_monitor_quits() -> None:
+    """`q` sets the stop event: a child still evaluating is killed, not waited for (thread
+    workers are not daemon threads; the process would outlive the UI)."""
+    import sys
+    import threading
+
+    from qprof.tui.sources.child import ChildStopped, run_child
+
+    assert run_child([sys.executable, "-c", "print('ok')"])[:2] == (0, "ok\n")
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(ChildStopped):
+        run_child([sys.executable, "-c", "import time; time.sleep(600)"], stop)

@@ -25,6 +25,15 @@ from qprof.tui.app import MonitorApp
 pytestmark = pytest.mark.timeout(60)
 
 
+async def settled(pilot) -> None:  # noqa: ANN001 - a textual Pilot
+    """The coverage evaluation runs in a worker after the first frame: wait for it."""
+    for _ in range(600):
+        await pilot.pause(0.05)
+        if pilot.app.first_frame_at is not None and pilot.app._evaluating is None:
+            break
+    await pilot.pause()
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
@@ -38,10 +47,10 @@ def test_big_little_with_seeded_costs(snap_compare, workdir: Path) -> None:  # n
     seed_store(db, cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True, cap_factor=2.24,
                run_id="seed-gold")
     app = MonitorApp(frozen_config(Path("seeds-arm"), store=Path("seed.db")))
-    assert snap_compare(app, terminal_size=(120, 36))
+    assert snap_compare(app, terminal_size=(120, 36), run_before=settled)
 
 
 def test_this_vm_at_80x24(snap_compare, workdir: Path) -> None:  # noqa: ANN001
     (workdir / "vm").symlink_to(fixture_root(THIS_VM))
     app = MonitorApp(frozen_config(Path("vm"), profile="qanum"))
-    assert snap_compare(app, terminal_size=(80, 24))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settled)

@@ -111,6 +111,22 @@ def test_liboqs_versioned_only_is_not_enough(
     found = find_liboqs({"OQS_INSTALL_PATH": str(tmp_path / "oqs")})
     assert not isinstance(found, str)
     assert found.install_dir == tmp_path / "oqs" and found.source == "OQS_INSTALL_PATH"
+    assert found.env_skipped is None
+
+
+def test_ignored_oqs_install_path_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OQS_INSTALL_PATH points nowhere but ~/_oqs has a build: qprof uses that one and
+    # says so, rather than silently measuring a library the user did not ask for.
+    lib = tmp_path / "home" / "_oqs" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "liboqs.so").write_bytes(b"")
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))
+    found = find_liboqs({"OQS_INSTALL_PATH": str(tmp_path / "typo")})
+    assert not isinstance(found, str) and found.source == "~/_oqs"
+    assert found.env_skipped == f"no liboqs.so in {tmp_path / 'typo'}/lib or lib64"
+    assert find_liboqs({}).env_skipped is None  # type: ignore[union-attr]
 
 
 def test_unavailable_suite_raises_suite_not_supported() -> None:
@@ -146,6 +162,25 @@ def test_verify_never_raises_on_junk(backend: str) -> None:
         assert verifier.verify(pk, msg, sig, ctx) is False  # type: ignore[arg-type]
     # bytes-like inputs are accepted as bytes
     assert verifier.verify(bytearray(1312), memoryview(b"m"), bytearray(2420)) is False
+
+
+def test_numba_hot_path_compiles_nothing_after_warm_up() -> None:
+    # Issue 3: "nothing compiles on the hot path". Every suite and every accepted input
+    # type (bytearray, memoryview, any context length) must reuse the one
+    # specialisation per family that warm_up loaded.
+    if not _usable("numba", "ML-DSA-44"):
+        pytest.skip("numba backend unavailable here")
+    from qprof.verify import warm_up
+    from qprof.verify.nb import mldsa, slhdsa_kernels
+
+    verifiers = [warm_up("numba", suite) for suite in SUITES]
+    kernels = (mldsa._verify_kernel, slhdsa_kernels.verify_kernel)
+    compiled = [len(k.signatures) for k in kernels]
+    for v in verifiers:
+        pk, sig = bytes(v.suite.pk_size), bytes(v.suite.sig_size)
+        assert v.verify(pk, b"m", sig) is False
+        assert v.verify(bytearray(pk), memoryview(b"msg"), bytearray(sig), b"c" * 255) is False
+    assert [len(k.signatures) for k in kernels] == compiled
 
 
 def test_reasons_for_unavailable_backend_raise(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
                     info += f"; no {family}: {status.details[family]}"
             if "context_limit" in status.details:
                 info += f"; deviation: {status.details['context_limit']}"
+            if "warning" in status.details:
+                info += f"; warning: {status.details['warning']}"
         else:
             info = status.reason
         rows.append((name, "yes" if status.available else "no", status.version or "-", info))

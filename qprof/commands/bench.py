@@ -32,6 +32,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rounds", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int,
                         help="base A/B/A/B/A rounds (odd; default: the mode's)")
+    parser.add_argument("--interleave", type=float, metavar="MS",
+                        help="time the unit and the suites of every round together, in turns "
+                        "of MS milliseconds (steadier on a shared host); 0: the seeds' rounds, "
+                        "one suite after the other (default: 4 for check, 0 for bench)")
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -73,10 +77,36 @@ class ProgressLine:
         self.last_print = 0.0
         self.lock = threading.Lock()
         self.width = 0
+        self.rich = self._rich() if self.tty else None
+
+    def _rich(self):  # -> (Progress, task id) | None
+        """A rich progress bar with the engine's ETA on a terminal (rich comes with
+        textual); None when rich is missing: the plain updating line is used."""
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn
+        except ImportError:
+            return None
+        bar = Progress(
+            TextColumn("{task.percentage:>5.1f}%"), BarColumn(),
+            TextColumn("ETA {task.fields[eta]}"), TextColumn("{task.description}"),
+            console=Console(file=self.stream), transient=False,
+        )
+        task = bar.add_task("starting", total=1.0, eta="?")
+        bar.start()
+        return bar, task
 
     def __call__(self, ev: ProgressEvent) -> None:
         with self.lock:
             text = ev.line()
+            if self.rich is not None:
+                bar, task = self.rich
+                what = text.split("] ", 1)[-1]
+                if what.startswith("ETA "):
+                    what = what.split(" ", 2)[-1]
+                eta = f"{ev.eta_s:.0f}s" if ev.eta_s is not None else "?"
+                bar.update(task, completed=ev.fraction, eta=eta, description=what)
+                return
             if self.tty:
                 pad = max(0, self.width - len(text))
                 self.stream.write("\r" + text + " " * pad)
@@ -90,6 +120,9 @@ class ProgressLine:
             self.stream.flush()
 
     def close(self) -> None:
+        if self.rich is not None:
+            self.rich[0].stop()
+            return
         if self.tty and self.width:
             self.stream.write("\n")
             self.stream.flush()
@@ -118,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.rounds, adaptive=not args.no_adaptive, pyperf_dir=pyperf_dir,
         budget_s=args.budget, max_rounds=args.max_rounds,
         record_base=out.parent, root=args.root, timer=args.timer,
+        interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
         command=["qprof", "bench", *sys.argv[2:]] if sys.argv[1:2] == ["bench"] else sys.argv,
     )
     line = ProgressLine()
@@ -147,5 +181,7 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.disagreements} disagreements")
     for cpu, reason in summary.aborted_cpus.items():
         print(f"CPU {cpu}: {reason}", file=sys.stderr)
-    print(f"report: qprof report {out}")
+    print(f"report: qprof report {out} (its Verify-Unit estimates use the median rule, "
+          "ceil(100 x median(suite) / median(unit)) per core, backend and run; "
+          "`qprof check` says when a busy host made it use another statistic)")
     return {"finished": 0, "partial": 1}.get(summary.status, 2)

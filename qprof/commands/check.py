@@ -26,11 +26,14 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="add no rounds that would end after S seconds (default 50)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
-    parser.add_argument("--statistic", choices=("auto", "median", "p10"), default="auto",
-                        help="median: the rule; p10: compare 10th percentiles, steadier on a "
-                        "shared machine whose samples mix quiet and busy times; auto "
-                        "(default): the median while ML-DSA rounds agree within 100 bp, "
-                        "else the 10th percentile when it is steadier (said in the output)")
+    parser.add_argument("--statistic", choices=("auto", "median", "p10", "paired"),
+                        default="auto",
+                        help="median: the rule; p10: compare 10th percentiles; paired: each "
+                        "suite turn against the unit turns on both sides, only where both ran "
+                        "at the quiet speed (rounds are timed in turns of 4 ms); auto "
+                        "(default): the median while ML-DSA rounds agree within 100 bp, else "
+                        "the quiet-turn pairs (else the steadier 10th percentile); the output "
+                        "says which")
 
 
 def _ms(ns: float) -> str:
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         timer=args.timer, command=["qprof", "check", *sys.argv[2:]],
         budget_s=args.budget, max_rounds=args.max_rounds, rounds=args.rounds,
         statistic=args.statistic,
+        interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
     )
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
@@ -112,6 +116,16 @@ def run(args: argparse.Namespace) -> int:
             "covered": all_covered,
             "exit_code": code,
             "statistic": args.statistic,
+            # What each CPU's estimates used ("median", "p10" or "paired") and why (the
+            # unit's row; a suite that fell back says so in its own "statistic_used").
+            "statistic_used": {
+                f"{r.cpu}/{r.backend}": {"statistic": x["statistic_used"],
+                                         "means": x["statistic_text"],
+                                         "why": x["statistic_why"]}
+                for r, x in sorted(evaluated, key=lambda e: e[0].suite == profile.unit_suite)
+            },
+            "method": next((r.settings.get("interleaving") for r in records
+                            if getattr(r, "type", "") == "meta"), None),
             "timer": next((r.settings.get("timer") for r in records
                            if getattr(r, "type", "") == "meta"), None),
             "results": [
@@ -125,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                     "worst_block_ns": r.worst_block_ns,
                     "reference_block_ns": r.reference_block_ns,
                     "verdict": r.verdict, **extra,
-                    # median_ns stays the median; with --statistic p10 the estimate used:
+                    # median_ns stays the median of all samples; the estimate used:
                     "estimate_from_ns": r.median_ns,
                 }
                 for r, extra in evaluated
@@ -139,35 +153,53 @@ def run(args: argparse.Namespace) -> int:
           f"{summary.elapsed_s:.0f} s, status {summary.status}")
     for n in notes:
         print(f"note: {n}")
-    def spread(extra: dict) -> float:
-        # The spread of what the estimate uses: round medians, or round 10th percentiles.
-        if extra["statistic_used"] == "p10" and extra.get("p10_spread_bp") is not None:
-            return float(extra["p10_spread_bp"])
-        return float(extra["spread_bp"])
-
+    meta = next((r for r in records if getattr(r, "type", "") == "meta"), None)
+    if meta is not None:
+        print(f"method: {meta.settings.get('interleaving')}; timer "
+              f"{meta.settings.get('timer_clock')}")
+    # Per CPU and backend, the unit's row says what the estimates used (a suite that had
+    # no quiet rounds of its own may fall back to its 10th percentile: its row says so).
+    used = {(r.cpu, r.backend): x for r, x in evaluated}
+    used.update({(r.cpu, r.backend): x for r, x in evaluated if r.suite == profile.unit_suite})
+    for (cpu, backend), x in sorted(used.items()):
+        print(f"CPU {cpu} {backend}: statistic {x['statistic_used']} = {x['statistic_text']} "
+              f"({x['statistic_why']})")
     for r, extra in evaluated:
         cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
         by_round = list((extra.get("vu_by_round") or {}).values())
-        rounds_vu = (f", per-round VU {min(by_round):.0f}-{max(by_round):.0f}"
+        rounds_vu = (f", per-round VU {min(by_round):.1f}-{max(by_round):.1f}"
                      if by_round else "")
+        plural = "s" if extra["rounds"] != 1 else ""
+        rounds = (f"{extra['rounds_used']} of {extra['rounds']} round{plural}"
+                  if extra["rounds_used"] != extra["rounds"]
+                  else f"{extra['rounds']} round{plural}")
+        spread = extra["round_spread_bp"]
+        spread_text = f"spread {spread:.0f} bp" if spread is not None else "spread ?"
+        if (extra["statistic_used"] != used[(r.cpu, r.backend)]["statistic_used"]):
+            print(f"CPU {r.cpu} {r.suite}: {extra['statistic_used']} ({extra['statistic_why']})")
         print(f"CPU {r.cpu} {r.suite:<20} {extra['statistic_used']:<6} "
-              f"{_ms(r.median_ns):>10}  "
-              f"{extra['rounds']} rounds, spread {spread(extra):.0f} bp{rounds_vu}  "
+              f"{_ms(r.median_ns):>10}  {rounds}, {spread_text}{rounds_vu}  "
               f"{r.verdict}{cap}")
-    used = {(r.cpu, r.backend): x for r, x in evaluated}
     for (cpu, backend), x in sorted(used.items()):
-        if x["statistic_used"] == "p10":
-            others = ", ".join(f"{r.suite} {xx['vu_estimate_median']}" for r, xx in evaluated
-                               if (r.cpu, r.backend) == (cpu, backend)
-                               and r.suite != profile.unit_suite and xx["vu_estimate_median"])
-            print(f"CPU {cpu} {backend}: estimates from 10th percentiles, not the median rule"
-                  f" ({x['statistic_why']}); by the median rule: {others}")
-        elif x["spread_bp"] > 100 and x["vu_estimate_p10"]:
-            others = ", ".join(f"{r.suite} {xx['vu_estimate_p10']}" for r, xx in evaluated
-                               if (r.cpu, r.backend) == (cpu, backend)
-                               and r.suite != profile.unit_suite and xx["vu_estimate_p10"])
-            print(f"CPU {cpu} {backend}: busy machine ({x['statistic_why']}); from the 10th "
-                  f"percentile (the speed when nothing else ran): {others}")
+        if x["statistic_used"] == "median":
+            continue
+        rows = [(r.suite, xx) for r, xx in evaluated
+                if (r.cpu, r.backend) == (cpu, backend) and r.suite != profile.unit_suite]
+        alt = "; ".join(
+            f"{label}: " + ", ".join(f"{suite} {xx[key]}" for suite, xx in rows if xx[key])
+            for label, key in (("median rule", "vu_estimate_median"),
+                               ("10th percentiles", "vu_estimate_p10"),
+                               ("quiet-turn pairs", "vu_estimate_paired"))
+            if any(xx[key] for _s, xx in rows)
+        )
+        print(f"CPU {cpu} {backend}: other statistics, for comparison: {alt}")
+        if x["contended_rounds"]:
+            n = [r + 1 for r in x["contended_rounds"]]
+            print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
+                  f"{', '.join(map(str, n))} "
+                  f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
+                  "speed in most turns): left out of the estimates; rounds were added while "
+                  "time allowed")
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
         print(f"CPU {cpu}: " + cap_text(None, None, factor))

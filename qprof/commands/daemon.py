@@ -20,7 +20,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help=f"metrics address (default {DEFAULT_LISTEN}; 'none' disables)")
     parser.add_argument("--interval", type=float, metavar="SECONDS",
-                        help="time between measurement cycles (default 3600)")
+                        help="rest between measurement cycles, from the end of one to the "
+                        "start of the next (default 3600)")
     parser.add_argument("--retry", type=float, metavar="SECONDS",
                         help="after a skipped cycle, try again this soon (default 300)")
     parser.add_argument("--first-cycle-delay", type=float, metavar="SECONDS",
@@ -35,6 +36,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated suites to measure (default: the engine's)")
     parser.add_argument("--quick", action="store_true", default=None,
                         help="shorter measurements")
+    parser.add_argument("--no-dual", dest="dual", action="store_false", default=None,
+                        help="with liboqs, do not also run the shadow pair (liboqs + a "
+                        "second verifier on valid and invalid signatures) that detects "
+                        "verifier disagreements: 4 timed tasks per round instead of 12")
     parser.add_argument("--max-load", type=float, metavar="L",
                         help="measure only when the 1-min load per online CPU is at most L "
                         "(default 0.5)")
@@ -51,6 +56,15 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="... and hold for S seconds (default 5)")
     parser.add_argument("--watch-interval", type=float, metavar="SECONDS",
                         help="watch loop period (default 1)")
+    parser.add_argument("--keep-days", type=float, metavar="DAYS",
+                        help="keep runs and alerts this long (default 90; 0: for ever; "
+                        "the runs behind the newest results are always kept)")
+    parser.add_argument("--keep-samples-days", type=float, metavar="DAYS",
+                        help="keep per-sample timings in runs this long, then only round "
+                        "statistics (default 2; 0: for ever)")
+    parser.add_argument("--keep-freq-days", type=float, metavar="DAYS",
+                        help="keep frequency history this long, thinned to 10-minute steps "
+                        "after a day (default 30; 0: for ever)")
     parser.add_argument("--root", type=Path, metavar="DIR",
                         help="read /proc and /sys under DIR (a snapshot; for tests)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))

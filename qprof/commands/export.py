@@ -9,7 +9,8 @@ from pathlib import Path
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN_ID",
-                        help="run to export ('latest' for the newest; see qprof history)")
+                        help="run to export ('latest': the newest finished or partial run; "
+                        "see qprof history)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write here instead of stdout")
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
@@ -17,7 +18,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
+    from qprof.service.store import (
+        DB_NAME,
+        RESULT_STATUSES,
+        Store,
+        StoreError,
+        default_state_dir,
+    )
 
     path = (args.state_dir or default_state_dir()) / DB_NAME
     try:
@@ -27,11 +34,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     run_id = args.run_id
     if run_id == "latest":
-        runs = store.runs(1)
+        runs = store.runs(100)
         if not runs:
             print(f"qprof export: {path}: no runs recorded yet", file=sys.stderr)
             return 2
-        run_id = runs[0].run_id
+        # The newest run with results: a cycle cut short (aborted, often empty) is
+        # rarely what `qprof export latest | qprof report` means. Named ids export any.
+        with_results = [r for r in runs if r.status in RESULT_STATUSES]
+        run_id = (with_results or runs)[0].run_id
     if store.run_status(run_id) is None:
         print(f"qprof export: no run {run_id!r} in {path} (see qprof history)",
               file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -32,10 +33,13 @@ def render(reading: FreqReading, topo: Topology, watch: CapWatch | None = None) 
     for f in reading.cpus:
         t = by_cpu.get(f.cpu)
         cap = cap_text(f)
-        if watch is not None and f.capped:
+        if watch is not None:
             state = watch.summary(f.cpu)
-            if state.since is not None:
-                cap += f", since {datetime.fromtimestamp(state.since).strftime('%H:%M:%S')}"
+            if f.capped and state.since is not None:
+                cap += (" (on when the watch started)" if state.since == watch.first_at
+                        else f", since {_clock(state.since)}")
+            if state.throttled:
+                cap += f", thermal throttle +{state.throttle_events}"
         rows.append([str(f.cpu), "-" if f.cluster is None else str(f.cluster),
                      (t.uarch if t and t.uarch else "unknown"),
                      {True: "yes", False: "no", None: "?"}[f.online],
@@ -58,13 +62,51 @@ def render(reading: FreqReading, topo: Topology, watch: CapWatch | None = None) 
             f"{c.type}={c.cur_state}/{c.max_state}" for c in active))
     if extra:
         out += "\n" + "; ".join(extra)
+    if watch is not None:
+        out += "".join("\n" + line for line in window_lines(watch, topo))
     if any(f.estimated for f in reading.cpus):
         out += ("\n~ = estimated: measured by qprof with a dependent-instruction loop "
                 "(the system reports no frequency)")
+    reported = sorted({f.reported_khz for f in reading.cpus if f.reported_khz})
+    if reported and all(f.cur_source in (None, "estimated") for f in reading.cpus):
+        out += ("\n/proc/cpuinfo says " + ", ".join(ghz(k) for k in reported)
+                + " (cpu MHz: on a VM the host's nominal clock, not the current one)")
     notes = problems_text(reading.problems)
     if notes:
         out += "\n" + notes
     return out
+
+
+def _clock(at: float) -> str:
+    return datetime.fromtimestamp(at).strftime("%H:%M:%S")
+
+
+def window_lines(watch: CapWatch, topo: Topology) -> list[str]:
+    """Per cluster, what the watch window saw: share of samples capped, worst factor,
+    when the current cap started or the last one ended, x86 throttle events."""
+    lines = []
+    for cl in topo.clusters:
+        st = watch.cluster_summary(cl.id)
+        if not (st.capped_fraction or st.last_ended or st.throttled):
+            continue
+        parts = []
+        if st.capped_fraction:
+            parts.append(f"capped in {st.capped_fraction:.0%} of {st.samples} sample(s)")
+            if st.max_factor:
+                parts.append(f"worst {st.max_factor:.2f}x" + (f" by {st.cause}"
+                                                               if st.cause else ""))
+        else:
+            parts.append(f"not capped in {st.samples} sample(s)")
+        if st.since is not None:
+            parts.append("capped since the watch started" if st.since == watch.first_at
+                         else f"capped since {_clock(st.since)}")
+        if st.last_ended is not None:
+            parts.append(f"last cap ended {_clock(st.last_ended)}")
+        if st.throttled:
+            parts.append(f"thermal throttling: +{st.throttle_events} throttle event(s)")
+        lines.append(f"cluster {cl.id} ({cl.uarch or 'unknown'}), last "
+                     f"{st.window_s:.0f} s: " + ", ".join(parts))
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,9 +127,17 @@ def run(args: argparse.Namespace) -> int:
         while args.count is None or n < args.count:
             reading = watch.sample(read_frequencies(args.root, topo, estimate=estimate))
             n += 1
+            if {c.cpu for c in topo.cpus if c.online} != {f.cpu for f in reading.cpus
+                                                          if f.online}:
+                # CPUs went on- or offline: clusters and designs are read again next time.
+                # (If the root vanished mid-watch, the last topology is kept.)
+                with contextlib.suppress(NotLinuxRoot):
+                    topo = watch.topology = read_topology(args.root)
             if args.json:
                 d = reading.to_dict()
                 d["cap_states"] = {str(k): v.to_dict() for k, v in watch.states().items()}
+                d["cluster_cap_states"] = {str(cl.id): watch.cluster_summary(cl.id).to_dict()
+                                           for cl in topo.clusters}
                 if not emit(json.dumps(d)):
                     break
             else:

@@ -28,13 +28,28 @@ def _us(ns: float) -> str:
     return f"{ns / 1000:.1f} µs"
 
 
-def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
-    from qprof.service.metrics import summarize
+def _profile(runs: list[Any]) -> Any:
+    """The profile the newest runs were measured against (else qanum), or None."""
+    from qprof.consensus import ProfileError, load_profile
 
-    results = summarize(store.newest_run_measurements("verify"))
+    name = next((r.profile for r in runs if r.profile), None) or "qanum"
+    try:
+        return load_profile(name)
+    except ProfileError:
+        return None
+
+
+def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
+    from qprof.service.metrics import coverage_of, summarize
+
+    runs = store.runs(max(n_runs, 20))
+    profile = _profile(runs)
+    results = summarize(store.newest_run_measurements("verify"), profile=profile)
     return {
-        "runs": [r.to_dict() for r in store.runs(n_runs)],
+        "runs": [r.to_dict() for r in runs[:n_runs]],
+        "profile": profile.name if profile is not None else None,
         "results": [r.__dict__ for r in results],
+        "coverage": [c.to_dict() for c in coverage_of(profile, results)],
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.recent_alerts(n_alerts)],
     }
@@ -63,14 +78,21 @@ def run(args: argparse.Namespace) -> int:
         reason = f" ({r['reason']})" if r["reason"] else ""
         out.append(f"  {r['run_id']}  {_when(r['started_at'])}  cpus {cpus}  "
                    f"{r['measurements']} measurements  {r['status']}{reason}")
-    out += ["", "latest verify results (median of the newest run's rounds):"]
+    out += ["", "latest verify results (newest run; the statistic the coverage verdict "
+            "uses, as qprof check --statistic auto):"]
     if not data["results"]:
         out.append("  none yet")
     for r in data["results"]:
         cap = f"  capped {r['cap_factor']:.2f}x" if r["capped"] and r["cap_factor"] else (
             "  capped" if r["capped"] else "")
         out.append(f"  cpu {r['cpu']:<3} {r['suite']:<20} {r['backend']:<8} "
-                   f"{_us(r['median_ns']):>12}  run {r['run_id']}{cap}")
+                   f"{_us(r['median_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
+    if data["coverage"]:
+        out += ["", f"Verify-Unit coverage ({data['profile']}):"]
+    for c in data["coverage"]:
+        word = "covered" if c["covered"] else "NOT covered"
+        out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
+                   f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
     out += ["", "recent alerts:"]
     if not data["alerts"]:
         out.append("  none")

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from qprof.hw import isa
 from qprof.hw.format import (
     cap_text,
     emit,
@@ -17,7 +18,7 @@ from qprof.hw.format import (
     table,
 )
 from qprof.hw.freq import FreqReading, read_frequencies
-from qprof.hw.sysfs import format_cpulist
+from qprof.hw.sysfs import format_cpulist, problems_by_cpu
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
 
@@ -47,6 +48,9 @@ def combined_dict(topo: Topology, freq: FreqReading) -> dict[str, Any]:
                        capped=c.capped, cap_factor=c.cap_factor, cap_cause=c.cap_cause)
     data["boost"], data["no_turbo"] = freq.boost, freq.no_turbo
     data["problems"] = merge_problems(topo.problems, freq.problems)
+    per_cpu = problems_by_cpu(data["problems"], topo.domains())
+    for row in data["cpus"]:
+        row["problems"] = per_cpu.get(row["cpu"], [])
     return data
 
 
@@ -60,6 +64,7 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
     if topo.root not in ("/", ""):
         lines.append(f"Root: {topo.root}")
     cby = {c.id: c for c in freq.clusters}
+    x86 = topo.arch in ("x86", "x86_64")
     rows = []
     for cl in topo.clusters:
         fc = cby.get(cl.id)
@@ -72,10 +77,11 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
                      cl.uarch or "unknown", part, cl.core_class or "unknown",
                      ghz_range(cl.min_khz, cl.max_khz),
                      (fc.governor if fc and fc.governor else "-"),
+                     isa.short(cl.isa, cl.isa_missing, x86),
                      cap_text(fc) if fc else "unknown"])
     lines.append("")
     lines.append(table(["Cluster", "CPUs", "Online", "Core design", "Part", "Class",
-                        "Freq range", "Governor", "Cap"], rows))
+                        "Freq range", "Governor", "ISA", "Cap"], rows))
     if with_cpus:
         fby = {f.cpu: f for f in freq.cpus}
         cpu_rows = []
@@ -87,10 +93,11 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
                              {True: "yes", False: "no", None: "?"}[c.online],
                              c.uarch or "unknown", ident, c.midr_source or "-",
                              format_cpulist(c.smt_siblings) or "-",
+                             " ".join(c.isa) if c.isa is not None else "unknown",
                              ghz(f.cur_khz, f.estimated) if f else "unknown"])
         lines.append("")
         lines.append(table(["CPU", "Cluster", "Online", "Core design", "MIDR / id",
-                            "Source", "SMT", "Current"], cpu_rows))
+                            "Source", "SMT", "ISA features", "Current"], cpu_rows))
     notes = problems_text(merge_problems(topo.problems, freq.problems))
     if notes:
         lines.append("")

@@ -100,7 +100,14 @@ def parse_cpuinfo(text: str) -> CpuinfoData:
     data = CpuinfoData()
     current: dict[str, str] | None = None
     last_cpu: int | None = None
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    if lines and not text.endswith("\n"):
+        # The kernel ends every line with a newline: this file was cut short (copied
+        # while truncated, disk full). A cut value ("CPU part : 0x8") would be misread.
+        data.problems.append(f"/proc/cpuinfo: truncated (last line {lines[-1][:40]!r} "
+                             "incomplete, ignored)")
+        lines.pop()
+    for raw in lines:
         key, sep, value = raw.partition(":")
         if not sep:
             continue

@@ -1,7 +1,15 @@
-"""Environment snapshot taken before and after a run (the seeds' ``.env.txt``), as JSON."""
+"""Environment snapshot taken before and after a run (the seeds' ``.env.txt``), as JSON.
+
+Everything comes from files under the root, so a ``qprof snapshot`` of another machine
+gives the same answer. Per-CPU time counters (``/proc/stat``) are included so two
+snapshots (before/after a run) tell how busy each CPU was and how much time the
+hypervisor stole. On the live machine only, ``busy_window_s`` adds a short psutil
+measurement of the same (psutil's ``cpu_times_percent``: what the CPUs are doing now).
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,11 +40,62 @@ def _loadavg(sr: SysRoot) -> dict[str, Any] | None:
     return load
 
 
-def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
-                      estimate: bool = False) -> dict[str, Any]:
-    """JSON-able snapshot: load, per-CPU frequency/governor/cap, temperatures.
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
-    Raises :class:`NotLinuxRoot` for a root that is not a Linux tree.
+
+def _cpu_times(sr: SysRoot) -> dict[str, dict[str, int]] | None:
+    """Per-CPU cumulative times in USER_HZ ticks from /proc/stat (``cpuN`` lines)."""
+    text, prob = sr.text("/proc/stat")
+    if text is None:
+        if prob and not prob.endswith(": missing"):
+            sr.note(prob)
+        return None
+    out: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *values = line.split()
+        try:
+            numbers = [int(v) for v in values[:len(_STAT_FIELDS)]]
+        except ValueError:
+            sr.note(f"/proc/stat: cannot parse {line[:40]!r}")
+            continue
+        out[name[3:]] = dict(zip(_STAT_FIELDS, numbers, strict=False))
+    return out or None
+
+
+def _smt(sr: SysRoot) -> dict[str, Any] | None:
+    """SMT state (the seeds record "SMT none"): active 0/1 and control (on, off,
+    notsupported, forceoff)."""
+    active, _ = sr.int("/sys/devices/system/cpu/smt/active")
+    control, _ = sr.word("/sys/devices/system/cpu/smt/control")
+    if active is None and control is None:
+        return None
+    return {"active": None if active is None else bool(active), "control": control}
+
+
+def _busy_window(window_s: float) -> dict[str, Any] | None:
+    """Live machine: per-CPU busy and steal % over ``window_s`` seconds (psutil)."""
+    try:
+        import psutil
+
+        shares = psutil.cpu_times_percent(interval=window_s, percpu=True)
+    except Exception:  # psutil missing or failing never breaks a snapshot
+        return None
+    cpus = {}
+    for i, t in enumerate(shares):
+        cpus[str(i)] = {"busy_pct": round(100.0 - t.idle - getattr(t, "iowait", 0.0), 1),
+                        "steal_pct": round(getattr(t, "steal", 0.0), 1)}
+    return {"source": "psutil.cpu_times_percent", "window_s": window_s, "cpus": cpus}
+
+
+def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
+                      estimate: bool = False, busy_window_s: float = 0.0) -> dict[str, Any]:
+    """JSON-able snapshot: load, per-CPU frequency/governor/cap, temperatures, CPU times.
+
+    ``busy_window_s`` > 0 on the live machine also measures per-CPU busy/steal % over
+    that window (blocks that long). Raises :class:`NotLinuxRoot` for a root that is
+    not a Linux tree.
     """
     topology = topology or read_topology(root)
     freq = read_frequencies(root, topology, estimate=estimate)
@@ -50,6 +109,7 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
             uptime = float(uptime_text.split()[0])
         except (IndexError, ValueError):
             sr.note("/proc/uptime: cannot parse")
+    live = os.path.abspath(str(root)) == "/"
     by_cpu = {c.cpu: c for c in topology.cpus}
     cpus = []
     for f in freq.cpus:
@@ -60,7 +120,8 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
             "cur_khz": f.cur_khz, "max_khz": f.max_khz, "hw_max_khz": f.hw_max_khz,
             "min_khz": f.min_khz, "governor": f.governor, "driver": f.driver,
             "capped": f.capped, "cap_factor": f.cap_factor, "cap_cause": f.cap_cause,
-            "estimated": f.estimated,
+            "estimated": f.estimated, "reported_khz": f.reported_khz,
+            "isa": t.isa if t else None,
         })
     problems = merge_problems(topology.problems, freq.problems, sr.problems)
     return {
@@ -74,6 +135,7 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
         "load": _loadavg(sr),
         "boost": freq.boost,
         "no_turbo": freq.no_turbo,
+        "smt": _smt(sr),
         "cpus": cpus,
         "clusters": [c.to_dict() for c in freq.clusters],
         "temperatures": [{"zone": z.zone, "type": z.type, "temp_c": z.temp_c,
@@ -84,5 +146,7 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
                              "max_state": c.max_state, "cpus": c.cpus}
                             for c in freq.thermal.cooling],
         "throttle_counts": {str(k): v for k, v in freq.thermal.throttle.items()},
-        "problems": problems,
+        "cpu_times": _cpu_times(sr),
+        "busy": _busy_window(busy_window_s) if busy_window_s > 0 and live else None,
+        "problems": merge_problems(problems, sr.problems),
     }

@@ -39,7 +39,13 @@ def ghz_range(lo: int | None, hi: int | None) -> str:
 def cap_text(item: CpuFreq | ClusterFreq) -> str:
     """``capped 2.42 -> 1.08 GHz by policy: 2.24x`` / ``no`` / ``unknown (...)``."""
     if item.capped is None:
-        return "unknown (no cpufreq)" if item.hw_max_khz is None else "unknown"
+        if getattr(item, "online", None) is False:
+            return "- (offline)"
+        if item.hw_max_khz is None and item.max_khz is None:
+            return "unknown (no cpufreq)"
+        # cpufreq is there but one of the two files is not: say which (see notes/--json).
+        return ("unknown (hardware max unreadable)" if item.hw_max_khz is None
+                else "unknown (allowed max unreadable)")
     if not item.capped:
         return "no"
     cause = f" by {item.cap_cause}" if item.cap_cause else ""

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qprof.hw.sysfs import SysRoot
+from qprof.hw.sysfs import SysRoot, problems_by_cpu
 from qprof.hw.thermal import ThermalState, read_thermal
 from qprof.hw.topology import CPU_DIR, PolicyMap, Topology, read_topology
 
@@ -50,6 +50,9 @@ class CpuFreq:
     estimated: bool = False  # cur_khz measured by qprof, not reported by the system
     cur_source: str | None = None  # "scaling_cur_freq", "cpuinfo_cur_freq", "estimated"
     cluster: int | None = None
+    # Without cpufreq only: /proc/cpuinfo "cpu MHz" (x86). On VMs that is the host's
+    # nominal/TSC clock, not what the core runs at now, so it is not cur_khz.
+    reported_khz: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +86,7 @@ class FreqReading:
     no_turbo: bool | None = None  # intel_pstate/no_turbo
     thermal: ThermalState = field(default_factory=ThermalState)
     problems: list[str] = field(default_factory=list)
+    domains: dict[int, list[int]] = field(default_factory=dict)  # for problems_by_cpu
 
     def cpu(self, n: int) -> CpuFreq | None:
         for c in self.cpus:
@@ -91,12 +95,13 @@ class FreqReading:
         return None
 
     def to_dict(self) -> dict[str, Any]:
+        per_cpu = problems_by_cpu(self.problems, self.domains)
         return {
             "root": self.root,
             "taken_at": self.taken_at,
             "boost": self.boost,
             "no_turbo": self.no_turbo,
-            "cpus": [c.to_dict() for c in self.cpus],
+            "cpus": [dict(c.to_dict(), problems=per_cpu.get(c.cpu, [])) for c in self.cpus],
             "clusters": [c.to_dict() for c in self.clusters],
             "thermal": self.thermal.to_dict(),
             "problems": list(self.problems),
@@ -177,6 +182,9 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
         _apply_cap_model(f, thermal, boost, no_turbo)
         cpus.append(f)
     if not any_freq:
+        for cpu, mhz in cpuinfo_mhz(root).items():
+            if (f := next((c for c in cpus if c.cpu == cpu), None)) is not None:
+                f.reported_khz = int(mhz * 1000)
         live = estimate and os.path.abspath(str(root)) == "/"
         sr.note("no cpufreq: the system exposes no CPU frequency (VM?); current frequency "
                 + ("estimated by measurement" if live else "unknown"))
@@ -184,7 +192,8 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
             _estimate_missing(cpus, sr)
     clusters = _clusters(topology, cpus)
     return FreqReading(root=str(root), taken_at=now, cpus=cpus, clusters=clusters, boost=boost,
-                       no_turbo=no_turbo, thermal=thermal, problems=sr.problems)
+                       no_turbo=no_turbo, thermal=thermal, problems=sr.problems,
+                       domains=topology.domains())
 
 
 def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
@@ -231,7 +240,10 @@ def _apply_cap_model(f: CpuFreq, thermal: ThermalState, boost: bool | None,
         f.cap_factor = 1.0
         return
     f.cap_factor = cap_factor(f.hw_max_khz, f.max_khz)
-    if any(c.active for c in thermal.cpu_cooling(f.cpu)):
+    if any(c.active for c in thermal.cpu_cooling(f.cpu)) or any(
+            c.active and c.cpus is None and c.type == "Processor" for c in thermal.cooling):
+        # ACPI "Processor" cooling devices do not say which CPU they are (their device
+        # link is all there is); an active one lowers the P-state limit of its CPU.
         f.cap_cause = "thermal"
     elif no_turbo or boost is False:
         f.cap_cause = "boost-off"
@@ -310,6 +322,9 @@ class CapState:
     cur_khz_median: int | None
     estimated: bool = False
     throttle_events: int | None = None  # x86 thermal throttle count increase in the window
+    # x86 hardware throttling (PROCHOT) does not lower scaling_max_freq, so a CPU can be
+    # "not capped" by the files and still held back: the counters rising says so.
+    throttled: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -347,6 +362,7 @@ class CapWatch:
         self._capped: dict[int, bool | None] = {}
         self.events: deque[CapEvent] = deque(maxlen=max_events)
         self.last: FreqReading | None = None
+        self.first_at: float | None = None  # a cap "since" this was already on then
 
     def sample(self, reading: FreqReading | None = None, now: float | None = None) -> FreqReading:
         if reading is None:
@@ -358,6 +374,8 @@ class CapWatch:
             if was_online != {f.cpu for f in reading.cpus if f.online}:
                 self.topology = None
         at = reading.taken_at if now is None else now
+        if self.first_at is None:
+            self.first_at = at
         for f in reading.cpus:
             q = self._samples.setdefault(f.cpu, deque())
             counts = reading.thermal.throttle.get(f.cpu)
@@ -403,7 +421,8 @@ class CapWatch:
             max_khz=last.max_khz if last else None,
             cur_khz_median=int(statistics.median(curs)) if curs else None,
             estimated=any(s.estimated for s in q),
-            throttle_events=(counts[-1] - counts[0]) if counts else None)
+            throttle_events=(counts[-1] - counts[0]) if counts else None,
+            throttled=(counts[-1] > counts[0]) if len(counts) >= 2 else None)
 
     def cluster_summary(self, cluster_id: int) -> CapState:
         """Worst member of the cluster: capped if any online member is capped."""
@@ -434,7 +453,9 @@ class CapWatch:
             cur_khz_median=worst.cur_khz_median,
             estimated=any(s.estimated for s in states),
             throttle_events=max((s.throttle_events for s in states
-                                 if s.throttle_events is not None), default=None))
+                                 if s.throttle_events is not None), default=None),
+            throttled=(any(s.throttled for s in states)
+                       if any(s.throttled is not None for s in states) else None))
 
     def states(self) -> dict[int, CapState]:
         return {cpu: self.summary(cpu) for cpu in sorted(self._samples)}

@@ -55,8 +55,9 @@ _ARM_PARTS: dict[int, dict[int, str]] = {
         0xD05: "Cortex-A55", 0xD06: "Cortex-A65", 0xD07: "Cortex-A57", 0xD08: "Cortex-A72",
         0xD09: "Cortex-A73", 0xD0A: "Cortex-A75", 0xD0B: "Cortex-A76",
         0xD0C: "Neoverse-N1", 0xD0D: "Cortex-A77", 0xD0E: "Cortex-A76AE",
-        0xD13: "Cortex-R52", 0xD15: "Cortex-R82", 0xD16: "Cortex-R52+",
+        0xD13: "Cortex-R52", 0xD14: "Cortex-R82AE", 0xD15: "Cortex-R82", 0xD16: "Cortex-R52+",
         0xD20: "Cortex-M23", 0xD21: "Cortex-M33", 0xD22: "Cortex-M55", 0xD23: "Cortex-M85",
+        0xD24: "Cortex-M52",
         0xD40: "Neoverse-V1", 0xD41: "Cortex-A78", 0xD42: "Cortex-A78AE",
         0xD43: "Cortex-A65AE", 0xD44: "Cortex-X1", 0xD46: "Cortex-A510",
         0xD47: "Cortex-A710", 0xD48: "Cortex-X2", 0xD49: "Neoverse-N2",
@@ -65,7 +66,8 @@ _ARM_PARTS: dict[int, dict[int, str]] = {
         0xD80: "Cortex-A520", 0xD81: "Cortex-A720", 0xD82: "Cortex-X4",
         0xD83: "Neoverse-V3AE", 0xD84: "Neoverse-V3", 0xD85: "Cortex-X925",
         0xD87: "Cortex-A725", 0xD88: "Cortex-A520AE", 0xD89: "Cortex-A720AE",
-        0xD8E: "Neoverse-N3",
+        0xD8A: "C1-Nano", 0xD8B: "C1-Pro", 0xD8C: "C1-Ultra", 0xD8E: "Neoverse-N3",
+        0xD8F: "Cortex-A320", 0xD90: "C1-Premium",
     },
     0x42: {0x00F: "Brahma-B15", 0x100: "Brahma-B53", 0x516: "ThunderX2"},
     0x43: {
@@ -76,9 +78,10 @@ _ARM_PARTS: dict[int, dict[int, str]] = {
         0x0B8: "ThunderX3-T110",
     },
     0x44: {0xA10: "SA110", 0xA11: "SA1100"},
-    0x46: {0x001: "A64FX"},
-    0x48: {0xD01: "Kunpeng-920", 0xD02: "Kunpeng-930", 0xD40: "Cortex-A76"},
-    0x4E: {0x000: "Denver", 0x003: "Denver 2", 0x004: "Carmel"},
+    0x46: {0x001: "A64FX", 0x003: "MONAKA"},
+    0x48: {0xD01: "Kunpeng-920", 0xD02: "Kunpeng-930", 0xD40: "Cortex-A76",
+           0xD41: "Cortex-A77"},
+    0x4E: {0x000: "Denver", 0x003: "Denver 2", 0x004: "Carmel", 0x010: "Olympus"},
     0x50: {0x000: "X-Gene"},
     0x51: {
         0x00F: "Scorpion", 0x02D: "Scorpion", 0x04D: "Krait", 0x06F: "Krait",
@@ -90,6 +93,12 @@ _ARM_PARTS: dict[int, dict[int, str]] = {
     0x53: {0x001: "Exynos M1", 0x002: "Exynos M3", 0x003: "Exynos M4", 0x004: "Exynos M5"},
     0x56: {0x131: "Feroceon-88FR131", 0x581: "PJ4/PJ4b", 0x584: "PJ4B-MP"},
     0x61: {
+        0x000: "Swift", 0x001: "Cyclone", 0x002: "Typhoon", 0x003: "Typhoon/Capri",
+        0x004: "Twister", 0x005: "Twister/Elba/Malta", 0x006: "Hurricane",
+        0x007: "Hurricane/Myst", 0x008: "Monsoon", 0x009: "Mistral", 0x00B: "Vortex",
+        0x00C: "Tempest", 0x00F: "Tempest-M9", 0x010: "Vortex/Aruba",
+        0x011: "Tempest/Aruba", 0x012: "Lightning", 0x013: "Thunder",
+        0x026: "Thunder-M10", 0x036: "Sawtooth-A16", 0x037: "Everest-A16",
         0x020: "Icestorm-A14", 0x021: "Firestorm-A14", 0x022: "Icestorm-M1",
         0x023: "Firestorm-M1", 0x024: "Icestorm-M1-Pro", 0x025: "Firestorm-M1-Pro",
         0x028: "Icestorm-M1-Max", 0x029: "Firestorm-M1-Max", 0x030: "Blizzard-A15",
@@ -108,7 +117,8 @@ _ARM_PARTS: dict[int, dict[int, str]] = {
         0x689: "PXA31x", 0xB11: "SA1110", 0xC12: "IPX1200",
     },
     0x6D: {0xD49: "Azure Cobalt 100"},
-    0x70: {0x660: "FTC660", 0x661: "FTC661", 0x662: "FTC662", 0x663: "FTC663"},
+    0x70: {0x303: "FTC310", 0x660: "FTC660", 0x661: "FTC661", 0x662: "FTC662",
+           0x663: "FTC663", 0x664: "FTC664", 0x862: "FTC862"},
     0xC0: {0xAC3: "Ampere-1", 0xAC4: "Ampere-1a"},
 }
 
@@ -121,7 +131,7 @@ _ARM_DESIGN: dict[tuple[int, int], str] = {
     (0x51, 0x802): "Cortex-A75", (0x51, 0x803): "Cortex-A55",
     (0x51, 0x804): "Cortex-A76", (0x51, 0x805): "Cortex-A55",
     (0x51, 0xC00): "Falkor", (0x51, 0xC01): "Saphira", (0x51, 0x001): "Oryon",
-    (0x48, 0xD40): "Cortex-A76", (0x48, 0xD01): "TaiShan v110",
+    (0x48, 0xD40): "Cortex-A76", (0x48, 0xD41): "Cortex-A77", (0x48, 0xD01): "TaiShan v110",
     (0x48, 0xD02): "TaiShan v200",
     (0x6D, 0xD49): "Neoverse-N2",
     (0x4E, 0x000): "Denver", (0x4E, 0x003): "Denver 2", (0x4E, 0x004): "Carmel",
@@ -141,7 +151,8 @@ _DESIGN_RANK: dict[str, int] = {
     "Exynos M4": 72, "Cortex-A77": 75, "Exynos M5": 76, "Cortex-A78": 80,
     "Cortex-A710": 82, "Cortex-X1": 88, "Cortex-A715": 84, "Cortex-A720": 86,
     "Cortex-A725": 88, "Cortex-X2": 90, "Cortex-X3": 94, "Cortex-X4": 98,
-    "Cortex-X925": 102, "Oryon": 100,
+    "Cortex-X925": 102, "Oryon": 100, "Cortex-A320": 26, "C1-Nano": 29, "C1-Pro": 90,
+    "C1-Premium": 100, "C1-Ultra": 106,
 }
 
 # big core design -> the LITTLE design it shipped with (pytorch/cpuinfo heuristic).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -197,3 +198,26 @@ def format_cpulist(cpus: set[int] | list[int]) -> str:
         parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+_CPU_IN_PROBLEM = re.compile(r"\bcpu(\d+)\b")
+_CPUS_IN_PROBLEM = re.compile(r"\bCPUs ([0-9,\-]+)")
+_POLICY_IN_PROBLEM = re.compile(r"/cpufreq/policy(\d+)/")
+
+
+def problems_by_cpu(problems: list[str], domains: dict[int, list[int]] | None = None
+                    ) -> dict[int, list[str]]:
+    """Attribute each problem to the CPUs it names (``cpu6/...``, ``cpu6:``, ``CPUs 6-7``,
+    or a cpufreq ``policyN`` directory, which covers ``domains[N]``), so that every CPU
+    row of ``--json`` carries the reasons its null fields are null."""
+    out: dict[int, list[str]] = {}
+    for problem in problems:
+        cpus = {int(m) for m in _CPU_IN_PROBLEM.findall(problem)}
+        for listed in _CPUS_IN_PROBLEM.findall(problem):
+            parsed, _ = parse_cpulist(listed.rstrip(",-"))
+            cpus |= parsed or set()
+        for policy in _POLICY_IN_PROBLEM.findall(problem):
+            cpus |= set((domains or {}).get(int(policy), [int(policy)]))
+        for cpu in cpus:
+            out.setdefault(cpu, []).append(problem)
+    return out

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qprof.hw import parts
+from qprof.hw import isa, parts
 from qprof.hw.cpuinfo import CpuinfoData, MidrParts, parse_cpuinfo
-from qprof.hw.sysfs import SysRoot, format_cpulist, parse_hexmask
+from qprof.hw.sysfs import SysRoot, format_cpulist, parse_hexmask, problems_by_cpu
 
 CPU_DIR = "/sys/devices/system/cpu"
 _CPU_NAME = re.compile(r"^cpu(\d+)$")
@@ -65,6 +65,10 @@ class CpuTopo:
     smt_siblings: list[int] = field(default_factory=list)
     capacity: int | None = None  # cpu_capacity (1024 = fastest)
     freq_domain: list[int] | None = None  # related_cpus
+    # ISA features that change verification costs (qprof.hw.isa), None = not listed
+    isa: list[str] | None = None
+    isa_missing: list[str] | None = None
+    isa_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +87,8 @@ class ClusterTopo:
     min_khz: int | None
     core_class: str | None
     grouped_by: str  # "cpufreq", "topology", "layout heuristic", ...
+    isa: list[str] | None = None  # features every member with a known list has
+    isa_missing: list[str] | None = None
 
     @property
     def cpulist(self) -> str:
@@ -118,7 +124,12 @@ class Topology:
             return None
         return self.clusters[c.cluster]
 
+    def domains(self) -> dict[int, list[int]]:
+        """cpu -> its cpufreq domain (policyN is named after a member N)."""
+        return {c.cpu: c.freq_domain for c in self.cpus if c.freq_domain}
+
     def to_dict(self) -> dict[str, Any]:
+        per_cpu = problems_by_cpu(self.problems, self.domains())
         return {
             "root": self.root,
             "arch": self.arch,
@@ -126,7 +137,7 @@ class Topology:
             "chipset": self.chipset,
             "model_name": self.model_name,
             "hybrid": self.hybrid,
-            "cpus": [c.to_dict() for c in self.cpus],
+            "cpus": [dict(c.to_dict(), problems=per_cpu.get(c.cpu, [])) for c in self.cpus],
             "clusters": [c.to_dict() for c in self.clusters],
             "problems": list(self.problems),
         }
@@ -517,6 +528,14 @@ def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: Cpuinf
             big = shared[0].midr
         elif len(known) == 1:
             big = known[0][1]
+            k, u = known[0][0], 1 - known[0][0]
+            if max_of[k] is not None and max_of[u] is not None and max_of[k] < max_of[u]:
+                # The design we know is the slower cluster's: the faster cluster's design
+                # cannot be derived from it (a LITTLE core has many possible big partners).
+                problems.append(f"MIDR of CPUs {format_cpulist(groups[u])} not reported "
+                                "(faster cluster than the one /proc/cpuinfo describes): "
+                                "core design unknown")
+                return result
     if big is not None:
         little_i = 0
         if max_of[0] is not None and max_of[1] is not None and max_of[0] > max_of[1]:
@@ -645,8 +664,9 @@ def read_topology(root: str | Path = "/") -> Topology:
         else:
             _fill_arm(t, midrs.get(c), p.midr, sr)
         cpus.append(t)
+    _fill_isa(cpus, groups, info, x86, arch, sr)
 
-    clusters = _make_clusters(groups, cpus, how)
+    clusters = _make_clusters(groups, cpus, how, x86, arch)
     _classify(cpus, clusters, hybrid)
     return Topology(root=str(root), arch=arch, cpus=cpus, clusters=clusters,
                     hardware=info.hardware, chipset=chipset, model_name=model_name,
@@ -695,7 +715,51 @@ def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> 
             t.uarch = f"{decoded.uarch or 'unknown'} {kind}"
 
 
-def _make_clusters(groups: list[list[int]], cpus: list[CpuTopo], how: str) -> list[ClusterTopo]:
+def _fill_isa(cpus: list[CpuTopo], groups: list[list[int]], info: CpuinfoData, x86: bool,
+              arch: str | None, sr: SysRoot) -> None:
+    """Per-CPU feature lists from /proc/cpuinfo; CPUs it leaves out (offline, old ARM
+    kernels printing one block) take their cluster's; py-cpuinfo on the live machine
+    when the kernel lists no features at all."""
+    key = "flags" if x86 else "Features"
+    blocks = [c for c, fields in info.processors.items() if key in fields]
+    shared: str | None = info.globals.get(key)
+    one_block = len(blocks) == 1 and len(info.processors) > 1
+    if one_block:
+        # Old ARM kernels: one Features line after all processor lines, for every CPU.
+        shared = info.processors[blocks[0]][key]
+    by_cpu = {c.cpu: c for c in cpus}
+    for t in cpus:
+        own = None if one_block else info.processors.get(t.cpu, {}).get(key)
+        if own is not None:
+            t.isa, t.isa_source = isa.pick(own, x86), isa.FROM_CPUINFO
+        elif shared is not None and t.present:
+            t.isa, t.isa_source = isa.pick(shared, x86), isa.FROM_SHARED_BLOCK
+    for g in groups:
+        known = [by_cpu[c] for c in g if by_cpu[c].isa is not None]
+        for c in g:
+            t = by_cpu[c]
+            if t.isa is None and known and t.present:
+                t.isa, t.isa_source = list(known[0].isa or []), isa.FROM_CLUSTER
+    if arch == "arm64":
+        # arm64 kernels print the system-wide hwcaps on every CPU: one line holds for all.
+        known_any = next((t.isa for t in cpus if t.isa is not None), None)
+        for t in cpus:
+            if t.isa is None and known_any is not None and t.present:
+                t.isa, t.isa_source = list(known_any), isa.FROM_SYSTEM_WIDE
+    if not any(t.isa is not None for t in cpus) and info.processors:
+        flags = isa.py_cpuinfo_flags() if os.path.abspath(sr.root) == "/" else None
+        if flags:
+            for t in cpus:
+                if t.present:
+                    t.isa, t.isa_source = isa.pick(flags, x86), isa.FROM_PY_CPUINFO
+        else:
+            sr.note(f"/proc/cpuinfo: no {key} line: instruction-set features unknown")
+    for t in cpus:
+        t.isa_missing = isa.missing(t.isa, x86, arch)
+
+
+def _make_clusters(groups: list[list[int]], cpus: list[CpuTopo], how: str, x86: bool = False,
+                   arch: str | None = None) -> list[ClusterTopo]:
     by_cpu = {c.cpu: c for c in cpus}
     clusters = []
     for i, g in enumerate(groups):
@@ -712,6 +776,11 @@ def _make_clusters(groups: list[list[int]], cpus: list[CpuTopo], how: str) -> li
                                              default=None),
             min_khz=min((m.min_khz for m in members if m.min_khz), default=None),
             core_class=None, grouped_by=how))
+        lists = [m.isa for m in members if m.isa is not None]
+        if lists:
+            common_isa = [f for f in lists[0] if all(f in other for other in lists[1:])]
+            clusters[-1].isa = common_isa
+            clusters[-1].isa_missing = isa.missing(common_isa, x86, arch)
     return clusters
 
 

@@ -29,11 +29,19 @@ class ModeSettings:
     rounds: int  # base A/B/A/B/A rounds
     max_rounds: int  # adaptive extra rounds stop here
     sign_slow: bool  # SLH-DSA "s" signing (~1 s each)
+    # > 0: every round times the unit and the suites together, in turns of this many
+    # seconds (A B1 B2 B3 A B1 ...); 0: the seeds' rounds, one suite after the other.
+    interleave_block_s: float = 0.0
 
 
 MODE_SETTINGS: dict[str, ModeSettings] = {
     # Only what the verdict needs: verify, adaptive rounds until the estimate is sure.
-    "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 5, 25, False),
+    # Interleaved in turns of 4 ms: on a shared host (a VM whose core is slowed now and
+    # then by a neighbour for 0.1-2 s) a whole 0.3 s round of one suite could land in a
+    # slow spell; in turns of 4 ms the unit and the suites see the same spells.
+    # 7 base rounds in one worker process: rounds from different processes differ by up to
+    # ~100 bp here (each process has its own quiet speed), rounds of one process by ~30 bp.
+    "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 7, 25, False, 0.004),
     "quick": ModeSettings(
         VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.12, 0.1, 15, 1000, 5, 5, False
     ),
@@ -60,6 +68,9 @@ class BenchConfig:
     # Rounds one worker process measures (None: all base rounds in one process; extra
     # B/A pairs get a process each). Fine interleaving keeps machine drift out of ratios.
     rounds_per_worker: int | None = None
+    # Seconds per turn when each round times all suites together (None: the mode's;
+    # 0: the seeds' A/B/A/B/A rounds, one suite after the other).
+    interleave_block_s: float | None = None
     max_rounds: int | None = None
     adaptive: bool = True
     budget_s: float | None = None

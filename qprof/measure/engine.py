@@ -10,6 +10,16 @@ numba and liboqs, is paid once). pyperf's JSON is read back and one ``Measuremen
 the base rounds, B/A pairs (one process each) are added while a Verify-Unit ratio is not
 yet sure (bootstrap CI straddling the constant or wider than ``target_ci_bp``) or an
 ML-DSA round spread exceeds ``max_spread_bp``, up to ``max_rounds`` or the time limit.
+
+Interleaved rounds (``interleave_block_s`` > 0; ``check`` mode's default, 4 ms): every
+round times the unit and all suites together, in turns (A B1 B2 B3 A B1 B2 B3 ...), the
+A/B/A/B/A method at the scale of milliseconds, so a host that slows the core for 0.1-2 s
+(a neighbour on a VM, invisible from the guest) slows the unit and the suites of a round
+alike. The values still go through pyperf (replayed into ``bench_time_func``), and each
+record carries ``turn_size`` so the quiet-turn statistic (:mod:`qprof.measure.reduce`,
+``paired_ratios``) can pair each suite turn with the unit turns on both sides. With quiet-
+turn pairs, rounds measured mostly under contention are left out and more rounds are
+added while fewer than the base rounds remain.
 Keygen/sign/KEM timings run in one more worker after the rounds.
 
 ``stop`` set: the current worker finishes, nothing new starts, ``End(status="aborted")``.
@@ -115,6 +125,10 @@ class Plan:
         self.min_n = config.min_n or s.min_n
         self.max_n = config.max_n or s.max_n
         self.rounds = config.rounds or s.rounds
+        self.interleave_block_s = (
+            s.interleave_block_s if config.interleave_block_s is None
+            else max(0.0, config.interleave_block_s)
+        )
         self.max_rounds = max(self.rounds, config.max_rounds or s.max_rounds)
 
     def _backends(self) -> list[str]:
@@ -418,6 +432,19 @@ def choose_timer(timer: str, root: str = "/") -> tuple[str, str | None]:
     return "wall", None
 
 
+def rounds_verify(tasks: list[dict[str, Any]]) -> bool:
+    """Verify rounds are interleaved; keygen/sign/KEM (after the rounds) run one by one."""
+    return all(t["operation"] not in WALLET_OPS + KEM_OPS for t in tasks)
+
+
+def interleaving_text(block_s: float) -> str:
+    if block_s > 0:
+        return (f"A/B/A/B/A in turns of {block_s * 1e3:.0f} ms inside every round: "
+                "A = unit suite, B = the other suites, so each round gives the unit and "
+                "every suite timed over the same stretch of time")
+    return "A/B/A/B/A: A = unit suite, B = the other suites"
+
+
 # ---------------------------------------------------------------- engine
 
 
@@ -510,7 +537,8 @@ class _Run:
                 "min_n": plan.min_n,
                 "max_n": plan.max_n,
                 "nice": cfg.nice,
-                "interleaving": "A/B/A/B/A: A = unit suite, B = the other suites",
+                "interleaving": interleaving_text(plan.interleave_block_s),
+                "interleave_block_s": plan.interleave_block_s,
                 "timer": self.timer,
                 "timer_clock": "time.thread_time (CLOCK_THREAD_CPUTIME_ID)"
                 if self.timer == "cpu" else "time.perf_counter",
@@ -617,7 +645,10 @@ class _Run:
         rounds = plan.rounds
         per_worker = max(1, self.config.rounds_per_worker or rounds)
         workers = -(-rounds // per_worker)
-        per_cpu = (rounds + 1) // 2 * a + rounds // 2 * b + workers * SPAWN_COST_S
+        if plan.interleave_block_s > 0:
+            per_cpu = rounds * (a + b) + workers * SPAWN_COST_S
+        else:
+            per_cpu = (rounds + 1) // 2 * a + rounds // 2 * b + workers * SPAWN_COST_S
         w = plan.wallet_tasks()
         if w:
             per_cpu += sum(t["budget_s"] for t in w) + SPAWN_COST_S
@@ -642,7 +673,7 @@ class _Run:
             tasks = [
                 dict(t, round=k, n=self.fixed_n.get((cpu, t["suite"], t["backend"],
                                                       t["operation"])))
-                for k in block for t in (a_tasks if k % 2 == 0 else b_tasks)
+                for k in block for t in self._round_tasks(plan, k, a_tasks, b_tasks)
             ]
             if tasks:
                 ok = self._run_worker(plan, cpu, block, target, tasks, workdir, watch,
@@ -655,9 +686,9 @@ class _Run:
                 and cfg.adaptive
                 and target + 2 <= plan.max_rounds
                 and self._needs_more(plan, cpu, mine)
-                and self._time_left(a_tasks, b_tasks)
+                and self._time_left(plan, a_tasks, b_tasks)
             ):
-                self.work_total += sum(t["budget_s"] for t in a_tasks + b_tasks)
+                self.work_total += self._pair_budget(plan, a_tasks, b_tasks)
                 self.work_total += SPAWN_COST_S
                 target += 2
         self.summary.rounds[cpu] = r
@@ -666,12 +697,25 @@ class _Run:
         if wallet and not self.stop.is_set():
             self._run_worker(plan, cpu, [r], r + 1, wallet, workdir, watch, round_caps, mine)
 
-    def _time_left(self, a_tasks: list, b_tasks: list) -> bool:
+    @staticmethod
+    def _round_tasks(plan: Plan, k: int, a_tasks: list, b_tasks: list) -> list:
+        """Round k: A (even) or B (odd); interleaved, every round has both (in turns)."""
+        if plan.interleave_block_s > 0:
+            return a_tasks + b_tasks
+        return a_tasks if k % 2 == 0 else b_tasks
+
+    @staticmethod
+    def _pair_budget(plan: Plan, a_tasks: list, b_tasks: list) -> float:
+        """Planned seconds of two more rounds."""
+        one = sum(t["budget_s"] for t in a_tasks + b_tasks)
+        return 2 * one if plan.interleave_block_s > 0 else one
+
+    def _time_left(self, plan: Plan, a_tasks: list, b_tasks: list) -> bool:
         """Would one more B/A pair end within the time limit? (from the rounds so far)"""
         limit = self.config.time_limit_s
         if limit is None:
             return True
-        budget = sum(t["budget_s"] for t in a_tasks + b_tasks)
+        budget = self._pair_budget(plan, a_tasks, b_tasks)
         need = budget * 1.5 + SPAWN_COST_S
         if self.round_seconds and self.round_budgets:
             # How much longer than planned the workers took so far (a busy machine).
@@ -680,9 +724,10 @@ class _Run:
         return time.monotonic() - self.t0 + need <= limit
 
     def _needs_more(self, plan: Plan, cpu: int, mine: list[Measurement]) -> bool:
-        """True while a Verify-Unit ratio is unsure or an ML-DSA round spread is large."""
-        from qprof.measure.reduce import ratio_ci
-        from qprof.measure.verdict import choose_statistic
+        """True while a Verify-Unit ratio is unsure or an ML-DSA round spread is large
+        (or, with quiet-turn pairs, while fewer quiet rounds than planned were kept)."""
+        from qprof.measure.reduce import paired_ci, ratio_ci
+        from qprof.measure.verdict import choose_statistic, paired_for, paired_spread
 
         reduced = reduce_measurements(mine)
         for backend in {m.backend for m in mine}:
@@ -693,29 +738,46 @@ class _Run:
                 statistic = self.config.statistic
                 if statistic == "auto":
                     statistic, _why = choose_statistic(
-                        reduced, cpu, backend, op, self.config.max_spread_bp)
+                        reduced, cpu, backend, op, self.config.max_spread_bp, plan.unit)
+                paired = paired_for(reduced, cpu, backend, op, plan.unit) \
+                    if statistic == "paired" else {}
+                if statistic == "paired" and paired:
+                    kept = min(len(p.by_round) for p in paired.values())
+                    if kept < plan.rounds:
+                        return True  # redo the rounds measured under contention
                 p10 = statistic == "p10"
                 for suite in plan.suites:
                     red = reduced.get((cpu, suite, backend, op))
                     if red is None:
                         continue
-                    # The spread of what the verdict will use: round medians, or round
-                    # 10th percentiles when "auto" chose them (an explicit --statistic
-                    # p10 lets the CI alone decide).
-                    spread = red.p10_spread_bp if p10 else red.spread_bp
-                    if (suite.startswith("ML-DSA") and spread is not None
+                    # The spread of what the verdict will use: round medians, round 10th
+                    # percentiles when "auto" chose them (an explicit --statistic p10 lets
+                    # the CI alone decide), or the quiet-turn ratios per round.
+                    if paired:
+                        spread = paired_spread(paired, suite, plan.unit)
+                    else:
+                        spread = red.p10_spread_bp if p10 else red.spread_bp
+                    # (Not with quiet-turn pairs: a new round comes from a new worker
+                    # process, whose quiet speed differs from the others' by up to ~100 bp,
+                    # so more rounds cannot narrow max - min; their CI still decides.)
+                    if (suite.startswith("ML-DSA") and spread is not None and not paired
                             and (not p10 or self.config.statistic == "auto")
                             and spread > self.config.max_spread_bp):
                         return True
                     if suite == plan.unit:
                         continue
-                    ci = ratio_ci(red, unit, replicates=400, quantile=0.1 if p10 else 0.5)
+                    pair = paired.get(suite)
+                    if pair is not None and pair.by_round:
+                        ci = paired_ci(pair, replicates=400)
+                        ratio = pair.ratio
+                    else:
+                        ci = ratio_ci(red, unit, replicates=400, quantile=0.1 if p10 else 0.5)
+                        if p10 and red.p10_ns and unit.p10_ns:
+                            ratio = red.p10_ns / unit.p10_ns
+                        else:
+                            ratio = red.median_ns / unit.median_ns
                     if ci is None:
                         continue
-                    if p10 and red.p10_ns and unit.p10_ns:
-                        ratio = red.p10_ns / unit.p10_ns
-                    else:
-                        ratio = red.median_ns / unit.median_ns
                     half_bp = stats.bp((ci[1] - ci[0]) / 2 / ratio)
                     if plan.profile and suite in plan.profile.verify_units:
                         unit_vu = plan.profile.unit_vu
@@ -740,7 +802,8 @@ class _Run:
                     self.note(
                         "info", "drift",
                         f"CPU {cpu} {backend}: {plan.unit} at the end vs the start: {d:+.0f} bp; "
-                        f"largest round spread {max(r.spread_bp for r in reduced.values()):.0f} bp",
+                        "largest spread of round medians "
+                        f"{max(r.spread_bp for r in reduced.values()):.0f} bp",
                         cpu,
                     )
         states = {k: v[0] for k, v in round_caps.items() if v[0] is not None}
@@ -782,6 +845,7 @@ class _Run:
             "fixtures": str(getattr(self, "fixtures_path", "")) or None,
             "result": str(workdir / f"{tag}.result.json"),
             "tasks": tasks,
+            "interleave_block_s": plan.interleave_block_s if rounds_verify(tasks) else 0.0,
         }
         job_path = workdir / f"{tag}.job.json"
         job_path.write_text(json.dumps(job))
@@ -901,6 +965,7 @@ class _Run:
                 finished_at=res.get("finished_at"), capped=capped, cap_factor=factor,
                 pyperf_json=rel, checks=int(res.get("checks", 0)),
                 disagreements=int(res.get("disagreements", 0)),
+                turn_size=res.get("turn_size") if values and len(values) == res.get("n") else None,
             )
             mine.append(m)
             self.fixed_n.setdefault((cpu, m.suite, m.backend, m.operation), m.n)

@@ -116,6 +116,10 @@ class Measurement(Record):
     pyperf_json: str | None = None  # path of pyperf's own file, relative to the JSONL
     checks: int = 0  # verifier agreement checks made while measuring
     disagreements: int = 0
+    # Added: interleaved rounds (unit and suites timed in turns of a few ms): values per
+    # turn; sample j was timed in turn j // turn_size, the same turn for every suite of
+    # the round. None: the suite had the round to itself.
+    turn_size: int | None = None
 
 
 @dataclass

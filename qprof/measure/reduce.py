@@ -40,6 +40,8 @@ class Reduced:
     # ran (on a shared machine samples are a mixture of quiet and contended times).
     p10_ns: float | None = None
     p10_spread_bp: float | None = None  # round spread of the per-round 10th percentiles
+    round_p10s: dict[int, float] = field(default_factory=dict)  # 10th percentile per round
+    turn_sizes: dict[int, int] = field(default_factory=dict)  # interleaved rounds: values/turn
 
     @property
     def key(self) -> Key:
@@ -100,6 +102,11 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
             p10_spread_bp=stats.round_spread_bp(
                 [stats.percentile(v, 10) for v in samples.values()]
             ) if have_all_samples and samples else None,
+            turn_sizes={m.round: m.turn_size for m in ms if m.turn_size and m.round in samples},
+            round_p10s=(
+                {r: stats.percentile(v, 10) for r, v in samples.items()}
+                if have_all_samples else {}
+            ),
         )
     return out
 
@@ -127,19 +134,182 @@ def ratio_ci(
     )
 
 
-def vu_by_round(suite: Reduced, unit: Reduced, unit_vu: int = 100) -> dict[int, float]:
-    """100 x median(suite in round r) / median(unit in the rounds around r).
+def vu_by_round(
+    suite: Reduced, unit: Reduced, unit_vu: int = 100, statistic: str = "median",
+    rounds: set[int] | None = None,
+) -> dict[int, float]:
+    """100 x median(suite in round r) / median(unit in round r, else the rounds around r).
 
     With A/B/A/B/A rounds each B round sits between two A rounds; their mean is the unit
     at that moment, so the spread of these ratios shows how steady the estimate is even
-    when the machine's speed drifts.
+    when the machine's speed drifts. Interleaved rounds time the unit in the same round:
+    that round's unit is used. ``statistic="p10"`` uses per-round 10th percentiles;
+    ``rounds`` keeps only those rounds (e.g. the ones not under contention).
     """
+    if statistic == "p10" and suite.round_p10s and unit.round_p10s:
+        s_vals, u_vals = suite.round_p10s, unit.round_p10s
+    else:
+        s_vals, u_vals = suite.round_medians, unit.round_medians
     out: dict[int, float] = {}
-    unit_rounds = sorted(unit.round_medians)
-    for r, med in sorted(suite.round_medians.items()):
-        before = [u for u in unit_rounds if u < r]
-        after = [u for u in unit_rounds if u > r]
-        around = [unit.round_medians[x] for x in (before[-1:] + after[:1])]
+    unit_rounds = sorted(u for u in u_vals if rounds is None or u in rounds)
+    for r, med in sorted(s_vals.items()):
+        if rounds is not None and r not in rounds:
+            continue
+        if r in u_vals and (rounds is None or r in rounds):
+            around = [u_vals[r]]
+        else:
+            before = [u for u in unit_rounds if u < r]
+            after = [u for u in unit_rounds if u > r]
+            around = [u_vals[x] for x in (before[-1:] + after[:1])]
         if around:
             out[r] = unit_vu * med / (sum(around) / len(around))
     return out
+
+
+# ---------------------------------------------------------------- quiet turns (paired)
+
+# A unit turn "ran at the quiet speed" when its median is within this of the quietest
+# unit turn of the run. Measured here: quiet turns lie within ~100 bp of the quietest
+# (a worker process's quiet speed differs from another's by up to ~80 bp), a contended
+# spell slows the core by 40-70 % (4000-7000 bp), a partly contended turn by 300+ bp.
+QUIET_TOLERANCE_BP = 150.0
+# The suite's own turn must be quiet too (within this of the suite's quiet level, below):
+# spells shorter than a turn hit the B turn between two quiet A turns. Quiet ML-DSA-87
+# turns lie within ~130 bp of the quickest; spells add 300-6000 bp.
+SUITE_TOLERANCE_BP = 250.0
+# A round with fewer quiet B turns than this share (or fewer than MIN_QUIET_TURNS) was
+# measured under contention: marked, kept in the records, left out of the paired figures.
+MIN_QUIET_FRACTION = 0.1
+MIN_QUIET_TURNS = 3
+
+
+def _turns(samples: list[float], size: int) -> list[list[float]]:
+    return [samples[i:i + size] for i in range(0, len(samples), size)]
+
+
+def unit_turn_medians(unit: Reduced) -> dict[int, list[float]]:
+    """Round -> median of each turn of the unit (interleaved rounds only)."""
+    return {
+        r: [stats.median(t) for t in _turns(unit.samples_by_round[r], k)]
+        for r, k in unit.turn_sizes.items() if r in unit.samples_by_round
+    }
+
+
+@dataclass
+class Paired:
+    """A/B/A at the scale of turns: suite turn c against the unit turns c and c+1.
+
+    Only B turns that ran at the quiet speed, between two A turns that did too, count, so
+    a neighbour that slowed the core for a while (invisible from inside a VM) is left out
+    for the unit and the suite alike, and each round still gives a ratio.
+    """
+
+    ratio: float  # median over the quiet turns of the kept rounds
+    by_round: dict[int, float]  # median ratio per kept round
+    quiet_fraction: dict[int, float]  # every round: share of its B turns that were quiet
+    contended: list[int]  # rounds left out (too few quiet turns)
+    quiet_turns: int
+    turns: int
+    unit_quiet_ns: float  # median of the quiet unit turns of the kept rounds
+    unit_by_round: dict[int, float]  # median quiet unit turn per kept round
+    ratios_by_round: dict[int, list[float]] = field(default_factory=dict)
+
+    @property
+    def spread_bp(self) -> float:
+        return stats.round_spread_bp(list(self.by_round.values()))
+
+    @property
+    def unit_spread_bp(self) -> float:
+        return stats.round_spread_bp(list(self.unit_by_round.values()))
+
+
+def paired_ratios(
+    suite: Reduced, unit: Reduced, tolerance_bp: float = QUIET_TOLERANCE_BP,
+    suite_tolerance_bp: float = SUITE_TOLERANCE_BP,
+) -> Paired | None:
+    """The suite/unit ratio from quiet turns (see :class:`Paired`); None unless both were
+    timed in interleaved rounds with their samples kept."""
+    um = unit_turn_medians(unit)
+    if not um or not suite.turn_sizes:
+        return None
+    floor = min(x for turns in um.values() for x in turns)
+    limit = floor * (1 + tolerance_bp / 10_000.0)
+    sm = {
+        r: [stats.median(t) for t in _turns(suite.samples_by_round[r], k)]
+        for r, k in suite.turn_sizes.items() if r in suite.samples_by_round
+    }
+    # The suite's quiet level: the 10th percentile of its turns between two quiet unit
+    # turns (its quickest turn would do for ML-DSA, whose quiet turns agree within ~100 bp,
+    # but an SLH-DSA turn holds 1-4 operations of 1-2 ms and spreads wider).
+    bracketed = [
+        s_turns[c] for r, s_turns in sm.items() if r in um
+        for c in range(min(len(s_turns), len(um[r]) - 1))
+        if um[r][c] <= limit and um[r][c + 1] <= limit
+    ] or [x for turns in sm.values() for x in turns]
+    s_limit = stats.percentile(bracketed, 10) * (1 + suite_tolerance_bp / 1e4)
+    ratios: dict[int, list[float]] = {}
+    fraction: dict[int, float] = {}
+    turns_total = 0
+    for r in suite.turn_sizes:
+        u = um.get(r)
+        if not u or r not in suite.samples_by_round:
+            continue
+        s_med = sm[r]
+        pairable = min(len(s_med), len(u) - 1)
+        turns_total += max(pairable, 0)
+        got = []
+        for c in range(max(pairable, 0)):
+            if u[c] <= limit and u[c + 1] <= limit and s_med[c] <= s_limit:
+                got.append(s_med[c] / ((u[c] + u[c + 1]) / 2))
+        ratios[r] = got
+        fraction[r] = len(got) / pairable if pairable > 0 else 0.0
+    if not ratios:
+        return None
+    kept = [r for r in ratios if len(ratios[r]) >= MIN_QUIET_TURNS
+            and fraction[r] >= MIN_QUIET_FRACTION]
+    contended = sorted(r for r in ratios if r not in kept)
+    unit_ns, unit_by_round, _unit_contended = unit_quiet(unit, tolerance_bp)
+    if not kept:
+        return Paired(float("nan"), {}, fraction, contended, 0, turns_total, unit_ns,
+                      unit_by_round, {})
+    pooled = [x for r in kept for x in ratios[r]]
+    return Paired(
+        ratio=stats.median(pooled),
+        by_round={r: stats.median(ratios[r]) for r in sorted(kept)},
+        quiet_fraction=fraction,
+        contended=contended,
+        quiet_turns=len(pooled),
+        turns=turns_total,
+        unit_quiet_ns=unit_ns,
+        unit_by_round=unit_by_round,
+        ratios_by_round={r: ratios[r] for r in sorted(kept)},
+    )
+
+
+def unit_quiet(
+    unit: Reduced, tolerance_bp: float = QUIET_TOLERANCE_BP,
+) -> tuple[float, dict[int, float], list[int]]:
+    """The unit's quiet speed: (median of its quiet turns in the rounds that had enough of
+    them, median quiet turn per such round, rounds without enough quiet turns)."""
+    um = unit_turn_medians(unit)
+    if not um:
+        return float("nan"), {}, []
+    limit = min(x for turns in um.values() for x in turns) * (1 + tolerance_bp / 1e4)
+    quiet = {r: [x for x in u if x <= limit] for r, u in um.items()}
+    kept = sorted(r for r, q in quiet.items() if len(q) >= MIN_QUIET_TURNS
+                  and len(q) / len(um[r]) >= MIN_QUIET_FRACTION)
+    pooled = [x for r in kept for x in quiet[r]]
+    return (
+        stats.median(pooled) if pooled else float("nan"),
+        {r: stats.median(quiet[r]) for r in kept},
+        sorted(set(um) - set(kept)),
+    )
+
+
+def paired_ci(p: Paired, replicates: int = 1000) -> tuple[float, float] | None:
+    """95 % CI of the paired ratio: rounds, then quiet turns within rounds, resampled."""
+    groups = [v for v in p.ratios_by_round.values() if v]
+    if not groups:
+        return None
+    ones = [[1.0] for _ in groups]  # median(ratios) / 1: the same two-level bootstrap
+    return stats.bootstrap_ratio_ci(groups, ones, replicates=replicates)

@@ -14,7 +14,13 @@ from pathlib import Path
 from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
 from qprof.measure.hwinfo import cap_text
 from qprof.measure.jsonl import RunData
-from qprof.measure.reduce import Reduced, ratio_ci, reduce_measurements, unit_drift_bp
+from qprof.measure.reduce import (
+    Reduced,
+    paired_ratios,
+    ratio_ci,
+    reduce_measurements,
+    unit_drift_bp,
+)
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
@@ -208,8 +214,16 @@ def _machine(cols: list[Column]) -> list[str]:
         "(pyperf `--affinity`) under nice 10; one operation per sample (pyperf loops = 1).",
         "- A/B/A/B/A rounds: A = the unit suite, B = the other suites, so a drift of the "
         "machine affects all alike; extra B/A pairs were added while an estimate was unsure.",
+    ]
+    inter = sorted({str(c.run.meta.settings.get("interleaving")) for c in cols
+                    if c.run.meta and c.run.meta.settings.get("interleave_block_s")})
+    lines += [f"- Interleaving: {t}." for t in inter]
+    lines += [
         "- Statistics: median and, in brackets, the 95th percentile of all samples of all "
-        "rounds; invalid signatures: median of the round medians.",
+        "rounds; invalid signatures: median of the round medians. Every Verify-Unit "
+        "estimate in this report uses the median rule, ceil(100 x median(suite) / "
+        "median(unit)) on the same core, backend and run (`qprof check` may use another "
+        "statistic on a busy host and says which).",
     ]
     cmds = {" ".join(c.run.meta.command) for c in cols if c.run.meta}
     for cmd in sorted(cmds):
@@ -489,6 +503,24 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
                     if alt:
                         lines.append(f"  - Estimates from the 10th percentile ({b}; the speed "
                                      "when nothing else ran, not the rule): " + ", ".join(alt))
+                    pairs = []
+                    for r in reds:
+                        if (r.backend != b or r.operation != "verify" or r.suite == unit):
+                            continue
+                        pr = paired_ratios(r, u)
+                        if pr is not None and pr.by_round:
+                            pairs.append(
+                                f"{r.suite} {math.ceil(100 * pr.ratio)} ({len(pr.by_round)} of "
+                                f"{len(pr.quiet_fraction)} rounds, per round "
+                                f"{100 * min(pr.by_round.values()):.1f}-"
+                                f"{100 * max(pr.by_round.values()):.1f}, "
+                                f"{pr.spread_bp:.0f} bp apart)")
+                    if pairs:
+                        lines.append(f"  - Estimates from quiet-turn pairs ({b}; interleaved "
+                                     "rounds, each suite turn against the unit turns on both "
+                                     "sides where all three ran at the quiet speed; what `qprof "
+                                     "check` uses on a busy host, not the rule): "
+                                     + ", ".join(pairs))
         capped = sorted({r for red in reds for r in red.capped_rounds})
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None

@@ -239,6 +239,64 @@ def choose_values(time_func: TimeFunc, budget_s: float, min_n: int, max_n: int) 
     return n, warmups
 
 
+class Replay:
+    """A pyperf time function that hands back values already measured, in order.
+
+    In the interleaved scheme the worker times every task of a round in turns of a few
+    milliseconds (A B1 B2 ... A B1 B2 ...), then gives each task's values to pyperf one
+    benchmark after the other, so pyperf's JSON holds exactly the measured values.
+    """
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+        self.index = 0
+
+    def __call__(self, loops: int) -> float:
+        value = self.values[self.index]
+        self.index += 1
+        return value
+
+
+def interleave(
+    funcs: list[TimeFunc], budgets: list[float], counts: list[int | None],
+    min_n: list[int], max_n: list[int], block_s: float,
+    before_timing: Callable[[], None] | None = None,
+) -> tuple[list[list[float]], list[float], list[int]]:
+    """Time the tasks of one round in turns of about ``block_s`` each: (values, warmups).
+
+    Every turn of the cycle runs each unfinished task for about ``block_s`` (at least one
+    operation), so all tasks of the round see the same state of the host: a neighbour that
+    slows the core for a second slows the unit and the suites alike, and their ratio keeps.
+    A task's number of values is ``counts[i]`` when the engine fixed it, else its budget
+    divided by the time of one operation (from a short pilot), on pyperf-friendly steps.
+    Returns (values, warm-up values, values per turn): value j of task i was timed in turn
+    ``j // per_turn[i]``, the same turn for all tasks.
+    """
+    warm = [f(1) for f in funcs]  # first calls load lazily compiled parts
+    per_op = []
+    for f in funcs:
+        best = min(f(1) for _ in range(3))
+        per_op.append(max(best, 1e-7))
+    targets = [
+        int(c) if c else grid_values(int(b / t), lo, hi)
+        for c, b, t, lo, hi in zip(counts, budgets, per_op, min_n, max_n, strict=True)
+    ]
+    # The same number of turns for every task (so each B turn has A turns on both sides):
+    # as many as the longest task fills with turns of block_s.
+    turns = max(1, round(max(n * t for n, t in zip(targets, per_op, strict=True)) / block_s))
+    per_turn = [max(1, -(-n // turns)) for n in targets]
+    if before_timing is not None:
+        before_timing()
+    values: list[list[float]] = [[] for _ in funcs]
+    while any(len(v) < n for v, n in zip(values, targets, strict=True)):
+        for i, f in enumerate(funcs):
+            todo = min(per_turn[i], targets[i] - len(values[i]))
+            out = values[i]
+            for _ in range(todo):
+                out.append(f(1))
+    return values, warm, per_turn
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.worker")
     parser.add_argument("--job", required=True, help="job file written by the engine")
@@ -291,6 +349,143 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     chosen: dict[tuple[str, str, str], int] = {}  # values per task, fixed by its first round
+    block_s = float(job.get("interleave_block_s") or 0.0)
+    if block_s > 0:
+        code = _run_interleaved(runner, job, tasks, fixtures, cpu, timer, block_s, results,
+                                failures, chosen)
+        if code:
+            return code
+    else:
+        code = _run_sequential(runner, job, tasks, fixtures, cpu, timer, results, failures,
+                               chosen)
+        if code:
+            return code
+    result_path.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
+    return 0
+
+
+def _metadata(task: dict[str, Any], job: dict[str, Any], cpu: int, timer: str, name: str,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "qprof_suite": task["suite"],
+        "qprof_backend": task["backend"],
+        "qprof_operation": task["operation"],
+        "qprof_cpu": cpu,
+        "qprof_round": int(task.get("round", job.get("round", 0))),
+        "qprof_timer": timer,
+        "qprof_clock_overhead_ns": round(OVERHEAD[0] * 1e9, 1),
+        "description": f"{name} on CPU {cpu}: one operation per value",
+        **(extra or {}),
+    }
+
+
+def _to_pyperf(runner: Any, name: str, time_func: TimeFunc, n: int, warmups: int,
+               metadata: dict[str, Any]) -> None:
+    runner.args.values = n
+    runner.args.warmups = warmups
+    # Several rounds of one benchmark in one process: each round is one pyperf *run* of
+    # the same benchmark (as pyperf's worker processes are), with its round in the run's
+    # metadata. pyperf refuses a name twice per process, so forget the name.
+    names = getattr(runner, "_bench_names", None)
+    if isinstance(names, set):
+        names.discard(name)
+    runner.bench_time_func(name, time_func, metadata=metadata)
+
+
+def _result(index: int, name: str, n: int, warmups: int, started: float,
+            state: TaskState) -> dict[str, Any]:
+    return {
+        "index": index,
+        "name": name,
+        "n": n,
+        "warmups": warmups,
+        "started_at": started,
+        "finished_at": time.time(),
+        "checks": state.checks,
+        "disagreements": state.disagreements,
+        "wrong_verdicts": state.wrong_verdicts,
+        "examples": state.examples,
+    }
+
+
+def _reset(state: TaskState) -> None:
+    """Verdict counters count only timed calls (not the pilot and warm-up ones)."""
+    state.checks = state.disagreements = state.wrong_verdicts = 0
+    state.examples.clear()
+
+
+def _moved(cpu: int, name: str) -> bool:
+    if os.sched_getaffinity(0) != {cpu}:
+        # A CPU going offline makes the kernel widen the affinity and move us: the
+        # values since then were not measured on that CPU.
+        print(f"qprof worker: CPU {cpu} went offline or the pinning was changed during "
+              f"{name}; its values are not kept", file=sys.stderr)
+        return True
+    return False
+
+
+def _run_interleaved(
+    runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
+    timer: str, block_s: float, results: list[dict[str, Any]],
+    failures: list[dict[str, Any]], chosen: dict[tuple[str, str, str], int],
+) -> int:
+    """Each round's tasks timed together, in turns of ``block_s`` (see :func:`interleave`)."""
+    rounds: dict[int, list[int]] = {}
+    for index, task in enumerate(tasks):
+        rounds.setdefault(int(task.get("round", job.get("round", 0))), []).append(index)
+    for rnd in sorted(rounds):
+        live: list[tuple[int, str, TimeFunc, TaskState]] = []
+        started = time.time()
+        for index in rounds[rnd]:
+            task = tasks[index]
+            name = f"{task['suite']}/{task['backend']}/{task['operation']}"
+            _emit({"event": "start", "index": index, "name": name})
+            state = TaskState()
+            try:
+                live.append((index, name, make_time_func(task, fixtures, state), state))
+            except Exception as exc:  # a backend that fails here fails this task only
+                failures.append({"index": index, "name": name,
+                                 "error": f"{type(exc).__name__}: {exc}"})
+                _emit({"event": "failed", "index": index, "name": name, "error": str(exc)})
+        if not live:
+            continue
+        keys = [(tasks[i]["suite"], tasks[i]["backend"], tasks[i]["operation"])
+                for i, *_ in live]
+        values, warm, per_turn = interleave(
+            [f for _i, _n, f, _s in live],
+            [float(tasks[i]["budget_s"]) for i, *_ in live],
+            [tasks[i].get("n") or chosen.get(k) for (i, *_), k in zip(live, keys, strict=True)],
+            [int(tasks[i]["min_n"]) for i, *_ in live],
+            [int(tasks[i]["max_n"]) for i, *_ in live],
+            block_s,
+            before_timing=lambda states=[st for *_x, st in live]: [_reset(x) for x in states],
+        )
+        for (index, name, _f, state), vals, w, key, k in zip(
+            live, values, warm, keys, per_turn, strict=True
+        ):
+            chosen[key] = len(vals)
+            meta = _metadata(tasks[index], job, cpu, timer, name, {
+                "qprof_turn_size": k,
+                # pyperf's own "duration" of such a run is the replay's, not the timing's.
+                "qprof_replayed": "values timed by qprof in turns, then handed to pyperf",
+                "qprof_interleaved": f"turns of {block_s * 1e3:.0f} ms with "
+                + ", ".join(f"{t['suite']} {t['operation']}" for t in
+                            (tasks[i] for i, *_ in live)),
+            })
+            _to_pyperf(runner, name, Replay([w, *vals]), len(vals), 1, meta)
+            results.append(dict(_result(index, name, len(vals), 1, started, state), turn_size=k))
+            _emit({"event": "done", "index": index, "name": name, "n": len(vals)})
+        if _moved(cpu, f"round {rnd + 1}"):
+            return EXIT_AFFINITY
+    return 0
+
+
+def _run_sequential(
+    runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
+    timer: str, results: list[dict[str, Any]], failures: list[dict[str, Any]],
+    chosen: dict[tuple[str, str, str], int],
+) -> int:
+    """One task after the other (the seeds' rounds: A, then B, then A...)."""
     for index, task in enumerate(tasks):
         name = f"{task['suite']}/{task['backend']}/{task['operation']}"
         _emit({"event": "start", "index": index, "name": name})
@@ -318,50 +513,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         state.checks = state.disagreements = state.wrong_verdicts = 0
         state.examples.clear()
-        runner.args.values = n
-        runner.args.warmups = warmups
-        # Several rounds of one benchmark in one process: each round is one pyperf *run*
-        # of the same benchmark (as pyperf's worker processes are), with its round in the
-        # run's metadata. pyperf refuses a name twice per process, so forget the name.
-        names = getattr(runner, "_bench_names", None)
-        if isinstance(names, set):
-            names.discard(name)
-        runner.bench_time_func(
-            name,
-            time_func,
-            metadata={
-                "qprof_suite": task["suite"],
-                "qprof_backend": task["backend"],
-                "qprof_operation": task["operation"],
-                "qprof_cpu": cpu,
-                "qprof_round": int(task.get("round", job.get("round", 0))),
-                "qprof_timer": timer,
-                "qprof_clock_overhead_ns": round(OVERHEAD[0] * 1e9, 1),
-                "description": f"{name} on CPU {cpu}: one operation per value",
-            },
-        )
-        results.append(
-            {
-                "index": index,
-                "name": name,
-                "n": n,
-                "warmups": warmups,
-                "started_at": started,
-                "finished_at": time.time(),
-                "checks": state.checks,
-                "disagreements": state.disagreements,
-                "wrong_verdicts": state.wrong_verdicts,
-                "examples": state.examples,
-            }
-        )
+        _to_pyperf(runner, name, time_func, n, warmups, _metadata(task, job, cpu, timer, name))
+        results.append(_result(index, name, n, warmups, started, state))
         _emit({"event": "done", "index": index, "name": name, "n": n})
-        if os.sched_getaffinity(0) != {cpu}:
-            # A CPU going offline makes the kernel widen the affinity and move us: the
-            # values since then were not measured on that CPU.
-            print(f"qprof worker: CPU {cpu} went offline or the pinning was changed during "
-                  f"{name}; its values are not kept", file=sys.stderr)
+        if _moved(cpu, name):
             return EXIT_AFFINITY
-    result_path.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
     return 0
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from qprof.service.store import Retention
+
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
 
@@ -26,6 +28,9 @@ class DaemonConfig:
     backend: str = "auto"
     suites: list[str] = field(default_factory=list)  # empty: the engine's default
     quick: bool = False  # shorter measurements (the engine's quick mode)
+    # With liboqs: also time the shadow pair (liboqs + a second verifier on each sample),
+    # which is what detects a verifier disagreement. 12 timed tasks per round, not 4.
+    dual: bool = True
     max_load: float = 0.5  # 1-minute load average per online CPU, at most
     max_busy: float = 30.0  # percent of all CPUs busy over the last watch window, at most
     alert_command: str | None = None
@@ -36,6 +41,17 @@ class DaemonConfig:
     root: Path = Path("/")
     first_cycle_delay: float = 60.0  # let the machine settle after boot/restart
     log_level: str = "info"
+    # Retention (days; 0 keeps for ever): runs and alerts, the per-sample timings inside
+    # runs, frequency history. The runs behind the newest results are always kept.
+    keep_days: float = 90.0
+    keep_samples_days: float = 2.0
+    keep_freq_days: float = 30.0
+
+    def retention(self) -> Retention:
+        day = 24 * 3600.0
+        return Retention(keep_s=self.keep_days * day,
+                         keep_samples_s=self.keep_samples_days * day,
+                         keep_freq_s=self.keep_freq_days * day)
 
     def listen_address(self) -> tuple[str, int] | None:
         if self.listen is None:
@@ -44,7 +60,8 @@ class DaemonConfig:
 
 
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
-            "watch_interval", "first_cycle_delay"}
+            "watch_interval", "first_cycle_delay", "keep_days", "keep_samples_days",
+            "keep_freq_days"}
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
@@ -74,9 +91,9 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str | Path) or not str(value):
             raise ConfigError(f"{where}: {key} must be a path string, got {value!r}")
         return Path(value)
-    if key == "quick":
+    if key in ("quick", "dual"):
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: quick must be true or false, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
         return value
     if key == "suites":
         if isinstance(value, str):

@@ -13,11 +13,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from qprof.measure.records import Disagreement, End, Measurement, Meta, Record
+from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import DaemonConfig, parse_cpu_list
 from qprof.service.metrics import MetricsState, summarize
@@ -39,24 +43,38 @@ def load_engine() -> tuple[Any, Callable[..., Any]]:
     return BenchConfig, run_bench
 
 
+WARM_TIMEOUT_S = 600.0  # a cold numba compile of every kernel takes ~1 min
+
 # --quick: the verdict's operations only, short budgets, fixed rounds (tests, small boxes).
 QUICK_SETTINGS = {"budget_s": 0.1, "rounds": 3, "max_rounds": 3, "adaptive": False,
                   "min_n": 10, "max_n": 500}
 
 
-def bench_config(config_cls: Any, cfg: DaemonConfig, cpu: int, backend: str) -> Any:
-    """A BenchConfig for one CPU: 'check' mode (what the VU verdict needs) at nice 10."""
+def bench_config(config_cls: Any, cfg: DaemonConfig, cpu: int, backend: str,
+                 profile: str | None = None) -> Any:
+    """A BenchConfig for one CPU: 'check' mode (what the VU verdict needs) at nice 10.
+
+    ``profile`` is the profile the daemon loaded (its name goes into the run's Meta, so
+    an export says what the verdict was against); ``cfg.profile`` wins when set.
+    """
     wanted: dict[str, Any] = {
         "cpus": [cpu],
         "backends": [backend],
         "mode": "check",
-        "profile": cfg.profile,
+        "profile": cfg.profile or profile,
         "root": str(cfg.root),
         "nice": 10,
         "command": ["qprof", "daemon"],
         # A cycle must not run on for ever on a machine that got busy.
         "time_limit_s": max(60.0, cfg.interval / 2),
+        # As `qprof check` (its default --statistic auto): the adaptive rounds pin down
+        # the statistic the verdict and the metrics will use.
+        "statistic": "auto",
     }
+    if cfg.dual and backend == "liboqs":
+        # Check mode times verify alone; the shadow pair (liboqs + a second verifier on
+        # every sample, valid and invalid signatures) is what finds a disagreement.
+        wanted["operations"] = ["verify", "dual_shadow", "dual_shadow_invalid"]
     if cfg.suites:
         wanted["suites"] = list(cfg.suites)
     if cfg.quick:
@@ -83,12 +101,14 @@ class CycleRunner:
         self.current_cpu: int | None = None
         self._store_failed = False
         self._coverage: dict[tuple[int, str, str], bool] = {}
+        self._warmed = False
 
     # -- results and coverage --------------------------------------------------------
 
     def refresh_results(self, announce: bool = True) -> None:
         """Re-read results from the store into the metrics; alert on coverage changes."""
-        results = summarize(self.store.newest_run_measurements("verify"))
+        results = summarize(self.store.newest_run_measurements("verify"),
+                            profile=self.state.profile)
         coverage = self.state.set_results(results)
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
@@ -137,6 +157,11 @@ class CycleRunner:
                              run_id=record.run_id, backends=record.backends,
                              public_key_hex=record.public_key_hex[:64] + "...",
                              signature_hex=record.signature_hex[:64] + "...")
+        if isinstance(record, Note) and record.kind == "wrong_verdict":
+            # One verifier got a signature's verdict wrong (valid rejected or invalid
+            # accepted): a disagreement with the signer, as serious as one between two.
+            self.alerts.emit("disagreement", "critical", f"{record.text}", cpu=record.cpu,
+                             run_id=record.run_id, note=record.kind)
         if isinstance(record, End):
             self.current_run = None
 
@@ -151,6 +176,8 @@ class CycleRunner:
             self.alerts.emit("cycle_skipped", "warning", f"cycle skipped: {exc}",
                              reason=str(exc))
             return "skipped"
+        if not self._warmed:
+            self._warm_numba(stop)
         outcome = "finished"
         for cpu in cpus:
             if stop.is_set():
@@ -178,8 +205,9 @@ class CycleRunner:
         log.info("measuring cpu %d (backend %s)", cpu, self.backend)
         error: str | None = None
         try:
-            summary = run_bench(bench_config(config_cls, self.cfg, cpu, self.backend),
-                                self._sink, stop=stop)
+            profile = self.state.profile.name if self.state.profile is not None else None
+            summary = run_bench(bench_config(config_cls, self.cfg, cpu, self.backend,
+                                             profile), self._sink, stop=stop)
             status = str(getattr(summary, "status", "finished") or "finished")
             if status != "finished":
                 error = getattr(summary, "reason", None)
@@ -207,6 +235,49 @@ class CycleRunner:
         self._check_skew(cpu, caps_before, run_id)
         self.refresh_results()
         return status
+
+    def _warm_numba(self, stop: threading.Event) -> None:
+        """Fill numba's on-disk cache before the first cycle of this process.
+
+        Workers verify once before timing, so a compile never lands in a measurement;
+        but on a cold cache (a fresh install, or a new qprof) the first round's worker
+        would spend 30-60 s compiling, which the engine reads as a slow machine (its
+        time limit and round-length estimates) and which a SIGTERM would have to wait
+        out. A separate process at nice 10 does it once; the workers then load the cache.
+        """
+        self._warmed = True
+        if self.backend != "numba" and not (self.cfg.dual and self.backend == "liboqs"):
+            return
+        suites = list(self.cfg.suites) or (
+            list(self.state.profile.suites) if self.state.profile is not None
+            else ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
+        code = ("import os, sys\nos.nice(10)\nfrom qprof.verify import availability, warm_up\n"
+                "st = availability.available_backends().get('numba')\n"
+                "if st is None or not st.available: sys.exit(0)\n"
+                "for s in sys.argv[1:]:\n"
+                "    if s in st.suites: warm_up('numba', s)\n")
+        started = time.monotonic()
+        with tempfile.TemporaryFile() as errfile:  # not a pipe: nobody reads while it runs
+            try:
+                proc = subprocess.Popen([sys.executable, "-c", code, *suites],
+                                        stdout=subprocess.DEVNULL, stderr=errfile)
+            except OSError as exc:
+                log.warning("numba warm-up did not start: %s", exc)
+                return
+            while proc.poll() is None:
+                if stop.wait(0.2) or time.monotonic() - started > WARM_TIMEOUT_S:
+                    proc.kill()
+                    proc.wait()
+                    log.info("numba warm-up cut short (%s)", "stopping" if stop.is_set()
+                             else f"over {WARM_TIMEOUT_S:.0f} s")
+                    return
+            errfile.seek(0)
+            err = errfile.read().decode(errors="replace").strip()
+        if proc.returncode != 0:
+            log.warning("numba warm-up failed (exit %d)%s", proc.returncode,
+                        f": {err.splitlines()[-1]}" if err else "")
+        else:
+            log.info("numba kernels ready (%.1f s)", time.monotonic() - started)
 
     def _finish(self, run_id: str, status: str, reason: str | None) -> None:
         try:

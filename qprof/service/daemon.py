@@ -31,7 +31,10 @@ log = logging.getLogger("qprof.daemon")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2
-STOP_JOIN_S = 3.0  # SIGTERM to exit within 5 s: wait this long for the engine to stop
+STOP_JOIN_S = 1.5  # SIGTERM to exit within 5 s: wait this long for the engine to stop
+# (a worker reports only when its whole block of rounds is done, so waiting longer
+# rarely saves a result; on a loaded machine the rest of the shutdown needs the margin)
+MAINTAIN_EVERY_S = 3600.0  # apply the store's retention this often
 
 
 class Daemon:
@@ -52,13 +55,19 @@ class Daemon:
         self.skipping = False
         self._last_error: str | None = None
         self._freq_write_failed = False
+        self._next_maintenance = 0.0
+        self._ready = False  # sinks attached: degradations become alerts too
 
     # -- start-up ---------------------------------------------------------------------
 
     def degrade(self, what: str, why: str) -> None:
-        log.warning("degraded: %s: %s", what, why)
         with self.state.lock:
             self.state.degraded[what] = why
+        if self._ready:
+            self.alerts.emit("degraded", "warning", f"degraded: {what}: {why}", what=what,
+                             reason=why)
+        else:  # start-up: logged now, one alert once the sinks are attached (run())
+            log.warning("degraded: %s: %s", what, why)
 
     def setup(self) -> None:
         """Raises ConfigError for what the user must fix; degrades for the rest."""
@@ -67,8 +76,8 @@ class Daemon:
         self._lower_priority()
         self._load_profile()
         self._open_watcher()
+        self._choose_backend()  # may be a config error: before any file is created
         self._open_store()
-        self._choose_backend()
         self.alerts.sinks.append(self._alert_to_store)
         self.alerts.sinks.append(self._alert_to_metrics)
         if cfg.alert_command:
@@ -124,14 +133,24 @@ class Daemon:
         try:
             state_dir.mkdir(parents=True, exist_ok=True)
             self.store = Store(path)
-            # A write at start-up, so a read-only or full store usually shows here
-            # rather than mid-cycle (later write failures degrade the same way).
-            self.store.prune_freq_history()
+            # Retention, and a write at start-up, so a read-only or full store usually
+            # shows here rather than mid-cycle (later write failures degrade the same way).
+            self._maintain()
             log.info("store: %s", path)
         except (StoreError, OSError, sqlite3.Error) as exc:
             self.degrade("store", f"{path} not usable ({exc}); results are kept in memory "
                          "only and lost when the daemon stops")
             self.store = Store(":memory:")
+
+    def _maintain(self) -> None:
+        """Apply the retention policy (start-up, then hourly from the watch loop)."""
+        assert self.store is not None
+        self._next_maintenance = time.time() + MAINTAIN_EVERY_S
+        removed = self.store.maintain(self.cfg.retention())
+        if any(removed.values()):
+            log.info("store retention: removed %d runs and %d alerts, per-sample timings of "
+                     "%d runs, %d frequency samples", removed["runs"], removed["alerts"],
+                     removed["stripped_runs"], removed["freq_samples"])
 
     def _choose_backend(self) -> None:
         from qprof.verify import availability
@@ -198,6 +217,11 @@ class Daemon:
         assert self.store is not None
         with self.state.lock:
             self.state.alert_counts = self.store.alert_counts()
+            degraded = dict(self.state.degraded)
+        self._ready = True
+        for what, why in sorted(degraded.items()):
+            self.alerts.emit("degraded", "warning", f"started degraded: {what}: {why}",
+                             what=what, reason=why, at_startup=True)
         self.notifier.ready(self.status_line())
         log.info("qprof daemon started: %s", self.status_line())
         watchdog_every = self.notifier.watchdog_interval_s
@@ -207,6 +231,11 @@ class Daemon:
             now = time.time()
             self._watch_once(now)
             self._maybe_start_cycle(now)
+            if now >= self._next_maintenance:
+                try:
+                    self._maintain()
+                except sqlite3.Error as exc:
+                    log.warning("store retention failed: %s", exc)
             if watchdog_every is not None and now >= next_watchdog:
                 self.notifier.watchdog()
                 next_watchdog = now + watchdog_every
@@ -283,6 +312,7 @@ class Daemon:
         cpus, warnings = select_cpus(self.cfg.cpus, self.watcher.clusters(), online)
         for w in warnings:
             log.warning("cycle: %s", w)
+        # Pushed back again when the cycle ends: --interval is the rest between cycles.
         self.next_cycle = now + self.cfg.interval
         if not cpus:
             log.warning("cycle: no CPU to measure")
@@ -294,7 +324,11 @@ class Daemon:
     def _cycle(self, cpus: list[int]) -> None:
         assert self.cycles is not None
         log.info("cycle: measuring cpus %s", ",".join(map(str, cpus)))
-        outcome = self.cycles.run_cycle(cpus, self.stop)
+        try:
+            outcome = self.cycles.run_cycle(cpus, self.stop)
+        finally:
+            # A cycle longer than the interval must not be followed by another at once.
+            self.next_cycle = time.time() + self.cfg.interval
         log.info("cycle %s", outcome)
 
     def status_line(self) -> str:

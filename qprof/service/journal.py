@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+from typing import Any, TextIO
 
 _PRIORITY = {
     logging.CRITICAL: 2,
@@ -26,6 +28,41 @@ class JournalFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         prio = _PRIORITY.get(record.levelno, 6)
         return f"<{prio}>{record.getMessage()}"
+
+
+# What the measurement engine (in-process, in the cycle thread) prints to stderr itself,
+# by line prefix -> syslog priority: without one, journald files "qprof: error: ..." at
+# the unit's default (info) and `journalctl -p warning` would miss it.
+_PRINTED = (("qprof: DISAGREEMENT", 2), ("qprof: error:", 3), ("qprof: warning:", 4))
+
+
+class PriorityStream:
+    """A text stream that gives each line without a ``<N>`` prefix one (by _PRINTED,
+    else info), for the journal. Lines are buffered until their newline."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._partial = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            data = self._partial + text
+            *lines, self._partial = data.split("\n")
+            for line in lines:
+                if not (line.startswith("<") and line[1:2].isdigit()):
+                    prio = next((p for prefix, p in _PRINTED if line.startswith(prefix)), 6)
+                    line = f"<{prio}>{line}"
+                self.stream.write(line + "\n")
+            if lines:
+                self.stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding...
+        return getattr(self.stream, name)
 
 
 def under_journal(environ: dict[str, str] | None = None, fd: int = 2) -> bool:
@@ -45,6 +82,8 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
     handler = logging.StreamHandler(sys.stderr)
     if under_journal():
         handler.setFormatter(JournalFormatter())
+        if not isinstance(sys.stderr, PriorityStream):
+            sys.stderr = PriorityStream(sys.stderr)  # type: ignore[assignment]
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
                                                "%Y-%m-%dT%H:%M:%S"))

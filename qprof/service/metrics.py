@@ -19,7 +19,8 @@ from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
 from qprof.measure.records import Measurement
-from qprof.measure.stats import median
+from qprof.measure.reduce import reduce_measurements
+from qprof.measure.verdict import choose_statistic, evaluate
 from qprof.service.alerts import KINDS
 from qprof.service.watch import CpuView
 
@@ -33,33 +34,66 @@ class SuiteResult:
     cpu: int
     suite: str
     backend: str
-    median_ns: float  # median of the run's round medians
+    # The figure the coverage verdict uses, as `qprof check` (--statistic auto) computes
+    # it with qprof.measure.verdict.evaluate: the median of all samples while the ML-DSA
+    # rounds agree, else a quiet-speed estimate (see ``statistic``).
+    median_ns: float
     run_id: str
     rounds: int
     capped: bool | None
     cap_factor: float | None
     finished_at: float | None
+    statistic: str = "median"  # what median_ns holds: "median", "p10", "paired", ...
+    statistic_why: str = ""
+    p50_ns: float | None = None  # the plain median of all samples, whichever was used
+    p10_ns: float | None = None
 
 
-def summarize(measurements: Iterable[Measurement], operation: str = "verify"
-              ) -> list[SuiteResult]:
-    """Group measurements of one operation by (cpu, suite, backend), newest run each."""
+def summarize(measurements: Iterable[Measurement], operation: str = "verify",
+              profile: Profile | None = None, statistic: str = "auto") -> list[SuiteResult]:
+    """Group measurements of one operation by (cpu, suite, backend), newest run each,
+    and reduce them exactly as the check verdict does.
+
+    With a profile the verdict itself (``verdict.evaluate``) gives each figure, so the
+    metrics, `qprof history` and `qprof check` agree by construction; suites the profile
+    has no constant for, and the no-profile case, use ``choose_statistic`` on the
+    reduced samples (a quiet-turn estimate, which needs the profile's unit, becomes the
+    10th percentile there).
+    """
     groups: dict[tuple[int, str, str], list[Measurement]] = {}
     for m in measurements:
         if m.operation == operation:
             groups.setdefault((m.cpu, m.suite, m.backend), []).append(m)
-    out = []
-    for (cpu, suite, backend), ms in sorted(groups.items()):
+    newest: dict[tuple[int, str, str], list[Measurement]] = {}
+    for key, ms in groups.items():
         newest_run = max(ms, key=lambda m: m.finished_at or 0.0).run_id
-        rows = [m for m in ms if m.run_id == newest_run]
-        caps = [m.capped for m in rows if m.capped is not None]
-        factors = [m.cap_factor for m in rows if m.cap_factor is not None]
+        newest[key] = [m for m in ms if m.run_id == newest_run]
+    rows = [m for ms in newest.values() for m in ms]
+    reduced = reduce_measurements(rows)
+    from_verdict: dict[tuple[int, str, str], tuple[float, str, str]] = {}
+    if profile is not None:
+        for cov, extras in evaluate(profile, rows, operation, statistic=statistic):
+            from_verdict[(cov.cpu, cov.suite, cov.backend)] = (
+                float(cov.median_ns), str(extras.get("statistic_used", statistic)),
+                str(extras.get("statistic_why", "")))
+    out = []
+    for (cpu, suite, backend), ms in sorted(newest.items()):
+        red = reduced[(cpu, suite, backend, operation)]
+        if (cpu, suite, backend) in from_verdict:
+            value, used, why = from_verdict[(cpu, suite, backend)]
+        else:
+            used, why = statistic, "asked for"
+            if statistic == "auto":
+                used, why = choose_statistic(reduced, cpu, backend, operation)
+            if used != "median" and red.p10_ns:
+                used, value = "p10", red.p10_ns
+            else:
+                used, value = "median", red.median_ns
         out.append(SuiteResult(
-            cpu=cpu, suite=suite, backend=backend,
-            median_ns=median(m.median_ns for m in rows), run_id=newest_run,
-            rounds=len(rows), capped=any(caps) if caps else None,
-            cap_factor=max(factors) if factors else None,
-            finished_at=max((m.finished_at or 0.0) for m in rows) or None,
+            cpu=cpu, suite=suite, backend=backend, median_ns=value, run_id=ms[0].run_id,
+            rounds=len(red.round_medians), capped=red.capped, cap_factor=red.cap_factor,
+            finished_at=max((m.finished_at or 0.0) for m in ms) or None,
+            statistic=used, statistic_why=why, p50_ns=red.median_ns, p10_ns=red.p10_ns,
         ))
     return out
 
@@ -120,8 +154,13 @@ class QprofCollector(Collector):
         capped = GaugeMetricFamily("qprof_cpu_capped",
                                    "1 when the CPU is held below its hardware maximum",
                                    labels=["cpu"])
+        online = GaugeMetricFamily("qprof_cpu_online",
+                                   "1 when the CPU is online (present even where the "
+                                   "kernel gives no frequency data, e.g. a VM)",
+                                   labels=["cpu"])
         for cpu, f in sorted(freqs.items()):
             label = [str(cpu)]
+            online.add_metric(label, 1.0 if f.online else 0.0)
             if f.cur_khz is not None:
                 cur.add_metric(label, f.cur_khz * 1000.0)
             if f.max_khz is not None:
@@ -130,14 +169,22 @@ class QprofCollector(Collector):
                 hw.add_metric(label, f.hw_max_khz * 1000.0)
             if f.capped is not None:
                 capped.add_metric(label, 1.0 if f.capped else 0.0)
-        yield from (cur, mx, hw, capped)
+        yield from (online, cur, mx, hw, capped)
 
         verify = GaugeMetricFamily("qprof_verify_seconds",
-                                   "Median verify time of a valid signature (newest run)",
+                                   "Verify time of a valid signature (newest run), the "
+                                   "statistic the coverage verdict uses (see "
+                                   "qprof_verify_statistic_info)",
                                    labels=["cpu", "suite", "backend"])
+        stat = GaugeMetricFamily("qprof_verify_statistic_info",
+                                 "1 for the statistic qprof_verify_seconds holds: median, "
+                                 "or a quiet-speed estimate (p10, paired) on a busy or "
+                                 "shared host, as qprof check --statistic auto picks it",
+                                 labels=["cpu", "suite", "backend", "statistic"])
         for r in results:
             verify.add_metric([str(r.cpu), r.suite, r.backend], r.median_ns / 1e9)
-        yield verify
+            stat.add_metric([str(r.cpu), r.suite, r.backend, r.statistic], 1.0)
+        yield from (verify, stat)
 
         est = GaugeMetricFamily("qprof_vu_estimate",
                                 "Verify Units this CPU's times imply: ceil(100 x suite/unit)",

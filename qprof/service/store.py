@@ -46,8 +46,34 @@ _RESULT_SQL = "(" + ", ".join(f"'{s}'" for s in RESULT_STATUSES) + ")"
 # Frequency history is downsampled: at most one stored sample per CPU per this many
 # seconds unless the value changed (a cap starting is kept at once).
 FREQ_MIN_SPACING_S = 30.0
-# ... and kept this long.
-FREQ_KEEP_S = 14 * 24 * 3600.0
+DAY_S = 24 * 3600.0
+# ... and kept this long (Retention.keep_freq_s, the default).
+FREQ_KEEP_S = 30 * DAY_S
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long the store keeps what (seconds; 0 keeps for ever). ``Store.maintain``
+    applies it, so a daemon left running for years stays within a bounded size.
+
+    Sizes that drove the defaults: a daemon run of one CPU (check mode, four suites,
+    with the shadow pair) is ~0.8-1 MB, nearly all of it the per-sample timings (up to
+    4000 per round); without them ~40 kB. Hourly on two clusters that is ~100 MB for two
+    days with samples plus ~170 MB for 90 days without: ~0.3 GB at steady state. SQLite
+    reuses the freed pages, so the file stops growing (it does not shrink by itself).
+    Runs that hold the newest result of some (cpu, suite, backend, operation) are never
+    touched: the metrics and ``qprof history`` after a restart come from them.
+    """
+
+    keep_s: float = 90 * DAY_S  # runs, their records, and alerts
+    keep_samples_s: float = 2 * DAY_S  # per-sample timings inside measurement records
+    keep_freq_s: float = FREQ_KEEP_S  # frequency samples at all...
+    freq_full_s: float = 1 * DAY_S  # ...at full resolution (FREQ_MIN_SPACING_S) this long,
+    freq_bucket_s: float = 600.0  # then one per CPU per bucket plus every cap/max change
+    # Work per maintain() call, so a large backlog (a store from before retention) is
+    # worked off over a few hourly calls instead of stalling start-up or the watch loop.
+    max_runs: int = 50
+    max_freq_span_s: float = 2 * DAY_S
 
 _MIGRATIONS: list[str] = [
     # 0 -> 1
@@ -123,8 +149,22 @@ _MIGRATIONS: list[str] = [
     );
     CREATE INDEX alerts_ts ON alerts(ts);
     """,
+    # 1 -> 2: retention (Store.maintain) deletes by run and by time; alerts it removes
+    # still count in alert_counts (qprof_alerts_total is a counter and must not drop).
+    """
+    CREATE INDEX measurements_run ON measurements(run_id);
+    CREATE INDEX notes_run ON notes(run_id);
+    CREATE INDEX disagreements_run ON disagreements(run_id);
+    CREATE INDEX runs_started ON runs(started_at);
+    CREATE INDEX freq_ts ON freq_samples(ts);
+    ALTER TABLE runs ADD COLUMN samples_stripped INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE alert_totals (kind TEXT PRIMARY KEY, pruned INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT);
+    """,
 ]
 SCHEMA_VERSION = len(_MIGRATIONS)
+# A read-only Store (history, export, the monitor) can read any version from this on.
+READABLE_FROM = 1
 
 
 class StoreError(RuntimeError):
@@ -198,6 +238,8 @@ class Store:
             )
         if version == SCHEMA_VERSION:
             return
+        if self.readonly and version >= READABLE_FROM:
+            return  # readers use only what version 1 has: an older daemon's store is fine
         if self.readonly:
             raise StoreError(f"{self.path}: schema version {version} needs migrating; "
                              "run the daemon once or open it writable")
@@ -416,6 +458,8 @@ class Store:
 
     def _add_freq(self, cpu: int, ts: float, cur: int | None, mx: int | None,
                   hw: int | None, capped: bool | None, force: bool) -> int:
+        if cur is None and mx is None and hw is None and capped is None:
+            return 0  # no cpufreq data (a VM): a row would say nothing
         last = self._last_freq.get(cpu)
         if (not force and last is not None and ts - last[0] < FREQ_MIN_SPACING_S
                 and last[1] == mx and last[2] == (None if capped is None else int(capped))):
@@ -433,6 +477,95 @@ class Store:
             cur = self._db.execute("DELETE FROM freq_samples WHERE ts < ?",
                                    (time.time() - older_than_s,))
         return cur.rowcount
+
+    # -- retention ------------------------------------------------------------------------
+
+    def _result_run_ids(self) -> set[str]:
+        """Runs holding the newest result of some (cpu, suite, backend, operation)."""
+        rows = self._db.execute(
+            "SELECT DISTINCT m.run_id FROM measurements m WHERE m.id IN ("
+            " SELECT MAX(m2.id) FROM measurements m2 JOIN runs r ON r.run_id=m2.run_id "
+            f" WHERE r.status IN {_RESULT_SQL} "
+            " GROUP BY m2.cpu, m2.suite, m2.backend, m2.operation)").fetchall()
+        return {r[0] for r in rows}
+
+    def maintain(self, retention: Retention | None = None, now: float | None = None
+                 ) -> dict[str, int]:
+        """Apply the retention policy; returns what it removed (counts by kind).
+
+        Always writes (a watermark), so it doubles as the start-up check that the store
+        is writable. Cheap when there is nothing to do; the daemon calls it hourly.
+        """
+        ret = retention or Retention()
+        now = time.time() if now is None else now
+        out = {"runs": 0, "stripped_runs": 0, "alerts": 0, "freq_samples": 0}
+        with self._lock, self._db:
+            keep = self._result_run_ids()
+            if ret.keep_s > 0:
+                old = [r[0] for r in self._db.execute(
+                    "SELECT run_id FROM runs WHERE status!='running' AND started_at<? "
+                    "ORDER BY started_at", (now - ret.keep_s,)) if r[0] not in keep]
+                old = old[:ret.max_runs]
+                for table in ("measurements", "disagreements", "notes", "records", "runs"):
+                    self._db.executemany(f"DELETE FROM {table} WHERE run_id=?",
+                                         [(r,) for r in old])
+                out["runs"] = len(old)
+                counts = self._db.execute("SELECT kind, COUNT(*) FROM alerts WHERE ts<? "
+                                          "GROUP BY kind", (now - ret.keep_s,)).fetchall()
+                for kind, n in counts:
+                    self._db.execute(
+                        "INSERT INTO alert_totals(kind, pruned) VALUES (?, ?) ON CONFLICT"
+                        "(kind) DO UPDATE SET pruned=pruned+excluded.pruned", (kind, n))
+                self._db.execute("DELETE FROM alerts WHERE ts<?", (now - ret.keep_s,))
+                out["alerts"] = sum(n for _, n in counts)
+            if ret.keep_samples_s > 0:
+                strip = [r[0] for r in self._db.execute(
+                    "SELECT run_id FROM runs WHERE status!='running' AND samples_stripped=0 "
+                    "AND started_at<? ORDER BY started_at", (now - ret.keep_samples_s,))
+                    if r[0] not in keep][:ret.max_runs]
+                # Round medians, p95 etc. stay; the samples (most of the bytes) go.
+                self._db.executemany(
+                    "UPDATE records SET json=json_set(json, '$.samples_ns', json('null')) "
+                    "WHERE run_id=? AND type='measurement'", [(r,) for r in strip])
+                self._db.executemany("UPDATE runs SET samples_stripped=1 WHERE run_id=?",
+                                     [(r,) for r in strip])
+                out["stripped_runs"] = len(strip)
+            out["freq_samples"] = self._thin_freq(ret, now)
+        return out
+
+    def _thin_freq(self, ret: Retention, now: float) -> int:
+        removed = 0
+        if ret.keep_freq_s > 0:
+            removed += self._db.execute("DELETE FROM freq_samples WHERE ts<?",
+                                        (now - ret.keep_freq_s,)).rowcount
+        row = self._db.execute(
+            "SELECT value FROM store_meta WHERE key='freq_thinned_until'").fetchone()
+        start = float(row[0]) if row else 0.0
+        if ret.keep_freq_s > 0:
+            start = max(start, now - ret.keep_freq_s)
+        oldest = self._db.execute("SELECT MIN(ts) FROM freq_samples").fetchone()[0]
+        if oldest is not None:
+            start = max(start, float(oldest))
+        end = min(now - ret.freq_full_s, start + ret.max_freq_span_s)
+        if ret.freq_bucket_s > 0 and end > start:
+            # Past full resolution: one sample per CPU per bucket, plus every sample where
+            # the cap state or the allowed maximum changed (cap edges stay exact).
+            last: dict[int, tuple[int, Any, Any]] = {}
+            drop: list[tuple[int]] = []
+            for rowid, cpu, ts, mx, capped in self._db.execute(
+                    "SELECT rowid, cpu, ts, max_khz, capped FROM freq_samples "
+                    "WHERE ts>=? AND ts<? ORDER BY cpu, ts", (start, end)):
+                bucket = int(ts // ret.freq_bucket_s)
+                prev = last.get(cpu)
+                if prev is not None and prev == (bucket, mx, capped):
+                    drop.append((rowid,))
+                else:
+                    last[cpu] = (bucket, mx, capped)
+            self._db.executemany("DELETE FROM freq_samples WHERE rowid=?", drop)
+            removed += len(drop)
+        self._db.execute("INSERT OR REPLACE INTO store_meta(key, value) "
+                         "VALUES ('freq_thinned_until', ?)", (str(max(start, end)),))
+        return removed
 
     def freq_history(self, cpu: int, since: float = 0.0) -> list[tuple[float, int | None,
                                                                         int | None]]:
@@ -462,7 +595,14 @@ class Store:
                       message=r[5], details=json.loads(r[6] or "{}")) for r in rows]
 
     def alert_counts(self) -> dict[str, int]:
-        """Alerts ever stored, per kind (so qprof_alerts_total survives restarts)."""
+        """Alerts ever stored, per kind (so qprof_alerts_total survives restarts),
+        including those retention removed since."""
+        if self.schema_version() < 2:  # read-only view of an older store
+            with self._lock:
+                rows = self._db.execute("SELECT kind, COUNT(*) FROM alerts GROUP BY kind")
+                return {k: int(n) for k, n in rows}
         with self._lock:
-            rows = self._db.execute("SELECT kind, COUNT(*) FROM alerts GROUP BY kind")
-            return {k: n for k, n in rows}
+            rows = self._db.execute(
+                "SELECT kind, SUM(n) FROM (SELECT kind, COUNT(*) AS n FROM alerts GROUP BY "
+                "kind UNION ALL SELECT kind, pruned FROM alert_totals) GROUP BY kind")
+            return {k: int(n) for k, n in rows}

@@ -2,9 +2,11 @@
 
 The UI thread only reads small files and a SQLite store on a 1 Hz timer (see
 :mod:`qprof.tui.collect`); everything slow runs in Textual thread workers: the backend
-probe (which imports the verifier libraries) and measurements (``run_bench``, which
-itself runs pyperf worker processes). numba, oqs and pyperf are never imported on the
-UI path.
+probe (which imports the verifier libraries), measurements (``run_bench``, which itself
+runs pyperf worker processes), and, in child processes so that they never hold the UI's
+GIL, the coverage evaluation (`qprof check`'s verdict, after each new result) and the
+one-off clock estimate of a VM without cpufreq. numba, oqs and pyperf are never
+imported on the UI path; slow work starts only after the first frame.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class MonitorApp(App[int]):
         self._stop = threading.Event()
         self._next_scheduled: float | None = None
         self._schedule_index = 0
+        self._evaluating: tuple | None = None  # key of the evaluation in flight
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -95,6 +98,11 @@ class MonitorApp(App[int]):
 
     def _mark_first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
+        # Slow work starts after the first frame so that it cannot delay it.
+        self._maybe_evaluate()
+        cpus = self.collector.cpus_to_estimate()
+        if cpus:
+            self.estimate_clocks(cpus)
 
     def on_unmount(self) -> None:
         self._stop.set()  # a measurement in flight stops at its next checkpoint
@@ -112,6 +120,57 @@ class MonitorApp(App[int]):
         self.query_one(AlertsLog).show(frame.alerts)
         self.query_one(MeasureProgress).show(self.progress)
         self._maybe_scheduled_measurement()
+        if self.first_frame_at is not None:
+            self._maybe_evaluate()
+
+    # -------------------------------------------------------------- evaluation
+    def _maybe_evaluate(self) -> None:
+        """Start `qprof check`'s evaluation of the store in a worker when the store has
+        a new result or the backend/profile changed (bootstrap CIs: ~0.3 s per core)."""
+        key = self.collector.evaluation_due()
+        if key is None or key == self._evaluating:
+            return
+        self._evaluating = key
+        self._evaluate(key)
+
+    @work(thread=True, group="evaluate")
+    def _evaluate(self, key: tuple) -> None:
+        from qprof.tui.sources.child import ChildStopped
+
+        try:
+            evaluation = self.collector.evaluate(key, stop=self._stop)
+        except ChildStopped:
+            return  # quitting: the child was killed
+        if not self._stop.is_set():
+            self.call_from_thread(self._evaluated, key, evaluation)
+
+    def _evaluated(self, key: tuple, evaluation: Any) -> None:
+        if self._evaluating != key:
+            return  # superseded (a newer result, backend or profile): that one shows
+        self._evaluating = None
+        self.collector.set_evaluation(key, evaluation)
+        self.refresh_frame()
+
+    # ------------------------------------------------------------ clock estimate
+    @work(thread=True, exclusive=True, group="estimate")
+    def estimate_clocks(self, cpus: list[int]) -> None:
+        """No cpufreq (a VM): time a loop once per CPU in a child process, as
+        `qprof freq` does; shown as "~x.xx est" (not a live reading)."""
+        from qprof.tui.sources.child import ChildStopped
+        from qprof.tui.sources.hardware import estimate_clocks
+
+        try:
+            khz, problems = estimate_clocks(cpus, stop=self._stop)
+        except ChildStopped:
+            return  # quitting
+        if not self._stop.is_set():
+            self.call_from_thread(self._clocks_estimated, khz, problems)
+
+    def _clocks_estimated(self, khz: dict[int, int], problems: list[str]) -> None:
+        self.collector.estimated_khz.update(khz)
+        for problem in problems[:2]:
+            self.collector.add_alert("estimate_failed", "info", problem)
+        self.refresh_frame()
 
     # ---------------------------------------------------------------- backends
     @work(thread=True, exclusive=True, group="backends")

@@ -9,7 +9,9 @@ Also decides where the data come from (:func:`resolve_sources`):
 - otherwise standalone: the monitor's own store ``monitor.db`` in the state dir (a temp
   dir when that is not writable), filled by on-demand and scheduled measurements.
 
-No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer.
+No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer. The coverage
+is `qprof check`'s verdict of the store's newest runs (:meth:`Collector.evaluate`,
+slow), recomputed by the app off the UI process only when a new result lands.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -34,9 +37,12 @@ from qprof.tui.model import (
     cpu_ranges,
 )
 from qprof.tui.sources.consensus import (
+    Evaluation,
     ProfileInfo,
     core_costs,
     coverage_rows,
+    evaluate_store,
+    evaluate_store_in_child,
     load_profile_info,
 )
 from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource, field_of
@@ -49,6 +55,10 @@ SNAPSHOT = "snapshot"
 
 MEASUREMENTS_TTL_S = 5.0  # re-read the store at most this often (the daemon writes rarely)
 ALERTS_SHOWN = 30
+
+# What a coverage evaluation was made from: (store's newest result time, backend,
+# profile file). A new finished run, another backend or profile makes it stale.
+EvalKey = tuple[float | None, str, str]
 
 
 @dataclass
@@ -144,8 +154,11 @@ class Collector:
         self._history: dict[int | None, deque[int]] = {}
         self._local_alerts: deque[AlertView] = deque(maxlen=ALERTS_SHOWN)
         self._last_capped: dict[int, bool | None] = {}
-        self._measurements: list[Any] = []
-        self._measurements_at: float | None = None
+        self._evaluation: Evaluation | None = None
+        self._evaluation_key: EvalKey | None = None
+        self._marker: float | None = None  # the store's newest finished result
+        self._marker_at: float | None = None
+        self.estimated_khz: dict[int, int] = {}  # one-off clock estimates (no cpufreq)
         self._seeded_history = False
         self._store_alerts: list[Any] = []
         self._store_alerts_at: float | None = None
@@ -160,7 +173,7 @@ class Collector:
 
     def invalidate(self) -> None:
         """Re-read the store on the next frame (a measurement just finished)."""
-        self._measurements_at = None
+        self._marker_at = None
         self._store_alerts_at = None
 
     def add_alert(self, kind: str, severity: str, message: str, where: str = "") -> None:
@@ -190,14 +203,61 @@ class Collector:
             problems=tuple(problems),
         )
 
-    def measurements(self) -> list[Any]:
-        if self.sources.store is None or self.backend is None:
-            return []
+    # --------------------------------------------------------------- evaluation
+    def evaluation_key(self) -> EvalKey | None:
+        """What the coverage should be computed from now; None when there is nothing
+        to evaluate (no store, backend or profile). Only a cheap query per TTL."""
+        store = self.sources.store
+        if store is None or self.backend is None or self.profile.profile is None:
+            return None
         now = time.monotonic()
-        if self._measurements_at is None or now - self._measurements_at > MEASUREMENTS_TTL_S:
-            self._measurements = self.sources.store.measurements(backend=self.backend)
-            self._measurements_at = now
-        return self._measurements
+        if self._marker_at is None or now - self._marker_at > MEASUREMENTS_TTL_S:
+            self._marker = store.last_change()
+            self._marker_at = now
+        return (self._marker, self.backend, self.profile.location)
+
+    def evaluation_due(self) -> EvalKey | None:
+        """The key to evaluate when the shown evaluation is stale, else None. A store
+        without results is settled here at once (nothing slow to compute)."""
+        key = self.evaluation_key()
+        if key is None or key == self._evaluation_key:
+            return None
+        if key[0] is None:
+            self.set_evaluation(key, Evaluation())
+            return None
+        return key
+
+    def evaluate(self, key: EvalKey, in_child: bool = True,
+                 stop: threading.Event | None = None) -> Evaluation:
+        """`qprof check`'s verdict for ``key``: slow (bootstrap CIs), blocking; in a
+        child process by default so that the UI process stays responsive."""
+        store = self.sources.store
+        if store is None:
+            return Evaluation()
+        if in_child:
+            return evaluate_store_in_child(store.path, self.profile, key[1], stop)
+        return evaluate_store(store.path, self.profile, key[1])
+
+    def set_evaluation(self, key: EvalKey, evaluation: Evaluation) -> None:
+        self._evaluation, self._evaluation_key = evaluation, key
+
+    def current_evaluation(self) -> tuple[Evaluation | None, bool]:
+        """(evaluation to show, still evaluating). An older evaluation of the same
+        backend and profile stays on screen until the new one is ready; one of another
+        backend or profile is never shown."""
+        key = self.evaluation_key()
+        if key is None:
+            return None, False
+        done = self._evaluation_key
+        if done is None or done[1:] != key[1:]:
+            return None, True
+        return self._evaluation, done != key
+
+    def evaluate_now(self) -> None:
+        """Synchronous evaluation (scripts and tests without the app's worker)."""
+        key = self.evaluation_due()
+        if key is not None:
+            self.set_evaluation(key, self.evaluate(key, in_child=False))
 
     def frame(self) -> Frame:
         now = self.config.clock()
@@ -209,18 +269,25 @@ class Collector:
             cpus, clusters = [], []
             hw.problems.append(str(exc))
         loads = self.sources.load.sample()
-        measurements = self.measurements()
-        costs = core_costs(measurements, self.profile)
+        evaluation, evaluating = self.current_evaluation()
+        costs = core_costs(evaluation)
         cores = tuple(self._core_view(c, loads.get(c.cpu), costs.get(c.cpu)) for c in cpus)
         self._watch_caps(cpus, now)
         self._record_history(cpus, clusters, now)
+        missing = "not measured here"
+        if self.sources.store is not None:
+            missing = "evaluating…" if evaluating and evaluation is None else \
+                "not measured yet"
         coverage: tuple[CoverageView, ...] = coverage_rows(
-            measurements, self.profile, clusters, self.backend,
-            missing="not measured yet" if self.sources.store else "not measured here")
+            evaluation, self.profile, clusters, self.backend, missing=missing)
         note = None
         if self.sources.store is None:
             note = "snapshot of another machine: costs not measured here"
-        elif not measurements:
+        elif evaluation is not None and evaluation.error:
+            note = evaluation.error
+        elif evaluating and evaluation is None:
+            note = "evaluating the stored measurements…"
+        elif not (evaluation and evaluation.results):
             note = ("not measured yet — press b to measure the selected core"
                     if self.measurable else "not measured yet")
         return Frame(
@@ -234,15 +301,31 @@ class Collector:
         )
 
     def _core_view(self, c: CpuFacts, load: float | None,
-                   cost: tuple[dict[str, float], dict[str, int]] | None) -> CoreView:
-        medians, vu = cost if cost else ({}, {})
+                   cost: tuple[dict[str, float], dict[str, int], str | None] | None
+                   ) -> CoreView:
+        medians, vu, statistic = cost if cost else ({}, {}, None)
         return CoreView(
             cpu=c.cpu, online=c.online, cluster=c.cluster, design=c.design, part=c.part,
             core_class=c.core_class, governor=c.governor, cur_khz=c.cur_khz,
             max_khz=c.max_khz, hw_max_khz=c.hw_max_khz, capped=c.capped,
             cap_factor=c.cap_factor, cap_cause=c.cap_cause, estimated=c.estimated,
-            load_pct=load, medians_ns=medians, vu=vu,
+            load_pct=load, medians_ns=medians, vu=vu, statistic=statistic,
+            est_khz=self.estimated_khz.get(c.cpu) if c.cur_khz is None else None,
         )
+
+    # ---------------------------------------------------------- clock estimates
+    def cpus_to_estimate(self) -> list[int]:
+        """Online CPUs of the live machine without any frequency reading (VMs): their
+        clock can be estimated once by timing a loop (see :func:`estimate_clocks`)."""
+        if not self.sources.hardware.live or self.estimated_khz:
+            return []
+        try:
+            cpus = self.sources.hardware.cpus()
+        except (OSError, ValueError):
+            return []
+        if any(c.cur_khz is not None for c in cpus):
+            return []  # cpufreq (or cpuinfo) answers: nothing to guess
+        return [c.cpu for c in cpus if c.online is not False]
 
     # ------------------------------------------------------------ caps as alerts
     def _watch_caps(self, cpus: list[CpuFacts], now: float) -> None:

@@ -50,8 +50,12 @@ class CoreView:
     cap_cause: str | None
     estimated: bool = False  # frequency guessed (e.g. /proc/cpuinfo "cpu MHz")
     load_pct: float | None = None
-    medians_ns: dict[str, float] = field(default_factory=dict)  # suite -> median
+    # suite -> verify time the verdict used (median, or 10th percentile: see statistic)
+    medians_ns: dict[str, float] = field(default_factory=dict)
     vu: dict[str, int] = field(default_factory=dict)  # suite -> VU estimate
+    statistic: str | None = None  # "median" | "p10" | None (not measured)
+    # Clock estimated by timing a known loop (no cpufreq, e.g. a VM): once, cached.
+    est_khz: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,12 @@ class CoverageView:
     worst_block_ns: float | None = None
     measured_at: float | None = None
     note: str | None = None  # why there is no figure ("not measured yet", ...)
+    # `qprof check`'s statistic for this core: "median", or "p10" when the ML-DSA rounds
+    # disagree (a busy host); median_ns then holds the 10th percentile it compared.
+    statistic: str | None = None
+    statistic_why: str | None = None
+    confidence: str | None = None  # "high" | "uncertain" (CI straddles the constant)
+    vu_median_rule: int | None = None  # the estimate by the plain median, for comparison
 
 
 @dataclass(frozen=True)
@@ -165,10 +175,21 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-def fmt_covered(covered: bool | None, missing: str = "not measured yet") -> str:
+def fmt_covered(covered: bool | None, missing: str = "not measured yet",
+                confidence: str | None = None) -> str:
     if covered is None:
         return missing
-    return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
+    word = f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
+    # `qprof check` says "the interval straddles the constant: measure longer".
+    return word + (" (unsure)" if confidence == "uncertain" else "")
+
+
+STAT_SHORT = {"median": "med"}  # others ("p10", "paired") are short already
+
+
+def fmt_stat(statistic: str | None) -> str:
+    """'med' / 'p10' / 'paired' / '—': the statistic `qprof check` used on that core."""
+    return "—" if statistic is None else STAT_SHORT.get(statistic, statistic)
 
 
 def cpu_ranges(cpus: list[int] | tuple[int, ...]) -> str:

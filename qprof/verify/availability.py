@@ -38,6 +38,9 @@ class LiboqsLocation:
     library: str  # path or soname that ctypes can load
     install_dir: Path | None  # what OQS_INSTALL_PATH must point to, if not a system lib
     source: str  # "OQS_INSTALL_PATH" | "~/_oqs" | "system"
+    # Why $OQS_INSTALL_PATH was passed over when the library came from elsewhere: the
+    # user asked for that build and would otherwise silently measure another one.
+    env_skipped: str | None = None
 
 
 def _lib_in(install_dir: Path) -> Path | None:
@@ -65,10 +68,15 @@ def find_liboqs(environ: dict[str, str] | None = None) -> LiboqsLocation | str:
     if env.get("OQS_INSTALL_PATH"):
         candidates.append((Path(env["OQS_INSTALL_PATH"]).expanduser(), "OQS_INSTALL_PATH"))
     candidates.append((Path.home() / "_oqs", "~/_oqs"))
+
+    def found(library: str, install_dir: Path | None, source: str) -> LiboqsLocation:
+        skipped = tried[0] if tried and env.get("OQS_INSTALL_PATH") else None
+        return LiboqsLocation(library, install_dir, source, skipped)
+
     for install_dir, source in candidates:
         lib = _lib_in(install_dir)
         if lib is not None:
-            return LiboqsLocation(str(lib), install_dir, source)
+            return found(str(lib), install_dir, source)
         if _versioned_lib_in(install_dir) is not None:
             # liboqs-python only loads the unversioned name; it would try to rebuild.
             tried.append(f"{install_dir}/lib has liboqs.so.* but no liboqs.so symlink")
@@ -76,7 +84,7 @@ def find_liboqs(environ: dict[str, str] | None = None) -> LiboqsLocation | str:
             tried.append(f"no liboqs.so in {install_dir}/lib or lib64")
     system = ctypes.util.find_library("oqs")
     if system:
-        return LiboqsLocation(system, None, "system")
+        return found(system, None, "system")
     tried.append("not on the system library path")
     return f"liboqs: shared library not found ({'; '.join(tried)}); {LIBOQS_INSTALL_HINT}"
 

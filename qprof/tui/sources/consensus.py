@@ -1,21 +1,27 @@
 """Profile constants and Verify-Unit coverage for the monitor (``qprof.consensus``).
 
-Coverage comes from :func:`qprof.consensus.coverage` over the newest verify medians of
-one backend (estimate = ceil(100 × median(suite) / median(unit suite)), both from the
-same core). The panel shows one row per suite and cluster; when a cluster has several
-measured cores, the core with the highest estimate speaks for it, because a constant
-has to cover the slowest core.
+Coverage is `qprof check`'s own verdict (:func:`qprof.measure.verdict.evaluate`,
+``statistic="auto"``) over every round of the store's newest run per core and suite, so
+the monitor and `qprof check` never contradict each other: estimate = ceil(100 ×
+t(suite) / t(unit suite)) on one core, t the median while the ML-DSA rounds agree,
+else the 10th percentile (a busy or shared host). The panel shows one row per suite
+and cluster; when a cluster has several measured cores, the core with the highest
+estimate speaks for it, because a constant has to cover the slowest core.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qprof.tui.model import CoverageView, cpu_ranges
-from qprof.tui.sources.hardware import ClusterFacts, field_of
+from qprof.tui.sources.hardware import ClusterFacts
 
 # What a block's signature check costs: the plain verify, or both verifiers (enforce).
 VERIFY_OPERATIONS = ("verify", "dual_enforce")
@@ -66,47 +72,119 @@ def load_profile_info(name: str) -> ProfileInfo:
     return ProfileInfo(name=profile.name, profile=profile)
 
 
-def newest_verify(measurements: Iterable[Any]) -> dict[int, dict[str, Any]]:
-    """cpu -> suite -> newest Measurement of a valid-signature verify."""
-    out: dict[int, dict[str, Any]] = {}
-    for m in measurements:
-        if field_of(m, "operation") not in VERIFY_OPERATIONS:
-            continue
-        per_cpu = out.setdefault(int(m.cpu), {})
-        old = per_cpu.get(m.suite)
-        if old is None or (m.finished_at or 0) >= (old.finished_at or 0):
-            per_cpu[m.suite] = m
-    return out
+STATISTIC = "auto"  # what `qprof check` uses by default: the monitor must agree with it
 
 
-def _results(measurements: Iterable[Any], info: ProfileInfo) -> list[Any]:
+@dataclass(frozen=True)
+class Evaluation:
+    """`qprof check`'s verdict over the store's newest runs, for one backend and profile:
+    ``(CoverageResult, extras)`` per (cpu, suite); extras say which statistic was used."""
+
+    results: tuple[tuple[Any, dict[str, Any]], ...] = ()
+    measured_at: dict[tuple[int, str], float] = field(default_factory=dict)
+    error: str | None = None
+
+
+def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
+                          backend: str | None) -> Evaluation:
+    """Every round of the newest run per (cpu, suite, backend) -> the verdict, through
+    :func:`qprof.measure.verdict.evaluate` with ``statistic="auto"``, exactly as
+    `qprof check` computes it (median while the ML-DSA rounds agree, else the 10th
+    percentile). Slow with samples (a bootstrap CI per suite): call it off the UI thread.
+    """
     if info.profile is None:
-        return []
-    from qprof.consensus import SuiteMedian, coverage
+        return Evaluation()
+    from qprof.measure.verdict import evaluate
 
-    medians = [
-        SuiteMedian(cpu=cpu, backend=m.backend, suite=suite, median_ns=float(m.median_ns),
-                    capped=m.capped, cap_factor=m.cap_factor, samples=m.n)
-        for cpu, by_suite in newest_verify(measurements).items()
-        for suite, m in by_suite.items()
-    ]
-    return coverage(info.profile, medians)
+    ms = [m for m in measurements if backend is None or m.backend == backend]
+    results: list[tuple[Any, dict[str, Any]]] = []
+    seen: set[tuple[int, str, str]] = set()
+    for operation in VERIFY_OPERATIONS:  # the plain verify first, as `qprof check`
+        for r, extras in evaluate(info.profile, ms, operation=operation,
+                                  statistic=STATISTIC):
+            if (r.cpu, r.suite, r.backend) not in seen:
+                seen.add((r.cpu, r.suite, r.backend))
+                results.append((r, extras))
+    measured_at: dict[tuple[int, str], float] = {}
+    for m in ms:
+        key = (int(m.cpu), m.suite)
+        measured_at[key] = max(measured_at.get(key, 0.0), float(m.finished_at or 0.0))
+    return Evaluation(tuple(results), measured_at)
 
 
-def core_costs(measurements: Iterable[Any], info: ProfileInfo
-               ) -> dict[int, tuple[dict[str, float], dict[str, int]]]:
-    """cpu -> (suite -> median ns, suite -> VU estimate) for the per-core table."""
-    measurements = list(measurements)
-    out: dict[int, tuple[dict[str, float], dict[str, int]]] = {}
-    for cpu, by_suite in newest_verify(measurements).items():
-        out[cpu] = ({s: float(m.median_ns) for s, m in by_suite.items()}, {})
-    for r in _results(measurements, info):
-        out[r.cpu][1][r.suite] = r.vu_estimate
+def evaluate_store(path: Path, info: ProfileInfo, backend: str | None) -> Evaluation:
+    """Read the newest runs from the store file at ``path`` (its own connection: this
+    runs in a worker thread) and evaluate them; failures become ``error``."""
+    try:
+        from qprof.service.store import Store
+
+        store = Store(path, readonly=True)
+        try:
+            measurements = [m for op in VERIFY_OPERATIONS
+                             for m in store.newest_run_measurements(op)]
+        finally:
+            store.close()
+        return evaluate_measurements(measurements, info, backend)
+    except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
+        return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
+
+
+def evaluation_to_json(evaluation: Evaluation) -> str:
+    return json.dumps({
+        "results": [[r.to_dict(), extras] for r, extras in evaluation.results],
+        "measured_at": [[cpu, suite, ts] for (cpu, suite), ts in
+                        evaluation.measured_at.items()],
+        "error": evaluation.error,
+    })
+
+
+def evaluation_from_json(text: str) -> Evaluation:
+    from qprof.consensus import CoverageResult
+
+    data = json.loads(text)
+    return Evaluation(
+        results=tuple((CoverageResult(**r), extras) for r, extras in data["results"]),
+        measured_at={(int(cpu), str(suite)): float(ts) for cpu, suite, ts in
+                     data["measured_at"]},
+        error=data.get("error"),
+    )
+
+
+def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
+                            stop: threading.Event | None = None,
+                            timeout_s: float = 300.0) -> Evaluation:
+    """:func:`evaluate_store` in a child process. In a thread it would hold the UI's
+    GIL for seconds (pure-Python statistics and a bootstrap: keys answered ~3.5 s late
+    on this 2-vCPU VM); a child leaves the UI process idle. Blocking: from a worker;
+    ``stop`` kills the child (raises ChildStopped)."""
+    from qprof.tui.sources.child import run_child
+
+    cmd = [sys.executable, "-m", "qprof.tui.sources.consensus", str(path), info.location,
+           backend or ""]
+    try:
+        rc, out, err = run_child(cmd, stop, timeout_s)
+        if rc != 0:
+            tail = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
+            return Evaluation(error=f"evaluating {path}: {tail}")
+        return evaluation_from_json(out)
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError, KeyError) as exc:
+        return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
+
+
+def core_costs(evaluation: Evaluation | None
+               ) -> dict[int, tuple[dict[str, float], dict[str, int], str | None]]:
+    """cpu -> (suite -> verify ns, suite -> VU estimate, statistic) for the per-core
+    table: the figure the verdict used (median or 10th percentile)."""
+    out: dict[int, tuple[dict[str, float], dict[str, int], str | None]] = {}
+    for r, extras in evaluation.results if evaluation else ():
+        times, vus, _ = out.setdefault(r.cpu, ({}, {}, extras.get("statistic_used")))
+        times[r.suite] = float(r.median_ns)
+        vus[r.suite] = int(r.vu_estimate)
     return out
 
 
 def coverage_rows(
-    measurements: Iterable[Any],
+    evaluation: Evaluation | None,
     info: ProfileInfo,
     clusters: list[ClusterFacts],
     backend: str | None,
@@ -114,33 +192,36 @@ def coverage_rows(
 ) -> tuple[CoverageView, ...]:
     """One row per suite × cluster; unmeasured pairs say so (``missing``) instead of
     disappearing."""
-    results = _results(measurements, info)
+    results = list(evaluation.results) if evaluation else []
+    measured_at = evaluation.measured_at if evaluation else {}
     groups: list[tuple[int | None, str, tuple[int, ...]]] = [
         (c.id, f"cl{c.id} {_short(c.design)} {cpu_ranges(c.cpus)}", c.cpus) for c in clusters
     ]
     if not groups:  # topology without clusters: one group per measured CPU
-        groups = [(None, f"CPU {cpu}", (cpu,)) for cpu in sorted({r.cpu for r in results})]
-    newest = newest_verify(measurements)
+        groups = [(None, f"CPU {cpu}", (cpu,)) for cpu in sorted({r.cpu for r, _ in results})]
     rows: list[CoverageView] = []
     for suite in info.suites:
         for cluster_id, where, cpus in groups:
-            candidates = [r for r in results if r.suite == suite and r.cpu in cpus]
+            candidates = [(r, x) for r, x in results if r.suite == suite and r.cpu in cpus]
             if not candidates:
                 rows.append(CoverageView(
                     suite=suite, where=where, cluster=cluster_id, cpu=None, backend=backend,
                     median_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
                     margin=None, covered=None, note=missing))
                 continue
-            r = max(candidates, key=lambda r: (r.vu_estimate, r.median_ns))
-            m = newest.get(r.cpu, {}).get(suite)
+            r, x = max(candidates, key=lambda rx: (rx[0].vu_estimate, rx[0].median_ns))
             rows.append(CoverageView(
                 suite=suite, where=where, cluster=cluster_id, cpu=r.cpu, backend=r.backend,
                 median_ns=r.median_ns, vu_estimate=r.vu_estimate, vu_constant=r.vu_constant,
                 margin=r.margin, covered=r.covered, capped=r.capped,
                 cap_factor=r.cap_factor if r.capped else None,
                 worst_block_ns=r.worst_block_ns,
-                measured_at=field_of(m, "finished_at"),
+                measured_at=measured_at.get((r.cpu, suite)),
                 note=r.verdict or None,
+                statistic=x.get("statistic_used"),
+                statistic_why=x.get("statistic_why"),
+                confidence=r.confidence,
+                vu_median_rule=x.get("vu_estimate_median"),
             ))
     return tuple(rows)
 
@@ -149,3 +230,14 @@ def _short(design: str | None) -> str:
     if not design:
         return "?"
     return design.removeprefix("Cortex-")
+
+
+if __name__ == "__main__":  # the child of evaluate_store_in_child: PATH PROFILE BACKEND
+    import os
+
+    os.nice(10)  # background work: the UI and the user's own jobs come first
+    _path, _profile, _backend = sys.argv[1:4]
+    _info = load_profile_info(_profile)
+    if _info.error:
+        sys.exit(f"profile: {_info.error}")
+    print(evaluation_to_json(evaluate_store(Path(_path), _info, _backend or None)))

@@ -8,9 +8,21 @@ here: the reason goes to :attr:`HardwareSource.problems` and the values stay ``N
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# Run in a child process: numba (the estimate's timing loop) never enters the UI
+# process, and the loop's ~100 ms per CPU never holds the UI's GIL.
+_ESTIMATE_SCRIPT = """
+import json, sys
+from qprof.hw.estimate import estimate_cpu_khz
+print(json.dumps({c: estimate_cpu_khz(int(c)) for c in sys.argv[1:]}))
+"""
 
 
 def field_of(obj: Any, name: str, default: Any = None) -> Any:
@@ -196,3 +208,31 @@ def _model_from_cpuinfo(root: Path) -> str | None:
         if sep and key in ("model name", "hardware") and value.strip():
             found.setdefault(key, value.strip())
     return found.get("hardware") or found.get("model name")
+
+
+def estimate_clocks(cpus: list[int], stop: threading.Event | None = None,
+                    timeout_s: float = 60.0) -> tuple[dict[int, int], list[str]]:
+    """cpu -> estimated kHz (``qprof freq``'s estimate: a timed dependent-instruction
+    loop, ~100 ms per CPU) for machines without cpufreq; with the problems met.
+    Blocking: call it from a worker thread, once; ``stop`` kills the child (raises
+    ChildStopped)."""
+    from qprof.tui.sources.child import run_child
+
+    if not cpus:
+        return {}, []
+    try:
+        rc, stdout, stderr = run_child(
+            [sys.executable, "-c", _ESTIMATE_SCRIPT, *map(str, cpus)], stop, timeout_s)
+        answers = json.loads(stdout or "{}")
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return {}, [f"clock estimate failed: {exc}"]
+    out: dict[int, int] = {}
+    problems: list[str] = []
+    for cpu, (khz, problem) in answers.items():
+        if khz:
+            out[int(cpu)] = int(khz)
+        elif problem:
+            problems.append(f"CPU {cpu}: {problem}")
+    if rc and not out:
+        problems.append(f"clock estimate failed: {stderr.strip()[-200:]}")
+    return out, problems

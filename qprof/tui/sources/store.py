@@ -51,15 +51,17 @@ class StoreSource:
                 self.error = f"cannot open store {self.path}: {exc}"
         return self._store
 
-    def measurements(self, backend: str | None = None) -> list[Any]:
+    def last_change(self) -> float | None:
+        """Finish time of the newest run with results: a cheap "did anything new land"
+        probe, so the slow evaluation runs only when it did."""
         store = self._open()
-        if store is None:
-            return []
+        if store is None or not hasattr(store, "last_finished_at"):
+            return None
         try:
-            return list(store.latest_measurements(backend=backend))
+            return store.last_finished_at()
         except Exception as exc:  # noqa: BLE001
-            self.error = f"reading measurements from {self.path}: {exc}"
-            return []
+            self.error = f"reading {self.path}: {exc}"
+            return None
 
     def alerts(self, limit: int = 50) -> list[Any]:
         store = self._open()

@@ -10,11 +10,13 @@ from qprof.tui.model import (
     fmt_cap,
     fmt_ghz,
     fmt_pct,
+    fmt_stat,
     fmt_us,
 )
 
+# "Stat": the statistic `qprof check` compared on that core (med, or p10 on a busy host).
 BASE_COLUMNS = ("CPU", "Cl", "Design", "Class", "Governor", "Cur GHz", "Max GHz", "Cap",
-                "Load")
+                "Load", "Stat")
 CLASS_SHORT = {"performance": "perf", "efficiency": "eff", "prime": "prime"}
 
 
@@ -27,10 +29,12 @@ def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
     design = core.design or core.part or UNKNOWN
     if core.online is False:
         return (str(core.cpu), _opt(core.cluster), design, "offline", "", "", "", "", "",
-                *("" for _ in suites), core.part or "")
+                "", *("" for _ in suites), core.part or "")
     cur = fmt_ghz(core.cur_khz)
     if core.estimated and core.cur_khz is not None:
         cur = "~" + cur  # from /proc/cpuinfo, not cpufreq
+    elif core.cur_khz is None and core.est_khz is not None:
+        cur = f"~{fmt_ghz(core.est_khz)} est"  # timed once at start: no cpufreq here
     max_ghz = fmt_ghz(core.max_khz)
     if core.capped and core.hw_max_khz:
         max_ghz = f"{max_ghz}/{fmt_ghz(core.hw_max_khz)}"
@@ -50,6 +54,7 @@ def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
         max_ghz,
         fmt_cap(core),
         fmt_pct(core.load_pct),
+        fmt_stat(core.statistic),
         *costs,
         core.part or "",
     )

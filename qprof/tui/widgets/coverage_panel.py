@@ -12,17 +12,20 @@ from qprof.tui.model import (
     CoverageView,
     fmt_covered,
     fmt_duration,
+    fmt_stat,
 )
 from qprof.tui.widgets.core_table import short_suite
 
 # Cap before the worst block: at 80 columns the last column is the one cut off.
-COLUMNS = ("Suite", "Where", "Median", "Est", "Const", "Margin", "Covered", "Cap",
+# "Verify" is the time `qprof check` compared: the median, or the 10th percentile when
+# "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host).
+COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
            "Worst block")
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     if row.covered is None and row.median_ns is None:
-        return (short_suite(row.suite), row.where, "—", "—",
+        return (short_suite(row.suite), row.where, "—", "—", "—",
                 "—" if row.vu_constant is None else str(row.vu_constant), "—",
                 row.note or "not measured yet", "", "—")
     cap = ""
@@ -35,13 +38,34 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         short_suite(row.suite),
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
         fmt_duration(row.median_ns),
+        fmt_stat(row.statistic),
         "—" if row.vu_estimate is None else str(row.vu_estimate),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered),
+        fmt_covered(row.covered, confidence=row.confidence),
         cap,
         fmt_duration(row.worst_block_ns),
     )
+
+
+def statistic_line(rows: tuple[CoverageView, ...]) -> str:
+    """Which statistic each measured core's verdict used, and why (as `qprof check`
+    says it): 'Stat as `qprof check`: p10 on CPU 0,1: ML-DSA round medians …'."""
+    by_cpu: dict[int, CoverageView] = {}
+    for r in rows:
+        if r.cpu is not None and r.statistic:
+            by_cpu.setdefault(r.cpu, r)
+    if not by_cpu:
+        return ""
+    parts = []
+    # Statistics other than the plain median first: they are the news (a busy host).
+    stats = sorted({r.statistic for r in by_cpu.values()}, key=lambda s: (s == "median", s))
+    for stat in stats:
+        cpus = sorted(c for c, r in by_cpu.items() if r.statistic == stat)
+        first = by_cpu[cpus[0]]
+        where = "CPU " + ",".join(map(str, cpus))
+        parts.append(f"{fmt_stat(stat)} on {where}: {first.statistic_why}")
+    return "Stat as `qprof check`: " + "; ".join(parts)
 
 
 class CoveragePanel(Vertical):
@@ -49,12 +73,15 @@ class CoveragePanel(Vertical):
     CoveragePanel { height: 1fr; min-height: 4; }
     CoveragePanel > #coverage-title { height: 1; padding: 0 1; background: $panel; }
     CoveragePanel > DataTable { height: 1fr; }
+    CoveragePanel > #coverage-why { height: 1; padding: 0 1; display: none; }
+    CoveragePanel > #coverage-why.-shown { display: block; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static("Verify-Unit coverage", id="coverage-title")
         table: DataTable = DataTable(cursor_type="row", id="coverage-table")
         yield table
+        yield Static("", id="coverage-why")
 
     def on_mount(self) -> None:
         self._rows: tuple[tuple[str, ...], ...] | None = None
@@ -73,6 +100,12 @@ class CoveragePanel(Vertical):
             self._title = title
             self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
                                                                   overflow="ellipsis"))
+        why = statistic_line(rows)
+        why_widget = self.query_one("#coverage-why", Static)
+        why_widget.set_class(bool(why), "-shown")
+        if why != getattr(self, "_why", None):
+            self._why = why
+            why_widget.update(Text(why, no_wrap=True, overflow="ellipsis"))
         cells = tuple(coverage_cells(r) for r in rows)
         if cells == self._rows:
             return

@@ -19,15 +19,22 @@ qprof monitor: keys (the mouse works too: click rows and footer keys)
 
 Per-core table
   Cur/Max GHz  current and allowed maximum frequency; "1.08/2.42" is
-               capped below the hardware maximum; "~" = estimated
+               capped below the hardware maximum; "~" = estimated;
+               "~3.19 est" = no cpufreq (a VM): clock timed once at start
   Cap          "⚠ cap ×2.24 policy": capped, by what factor, and why;
                "n/a" = no cpufreq data (e.g. a VM)
-  µs (VU)      newest verify median on that core, its VU estimate
+  Stat         statistic of the verdict, as `qprof check`: "med" while the
+               ML-DSA rounds agree within 100 bp; on a busy or shared host
+               "paired" (quiet-turn pairs) or "p10" (10th percentile)
+  µs (VU)      newest run's verify time on that core (that statistic),
+               and its VU estimate
 
 Coverage panel (one row per suite and cluster)
-  Est/Const    ceil(100 × median(suite) / median(ML-DSA-44)), same core,
-               against the profile's constant; Margin = Const − Est
-  Covered      ✓ yes / ✗ NO / "not measured yet"
+  Verify/Stat  the time compared and its statistic (see Stat above)
+  Est/Const    ceil(100 × t(suite) / t(ML-DSA-44)), same core, against
+               the profile's constant; Margin = Const − Est
+  Covered      ✓ yes / ✗ NO / "not measured yet"; "(unsure)" = the 95 %
+               interval straddles the constant: measure longer
                ("not measured here" when replaying a --root snapshot)
   Cap          "⚠ capped ×F": measured while the core ran below its max
   Worst block  a block full of that suite (max block VU / constant

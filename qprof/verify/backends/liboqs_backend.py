@@ -47,6 +47,8 @@ def probe() -> BackendStatus:
     missing = [name for name, s in SUITES.items() if s.liboqs_name not in enabled]
     version = f"liboqs {oqs.oqs_version()}; liboqs-python {oqs.oqs_python_version()}"
     details = {"library": where.library, "found_via": where.source}
+    if where.env_skipped:
+        details["warning"] = f"OQS_INSTALL_PATH not used ({where.env_skipped})"
     if missing:
         details["not_enabled"] = ", ".join(missing)
     if not suites:

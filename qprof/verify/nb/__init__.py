@@ -1,11 +1,13 @@
 """qprof's own numba verifiers ("second verifier" next to liboqs).
 
 Submodules are imported on demand (importing numba costs ~0.5 s):
-``keccak`` (Keccak-f[1600], SHAKE128/256), ``keccak_ir`` (the permutation as LLVM IR,
-scalar and 4-way), ``slhdsa`` (SLH-DSA-SHAKE verify, FIPS 205) and the ML-DSA kernels.
+``keccak`` (Keccak-f[1600], SHAKE128/256), ``keccak4`` (four interleaved permutations),
+``slhdsa`` (SLH-DSA-SHAKE verify, FIPS 205) and ``mldsa`` (ML-DSA verify, FIPS 204).
+Everything is plain ``@njit(cache=True, nogil=True)`` code: no C extension, no
+hand-written LLVM IR.
 
 Cache key: numba invalidates a cached kernel only when *its own* source file changes,
-not when a module it inlines (``keccak_ir``, ``mldsa_poly`` ...) does, so an edit or an
+not when a module it inlines (``keccak``, ``mldsa_poly`` ...) does, so an edit or an
 upgrade that touches only a helper would keep running the old machine code. Importing
 this package therefore points numba's cache at a directory named after a digest of
 every kernel source here and of the numba version: any change starts a fresh cache.

@@ -12,13 +12,12 @@ The heavy parts live in:
 * ``mldsa_poly``: Montgomery NTT, decoders with the FIPS 204 checks, UseHint, w1Encode;
 * ``mldsa_expand``: ExpandA on four interleaved SHAKE128 streams, fused with A * z;
   SampleInBall;
-* ``mldsa_keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
+* ``keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
   (``keccak.absorb_range`` absorbs byte ranges of ``bytes`` objects).
 
 Numba's on-disk cache is keyed on the source file of the function compiled, not on
-the modules it calls: after editing ``keccak.py`` or ``mldsa_*.py`` delete the
-``qprof/verify/nb/__pycache__/*.nbi``/``*.nbc`` files (or set NUMBA_CACHE_DIR to a
-fresh directory) or the kernel keeps the old callee code.
+the modules it calls; ``qprof.verify.nb`` therefore names the cache directory after a
+digest of every source in the package, so an edit anywhere here recompiles everything.
 """
 
 from __future__ import annotations

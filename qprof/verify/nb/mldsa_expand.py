@@ -2,7 +2,7 @@
 
 ExpandA (FIPS 204 Algorithm 32) runs one SHAKE128 stream per matrix entry,
 RejNTTPoly(rho || s || r). The streams are independent, so they run four at a time
-on the interleaved permutation of ``mldsa_keccak4``, and each sampled entry is
+on the interleaved permutation of ``keccak4``, and each sampled entry is
 multiplied into the accumulator straight away: the matrix is never stored. The
 first batches leave way 3 to tr = SHAKE256(pk), the verifier's longest single hash.
 """
@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from qprof.verify.nb.keccak import SHAKE256_RATE, absorb, keccak_f1600
-from qprof.verify.nb.mldsa_keccak4 import keccak_f1600_x4
+from qprof.verify.nb.keccak4 import keccak_f1600_x4
 from qprof.verify.nb.mldsa_poly import N, Q
 
 SHAKE128_RATE_LANES = 21  # 168-byte rate = 7 groups of 3 lanes = 56 candidates

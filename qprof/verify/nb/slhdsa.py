@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qprof.verify.nb.keccak_ir import WAYS
+from qprof.verify.nb.keccak4 import WAYS
 from qprof.verify.nb.slhdsa_kernels import verify_kernel
 from qprof.verify.nb.slhdsa_params import PARAMS, SlhParams
 

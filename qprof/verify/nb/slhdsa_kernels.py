@@ -19,15 +19,15 @@ import numpy as np
 from numba import njit
 
 from qprof.verify.nb.keccak import (
-    ROUND_CONSTANTS,
     SHAKE256_RATE,
     absorb_final,
     absorb_init,
     absorb_update,
     keccak_f1600,
+    keccak_p1600,
     squeeze_into,
 )
-from qprof.verify.nb.keccak_ir import WAYS, keccak_p1600, keccak_x4
+from qprof.verify.nb.keccak4 import WAYS, keccak_p1600_x4
 
 # ADRS types (FIPS 205, section 4.2).
 WOTS_HASH = 0
@@ -92,7 +92,7 @@ def _make_template(seed, nw, msg_words):
 @njit(cache=True, nogil=True)
 def _permute_template(t, out, ooff, nw):
     """Permute template ``t`` (left intact); first ``nw`` lanes of the result to ``out``."""
-    keccak_p1600(t[:25], t[25:], ROUND_CONSTANTS)
+    keccak_p1600(t[:25], t[25:])
     for i in range(nw):
         out[ooff + i] = t[25 + i]
 
@@ -227,7 +227,7 @@ def _wots_chains_x4(tf4, out4, nw, lane2, digits, order, length, sigw, soff, buf
                 tf4[WAYS * (nw + 3) + j] = _adrs_pair(slots[j], slots[WAYS + j])
         if active == 0:
             return
-        keccak_x4(tf4, out4, ROUND_CONSTANTS)
+        keccak_p1600_x4(tf4, out4)
         for j in range(WAYS):
             c = slots[j]
             if c < 0:
@@ -275,7 +275,7 @@ def _fors_roots_x4(tf4, th4, out4, nw, a, k, lane2, indices, sigw, soff, buf, cu
             base = soff + t * tree_words
             for i in range(nw):
                 tf4[WAYS * (nw + 4 + i) + j] = sigw[base + i]
-        keccak_x4(tf4, out4, ROUND_CONSTANTS)
+        keccak_p1600_x4(tf4, out4)
         for height in range(a):
             for j in range(count):
                 t = first + j
@@ -288,7 +288,7 @@ def _fors_roots_x4(tf4, th4, out4, nw, a, k, lane2, indices, sigw, soff, buf, cu
                 for i in range(nw):
                     th4[WAYS * (node_lane + i) + j] = out4[WAYS * i + j]
                     th4[WAYS * (auth_lane + i) + j] = sigw[auth + i]
-            keccak_x4(th4, out4, ROUND_CONSTANTS)
+            keccak_p1600_x4(th4, out4)
         for j in range(count):
             for i in range(nw):
                 buf[(first + j) * nw + i] = out4[WAYS * i + j]
@@ -355,7 +355,7 @@ def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):
     """slh_verify (Algorithm 24 around Algorithm 20); lengths were checked by the caller.
 
     ``pk``, ``msg``, ``sig``, ``ctx`` are uint8 arrays; returns True when valid.
-    ``ways`` = 4 runs WOTS+ chains and FORS trees four at a time (``keccak_x4``);
+    ``ways`` = 4 runs WOTS+ chains and FORS trees four at a time (``keccak4``);
     1 runs everything on the scalar permutation (kept for tests and the benchmark).
     """
     nw = n // 8

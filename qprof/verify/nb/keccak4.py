@@ -1,11 +1,14 @@
-"""Four-way interleaved Keccak-f[1600] for ML-DSA's ExpandA.
+"""Four-way interleaved Keccak-f[1600], plain numba.
 
-ExpandA runs k*l independent SHAKE128 streams (16 for ML-DSA-44, 56 for ML-DSA-87);
-they dominate verification time. Keeping four states interleaved lane by lane
-(``s[lane * 4 + way]``) lets LLVM turn the per-way loop into 256-bit vector code
-(AVX2: four 64-bit lanes), so four permutations cost little more than one.
-The round body below was generated mechanically from the FIPS 202 rho offsets
-and pi permutation; it is verified against hashlib in tests/test_nb_mldsa.py.
+Independent Keccak streams dominate both verifiers: ML-DSA's ExpandA runs k*l
+SHAKE128 streams (16 for ML-DSA-44, 56 for ML-DSA-87), SLH-DSA's WOTS+ chains and
+FORS trees of one layer are hundreds of single-block SHAKE256 calls that do not
+depend on each other.  Keeping four states interleaved lane by lane
+(``s[lane * 4 + way]``, one 32-byte vector per lane) lets LLVM turn the per-way loop
+into 256-bit vector code (AVX2: four 64-bit lanes; narrower or scalar code on other
+targets, still correct), so four permutations cost about one scalar permutation.
+The round body is the one of ``keccak.keccak_p1600`` (generated mechanically from the
+FIPS 202 rho offsets and pi permutation); tests check it against four scalar runs.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import numpy as np
 from numba import njit
 
 from qprof.verify.nb.keccak import ROUND_CONSTANTS
+
+WAYS = 4  # states per call; arrays hold 25 * WAYS words
 
 # Shift amounts as uint64 so numba never promotes the rotations to float or int64.
 ONE = np.uint64(1)
@@ -61,7 +66,7 @@ def keccak_f1600_x4(s: np.ndarray) -> None:
         rc = ROUND_CONSTANTS[rnd]
         # Every way runs the same straight-line code on its own lanes: LLVM vectorises
         # this loop across the four ways.
-        for w in range(4):
+        for w in range(WAYS):
             a00 = s[0 + w]
             a10 = s[4 + w]
             a20 = s[8 + w]
@@ -171,3 +176,13 @@ def keccak_f1600_x4(s: np.ndarray) -> None:
             s[88 + w] = b24 ^ (~b34 & b44)
             s[92 + w] = b34 ^ (~b44 & b04)
             s[96 + w] = b44 ^ (~b04 & b14)
+
+
+@njit(cache=True, nogil=True)
+def keccak_p1600_x4(src: np.ndarray, dst: np.ndarray) -> None:
+    """Permute the four interleaved states of ``src`` into ``dst``; ``src`` is left intact
+    (SLH-DSA keeps it as a template).  The copy is 25 vector moves, ~2% of a permutation.
+    """
+    for i in range(25 * WAYS):
+        dst[i] = src[i]
+    keccak_f1600_x4(dst)
