@@ -161,3 +161,175 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     state.checks = 0
     func(5)
     assert state.checks == 0 and state.disagreements == 0 and state.wrong_verdicts == 0
+
+
+# ---------------------------------------------------------------- stop, ETA, extra rounds
+
+
+def _children(parent: int, marker: str = "qprof.measure.worker") -> list[int]:
+    """Live child processes of ``parent`` whose command line holds ``marker`` (/proc)."""
+    from pathlib import Path
+
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after "(comm)": state, ppid, ...
+        if int(fields[1]) == parent and fields[0] != "Z" and marker in cmd:
+            pids.append(int(d.name))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    """Not gone and not a zombie (a container's init may not reap orphans at once)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_stop_terminates_the_running_worker(tmp_path, monkeypatch):
+    """stop set mid-worker: the worker is killed, not waited for; what it finished is
+    kept, the rest is aborted, the run's temp dir is removed."""
+    import tempfile
+    import time
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the run's dir goes
+    budget, rounds = 3.0, 3  # one worker of ~9 s: A, B, A of 3 s each
+    stop, first_done = threading.Event(), threading.Event()
+    workers: list[int] = []
+    records: list = []
+
+    def progress(ev: ProgressEvent) -> None:
+        if ev.message == "done" and not first_done.is_set():
+            workers.extend(_children(os.getpid()))
+            first_done.set()
+
+    cfg = _config(budget_s=budget, rounds=rounds, max_rounds=rounds, max_n=10**6)
+    out: dict = {}
+    thread = threading.Thread(
+        target=lambda: out.update(summary=run_bench(cfg, records.append, progress, stop)))
+    thread.start()
+    assert first_done.wait(120), "the worker never finished a task"
+    stop.set()
+    t_stop = time.monotonic()
+    thread.join(60)
+    waited = time.monotonic() - t_stop
+    assert not thread.is_alive()
+    # Well before the worker would have ended its remaining ~6 s of rounds.
+    assert waited < budget * rounds / 2, waited
+    assert workers and not any(_alive(pid) for pid in workers)
+    assert out["summary"].status == "aborted"
+    end = records[-1]
+    assert isinstance(end, End) and end.status == "aborted"
+    measured = {(m.suite, m.round) for m in records if isinstance(m, Measurement)}
+    assert measured == {("ML-DSA-44", 0)}  # finished before the stop: kept
+    assert not list(tmp_path.glob("qprof-run-*"))
+    assert not any(isinstance(r, Note) and r.kind == "cpu_aborted" for r in records)
+
+
+def test_worker_dies_with_its_engine(tmp_path):
+    """kill -9 of the process running the engine (a daemon): its worker does not time on."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import os\n"
+        "from qprof.measure.config import BenchConfig\n"
+        "from qprof.measure.engine import run_bench\n"
+        f"run_bench(BenchConfig(cpus=[{max(os.sched_getaffinity(0))}], suites=['ML-DSA-44'],"
+        f" backends=['{_backend()}'], mode='check', budget_s=30.0, rounds=1, max_rounds=1,"
+        " max_n=10**7, interleave_block_s=0.0, command=['pytest']), lambda r: None)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    parent = subprocess.Popen([sys.executable, "-c", script], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline and parent.poll() is None:
+            time.sleep(0.2)
+            workers = _children(parent.pid)
+        assert workers, "no worker started"
+        time.sleep(1.0)  # past the worker's start-up (prctl, imports)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in workers)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_worker_notices_an_orphaned_start():
+    from qprof.measure import worker
+
+    assert not worker.parent_gone(os.getppid())
+    assert not worker.parent_gone(None)  # an older engine's job: no check
+    assert worker.parent_gone(os.getppid() + 1 if os.getppid() != 1 else 2)
+
+
+def _two_verifiers() -> tuple[str, str]:
+    from qprof.verify import available_backends
+
+    st = available_backends()
+    ok = [b for b in ("liboqs", "rustcrypto", "openssl") if st[b].available]
+    if len(ok) < 2:
+        pytest.skip("two of liboqs, rustcrypto, openssl are needed for a verifier pair")
+    return ok[0], ok[1]
+
+
+def test_extra_rounds_time_only_the_verdict_and_progress_is_honest():
+    """Adaptive extra rounds time verify alone (the dual pairs and invalid signatures only
+    in the base rounds); the bar never goes back, ends at 1, and the ETA stays > 0
+    while rounds remain, extra ones included."""
+    pair = _two_verifiers()
+    events: list[ProgressEvent] = []
+    records: list = []
+    summary = run_bench(
+        _config(backends=[pair[0]], dual=pair, rounds=3, max_rounds=7, adaptive=True,
+                target_ci_bp=0.0,  # never sure: every allowed pair is added
+                operations=["verify", "verify_invalid", "dual_shadow", "dual_enforce"]),
+        records.append, progress=events.append)
+    assert summary.status == "finished"
+    ms = [r for r in records if isinstance(r, Measurement)]
+    assert {m.round for m in ms if m.operation == "verify"} == set(range(7))
+    assert {m.round for m in ms if m.operation != "verify"} <= {0, 1, 2}
+    assert {m.operation for m in ms if m.round < 3} == {
+        "verify", "verify_invalid", "dual_shadow", "dual_enforce"}
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    working = [e for e in events[:-1] if e.eta_s is not None]
+    assert working and all(e.eta_s > 0 for e in working)
+    # Once an extra pair is added, the plan (and so the ETA) holds it: the bar is short of
+    # the end when the pair starts.
+    extra = [e for e in events if e.round is not None and e.round >= 3]
+    assert extra and all(e.fraction < 1.0 for e in extra)
+
+
+def test_eta_expects_more_extra_rounds_within_the_time_limit():
+    from qprof.measure.engine import _Run
+
+    run = _Run(_config(time_limit_s=None), lambda r: None, None, threading.Event())
+    run.pair_work, run.max_pairs = 10.0, 5
+    run.cpus_pending, run.cur_open = 1, True
+    assert run._expected_extra(0.0, 1.0, 0.0) == 0.0  # no pair needed yet: none expected
+    run.cur_pairs = 2  # this CPU needed two pairs: two more expected, and the next CPU 4
+    assert run._expected_extra(0.0, 1.0, 0.0) == (2 + 4) * 10.0
+    run.cur_pairs = 4  # at most max_pairs per CPU
+    assert run._expected_extra(0.0, 1.0, 0.0) == (1 + 5) * 10.0
+    run.cur_open, run.pairs_done, run.cur_pairs = False, [3], 0
+    assert run._expected_extra(0.0, 1.0, 0.0) == 3 * 10.0  # the next CPU as the last one
+    run.config.time_limit_s = 25.0  # no round starts past the limit
+    assert run._expected_extra(5.0, 1.0, 15.0) == 5.0
+    assert run._expected_extra(30.0, 1.0, 15.0) == 0.0

@@ -82,11 +82,10 @@ def run(args: argparse.Namespace) -> int:
     app = MonitorApp(config, collector)
     app.run()
     if app.measuring_cpu is not None:
-        # The terminal is back; the engine finishes its current pyperf worker, then stops.
-        # That can take a few seconds (the engine checks `stop` between workers): say
-        # how to cut it short (Ctrl-C reaches the worker too: same process group).
-        print(f"qprof monitor: stopping the measurement of CPU {app.measuring_cpu} once its "
-              "current worker is done (Ctrl-C stops it now)…", file=sys.stderr)
+        # The terminal is back; the engine terminates its running pyperf worker (SIGTERM,
+        # SIGKILL after 1 s) and keeps what finished, which takes about a second.
+        print(f"qprof monitor: stopping the measurement of CPU {app.measuring_cpu} "
+              "(Ctrl-C stops it now)…", file=sys.stderr)
     if args.startup_report and app.first_frame_at is not None:
         since_start = app.first_frame_at - started
         total = since_start + (age_at_start or 0.0)

@@ -10,6 +10,9 @@ numba and liboqs, is paid once). pyperf's JSON is read back and one ``Measuremen
 the base rounds, B/A pairs (one process each) are added while a Verify-Unit ratio is not
 yet sure (bootstrap CI straddling the constant or wider than ``target_ci_bp``) or an
 ML-DSA round spread exceeds ``max_spread_bp``, up to ``max_rounds`` or the time limit.
+Extra rounds time only what the verdict needs (``verify`` of the unit and the suites,
+:data:`VERDICT_OPS`); the dual pairs and invalid signatures are timed in the base rounds.
+The progress ETA counts the extra rounds still likely (:meth:`_Run._expected_extra`).
 
 Interleaved rounds (``interleave_block_s`` > 0; ``check`` mode's default, 4 ms): every
 round times the unit and all suites together, in turns (A B1 B2 B3 A B1 B2 B3 ...), the
@@ -22,7 +25,9 @@ turn pairs, rounds measured mostly under contention are left out and more rounds
 added while fewer than the base rounds remain.
 Keygen/sign/KEM timings run in one more worker after the rounds.
 
-``stop`` set: the current worker finishes, nothing new starts, ``End(status="aborted")``.
+``stop`` set: the running worker is stopped at once (SIGTERM, SIGKILL after
+``STOP_GRACE_S``), the tasks it had finished are kept (the worker rewrites its result file
+after each task), nothing new starts, ``End(status="aborted")``.
 A CPU that does not exist, is offline or refuses affinity is skipped with an error
 ``Note`` (kind ``cpu_aborted``); the other CPUs are still measured.
 """
@@ -34,6 +39,7 @@ import json
 import math
 import os
 import platform
+import queue
 import shutil
 import subprocess
 import sys
@@ -76,8 +82,12 @@ Progress = Callable[[ProgressEvent], None]
 
 SPAWN_COST_S = 1.0  # python + pyperf + backend imports per worker, for the ETA
 FREQ_INTERVAL_S = 0.5
+STOP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this long
+POLL_S = 0.1  # how often a running worker is checked against ``stop``
 SECOND_VERIFIERS = ("numba", "rustcrypto", "openssl", "reference")
 SLOW_SIGN_FAMILY_SUFFIX = "s"  # SLH-DSA "s" variants sign in ~1 s
+# What the adaptive rounds pin down (the Verify-Unit verdict), and all extra rounds time.
+VERDICT_OPS = ("verify",)
 
 
 class EngineError(RuntimeError):
@@ -466,6 +476,15 @@ class _Run:
         self.round_budgets: list[float] = []  # what each worker was planned to take
         # Values per round, fixed by the first round of each (cpu, suite, backend, op).
         self.fixed_n: dict[tuple[int, str, str, str], int] = {}
+        # For the ETA of adaptive rounds (see _expected_extra).
+        self.pair_work = 0.0  # planned seconds of one extra B/A pair, worker included
+        self.max_pairs = 0  # extra pairs a CPU may add
+        self.cpus_pending = 0  # CPUs not started yet
+        self.cur_pairs = 0  # pairs added on the CPU being measured
+        self.cur_open = False  # that CPU may still add pairs
+        self.pairs_done: list[int] = []  # pairs each finished CPU added
+        self._last_fraction = 0.0
+        self._last_done = 0.0
 
     # -- output
     def emit(self, record: Record) -> None:
@@ -479,22 +498,53 @@ class _Run:
             print(f"qprof: {level}: {text}", file=sys.stderr)
         self.emit(Note(run_id=self.run_id, level=level, text=text, cpu=cpu, kind=kind))
 
-    def report(self, **kw: Any) -> None:
+    def report(self, *, final: bool = False, **kw: Any) -> None:
         if self.progress is None:
             return
         elapsed = time.monotonic() - self.t0
-        frac = min(1.0, self.work_done / self.work_total) if self.work_total else 0.0
-        # Extra adaptive rounds grow the plan: never let the bar move backwards.
-        frac = self._last_fraction = max(frac, getattr(self, "_last_fraction", 0.0))
-        eta = None
-        if self.work_total:
-            remaining = max(0.0, self.work_total - self.work_done)
+        frac, eta = self._last_fraction, None
+        if final:
+            frac, eta = 1.0, 0.0
+        elif self.work_total:
             # Scale the plan by how fast the work actually went so far.
-            speed = elapsed / self.work_done if self.work_done > 0 else 1.0
-            eta = remaining * max(speed, 0.5)
+            speed = max(elapsed / self.work_done if self.work_done > 0 else 1.0, 0.5)
+            remaining = max(0.0, self.work_total - self.work_done)
+            remaining += self._expected_extra(elapsed, speed, remaining)
+            eta = remaining * speed
+            # The part of the bar still to go is shared between the work done since the
+            # last event and what remains now: with a fixed plan this is done / total;
+            # when rounds are added (or expected) the bar slows down, never goes back.
+            step = max(0.0, self.work_done - self._last_done)
+            if step + remaining > 0:
+                frac += (1.0 - frac) * step / (step + remaining)
+            self._last_fraction, self._last_done = min(frac, 1.0), self.work_done
         # A broken progress bar must not break a measurement.
         with contextlib.suppress(Exception):
             self.progress(ProgressEvent(fraction=frac, eta_s=eta, elapsed_s=elapsed, **kw))
+
+    def _expected_extra(self, elapsed: float, speed: float, planned_left: float) -> float:
+        """Planned seconds of the adaptive pairs likely still to come (not yet in the plan).
+
+        A CPU that needed k extra pairs is expected to need k more (the CI narrows as the
+        square root of the rounds), up to ``max_rounds``; CPUs not started yet as many as
+        the finished ones did on average; all of it within the time limit, past which no
+        round starts.
+        """
+        if self.max_pairs <= 0:
+            return 0.0
+        prior = sum(self.pairs_done) / len(self.pairs_done) if self.pairs_done else None
+        pairs = 0.0
+        if self.cur_open:
+            k = self.cur_pairs
+            pairs += min(max(2 * k, prior or 0.0) - k, self.max_pairs - k)
+        if prior is None:
+            prior = min(2 * self.cur_pairs, self.max_pairs) if self.cur_open else 0.0
+        pairs += self.cpus_pending * prior
+        extra = max(0.0, pairs) * self.pair_work
+        limit = self.config.time_limit_s
+        if limit is not None:
+            extra = min(extra, max(0.0, (limit - elapsed) / speed - planned_left))
+        return extra
 
     # -- main
     def run(self) -> RunSummary:
@@ -611,7 +661,7 @@ class _Run:
                 disagreements=s.disagreements,
             )
         )
-        self.report(message=f"{s.status} in {s.elapsed_s:.0f}s")
+        self.report(final=not self.stop.is_set(), message=f"{s.status} in {s.elapsed_s:.0f}s")
         return s
 
     def _fixtures(self, plan: Plan, workdir: Path) -> Path | None:
@@ -653,6 +703,12 @@ class _Run:
         if w:
             per_cpu += sum(t["budget_s"] for t in w) + SPAWN_COST_S
         self.work_total = per_cpu * ncpus
+        # One extra B/A pair (verdict tasks only, one worker), and how many a CPU may add.
+        a_x = self._extra_tasks(plan.verify_tasks([plan.unit]))
+        b_x = self._extra_tasks(plan.verify_tasks(plan.others))
+        self.pair_work = self._pair_budget(plan, a_x, b_x) + SPAWN_COST_S
+        self.max_pairs = (plan.max_rounds - plan.rounds) // 2 if self.config.adaptive else 0
+        self.cpus_pending = ncpus
 
     # -- one CPU
     def _measure_cpu(self, plan: Plan, cpu: int, workdir: Path) -> None:
@@ -661,11 +717,14 @@ class _Run:
         watch = FreqWatch(cfg.root, cpu, self.run_id, self.emit)
         a_tasks = plan.verify_tasks([plan.unit])
         b_tasks = plan.verify_tasks(plan.others)
+        a_extra, b_extra = self._extra_tasks(a_tasks), self._extra_tasks(b_tasks)
         round_caps: dict[int, tuple[bool | None, float | None]] = {}
         mine: list[Measurement] = []
         per_worker = max(1, cfg.rounds_per_worker or plan.rounds)
         r = 0
         target = plan.rounds
+        self.cpus_pending -= 1
+        self.cur_pairs, self.cur_open = 0, bool(cfg.adaptive)
         while r < target:
             if self.stop.is_set():
                 return
@@ -673,7 +732,9 @@ class _Run:
             tasks = [
                 dict(t, round=k, n=self.fixed_n.get((cpu, t["suite"], t["backend"],
                                                       t["operation"])))
-                for k in block for t in self._round_tasks(plan, k, a_tasks, b_tasks)
+                for k in block for t in (
+                    self._round_tasks(plan, k, a_tasks, b_tasks) if k < plan.rounds
+                    else self._round_tasks(plan, k, a_extra, b_extra))
             ]
             if tasks:
                 ok = self._run_worker(plan, cpu, block, target, tasks, workdir, watch,
@@ -686,16 +747,23 @@ class _Run:
                 and cfg.adaptive
                 and target + 2 <= plan.max_rounds
                 and self._needs_more(plan, cpu, mine)
-                and self._time_left(plan, a_tasks, b_tasks)
+                and self._time_left(plan, a_extra, b_extra)
             ):
-                self.work_total += self._pair_budget(plan, a_tasks, b_tasks)
-                self.work_total += SPAWN_COST_S
+                self.work_total += self.pair_work
+                self.cur_pairs += 1
                 target += 2
+        self.cur_open = False
+        self.pairs_done.append(self.cur_pairs)
         self.summary.rounds[cpu] = r
         self._drift_and_cap_notes(plan, cpu, mine, round_caps)
         wallet = [dict(t, round=r) for t in plan.wallet_tasks()]
         if wallet and not self.stop.is_set():
             self._run_worker(plan, cpu, [r], r + 1, wallet, workdir, watch, round_caps, mine)
+
+    @staticmethod
+    def _extra_tasks(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """An extra round's tasks: the verdict's (all of them if the run has none)."""
+        return [t for t in tasks if t["operation"] in VERDICT_OPS] or tasks
 
     @staticmethod
     def _round_tasks(plan: Plan, k: int, a_tasks: list, b_tasks: list) -> list:
@@ -730,8 +798,11 @@ class _Run:
         from qprof.measure.verdict import choose_statistic, paired_for, paired_spread
 
         reduced = reduce_measurements(mine)
+        # What extra rounds time (see _extra_tasks): the dual pairs' CIs could not narrow
+        # (a run of dual_enforce alone has them in every round, and is decided on them).
+        ops = VERDICT_OPS if any(m.operation in VERDICT_OPS for m in mine) else ("dual_enforce",)
         for backend in {m.backend for m in mine}:
-            for op in ("verify", "dual_enforce"):
+            for op in ops:
                 unit = reduced.get((cpu, plan.unit, backend, op))
                 if unit is None:
                     continue
@@ -844,6 +915,7 @@ class _Run:
             "timer": self.timer,
             "fixtures": str(getattr(self, "fixtures_path", "")) or None,
             "result": str(workdir / f"{tag}.result.json"),
+            "parent": os.getpid(),  # the worker exits if it is already orphaned
             "tasks": tasks,
             "interleave_block_s": plan.interleave_block_s if rounds_verify(tasks) else 0.0,
         }
@@ -870,12 +942,7 @@ class _Run:
             watch.finish()
             self._abort_cpu(cpu, f"cannot start the worker: {exc}")
             return False
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if line.startswith("@qprof "):
-                self._on_worker_event(json.loads(line[7:]), tasks, cpu, rounds, watch)
-            else:
-                stderr_lines.append(line.rstrip())
+        stopped = self._follow(proc, tasks, cpu, rounds, watch, stderr_lines)
         rc = proc.wait()
         self.round_seconds.append(time.monotonic() - started)
         self.round_budgets.append(sum(t["budget_s"] for t in tasks) + SPAWN_COST_S)
@@ -883,6 +950,11 @@ class _Run:
         caps = {k: watch.by_round().get(k, overall) for k in block}
         for k, (capped, factor, _w) in caps.items():
             round_caps[k] = (capped, factor)
+        if stopped:
+            # Keep what the worker finished before it was stopped; no error: asked for.
+            self._collect(plan, cpu, rnd, tasks, workdir / f"{tag}.result.json", pyperf_path,
+                          caps, mine, partial=True)
+            return False
         self.work_done = done_before + sum(t["budget_s"] for t in tasks) + SPAWN_COST_S
         if rc != 0:
             tail = " | ".join(line for line in stderr_lines[-5:] if line) or f"exit code {rc}"
@@ -894,6 +966,59 @@ class _Run:
         self._collect(plan, cpu, rnd, tasks, workdir / f"{tag}.result.json", pyperf_path,
                       caps, mine)
         return True
+
+    def _follow(
+        self, proc: subprocess.Popen, tasks: list[dict[str, Any]], cpu: int, rounds: int,
+        watch: FreqWatch, stderr_lines: list[str],
+    ) -> bool:
+        """Relay the worker's progress until it exits; stop it when ``stop`` is set.
+
+        stderr is read by a thread (a blocking read would wait out the worker's round);
+        its lines are handled here, so the sink and the progress callback stay on the
+        engine's thread. Returns True when the worker was stopped.
+        """
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def read() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                lines.put(line)
+            lines.put(None)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        stopped = False
+        while True:
+            if self.stop.is_set() and not stopped:
+                stopped = True
+                self._terminate(proc)
+            try:
+                line = lines.get(timeout=POLL_S)
+            except queue.Empty:
+                if stopped and proc.poll() is not None:
+                    break  # dead; do not wait on a pipe some other process may hold
+                continue
+            if line is None:
+                break
+            if line.startswith("@qprof "):
+                with contextlib.suppress(ValueError):
+                    self._on_worker_event(json.loads(line[7:]), tasks, cpu, rounds, watch)
+            else:
+                stderr_lines.append(line.rstrip())
+        reader.join(timeout=STOP_GRACE_S)
+        return stopped
+
+    @staticmethod
+    def _terminate(proc: subprocess.Popen) -> None:
+        """SIGTERM, then SIGKILL if the worker is still there after STOP_GRACE_S."""
+        with contextlib.suppress(OSError):
+            proc.terminate()
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
 
     def _on_worker_event(
         self, ev: dict[str, Any], tasks: list[dict[str, Any]], cpu: int, rounds: int,
@@ -923,15 +1048,18 @@ class _Run:
         self, plan: Plan, cpu: int, rnd: int, tasks: list[dict[str, Any]], result_path: Path,
         pyperf_path: Path,
         caps: dict[int, tuple[bool | None, float | None, hwinfo.CpuFreq | None]],
-        mine: list[Measurement],
+        mine: list[Measurement], partial: bool = False,
     ) -> None:
+        """Measurements from the worker's files (``partial``: a stopped worker's, which may
+        have finished nothing, or been stopped while pyperf rewrote its JSON)."""
         import pyperf
 
         try:
             result = json.loads(result_path.read_text())
             suite_data = pyperf.BenchmarkSuite.load(str(pyperf_path))
         except (OSError, ValueError) as exc:
-            self._abort_cpu(cpu, f"round {rnd + 1}: worker output unreadable: {exc}")
+            if not partial:
+                self._abort_cpu(cpu, f"round {rnd + 1}: worker output unreadable: {exc}")
             return
         # (benchmark name, round) -> values: each round is one pyperf run.
         runs: dict[tuple[str, int], list[float]] = {}

@@ -15,9 +15,12 @@ medians and p95 are per operation as in the seeds. The number of values is chose
 task from a time budget. Keys and signatures are loaded once from the run's fixtures.
 
 Besides pyperf's JSON the worker writes a small result file with what pyperf cannot hold:
-verifier agreement checks, disagreements (with the inputs), wrong verdicts. Progress lines
-``@qprof {json}`` go to stderr for the engine. Exit codes: 0 ok, 3 cannot pin to the CPU,
-4 bad job, 5 a backend failed to load.
+verifier agreement checks, disagreements (with the inputs), wrong verdicts; it is rewritten
+after every task, so when the engine stops the worker (SIGTERM on ``stop``) the tasks
+finished so far are still read back. Progress lines ``@qprof {json}`` go to stderr for the
+engine. On Linux the worker asks the kernel for SIGTERM when its parent dies (a daemon
+killed with -9 must not leave a worker timing on). Exit codes: 0 ok, 3 cannot pin to the
+CPU, 4 bad job, 5 a backend failed to load, 6 the engine that started it is gone.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from typing import Any
 EXIT_AFFINITY = 3
 EXIT_BAD_JOB = 4
 EXIT_BACKEND = 5
+EXIT_ORPHAN = 6
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 MAX_EXAMPLES = 5  # disagreement inputs kept per task
 
 TimeFunc = Callable[[int], float]
@@ -297,6 +302,35 @@ def interleave(
     return values, warm, per_turn
 
 
+def die_with_parent() -> None:
+    """Linux: SIGTERM to this process when the process that started it dies.
+
+    (The kernel sends it when the parent *thread* exits; the engine waits for its worker
+    in the thread that started it, so that thread outlives the worker.)
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+
+def parent_gone(parent: Any) -> bool:
+    """The engine died before prctl took effect: we were already re-parented."""
+    return isinstance(parent, int) and parent > 0 and os.getppid() != parent
+
+
+def write_result(path: Path, cpu: int, results: list[dict[str, Any]],
+                 failures: list[dict[str, Any]]) -> None:
+    """Rewritten after every task (atomically: a stopped worker leaves a whole file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
+    os.replace(tmp, path)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.worker")
     parser.add_argument("--job", required=True, help="job file written by the engine")
@@ -312,6 +346,7 @@ def _pin(cpu: int) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()  # first: the imports below take up to a second
     import pyperf
 
     runner = pyperf.Runner(_argparser=_parser(), values=1, warmups=1, processes=1)
@@ -324,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"qprof worker: bad job file {args.job}: {exc}", file=sys.stderr)
         return EXIT_BAD_JOB
+    if parent_gone(job.get("parent")):
+        print("qprof worker: the engine that started this worker is gone", file=sys.stderr)
+        return EXIT_ORPHAN
 
     error = _pin(cpu)
     if error:
@@ -350,17 +388,19 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[dict[str, Any]] = []
     chosen: dict[tuple[str, str, str], int] = {}  # values per task, fixed by its first round
     block_s = float(job.get("interleave_block_s") or 0.0)
+
+    def save() -> None:
+        write_result(result_path, cpu, results, failures)
+
     if block_s > 0:
         code = _run_interleaved(runner, job, tasks, fixtures, cpu, timer, block_s, results,
-                                failures, chosen)
-        if code:
-            return code
+                                failures, chosen, save)
     else:
         code = _run_sequential(runner, job, tasks, fixtures, cpu, timer, results, failures,
-                               chosen)
-        if code:
-            return code
-    result_path.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
+                               chosen, save)
+    if code:
+        return code
+    save()
     return 0
 
 
@@ -428,6 +468,7 @@ def _run_interleaved(
     runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
     timer: str, block_s: float, results: list[dict[str, Any]],
     failures: list[dict[str, Any]], chosen: dict[tuple[str, str, str], int],
+    save: Callable[[], None],
 ) -> int:
     """Each round's tasks timed together, in turns of ``block_s`` (see :func:`interleave`)."""
     rounds: dict[int, list[int]] = {}
@@ -474,6 +515,7 @@ def _run_interleaved(
             })
             _to_pyperf(runner, name, Replay([w, *vals]), len(vals), 1, meta)
             results.append(dict(_result(index, name, len(vals), 1, started, state), turn_size=k))
+            save()
             _emit({"event": "done", "index": index, "name": name, "n": len(vals)})
         if _moved(cpu, f"round {rnd + 1}"):
             return EXIT_AFFINITY
@@ -483,7 +525,7 @@ def _run_interleaved(
 def _run_sequential(
     runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
     timer: str, results: list[dict[str, Any]], failures: list[dict[str, Any]],
-    chosen: dict[tuple[str, str, str], int],
+    chosen: dict[tuple[str, str, str], int], save: Callable[[], None],
 ) -> int:
     """One task after the other (the seeds' rounds: A, then B, then A...)."""
     for index, task in enumerate(tasks):
@@ -515,6 +557,7 @@ def _run_sequential(
         state.examples.clear()
         _to_pyperf(runner, name, time_func, n, warmups, _metadata(task, job, cpu, timer, name))
         results.append(_result(index, name, n, warmups, started, state))
+        save()
         _emit({"event": "done", "index": index, "name": name, "n": n})
         if _moved(cpu, name):
             return EXIT_AFFINITY
