@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qprof.hw.sysfs import format_cpulist
+
 # Markers that carry meaning in text, never by colour alone (NO_COLOR terminals).
 COVERED_MARK = "✓"
 NOT_COVERED_MARK = "✗"
@@ -193,14 +195,5 @@ def fmt_stat(statistic: str | None) -> str:
 
 
 def cpu_ranges(cpus: list[int] | tuple[int, ...]) -> str:
-    """[0,1,2,3,6] -> '0-3,6'."""
-    out: list[str] = []
-    ordered = sorted(set(cpus))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
+    """[0,1,2,3,6] -> '0-3,6' (the kernel's cpulist notation, as `qprof topology` prints)."""
+    return format_cpulist(list(cpus))
