@@ -333,3 +333,54 @@ def test_eta_expects_more_extra_rounds_within_the_time_limit():
     run.config.time_limit_s = 25.0  # no round starts past the limit
     assert run._expected_extra(5.0, 1.0, 15.0) == 5.0
     assert run._expected_extra(30.0, 1.0, 15.0) == 0.0
+
+
+def test_interleaved_extra_rounds_run_in_the_base_rounds_worker(tmp_path):
+    """Interleaved adaptive rounds: the extra rounds are timed by the base rounds' worker
+    (each new process has its own quiet speed, which would widen the round spread), so
+    one pyperf file holds every round, and pyperf stats reads it."""
+    import subprocess
+    import sys
+
+    import pyperf
+
+    records: list = []
+    events: list[ProgressEvent] = []
+    summary = run_bench(
+        _config(interleave_block_s=0.002, rounds=3, max_rounds=7, adaptive=True,
+                target_ci_bp=0.0, pyperf_dir=tmp_path, record_base=tmp_path),
+        records.append, progress=events.append)
+    assert summary.status == "finished"
+    ms = [r for r in records if isinstance(r, Measurement)]
+    assert sorted({(m.suite, m.round) for m in ms}) == [
+        (s, r) for s in ("ML-DSA-44", "ML-DSA-87") for r in range(7)]
+    assert len({m.pyperf_json for m in ms}) == 1  # one worker process
+    assert len({(m.suite, m.round) for m in ms}) == len(ms)  # each round collected once
+    path = tmp_path / ms[0].pyperf_json
+    for bench in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks():
+        assert sorted(r.get_metadata()["qprof_round"] for r in bench.get_runs()) == list(
+            range(7))
+    out = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(path)],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert not _children(os.getpid())
+
+
+def test_stop_ends_a_worker_waiting_for_extra_rounds():
+    """stop after an extra pair: the serving worker is terminated, the rounds kept."""
+    stop = threading.Event()
+    records: list = []
+
+    def sink(rec):
+        records.append(rec)
+        if isinstance(rec, Measurement) and rec.round == 3:
+            stop.set()
+
+    summary = run_bench(
+        _config(interleave_block_s=0.002, rounds=3, max_rounds=9, adaptive=True,
+                target_ci_bp=0.0), sink, stop=stop)
+    assert summary.status == "aborted"
+    assert {m.round for m in records if isinstance(m, Measurement)} == set(range(5))
+    assert not any(_alive(p) for p in _children(os.getpid()))

@@ -22,7 +22,10 @@ alike. The values still go through pyperf (replayed into ``bench_time_func``), a
 record carries ``turn_size`` so the quiet-turn statistic (:mod:`qprof.measure.reduce`,
 ``paired_ratios``) can pair each suite turn with the unit turns on both sides. With quiet-
 turn pairs, rounds measured mostly under contention are left out and more rounds are
-added while fewer than the base rounds remain.
+added while fewer than the base rounds remain. Interleaved extra rounds are timed in the
+base rounds' worker, kept alive for them (job ``serve``: after its rounds it reports
+"idle" and reads the tasks of the next round, or "done", on stdin): each new process has
+its own quiet speed (memory placement, up to ~100 bp apart), which would widen the spread.
 Keygen/sign/KEM timings run in one more worker after the rounds.
 
 ``stop`` set: the running worker is stopped at once (SIGTERM, SIGKILL after
@@ -35,6 +38,7 @@ A CPU that does not exist, is offline or refuses affinity is skipped with an err
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -88,6 +92,18 @@ SECOND_VERIFIERS = ("numba", "rustcrypto", "openssl", "reference")
 SLOW_SIGN_FAMILY_SUFFIX = "s"  # SLH-DSA "s" variants sign in ~1 s
 # What the adaptive rounds pin down (the Verify-Unit verdict), and all extra rounds time.
 VERDICT_OPS = ("verify",)
+
+
+@dataclasses.dataclass
+class _Worker:
+    """A worker process, kept between calls while it serves adaptive rounds."""
+
+    proc: subprocess.Popen
+    lines: queue.Queue  # its stderr lines; None at EOF
+    tasks: list[dict[str, Any]]  # every task it was given (the events' indices)
+    result_path: Path
+    pyperf_path: Path
+    stderr_lines: list[str]
 
 
 class EngineError(RuntimeError):
@@ -485,6 +501,7 @@ class _Run:
         self.pairs_done: list[int] = []  # pairs each finished CPU added
         self._last_fraction = 0.0
         self._last_done = 0.0
+        self._live: _Worker | None = None  # the worker serving this CPU's adaptive rounds
 
     # -- output
     def emit(self, record: Record) -> None:
@@ -706,7 +723,8 @@ class _Run:
         # One extra B/A pair (verdict tasks only, one worker), and how many a CPU may add.
         a_x = self._extra_tasks(plan.verify_tasks([plan.unit]))
         b_x = self._extra_tasks(plan.verify_tasks(plan.others))
-        self.pair_work = self._pair_budget(plan, a_x, b_x) + SPAWN_COST_S
+        self.pair_work = self._pair_budget(plan, a_x, b_x) + (
+            0.0 if self._serves(plan) else SPAWN_COST_S)
         self.max_pairs = (plan.max_rounds - plan.rounds) // 2 if self.config.adaptive else 0
         self.cpus_pending = ncpus
 
@@ -725,33 +743,38 @@ class _Run:
         target = plan.rounds
         self.cpus_pending -= 1
         self.cur_pairs, self.cur_open = 0, bool(cfg.adaptive)
-        while r < target:
-            if self.stop.is_set():
-                return
-            block = list(range(r, min(target, r + per_worker)))
-            tasks = [
-                dict(t, round=k, n=self.fixed_n.get((cpu, t["suite"], t["backend"],
-                                                      t["operation"])))
-                for k in block for t in (
-                    self._round_tasks(plan, k, a_tasks, b_tasks) if k < plan.rounds
-                    else self._round_tasks(plan, k, a_extra, b_extra))
-            ]
-            if tasks:
-                ok = self._run_worker(plan, cpu, block, target, tasks, workdir, watch,
-                                      round_caps, mine)
-                if not ok:
+        try:
+            while r < target:
+                if self.stop.is_set():
                     return
-            r = block[-1] + 1
-            if (
-                r == target
-                and cfg.adaptive
-                and target + 2 <= plan.max_rounds
-                and self._needs_more(plan, cpu, mine)
-                and self._time_left(plan, a_extra, b_extra)
-            ):
-                self.work_total += self.pair_work
-                self.cur_pairs += 1
-                target += 2
+                block = list(range(r, min(target, r + per_worker)))
+                tasks = [
+                    dict(t, round=k, n=self.fixed_n.get((cpu, t["suite"], t["backend"],
+                                                          t["operation"])))
+                    for k in block for t in (
+                        self._round_tasks(plan, k, a_tasks, b_tasks) if k < plan.rounds
+                        else self._round_tasks(plan, k, a_extra, b_extra))
+                ]
+                if tasks:
+                    # The last base worker stays for the extra rounds (see _serves).
+                    serve = self._serves(plan) and block[-1] + 1 == target
+                    ok = self._run_worker(plan, cpu, block, target, tasks, workdir, watch,
+                                          round_caps, mine, serve=serve)
+                    if not ok:
+                        return
+                r = block[-1] + 1
+                if (
+                    r == target
+                    and cfg.adaptive
+                    and target + 2 <= plan.max_rounds
+                    and self._needs_more(plan, cpu, mine)
+                    and self._time_left(plan, a_extra, b_extra)
+                ):
+                    self.work_total += self.pair_work
+                    self.cur_pairs += 1
+                    target += 2
+        finally:
+            self._close_live()
         self.cur_open = False
         self.pairs_done.append(self.cur_pairs)
         self.summary.rounds[cpu] = r
@@ -759,6 +782,28 @@ class _Run:
         wallet = [dict(t, round=r) for t in plan.wallet_tasks()]
         if wallet and not self.stop.is_set():
             self._run_worker(plan, cpu, [r], r + 1, wallet, workdir, watch, round_caps, mine)
+
+    def _serves(self, plan: Plan) -> bool:
+        """Interleaved adaptive runs time their extra rounds in the base rounds' worker:
+        each process has its own quiet speed (memory placement; up to ~100 bp apart), so
+        rounds from a new process would widen the ML-DSA round spread."""
+        return (plan.interleave_block_s > 0 and bool(self.config.adaptive)
+                and plan.max_rounds >= plan.rounds + 2)
+
+    def _close_live(self) -> None:
+        """End the serving worker: "done" (it exits), or SIGTERM when stopping."""
+        w, self._live = self._live, None
+        if w is None:
+            return
+        if not self.stop.is_set():
+            with contextlib.suppress(OSError, ValueError):
+                assert w.proc.stdin is not None
+                w.proc.stdin.write("done\n")
+                w.proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                w.proc.wait(timeout=STOP_GRACE_S * 5)
+        if w.proc.poll() is None:
+            self._terminate(w.proc)
 
     @staticmethod
     def _extra_tasks(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -828,9 +873,8 @@ class _Run:
                         spread = paired_spread(paired, suite, plan.unit)
                     else:
                         spread = red.p10_spread_bp if p10 else red.spread_bp
-                    # (Not with quiet-turn pairs: a new round comes from a new worker
-                    # process, whose quiet speed differs from the others' by up to ~100 bp,
-                    # so more rounds cannot narrow max - min; their CI still decides.)
+                    # (Not with quiet-turn pairs: their rounds agree (one process, see
+                    # _serves), and more rounds can only widen max - min; the CI decides.)
                     if (suite.startswith("ML-DSA") and spread is not None and not paired
                             and (not p10 or self.config.statistic == "auto")
                             and spread > self.config.max_spread_bp):
@@ -898,7 +942,64 @@ class _Run:
         self, plan: Plan, cpu: int, block: list[int], rounds: int, tasks: list[dict[str, Any]],
         workdir: Path, watch: FreqWatch,
         round_caps: dict[int, tuple[bool | None, float | None]], mine: list[Measurement],
+        serve: bool = False,
     ) -> bool:
+        """Run ``tasks`` in a new worker, or in the serving one (``self._live``) if any.
+
+        ``serve``: the new worker stays after its tasks, for the adaptive rounds.
+        """
+        rnd = block[0]
+        first = tasks[0]
+        self.report(cpu=cpu, round=rnd, rounds=rounds, suite=first["suite"],
+                    backend=first["backend"], operation=first["operation"], message="starting")
+        watch.start(rnd)
+        started = time.monotonic()
+        done_before = self.work_done
+        w, start = self._live, 0
+        spawn = 0.0 if w is not None else SPAWN_COST_S
+        if w is None:
+            w = self._spawn(plan, cpu, block, tasks, workdir, serve)
+            if w is None:
+                watch.finish()
+                return False
+        else:
+            start = len(w.tasks)
+            w.tasks.extend(tasks)
+            # A worker that died meanwhile: its EOF ends _follow, its exit code tells why.
+            with contextlib.suppress(OSError, ValueError):
+                assert w.proc.stdin is not None
+                w.proc.stdin.write(json.dumps({"tasks": tasks}) + "\n")
+                w.proc.stdin.flush()
+        stopped, idle = self._follow(w, cpu, rounds, watch)
+        self._live = w if idle and not stopped else None
+        rc = 0 if self._live else w.proc.wait()
+        self.round_seconds.append(time.monotonic() - started)
+        self.round_budgets.append(sum(t["budget_s"] for t in tasks) + spawn)
+        overall = watch.finish()
+        caps = {k: watch.by_round().get(k, overall) for k in block}
+        for k, (capped, factor, _w) in caps.items():
+            round_caps[k] = (capped, factor)
+        if stopped:
+            # Keep what the worker finished before it was stopped; no error: asked for.
+            self._collect(plan, cpu, rnd, w.tasks, w.result_path, w.pyperf_path, caps, mine,
+                          partial=True, start=start)
+            return False
+        self.work_done = done_before + sum(t["budget_s"] for t in tasks) + spawn
+        if rc != 0:
+            tail = " | ".join(line for line in w.stderr_lines[-5:] if line) or f"exit code {rc}"
+            if rc == 3:
+                self._abort_cpu(cpu, tail.replace("qprof worker: ", ""))
+            else:
+                self._abort_cpu(cpu, f"worker failed in round {rnd + 1} ({tail})")
+            return False
+        self._collect(plan, cpu, rnd, w.tasks, w.result_path, w.pyperf_path, caps, mine,
+                      start=start)
+        return True
+
+    def _spawn(
+        self, plan: Plan, cpu: int, block: list[int], tasks: list[dict[str, Any]],
+        workdir: Path, serve: bool,
+    ) -> _Worker | None:
         cfg = self.config
         rnd = block[0]
         tag = f"cpu{cpu}-r{rnd}" + (f"-{block[-1]}" if len(block) > 1 else "")
@@ -908,6 +1009,7 @@ class _Run:
         else:
             pyperf_path = workdir / f"{tag}.pyperf.json"
         pyperf_path.unlink(missing_ok=True)
+        interleaved = rounds_verify(tasks)
         job = {
             "cpu": cpu,
             "round": rnd,
@@ -917,7 +1019,8 @@ class _Run:
             "result": str(workdir / f"{tag}.result.json"),
             "parent": os.getpid(),  # the worker exits if it is already orphaned
             "tasks": tasks,
-            "interleave_block_s": plan.interleave_block_s if rounds_verify(tasks) else 0.0,
+            "interleave_block_s": plan.interleave_block_s if interleaved else 0.0,
+            "serve": serve and interleaved,
         }
         job_path = workdir / f"{tag}.job.json"
         job_path.write_text(json.dumps(job))
@@ -926,74 +1029,39 @@ class _Run:
             "--worker", "--loops", "1", "--warmups", "1", "--values", "1",
             "--affinity", str(cpu), "--quiet", "-o", str(pyperf_path),
         ]
-        first = tasks[0]
-        self.report(cpu=cpu, round=rnd, rounds=rounds, suite=first["suite"],
-                    backend=first["backend"], operation=first["operation"], message="starting")
-        watch.start(rnd)
-        started = time.monotonic()
-        stderr_lines: list[str] = []
-        done_before = self.work_done
         try:
             proc = subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                stdin=subprocess.PIPE if job["serve"] else subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
-            watch.finish()
             self._abort_cpu(cpu, f"cannot start the worker: {exc}")
-            return False
-        stopped = self._follow(proc, tasks, cpu, rounds, watch, stderr_lines)
-        rc = proc.wait()
-        self.round_seconds.append(time.monotonic() - started)
-        self.round_budgets.append(sum(t["budget_s"] for t in tasks) + SPAWN_COST_S)
-        overall = watch.finish()
-        caps = {k: watch.by_round().get(k, overall) for k in block}
-        for k, (capped, factor, _w) in caps.items():
-            round_caps[k] = (capped, factor)
-        if stopped:
-            # Keep what the worker finished before it was stopped; no error: asked for.
-            self._collect(plan, cpu, rnd, tasks, workdir / f"{tag}.result.json", pyperf_path,
-                          caps, mine, partial=True)
-            return False
-        self.work_done = done_before + sum(t["budget_s"] for t in tasks) + SPAWN_COST_S
-        if rc != 0:
-            tail = " | ".join(line for line in stderr_lines[-5:] if line) or f"exit code {rc}"
-            if rc == 3:
-                self._abort_cpu(cpu, tail.replace("qprof worker: ", ""))
-            else:
-                self._abort_cpu(cpu, f"worker failed in round {rnd + 1} ({tail})")
-            return False
-        self._collect(plan, cpu, rnd, tasks, workdir / f"{tag}.result.json", pyperf_path,
-                      caps, mine)
-        return True
-
-    def _follow(
-        self, proc: subprocess.Popen, tasks: list[dict[str, Any]], cpu: int, rounds: int,
-        watch: FreqWatch, stderr_lines: list[str],
-    ) -> bool:
-        """Relay the worker's progress until it exits; stop it when ``stop`` is set.
-
-        stderr is read by a thread (a blocking read would wait out the worker's round);
-        its lines are handled here, so the sink and the progress callback stay on the
-        engine's thread. Returns True when the worker was stopped.
-        """
+            return None
         lines: queue.Queue[str | None] = queue.Queue()
 
         def read() -> None:
+            # stderr is read by a thread (a blocking read would wait out the worker's
+            # round); its lines are handled by _follow, on the engine's thread.
             assert proc.stderr is not None
             for line in proc.stderr:
                 lines.put(line)
             lines.put(None)
 
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
+        threading.Thread(target=read, daemon=True).start()
+        return _Worker(proc, lines, list(tasks), Path(job["result"]), pyperf_path, [])
+
+    def _follow(self, w: _Worker, cpu: int, rounds: int, watch: FreqWatch) -> tuple[bool, bool]:
+        """Relay the worker's progress until it exits or, serving, reports "idle" (its
+        tasks done); stop it when ``stop`` is set. Returns (stopped, idle)."""
+        proc = w.proc
         stopped = False
         while True:
             if self.stop.is_set() and not stopped:
                 stopped = True
                 self._terminate(proc)
             try:
-                line = lines.get(timeout=POLL_S)
+                line = w.lines.get(timeout=POLL_S)
             except queue.Empty:
                 if stopped and proc.poll() is not None:
                     break  # dead; do not wait on a pipe some other process may hold
@@ -1001,12 +1069,16 @@ class _Run:
             if line is None:
                 break
             if line.startswith("@qprof "):
-                with contextlib.suppress(ValueError):
-                    self._on_worker_event(json.loads(line[7:]), tasks, cpu, rounds, watch)
+                try:
+                    ev = json.loads(line[7:])
+                except ValueError:
+                    continue
+                if ev.get("event") == "idle" and not stopped:
+                    return False, True
+                self._on_worker_event(ev, w.tasks, cpu, rounds, watch)
             else:
-                stderr_lines.append(line.rstrip())
-        reader.join(timeout=STOP_GRACE_S)
-        return stopped
+                w.stderr_lines.append(line.rstrip())
+        return stopped, False
 
     @staticmethod
     def _terminate(proc: subprocess.Popen) -> None:
@@ -1048,10 +1120,11 @@ class _Run:
         self, plan: Plan, cpu: int, rnd: int, tasks: list[dict[str, Any]], result_path: Path,
         pyperf_path: Path,
         caps: dict[int, tuple[bool | None, float | None, hwinfo.CpuFreq | None]],
-        mine: list[Measurement], partial: bool = False,
+        mine: list[Measurement], partial: bool = False, start: int = 0,
     ) -> None:
         """Measurements from the worker's files (``partial``: a stopped worker's, which may
-        have finished nothing, or been stopped while pyperf rewrote its JSON)."""
+        have finished nothing, or been stopped while pyperf rewrote its JSON), for its
+        tasks from index ``start`` (a serving worker's files hold its earlier rounds too)."""
         import pyperf
 
         try:
@@ -1077,6 +1150,8 @@ class _Run:
                 self.note("warning", "cap", f"CPU {cpu} round {k + 1}: " + hwinfo.cap_text(
                     worst.hw_max_khz, worst.max_khz, factor), cpu)
         for res in result.get("results", []):
+            if res["index"] < start:
+                continue
             task = tasks[res["index"]]
             k = int(task.get("round", rnd))
             capped, factor, _worst = caps.get(k, (None, None, None))
@@ -1115,6 +1190,8 @@ class _Run:
                           f"CPU {cpu} {task['suite']} {task['operation']}: {m.disagreements} "
                           f"of {m.checks} checks disagreed", cpu)
         for fail in result.get("failures", []):
+            if fail.get("index", start) < start:
+                continue
             self.note("warning", "task_failed", f"CPU {cpu} round {rnd + 1}: {fail['name']}: "
                       f"{fail['error']}", cpu)
 

@@ -21,6 +21,11 @@ finished so far are still read back. Progress lines ``@qprof {json}`` go to stde
 engine. On Linux the worker asks the kernel for SIGTERM when its parent dies (a daemon
 killed with -9 must not leave a worker timing on). Exit codes: 0 ok, 3 cannot pin to the
 CPU, 4 bad job, 5 a backend failed to load, 6 the engine that started it is gone.
+
+A job with ``serve`` (interleaved rounds, adaptive run) keeps the worker for the engine's
+extra rounds: after its tasks it saves, reports ``{"event": "idle"}`` and reads one line
+on stdin: ``{"tasks": [...]}`` (more rounds, same keys, verifiers and value counts; their
+indices follow the job's tasks) or ``done`` / EOF (exit).
 """
 
 from __future__ import annotations
@@ -395,6 +400,24 @@ def main(argv: list[str] | None = None) -> int:
     if block_s > 0:
         code = _run_interleaved(runner, job, tasks, fixtures, cpu, timer, block_s, results,
                                 failures, chosen, save)
+        # "serve": stay for the engine's adaptive rounds. A new process has its own quiet
+        # speed (memory placement), up to ~100 bp from another's, so extra rounds timed
+        # here agree with the base rounds where a new worker's would widen the spread.
+        while not code and job.get("serve"):
+            save()
+            _emit({"event": "idle"})
+            line = sys.stdin.readline()  # one JSON command a line; EOF: the engine is gone
+            if not line.strip() or line.strip() == "done":
+                break
+            try:
+                more = list(json.loads(line)["tasks"])
+            except (ValueError, KeyError, TypeError) as exc:
+                print(f"qprof worker: bad command: {exc}", file=sys.stderr)
+                return EXIT_BAD_JOB
+            start = len(tasks)
+            tasks.extend(more)
+            code = _run_interleaved(runner, job, tasks, fixtures, cpu, timer, block_s,
+                                    results, failures, chosen, save, start)
     else:
         code = _run_sequential(runner, job, tasks, fixtures, cpu, timer, results, failures,
                                chosen, save)
@@ -468,11 +491,12 @@ def _run_interleaved(
     runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
     timer: str, block_s: float, results: list[dict[str, Any]],
     failures: list[dict[str, Any]], chosen: dict[tuple[str, str, str], int],
-    save: Callable[[], None],
+    save: Callable[[], None], start: int = 0,
 ) -> int:
-    """Each round's tasks timed together, in turns of ``block_s`` (see :func:`interleave`)."""
+    """Each round's tasks (from ``start``) timed together, in turns of ``block_s``
+    (see :func:`interleave`)."""
     rounds: dict[int, list[int]] = {}
-    for index, task in enumerate(tasks):
+    for index, task in enumerate(tasks[start:], start):
         rounds.setdefault(int(task.get("round", job.get("round", 0))), []).append(index)
     for rnd in sorted(rounds):
         live: list[tuple[int, str, TimeFunc, TaskState]] = []
