@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof import __version__
+from qprof.hw import Topology, read_topology
 from qprof.measure import hwinfo, stats
 from qprof.measure.config import (
     AUTO_CPU_TIMER_LOAD,
@@ -278,12 +279,21 @@ class FreqWatch:
         self.root, self.cpu, self.run_id, self.emit = root, cpu, run_id, emit
         self.round: int | None = None
         self.samples: list[tuple[int | None, hwinfo.CpuFreq]] = []
+        self._topology: Topology | None = None
+        self._topology_tried = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def sample(self) -> None:
-        f = hwinfo.frequencies(self.root, [self.cpu]).get(self.cpu)
+        if not self._topology_tried:
+            # Read once per run: the frequency files are what changes between samples.
+            self._topology_tried = True
+            try:
+                self._topology = read_topology(self.root)
+            except Exception:
+                self._topology = None  # the frequency reader says why, sample by sample
+        f = hwinfo.frequencies(self.root, [self.cpu], self._topology).get(self.cpu)
         if f is None:
             return
         with self._lock:
