@@ -89,13 +89,22 @@ class Progress:
                   f" {len(tally.disagreements)} disagreements", flush=True)
 
 
-def run_mldsa(suite: str, budget: int, rng: random.Random, args: argparse.Namespace,
-              progress: Progress, grand: Tally) -> Tally:
+def _participants(suite: str, args: argparse.Namespace) -> tuple[dict | None, dict]:
+    """(verifiers, signers) of ``suite``; verifiers None (and said) when there is nothing
+    to compare: fewer than two verifiers or no signer."""
     verifiers = _verifiers(suite, args.backends)
     signers = _signers(suite)
-    tally = Tally()
     if len(verifiers) < 2 or not signers:
         print(f"{suite}: skipped (verifiers {list(verifiers)}, signers {list(signers)})")
+        return None, signers
+    return verifiers, signers
+
+
+def run_mldsa(suite: str, budget: int, rng: random.Random, args: argparse.Namespace,
+              progress: Progress, grand: Tally) -> Tally:
+    verifiers, signers = _participants(suite, args)
+    tally = Tally()
+    if verifiers is None:
         return tally
     every = {"reference": max(1, args.reference_every)}
     # The reference signer is slow (~0.1 s); use it for one signature in 20.
@@ -125,11 +134,9 @@ def run_mldsa(suite: str, budget: int, rng: random.Random, args: argparse.Namesp
 
 def run_slhdsa(suite: str, budget: int, rng: random.Random, args: argparse.Namespace,
                progress: Progress, grand: Tally) -> Tally:
-    verifiers = _verifiers(suite, args.backends)
-    signers = _signers(suite)
+    verifiers, signers = _participants(suite, args)
     tally = Tally()
-    if len(verifiers) < 2 or not signers:
-        print(f"{suite}: skipped (verifiers {list(verifiers)}, signers {list(signers)})")
+    if verifiers is None:
         return tally
     small = suite.endswith("s")
     pool: list[tuple[str, bytes, bytes, bytes, bytes]] = []

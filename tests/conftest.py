@@ -3,6 +3,7 @@ test file that uses them)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,14 @@ def liboqs_available() -> None:
     status = backend_status("liboqs")
     if not status.available:
         pytest.skip(status.reason)
+
+
+HW_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
+
+
+@pytest.fixture
+def seeds(tmp_path: Path) -> Path:
+    """A writable copy of the seeds' big.LITTLE machine (Gold capped 2.42 -> 1.08 GHz)."""
+    root = tmp_path / "seeds"
+    shutil.copytree(HW_FIXTURES / "seeds-arm", root)
+    return root

@@ -25,13 +25,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
 CPU = "sys/devices/system/cpu"
 
 
-@pytest.fixture
-def seeds(tmp_path: Path) -> Path:
-    root = tmp_path / "seeds"
-    shutil.copytree(FIXTURES / "seeds-arm", root)
-    return root
-
-
 def replace(root: Path, rel: str, how: str, text: str = "") -> Path:
     path = root / rel
     if path.is_dir() and not path.is_symlink():

@@ -16,13 +16,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
 CPU = "sys/devices/system/cpu"
 
 
-@pytest.fixture
-def seeds(tmp_path: Path) -> Path:
-    root = tmp_path / "seeds"
-    shutil.copytree(FIXTURES / "seeds-arm", root)
-    return root
-
-
 def set_file(root: Path, rel: str, text: str) -> None:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)

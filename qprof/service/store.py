@@ -167,6 +167,16 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 READABLE_FROM = 1
 
 
+
+def _measurements(rows: list[tuple[str]]) -> list[Measurement]:
+    """Decode ``SELECT rec.json`` rows of the measurements table."""
+    out = []
+    for (text,) in rows:
+        rec = record_from_dict(json.loads(text))
+        assert isinstance(rec, Measurement)
+        out.append(rec)
+    return out
+
 class StoreError(RuntimeError):
     """The store cannot be opened or written (message says which file and why)."""
 
@@ -404,12 +414,7 @@ class Store:
         )
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
-        out = []
-        for (text,) in rows:
-            rec = record_from_dict(json.loads(text))
-            assert isinstance(rec, Measurement)
-            out.append(rec)
-        return out
+        return _measurements(rows)
 
     def newest_run_measurements(self, operation: str = "verify") -> list[Measurement]:
         """Every round of each (cpu, suite, backend) from the newest finished/partial run
@@ -426,12 +431,7 @@ class Store:
         )
         with self._lock:
             rows = self._db.execute(sql, (operation, operation)).fetchall()
-        out = []
-        for (text,) in rows:
-            rec = record_from_dict(json.loads(text))
-            assert isinstance(rec, Measurement)
-            out.append(rec)
-        return out
+        return _measurements(rows)
 
     def last_finished_at(self) -> float | None:
         with self._lock:

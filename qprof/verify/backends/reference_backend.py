@@ -17,24 +17,23 @@ from qprof.verify.suites import SUITES, SuiteInfo
 NAME = "reference"
 
 
-def _mldsa_object(suite: SuiteInfo) -> Any:
+def _reference_object(module: str, package: str, suite: SuiteInfo) -> Any:
+    """The pure-Python package's object for ``suite``, or why it cannot be had."""
     try:
-        mod = importlib.import_module("dilithium_py.ml_dsa")
+        mod = importlib.import_module(module)
     except ImportError as exc:
         raise BackendUnavailable(
-            "reference: python package 'dilithium-py' is not installed; pip install dilithium-py"
+            f"reference: python package '{package}' is not installed; pip install {package}"
         ) from exc
     return getattr(mod, suite.reference_name)
+
+
+def _mldsa_object(suite: SuiteInfo) -> Any:
+    return _reference_object("dilithium_py.ml_dsa", "dilithium-py", suite)
 
 
 def _slhdsa_params(suite: SuiteInfo) -> Any:
-    try:
-        mod = importlib.import_module("slhdsa")
-    except ImportError as exc:
-        raise BackendUnavailable(
-            "reference: python package 'slh-dsa' is not installed; pip install slh-dsa"
-        ) from exc
-    return getattr(mod, suite.reference_name)
+    return _reference_object("slhdsa", "slh-dsa", suite)
 
 
 def probe() -> BackendStatus:
