@@ -1,5 +1,5 @@
 """What a cycle makes of its records: coverage lost/regained, disagreements, skew, and
-which CPUs a cycle measures. Real store, real profile (profiles/qanum.toml), real records.
+which CPUs a cycle measures. Real store, real profile (qprof/profiles/qanum.toml), real records.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Chain profiles: a chain's Verify-Unit constants and block limits, in TOML.
 
-A profile is found by name in the repository's ``profiles/`` directory (or in
-``$QPROF_PROFILES``), or given as a path. Every error names the file, the key and what
-was expected, so a typo in a profile never turns into a silently wrong verdict.
+A profile is found by name in ``$QPROF_PROFILES`` (directories, searched first) or among
+the profiles shipped as package data (``qprof/profiles/*.toml``), or given as a path.
+Every error names the file, the key and what was expected, so a typo in a profile never
+turns into a silently wrong verdict.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +83,16 @@ def known_suites() -> tuple[str, ...]:
     return tuple(SUITES)
 
 
+def shipped_profile_dir() -> Path:
+    """The profiles installed with the package. qprof is always installed as files (numba
+    caches its kernels by source path), so the resource is a real directory."""
+    return Path(str(resources.files("qprof") / "profiles"))
+
+
 def profile_dirs() -> list[Path]:
-    dirs: list[Path] = []
-    env = os.environ.get("QPROF_PROFILES")
-    if env:
-        dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
-    # Editable install / source checkout: <repo>/profiles beside the qprof package.
-    dirs.append(Path(__file__).resolve().parents[2] / "profiles")
-    return dirs
+    """Where names are looked up, in order: $QPROF_PROFILES, then the shipped profiles."""
+    env = os.environ.get("QPROF_PROFILES", "")
+    return [*(Path(p) for p in env.split(os.pathsep) if p), shipped_profile_dir()]
 
 
 def available_profiles() -> list[str]:
