@@ -43,6 +43,17 @@ def test_x86_hybrid_p_and_e_cores() -> None:
     assert cpu0.vendor == "Intel" and cpu0.family == 6 and cpu0.model == 154
 
 
+def test_x86_policies_are_clusters_even_across_l2_modules() -> None:
+    """Goldmont pairs cores on an L2, but policies 0-3 and 4-7 are the frequency domains:
+    two clusters of four, not four modules of two."""
+    topo = read_topology(FIXTURES / "x86-atom-2x4")
+    assert [(c.cpus, c.uarch) for c in topo.clusters] == [
+        ([0, 1, 2, 3], "Goldmont"), ([4, 5, 6, 7], "Goldmont")]
+    assert all(c.grouped_by == "cpufreq" for c in topo.clusters)
+    assert all(c.cpus == t.freq_domain for c in topo.clusters for t in topo.cpus
+               if t.cluster == c.id)
+
+
 def test_offline_cpu_keeps_its_cluster_and_design() -> None:
     topo = read_topology(FIXTURES / "arm-offline")
     cpu5 = topo.cpu(5)

@@ -440,15 +440,24 @@ def _merge_singletons(groups: list[list[int]], procs: dict[int, _Proc]) -> list[
 
 def _split_x86_modules(groups: list[list[int]], procs: dict[int, _Proc],
                        cores_per_module: int) -> list[list[int]]:
-    """Atom-class x86: cores sharing an L2 form the cluster (module)."""
+    """Atom-class x86: cores sharing an L2 form the cluster (module), but a cluster never
+    splits a cpufreq policy narrower than the package: such a policy is a frequency domain
+    the kernel names (policies 0-3 and 4-7 on an 8-core SoC are two clusters of four). A
+    policy spanning the whole package names none, and the modules stand."""
     out: list[list[int]] = []
     for g in groups:
-        modules: dict[Any, list[int]] = {}
+        uf = _UnionFind(g)
+        first_of_module: dict[Any, int] = {}
         for c in g:
             p = procs[c]
             key = (p.package, p.core_id // cores_per_module) if p.core_id is not None else c
-            modules.setdefault(key, []).append(c)
-        out.extend(modules.values())
+            uf.union(first_of_module.setdefault(key, c), c)
+        for c in g:
+            p = procs[c]
+            if p.related_strong and p.siblings and not p.siblings <= p.related:  # type: ignore[operator]
+                for d in sorted(p.related & set(g)):  # type: ignore[operator]
+                    uf.union(c, d)
+        out.extend(uf.groups())
     return sorted(out)
 
 
@@ -633,8 +642,10 @@ def read_topology(root: str | Path = "/") -> Topology:
                                    _int_field(first, "model")).uarch
         module = parts.X86_MODULE_CORES.get(x86_uarch or "")
         if module and not hybrid:
-            groups = _split_x86_modules(groups, procs, module)
-            how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
+            split = _split_x86_modules(groups, procs, module)
+            if split != groups:
+                how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
+            groups = split
 
     cluster_of = {c: i for i, g in enumerate(groups) for c in g}
     max_of = {i: max((procs[c].max_khz for c in g if procs[c].max_khz), default=None)
