@@ -91,7 +91,8 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
                                if c.vendor_id else "-")
             cpu_rows.append([str(c.cpu), "-" if c.cluster is None else str(c.cluster),
                              {True: "yes", False: "no", None: "?"}[c.online],
-                             c.uarch or "unknown", ident, c.midr_source or "-",
+                             c.uarch or "unknown", ident,
+                             c.midr_source or c.uarch_source or "-",
                              format_cpulist(c.smt_siblings) or "-",
                              " ".join(c.isa) if c.isa is not None else "unknown",
                              ghz(f.cur_khz, f.estimated) if f else "unknown"])

@@ -52,7 +52,9 @@ class CpuTopo:
     revision: int | None = None
     midr: str | None = None  # "0x517f805e"
     midr_source: str | None = None  # "cpuinfo", "cluster", "chipset table", ...
-    # x86
+    # x86: "cpuid"; in a VM "hypervisor cpu model" (labelled as reported) or "flags" (the
+    # model named a design its flags contradict)
+    uarch_source: str | None = None
     vendor_id: str | None = None
     family: int | None = None
     model: int | None = None
@@ -715,8 +717,13 @@ def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> 
     t.model_name = fields.get("model name")
     decoded = parts.x86_part(t.vendor_id, t.family, t.model)
     t.vendor, t.uarch, t.part_name = decoded.vendor, decoded.uarch, t.model_name
+    t.uarch_source = "cpuid" if decoded.uarch else None
     if decoded.problem:
         sr.note(f"cpu{t.cpu}: {decoded.problem}")
+    flags = set(fields.get("flags", "").split())
+    if "hypervisor" in flags and decoded.uarch:
+        _label_vm_design(t, decoded.uarch, flags, sr)
+        return
     if hybrid and t.core_type:
         designs = parts.intel_hybrid_designs(decoded.uarch)
         if designs:
@@ -724,6 +731,22 @@ def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> 
         else:
             kind = "P-core" if t.core_type == "cpu_core" else "E-core"
             t.uarch = f"{decoded.uarch or 'unknown'} {kind}"
+
+
+def _label_vm_design(t: CpuTopo, reported: str, flags: set[str], sr: SysRoot) -> None:
+    """Under a hypervisor, family/model are the hypervisor's CPU model, not necessarily the
+    host's design: label it as reported, and where the flags show a feature that design
+    never had, say what the flags suggest instead of naming it."""
+    ident = f"family {t.family} model {t.model}"
+    hint = parts.x86_flag_contradiction(t.vendor, reported, flags)
+    if hint is None:
+        t.uarch, t.uarch_source = f"{reported}, VM-reported", "hypervisor cpu model"
+        sr.note(f"under a hypervisor: core design {reported} is the hypervisor's CPU model "
+                f"({ident}), as reported; the host's design may differ")
+        return
+    t.uarch, t.uarch_source = f"{hint.label}, by flags", "flags"
+    sr.note(f"under a hypervisor: its CPU model ({ident}) says {reported}, but the flags "
+            f"show {hint.flag}, which {reported} never had: by the flags, {hint.suggests}")
 
 
 def _fill_isa(cpus: list[CpuTopo], groups: list[list[int]], info: CpuinfoData, x86: bool,
