@@ -64,6 +64,10 @@ class MonitorApp(App[int]):
         self._next_scheduled: float | None = None
         self._schedule_index = 0
         self._evaluating: tuple | None = None  # key of the evaluation in flight
+        # First run: CPUs still to measure by themselves (None: not started or done).
+        self._first_run: list[int] | None = None
+        self._first_run_decided = False
+        self._first_run_total = 0
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -99,6 +103,7 @@ class MonitorApp(App[int]):
     def _mark_first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
         # Slow work starts after the first frame so that it cannot delay it.
+        self._maybe_first_run()
         self._maybe_evaluate()
         cpus = self.collector.cpus_to_estimate()
         if cpus:
@@ -120,6 +125,7 @@ class MonitorApp(App[int]):
         self.query_one(AlertsLog).show(frame.alerts)
         self.query_one(MeasureProgress).show(self.progress)
         self._maybe_scheduled_measurement()
+        self._maybe_first_run()
         if self.first_frame_at is not None:
             self._maybe_evaluate()
 
@@ -265,7 +271,7 @@ class MonitorApp(App[int]):
         cpu = self.query_one(CoreTable).selected_cpu()
         self.start_measurement(cpu, why="on demand")
 
-    def start_measurement(self, cpu: int | None, why: str) -> bool:
+    def start_measurement(self, cpu: int | None, why: str, mode: str | None = None) -> bool:
         if not self.collector.measurable:
             self.notify("Cannot measure here: this is a snapshot of another machine "
                         "(--root) or a read-only store.", severity="warning", timeout=5)
@@ -290,16 +296,17 @@ class MonitorApp(App[int]):
         self.collector.add_alert("measure_started", "info",
                                  f"{why}: {self.collector.backend}, profile "
                                  f"{self.collector.profile.name}", f"CPU {cpu}")
-        self._measure(cpu, self.collector.backend, self.collector.profile.suites)
+        self._measure(cpu, self.collector.backend, self.collector.profile.suites,
+                      mode or self.config.measure_mode)
         return True
 
     @work(thread=True, group="measure")
-    def _measure(self, cpu: int, backend: str, suites: tuple[str, ...]) -> None:
+    def _measure(self, cpu: int, backend: str, suites: tuple[str, ...], mode: str) -> None:
         from qprof.tui.sources.measure import MeasureSource
 
         source = MeasureSource(self.collector.sources.store_path,  # type: ignore[arg-type]
                                root=self.config.root, profile=self.collector.profile.location,
-                               mode=self.config.measure_mode)
+                               mode=mode)
         try:
             summary = source.measure(
                 cpu, suites, backend,
@@ -326,7 +333,36 @@ class MonitorApp(App[int]):
             self.collector.add_alert("measured", "info", summary or "done", f"CPU {cpu}")
             self.notify(f"CPU {cpu} measured.", timeout=3)
         self.collector.invalidate()
+        if self._first_run is not None:
+            self._next_first_run()
         self.refresh_frame()
+
+    def _maybe_first_run(self) -> None:
+        """Nothing measured yet (standalone): measure one CPU per cluster by itself, once
+        the first frame is up and the backend is known, so the first screen fills
+        with costs without a key press (`--no-auto-measure` turns it off)."""
+        if self._first_run_decided or self.first_frame_at is None \
+                or self.collector.backend is None:
+            return
+        self._first_run_decided = True
+        if not self.config.auto_measure or not self.collector.first_run():
+            return
+        self._first_run = self._cluster_firsts()
+        self._first_run_total = len(self._first_run)
+        self._next_first_run()
+
+    def _next_first_run(self) -> None:
+        assert self._first_run is not None
+        while self._first_run:
+            cpu = self._first_run.pop(0)
+            done = self._first_run_total - len(self._first_run)
+            self.collector.activity = (
+                f"first run: measuring one CPU per cluster ({self.config.auto_measure_mode}, "
+                f"nice 10, one at a time): CPU {cpu}, {done}/{self._first_run_total}")
+            if self.start_measurement(cpu, why="first run", mode=self.config.auto_measure_mode):
+                return
+        self._first_run = None
+        self.collector.activity = None
 
     def _maybe_scheduled_measurement(self) -> None:
         """Standalone slow schedule: one core per cluster in turn."""

@@ -35,6 +35,7 @@ from qprof.tui.model import (
     Frame,
     MachineView,
     cpu_ranges,
+    short_design,
 )
 from qprof.tui.sources.consensus import (
     Evaluation,
@@ -72,6 +73,10 @@ class MonitorConfig:
     refresh_s: float = 1.0  # 0 = no timer (frozen screens for snapshot tests)
     measure_every_s: float = 3600.0  # standalone schedule; 0 = only on demand
     measure_mode: str = "check"  # the engine's mode for `b` and scheduled measurements
+    # Standalone with no stored result: measure one CPU per cluster at once, in the
+    # engine's quick mode, one at a time (at the engine's nice 10), without a key press.
+    auto_measure: bool = True
+    auto_measure_mode: str = "quick"
     history_len: int = 120
     export_dir: Path | None = None  # None = current directory
     clock: Callable[[], float] = time.time
@@ -136,13 +141,6 @@ def _cpus_label(group: list[CpuFacts]) -> str:
     return f"CPU {cpus[0]}" if len(cpus) == 1 else f"CPUs {cpu_ranges(cpus)}"
 
 
-def short_design(design: str | None) -> str:
-    """'Cortex-A55' -> 'A55' (the column is narrow at 80×24); others unchanged."""
-    if not design:
-        return "?"
-    return design.removeprefix("Cortex-").removeprefix("ARM ")
-
-
 class Collector:
     """Keeps the sources, the frequency rings and the monitor's own alerts."""
 
@@ -162,6 +160,7 @@ class Collector:
         self._seeded_history = False
         self._store_alerts: list[Any] = []
         self._store_alerts_at: float | None = None
+        self.activity: str | None = None  # what the monitor does by itself (header)
 
     # ----------------------------------------------------------------- switching
     def set_profile(self, name: str) -> None:
@@ -184,6 +183,13 @@ class Collector:
     def measurable(self) -> bool:
         return self.sources.store_path is not None
 
+    def first_run(self) -> bool:
+        """Standalone on this machine with nothing measured yet: the monitor's own store
+        holds no result (an attached daemon measures by itself)."""
+        store = self.sources.store
+        return (self.sources.mode == STANDALONE and self.measurable and store is not None
+                and store.last_change() is None)
+
     # -------------------------------------------------------------------- frame
     def machine(self) -> MachineView:
         try:
@@ -200,7 +206,7 @@ class Collector:
             model=info["model"], designs=info["designs"], arch=info.get("arch"),
             profile=profile, backend=self.backend or "choosing…",
             source=self.sources.label, measurable=self.measurable,
-            problems=tuple(problems),
+            problems=tuple(problems), activity=self.activity,
         )
 
     # --------------------------------------------------------------- evaluation
@@ -287,6 +293,8 @@ class Collector:
             note = evaluation.error
         elif evaluating and evaluation is None:
             note = "evaluating the stored measurements…"
+        elif self.activity and not (evaluation and evaluation.results):
+            note = f"not measured yet — {self.activity}"
         elif not (evaluation and evaluation.results):
             note = ("not measured yet — press b to measure the selected core"
                     if self.measurable else "not measured yet")

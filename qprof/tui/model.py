@@ -31,6 +31,7 @@ class MachineView:
     source: str  # "standalone (store …)", "daemon store …", "snapshot --root …"
     measurable: bool  # False when replaying another machine's snapshot
     problems: tuple[str, ...] = ()
+    activity: str | None = None  # e.g. the first run's own measurements, in progress
 
 
 @dataclass(frozen=True)
@@ -197,3 +198,15 @@ def fmt_stat(statistic: str | None) -> str:
 def cpu_ranges(cpus: list[int] | tuple[int, ...]) -> str:
     """[0,1,2,3,6] -> '0-3,6' (the kernel's cpulist notation, as `qprof topology` prints)."""
     return format_cpulist(list(cpus))
+
+
+def bare_design(design: str | None) -> str | None:
+    """'Zen 3, VM-reported' -> 'Zen 3': the qualifier qprof.hw adds to a design it could
+    not confirm (VM-reported, by flags) is shown once, in the header's design line; the
+    columns keep the name so that 80 columns still fit."""
+    return design.split(", ", 1)[0] if design else design
+
+
+def short_design(design: str | None) -> str:
+    """'Cortex-A55' -> 'A55' for the narrowest columns (cluster labels at 80×24)."""
+    return (bare_design(design) or "?").removeprefix("Cortex-").removeprefix("ARM ")

@@ -7,6 +7,7 @@ from textual.widgets import DataTable
 from qprof.tui.model import (
     UNKNOWN,
     CoreView,
+    bare_design,
     fmt_cap,
     fmt_ghz,
     fmt_pct,
@@ -26,7 +27,7 @@ def short_suite(suite: str) -> str:
 
 
 def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
-    design = core.design or core.part or UNKNOWN
+    design = bare_design(core.design) or core.part or UNKNOWN
     if core.online is False:
         return (str(core.cpu), _opt(core.cluster), design, "offline", "", "", "", "", "",
                 "", *("" for _ in suites), core.part or "")
