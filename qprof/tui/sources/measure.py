@@ -69,6 +69,11 @@ def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str
     return config_cls(**wanted)
 
 
+class MeasurementAborted(RuntimeError):
+    """The engine gave up on the CPU (e.g. no library here can sign the test messages);
+    the message says why and, from the run's first error note, what to do."""
+
+
 class MeasureSource:
     def __init__(self, store_path: Path, root: Path = Path("/"),
                  profile: str = "qanum", mode: str | None = None) -> None:
@@ -82,9 +87,17 @@ class MeasureSource:
                 stop: threading.Event | None = None) -> str:
         """Measure verify of ``suites`` on ``cpu``; returns a one-line summary."""
         from qprof.measure.engine import BenchConfig, run_bench
+        from qprof.measure.records import Note
         from qprof.service.store import Store
 
         store = Store(self.store_path)
+        errors: list[str] = []
+
+        def add(record: Any) -> None:
+            if isinstance(record, Note) and record.level == "error":
+                errors.append(record.text)
+            store.add(record)
+
         try:
             config = bench_config(BenchConfig, cpu, suites, backend, self.profile, self.root,
                                   self.mode)
@@ -93,10 +106,13 @@ class MeasureSource:
                 if progress is not None:
                     progress(progress_of(event))
 
-            summary = run_bench(config, store.add, progress=on_progress, stop=stop)
+            summary = run_bench(config, add, progress=on_progress, stop=stop)
         finally:
             store.close()
         status = field_of(summary, "status", "finished")
+        if status == "aborted" and not (stop and stop.is_set()):
+            reason = field_of(summary, "reason") or "aborted"
+            raise MeasurementAborted(f"{reason}: {errors[0]}" if errors else reason)
         measured = field_of(summary, "measurements")
         count = len(measured) if isinstance(measured, list | tuple) else measured
         return f"{status}" + (f", {count} measurements" if count is not None else "")
