@@ -151,6 +151,7 @@ class CycleRunner:
                     self.state.degraded["store"] = f"write failed: {exc}"
             self._store_failed = True
         if isinstance(record, Disagreement):
+            self.state.count_disagreement(record.cpu, record.suite)
             self.alerts.emit("disagreement", "critical",
                              f"cpu {record.cpu} {record.suite}: verifiers disagree "
                              f"{record.backends}", cpu=record.cpu, suite=record.suite,

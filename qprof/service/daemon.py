@@ -42,7 +42,7 @@ class Daemon:
         self.cfg = cfg
         self.stop = threading.Event()
         self.notifier = Notifier(environ)
-        self.state = MetricsState()
+        self.state = MetricsState(cycle_interval_s=cfg.interval)
         self.alerts = AlertDispatcher()
         self.store: Store | None = None
         self.watcher: Any = None

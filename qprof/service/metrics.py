@@ -118,6 +118,14 @@ class MetricsState:
     last_cycle_ts: float | None = None
     cycles: dict[str, int] = field(default_factory=dict)  # status -> count (this process)
     degraded: dict[str, str] = field(default_factory=dict)  # what -> why
+    # Verifier disagreements seen by this process, per (cpu, suite): the alerting rules
+    # name the CPU and suite from these labels.
+    disagreements: dict[tuple[int, str], int] = field(default_factory=dict)
+    cycle_interval_s: float | None = None  # the configured rest between cycles
+
+    def count_disagreement(self, cpu: int, suite: str) -> None:
+        with self.lock:
+            self.disagreements[(cpu, suite)] = self.disagreements.get((cpu, suite), 0) + 1
 
     def set_results(self, results: list[SuiteResult]) -> list[CoverageResult]:
         cov = coverage_of(self.profile, results)
@@ -142,6 +150,8 @@ class QprofCollector(Collector):
             last_cycle = s.last_cycle_ts
             cycles = dict(s.cycles)
             degraded = dict(s.degraded)
+            disagreements = dict(s.disagreements)
+            interval = s.cycle_interval_s
 
         cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
                                 labels=["cpu"])
@@ -222,6 +232,19 @@ class QprofCollector(Collector):
         if last_cycle is not None:
             last.add_metric([], last_cycle)
         yield last
+        every = GaugeMetricFamily("qprof_cycle_interval_seconds",
+                                  "Configured rest between measurement cycles (rules compare "
+                                  "the age of the last cycle with it)")
+        if interval is not None:
+            every.add_metric([], interval)
+        yield every
+        dis = CounterMetricFamily("qprof_verifier_disagreements",
+                                  "Signatures the verifiers judged differently (or one "
+                                  "judged wrongly), by CPU and suite, since the daemon "
+                                  "started", labels=["cpu", "suite"])
+        for (cpu, suite), n in sorted(disagreements.items()):
+            dis.add_metric([str(cpu), suite], float(n))
+        yield dis
         deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded",
                                 labels=["what", "reason"])
         for what, why in sorted(degraded.items()):

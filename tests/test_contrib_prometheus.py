@@ -1,0 +1,42 @@
+"""contrib/prometheus: the rules parse and pass their unit tests in the real promtool.
+
+Skips only where promtool is missing (Debian package 'prometheus'; scripts/test installs
+it when run as root).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+CONTRIB = Path(__file__).resolve().parents[1] / "contrib"
+RULES = CONTRIB / "prometheus" / "qprof.rules.yml"
+RULES_TESTS = CONTRIB / "prometheus" / "qprof.rules.test.yml"
+
+
+def promtool() -> str:
+    binary = shutil.which("promtool")
+    if binary is None:
+        pytest.skip("promtool not installed (Debian package 'prometheus'; scripts/test "
+                    "installs it when run as root)")
+    return binary
+
+
+def run_promtool(*args: str, cwd: Path | None = None) -> str:
+    proc = subprocess.run([promtool(), *args], capture_output=True, text=True, timeout=60,
+                          cwd=cwd)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"promtool {' '.join(args)} failed:\n{out}"
+    return out
+
+
+def test_rules_parse() -> None:
+    assert "SUCCESS" in run_promtool("check", "rules", str(RULES))
+
+
+def test_rules_unit_tests_pass() -> None:
+    out = run_promtool("test", "rules", RULES_TESTS.name, cwd=RULES_TESTS.parent)
+    assert "SUCCESS" in out
