@@ -25,10 +25,11 @@ def promtool() -> str:
     return binary
 
 
-def run_promtool(*args: str, cwd: Path | None = None) -> str:
-    proc = subprocess.run([promtool(), *args], capture_output=True, text=True, timeout=60,
-                          cwd=cwd)
-    out = proc.stdout + proc.stderr
+def run_promtool(*args: str, cwd: Path | None = None, stdin_path: Path | None = None) -> str:
+    with open(stdin_path or "/dev/null", "rb") as stdin:
+        proc = subprocess.run([promtool(), *args], capture_output=True, timeout=60, cwd=cwd,
+                              stdin=stdin)
+    out = (proc.stdout + proc.stderr).decode(errors="replace")
     assert proc.returncode == 0, f"promtool {' '.join(args)} failed:\n{out}"
     return out
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
@@ -135,11 +135,28 @@ class MetricsState:
         return cov
 
 
+def build_info() -> dict[str, str]:
+    """qprof_build_info's labels: what this daemon's figures were measured with."""
+    from qprof import __version__
+    from qprof.measure.engine import liboqs_linked_version
+    from qprof.verify import backend_status
+    from qprof.verify.availability import distribution_version
+
+    return {"version": __version__,
+            "numba": distribution_version("numba") or "none",
+            "liboqs": liboqs_linked_version(backend_status("liboqs")) or "none"}
+
+
 class QprofCollector(Collector):
-    def __init__(self, state: MetricsState) -> None:
+    def __init__(self, state: MetricsState, build: dict[str, str]) -> None:
         self.state = state
+        self.build = build
 
     def collect(self) -> Iterable[Any]:
+        info = InfoMetricFamily("qprof_build", "Versions of qprof and of the numba and "
+                                "liboqs it verifies with ('none': not available)")
+        info.add_metric([], self.build)
+        yield info
         s = self.state
         with s.lock:
             freqs = dict(s.freqs)
@@ -255,6 +272,8 @@ class QprofCollector(Collector):
 def serve_metrics(state: MetricsState, host: str, port: int):
     """Start the exposition HTTP server; returns (server, thread). OSError if bind fails."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QprofCollector(state))
+    registry.register(QprofCollector(state, build_info()))
+    # process_start_time_seconds, memory, CPU time, open files (Linux /proc).
+    ProcessCollector(registry=registry)
     server, thread = start_http_server(port, addr=host, registry=registry)
     return server, thread
