@@ -30,6 +30,7 @@ from qprof.measure.report_html_svg import (
     Row,
     Section,
     Series,
+    fmt_seconds_tick,
     html_page,
     line_chart,
     paragraph,
@@ -137,11 +138,6 @@ def _frequencies(runs: list[RunData]) -> Section:
     return Section("Frequency and caps over the run", intro, tuple(figures))
 
 
-def _seconds(value: float) -> str:
-    """Log-axis ticks: 1 ms, 10 ms, 100 ms, 1 s, 10 s, 100 s."""
-    return f"{value * 1e3:.0f} ms" if value < 1 else f"{value:.0f} s"
-
-
 def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
     if profile is None:
         return None
@@ -168,7 +164,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
             ref = Reference(interval, f"block interval {interval:.0f} s") if interval else None
             figures.append(row_chart(f"{suite}: {nsig:,} signatures in one block", rows, ref,
                                      unit="seconds on one core (log scale)", bars=True,
-                                     log=True, tick_format=_seconds))
+                                     log=True, tick_format=fmt_seconds_tick))
     if not figures:
         return None
     intro = (f"A block holding as many signatures of one suite as "

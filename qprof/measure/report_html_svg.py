@@ -94,6 +94,11 @@ def fmt_tick(value: float) -> str:
     return f"{value:.3g}"
 
 
+def fmt_seconds_tick(value: float) -> str:
+    """Ticks of a logarithmic seconds axis: 1 ms, 10 ms, 100 ms, 1 s, 10 s, 100 s."""
+    return f"{value * 1e3:.0f} ms" if value < 1 else f"{value:.0f} s"
+
+
 def _svg(title: str, height: float, body: list[str]) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" '
             f'height="{height:.0f}" viewBox="0 0 {WIDTH} {height:.0f}" '
