@@ -6,6 +6,7 @@ it when run as root).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -41,3 +42,15 @@ def test_rules_parse() -> None:
 def test_rules_unit_tests_pass() -> None:
     out = run_promtool("test", "rules", RULES_TESTS.name, cwd=RULES_TESTS.parent)
     assert "SUCCESS" in out
+
+
+def test_readme_fleet_config_is_valid(tmp_path: Path) -> None:
+    """The README's Fleet scrape config, as an operator would paste it, with the rules."""
+    readme = (CONTRIB.parent / "README.md").read_text()
+    fleet = readme[readme.index("## Fleet"):]
+    m = re.search(r"```yaml\n(rule_files:.*?)```", fleet, flags=re.S)
+    assert m, "no prometheus.yml block in the README's Fleet section"
+    config = tmp_path / "prometheus.yml"
+    config.write_text(m.group(1).replace("/etc/prometheus/qprof.rules.yml", str(RULES)))
+    out = run_promtool("check", "config", str(config))
+    assert "SUCCESS: 1 rule files found" in out
