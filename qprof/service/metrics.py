@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
@@ -107,6 +108,26 @@ def coverage_of(profile: Profile | None, results: list[SuiteResult]) -> list[Cov
                     capped=r.capped, cap_factor=r.cap_factor) for r in results])
 
 
+class DegradedReason(StrEnum):
+    """Why a part runs degraded: the fixed values of qprof_degraded's ``reason`` label
+    (a free-text message would make a new series for every exception text)."""
+
+    PROFILE_UNAVAILABLE = "profile_unavailable"
+    STORE_UNUSABLE = "store_unusable"
+    STORE_WRITE_FAILED = "store_write_failed"
+    FREQ_HISTORY_WRITE_FAILED = "freq_history_write_failed"
+    LIBOQS_UNAVAILABLE = "liboqs_unavailable"
+    BACKEND_UNAVAILABLE = "backend_unavailable"
+    NO_BACKEND = "no_backend"
+    LISTEN_FAILED = "listen_failed"
+
+
+@dataclass(frozen=True)
+class Degradation:
+    reason: DegradedReason  # the metric's label
+    detail: str  # the message for the log, STATUS= and alerts
+
+
 @dataclass
 class MetricsState:
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -117,7 +138,7 @@ class MetricsState:
     alert_counts: dict[str, int] = field(default_factory=dict)
     last_cycle_ts: float | None = None
     cycles: dict[str, int] = field(default_factory=dict)  # status -> count (this process)
-    degraded: dict[str, str] = field(default_factory=dict)  # what -> why
+    degraded: dict[str, Degradation] = field(default_factory=dict)  # by what
     # Verifier disagreements seen by this process, per (cpu, suite): the alerting rules
     # name the CPU and suite from these labels.
     disagreements: dict[tuple[int, str], int] = field(default_factory=dict)
@@ -262,10 +283,11 @@ class QprofCollector(Collector):
         for (cpu, suite), n in sorted(disagreements.items()):
             dis.add_metric([str(cpu), suite], float(n))
         yield dis
-        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded",
+        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded, with "
+                                "why as one of a fixed set of reasons",
                                 labels=["what", "reason"])
         for what, why in sorted(degraded.items()):
-            deg.add_metric([what, why], 1.0)
+            deg.add_metric([what, why.reason], 1.0)
         yield deg
 
 
