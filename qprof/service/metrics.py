@@ -277,9 +277,9 @@ class QprofCollector(Collector):
             every.add_metric([], interval)
         yield every
         dis = CounterMetricFamily("qprof_verifier_disagreements",
-                                  "Signatures the verifiers judged differently (or one "
-                                  "judged wrongly), by CPU and suite, since the daemon "
-                                  "started", labels=["cpu", "suite"])
+                                  "Signatures the verifiers judged differently, by CPU "
+                                  "and suite, since the daemon started",
+                                  labels=["cpu", "suite"])
         for (cpu, suite), n in sorted(disagreements.items()):
             dis.add_metric([str(cpu), suite], float(n))
         yield dis
