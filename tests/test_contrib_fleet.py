@@ -1,7 +1,8 @@
 """A fleet on loopback: two `qprof daemon` processes with different hardware snapshots and
 stored results, the real Prometheus scraping both with contrib/prometheus/qprof.rules.yml
-loaded. Prometheus's HTTP API then shows the capped node's alert and the fleet-wide
-lowest margins. Every wait is bounded; everything started is stopped.
+loaded. Prometheus's HTTP API then shows the capped node's alert pending, the fleet-wide
+lowest margins, and the coverage-lost alert firing for the node whose constant falls
+short. Every wait is bounded; everything started is stopped.
 """
 
 from __future__ import annotations
@@ -55,13 +56,17 @@ def settle(port: int, expr: str, label: str, want: dict[str, float],
     return dict(got)
 
 
+# The capped Gold core, with ML-DSA-87 slowed beyond its constant: 296 VU > 290.
+ARM_MEDIANS = dict(GOLD_CAPPED_MEDIANS, **{"ML-DSA-87": 359_000})
+
+
 def test_two_nodes_one_capped(tmp_path: Path) -> None:
     prometheus_binary()
     vm, arm = fixture_root(THIS_VM), fixture_root(BIG_LITTLE)
     nodes: list[DaemonProc] = []
     try:
         nodes.append(_node(tmp_path, "vm", vm, 0, SILVER_MEDIANS, capped=False))
-        nodes.append(_node(tmp_path, "arm", arm, 6, GOLD_CAPPED_MEDIANS, capped=True))
+        nodes.append(_node(tmp_path, "arm", arm, 6, ARM_MEDIANS, capped=True))
         vm_target, arm_target = (scrape_target(d) for d in nodes)
         with running_prometheus(tmp_path, [vm_target, arm_target], (RULES,)) as port:
             _check_fleet(port, vm_target, arm_target)
@@ -85,15 +90,23 @@ def _check_fleet(port: int, vm_target: str, arm_target: str) -> None:
 
     # Fleet-lowest margin per suite: 1 - estimate/constant at the worse of the two nodes.
     profile = load_profile("qanum")
-    unit = {"vm": SILVER_MEDIANS["ML-DSA-44"], "arm": GOLD_CAPPED_MEDIANS["ML-DSA-44"]}
+    unit = {"vm": SILVER_MEDIANS["ML-DSA-44"], "arm": ARM_MEDIANS["ML-DSA-44"]}
     expected = {
         suite: min(1 - vu_estimate(medians[suite], unit[node]) / profile.verify_units[suite]
-                   for node, medians in (("vm", SILVER_MEDIANS), ("arm", GOLD_CAPPED_MEDIANS)))
+                   for node, medians in (("vm", SILVER_MEDIANS), ("arm", ARM_MEDIANS)))
         for suite in SILVER_MEDIANS}
     margins = settle(port, "suite:qprof_vu_margin:min", "suite", expected)
     assert margins == pytest.approx(expected)
     per_node = settle(port, 'instance_suite:qprof_vu_margin:min{suite="ML-DSA-87"}',
-                      "instance", {vm_target: 1 - 286 / 290, arm_target: 1 - 282 / 290})
-    assert per_node == pytest.approx({vm_target: 1 - 286 / 290, arm_target: 1 - 282 / 290})
-    assert settle(port, "qprof:nodes_not_covered:count", "", {"": 0.0}) == {"": 0.0}
+                      "instance", {vm_target: 1 - 286 / 290, arm_target: 1 - 296 / 290})
+    assert per_node == pytest.approx({vm_target: 1 - 286 / 290, arm_target: 1 - 296 / 290})
+    assert margins["ML-DSA-87"] == pytest.approx(1 - 296 / 290)  # the arm node's, below 0
+
+    # ... so the arm node is not covered, and QprofCoverageLost (no hold time) fires.
+    assert settle(port, "qprof:nodes_not_covered:count", "", {"": 1.0}) == {"": 1.0}
+    lost = wait_for("QprofCoverageLost firing", lambda: query(
+        port, 'ALERTS{alertname="QprofCoverageLost",alertstate="firing"}'), timeout=30,
+        every=0.5)
+    assert [(a["metric"]["instance"], a["metric"]["cpu"], a["metric"]["suite"])  # type: ignore[index]
+            for a in lost] == [(arm_target, "6", "ML-DSA-87")]
     print("fleet margins:", margins, "cap alerts:", sorted(seen))
