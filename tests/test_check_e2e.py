@@ -191,19 +191,16 @@ def test_bad_profile_is_exit_2_with_the_reason(tmp_path: Path):
 
 def test_worker_refusing_affinity_exits_3_with_the_reason(tmp_path: Path):
     job = tmp_path / "job.json"
-    job.write_text(json.dumps({"cpu": 99, "round": 0, "result": str(tmp_path / "r.json"),
-                               "tasks": []}))
+    job.write_text(json.dumps({"cpu": 99, "result": str(tmp_path / "r.json"),
+                               "pyperf": str(tmp_path / "p.json"), "tasks": []}))
     res = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job), "--worker",
-         "--loops", "1", "--warmups", "1", "--values", "1", "--affinity", "99", "--quiet",
-         "-o", str(tmp_path / "p.json")],
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job)],
         capture_output=True, text=True, timeout=60)
     assert res.returncode == 3
     assert "cannot pin to CPU 99" in res.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     res = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad), "--worker",
-         "--loops", "1", "--warmups", "1", "--values", "1", "--quiet"],
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad)],
         capture_output=True, text=True, timeout=60)
     assert res.returncode == 4 and "bad job file" in res.stderr
