@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure import hwinfo
 
 pytestmark = pytest.mark.slow
@@ -151,10 +152,9 @@ def test_cpu_problems(tmp_path: Path):
         (d / "online").write_text(online + "\n")
     assert "offline" in (hwinfo.cpu_problem(1, root) or "")
     assert "does not exist" in (hwinfo.cpu_problem(7, root) or "")
-    assert hwinfo.parse_cpus("0,2-3") == [0, 2, 3]
-    assert hwinfo.parse_cpus("all") is None
+    assert parse_cpu_arg("0,2-3") == [0, 2, 3]
     with pytest.raises(ValueError):
-        hwinfo.parse_cpus("3-1")
+        parse_cpu_arg("3-1")
     assert hwinfo.format_cpus([0, 1, 2, 5]) == "0-2,5"
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from test_tui_helpers import seed_store
 
+from qprof.hw.load import read_proc_stat
 from qprof.service.store import Store
 from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered, fmt_duration
 from qprof.tui.sources.consensus import (
@@ -16,7 +17,7 @@ from qprof.tui.sources.consensus import (
     load_profile_info,
 )
 from qprof.tui.sources.hardware import ClusterFacts
-from qprof.tui.sources.load import LoadSource, read_cpu_times
+from qprof.tui.sources.load import LoadSource
 from qprof.tui.widgets.freq_history import sparkline
 
 
@@ -50,7 +51,8 @@ def test_load_from_proc_stat(tmp_path: Path) -> None:
     stat.write_text("cpu  40 0 10 130 0 0 0 0 0 0\ncpu0 40 0 10 130 0 0 0 0 0 0\n")
     assert source.sample() == {0: pytest.approx(37.5)}  # 30 busy of 80 jiffies
     assert LoadSource(tmp_path, live=False).sample() == {}
-    assert read_cpu_times(tmp_path / "missing") == {}
+    assert read_proc_stat(tmp_path / "missing") is None
+    assert LoadSource(tmp_path / "missing").sample() == {}
 
 
 def test_coverage_from_seeded_store(tmp_path: Path) -> None:
@@ -114,7 +116,9 @@ def test_live_root_cap_edges_become_alerts_and_history(tmp_path: Path) -> None:
     gold = root / "sys/devices/system/cpu/cpu6/cpufreq"
     if not (gold / "scaling_max_freq").exists():
         pytest.skip("fixture layout changed: no per-CPU cpufreq directory for CPU 6")
-    collector = Collector(frozen_config(root, live=True))
+    # Every edge counts at once here (the frozen clock stands still; hysteresis is the
+    # tracker's, tested in test_service_alerts / test_service_watch).
+    collector = Collector(frozen_config(root, live=True, cap_samples=1, cap_hold_s=0.0))
     first = collector.frame()
     assert first.cores[6].capped is True and first.alerts == ()
     for name in ("scaling_max_freq", "scaling_cur_freq"):

@@ -57,15 +57,15 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
+    from qprof.hw.sysfs import parse_cpu_arg
     from qprof.measure import hwinfo
 
     if text is None:
         return None
-    cpus = hwinfo.parse_cpus(text)
-    if cpus is None:  # "all": every online CPU of the topology
+    if text.strip() == "all":  # every online CPU of the topology
         topo = hwinfo.topology(root)
-        cpus = sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
-    return cpus
+        return sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
+    return parse_cpu_arg(text)
 
 
 class ProgressLine:

@@ -44,9 +44,9 @@ def _ms(ns: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
+    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import EngineError, run_bench
-    from qprof.measure.hwinfo import cap_text
     from qprof.measure.jsonl import JsonlSink
     from qprof.measure.records import Record
     from qprof.measure.verdict import evaluate
@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                   "time allowed")
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
-        print(f"CPU {cpu}: " + cap_text(None, None, factor))
+        print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
     worst = max(results, key=lambda r: r.worst_block_ns)
     ref = f"; on the reference core {worst.reference_core}: {_ms(worst.reference_block_ns)}" if (
         worst.reference_block_ns) else ""

@@ -36,8 +36,9 @@ def ghz_range(lo: int | None, hi: int | None) -> str:
     return f"{lo / 1e6:.2f} - {ghz(hi)}"
 
 
-def cap_text(item: CpuFreq | ClusterFreq) -> str:
-    """``capped 2.42 -> 1.08 GHz by policy: 2.24x`` / ``no`` / ``unknown (...)``."""
+def cap_cell(item: CpuFreq | ClusterFreq) -> str:
+    """The cap column of a table: ``CAPPED 2.42 -> 1.08 GHz by policy: 2.24x`` / ``no`` /
+    ``unknown (...)`` (sentences about a cap: qprof.hw.caps.cap_message)."""
     if item.capped is None:
         if getattr(item, "online", None) is False:
             return "- (offline)"
@@ -83,7 +84,7 @@ def problems_text(problems: Sequence[str], limit: int = 8) -> str:
 
 
 __all__ = [
-    "cap_text",
+    "cap_cell",
     "emit",
     "format_cpulist",
     "ghz",

@@ -221,3 +221,14 @@ def problems_by_cpu(problems: list[str], domains: dict[int, list[int]] | None = 
         for cpu in cpus:
             out.setdefault(cpu, []).append(problem)
     return out
+
+
+def parse_cpu_arg(text: str) -> list[int]:
+    """A CPU list a user typed (``0,2-3``), through :func:`parse_cpulist`: the sorted CPUs.
+    ValueError saying what is wrong (not a list, a backwards range, nothing in it)."""
+    cpus, problem = parse_cpulist(text, "CPU list")
+    if problem:
+        raise ValueError(problem)
+    if not cpus:
+        raise ValueError(f"no CPUs in {text!r}")
+    return sorted(cpus)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qprof.measure import hwinfo, stats
+from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
+from qprof.measure import stats
 from qprof.measure.freqwatch import CapState
 from qprof.measure.plan import NoteText
 from qprof.measure.protocol import Task, WorkerResult
@@ -38,8 +39,9 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
     cpu = where.cpu
     for k, (capped, factor, worst) in sorted(caps.items()):
         if capped and worst is not None:
-            out.notes.append(("warning", "cap", f"CPU {cpu} round {k + 1}: " + hwinfo.cap_text(
-                worst.hw_max_khz, worst.max_khz, factor)))
+            out.notes.append(("warning", "cap", f"CPU {cpu} round {k + 1}: " + cap_message(
+                worst.max_khz, worst.hw_max_khz, factor, worst.cap_cause)
+                + f"; {RATIOS_UNAFFECTED}"))
     for res in result.results:
         if res.index < start or res.index >= len(tasks) or not res.values_s:
             continue

@@ -9,11 +9,12 @@ import time
 from collections.abc import Callable
 
 from qprof.hw import Topology, read_topology
+from qprof.hw.freq import CpuFreq
 from qprof.measure import hwinfo
 from qprof.measure.records import FreqSample, Record
 
 FREQ_INTERVAL_S = 0.5
-CapState = tuple[bool | None, float | None, hwinfo.CpuFreq | None]  # capped, factor, worst
+CapState = tuple[bool | None, float | None, CpuFreq | None]  # capped, factor, worst
 
 
 class FreqWatch:
@@ -26,7 +27,7 @@ class FreqWatch:
     def __init__(self, root: str, cpu: int, run_id: str, emit: Callable[[Record], None]) -> None:
         self.root, self.cpu, self.run_id, self.emit = root, cpu, run_id, emit
         self.round: int | None = None
-        self.samples: list[tuple[int | None, hwinfo.CpuFreq]] = []
+        self.samples: list[tuple[int | None, CpuFreq]] = []
         self._topology: Topology | None = None
         self._topology_tried = False
         self._lock = threading.Lock()
@@ -58,7 +59,7 @@ class FreqWatch:
                 max_khz=f.max_khz,
                 hw_max_khz=f.hw_max_khz,
                 capped=f.capped,
-                cause=f.cause,
+                cause=f.cap_cause,
                 round=rnd,
             )
         )
@@ -82,7 +83,7 @@ class FreqWatch:
             self.sample()
 
     @staticmethod
-    def _summarize(samples: list[hwinfo.CpuFreq]) -> CapState:
+    def _summarize(samples: list[CpuFreq]) -> CapState:
         known = [s for s in samples if s.capped is not None]
         if not known:
             return None, None, None
@@ -101,7 +102,7 @@ class FreqWatch:
         return self._summarize([f for _r, f in self.samples])
 
     def by_round(self) -> dict[int, CapState]:
-        rounds: dict[int, list[hwinfo.CpuFreq]] = {}
+        rounds: dict[int, list[CpuFreq]] = {}
         for rnd, f in self.samples:
             if rnd is not None:
                 rounds.setdefault(rnd, []).append(f)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
-from qprof.measure.hwinfo import cap_text
+from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.measure.jsonl import RunData
 from qprof.measure.reduce import (
     Reduced,
@@ -525,7 +525,8 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None
             row = c.cpu_row
-            text = cap_text(row.get("hw_max_khz"), row.get("scaling_max_khz"), factor)
+            text = (cap_message(row.get("scaling_max_khz"), row.get("hw_max_khz"), factor,
+                                row.get("cap_cause")) + f"; {RATIOS_UNAFFECTED}")
             rounds = ", ".join(str(x + 1) for x in capped)
             lines.append(f"  - Frequency cap: {text} (rounds {rounds}).")
     for c in {id(c.run): c for c in cols}.values():

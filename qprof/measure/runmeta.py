@@ -91,7 +91,7 @@ def _cpu_rows(topo: dict[str, Any], cpus: list[int], root: str) -> list[dict[str
             row.update({
                 "governor": f.governor, "cur_khz": f.cur_khz, "min_khz": f.min_khz,
                 "scaling_max_khz": f.max_khz, "hw_max_khz": f.hw_max_khz,
-                "capped": f.capped, "cap_factor": f.cap_factor, "cap_cause": f.cause,
+                "capped": f.capped, "cap_factor": f.cap_factor, "cap_cause": f.cap_cause,
             })
         rows.append(row)
     return rows

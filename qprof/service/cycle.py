@@ -21,9 +21,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from qprof.hw.choose import one_per_cluster
+from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
 from qprof.service.alerts import AlertDispatcher
-from qprof.service.config import DaemonConfig, parse_cpu_list
+from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.metrics import MetricsState, summarize
 from qprof.service.store import Store
 
@@ -325,17 +327,15 @@ def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, boo
     if spec == "all":
         return sorted(c for c, on in online.items() if on), warnings
     if spec == "clusters":
-        out = []
-        for cid, members in sorted(clusters.items()):
-            live = [c for c in sorted(members) if online.get(c, False)]
-            if live:
-                out.append(live[0])
-            else:
-                warnings.append(f"cluster {cid} has no online CPU")
+        out, warnings = one_per_cluster(clusters, {c for c, on in online.items() if on})
         if not out:  # no cluster info: every online CPU
             out = sorted(c for c, on in online.items() if on)
         return out, warnings
-    wanted = parse_cpu_list(spec)
+    try:
+        wanted = parse_cpu_arg(spec)
+    except ValueError as exc:
+        raise ConfigError(f"cpus: expected 'clusters', 'all' or a list like 0,2-3 "
+                          f"({exc})") from None
     out = []
     for c in wanted:
         if c not in online:

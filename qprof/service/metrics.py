@@ -18,11 +18,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
+from qprof.hw.freq import CpuFreq
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import reduce_measurements
 from qprof.measure.verdict import choose_statistic, evaluate
 from qprof.service.alerts import KINDS
-from qprof.service.watch import CpuView
 
 log = logging.getLogger("qprof.daemon")
 
@@ -110,7 +110,7 @@ def coverage_of(profile: Profile | None, results: list[SuiteResult]) -> list[Cov
 @dataclass
 class MetricsState:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    freqs: dict[int, CpuView] = field(default_factory=dict)
+    freqs: dict[int, CpuFreq] = field(default_factory=dict)
     results: list[SuiteResult] = field(default_factory=list)
     profile: Profile | None = None
     coverage: list[CoverageResult] = field(default_factory=list)
@@ -160,7 +160,7 @@ class QprofCollector(Collector):
                                    labels=["cpu"])
         for cpu, f in sorted(freqs.items()):
             label = [str(cpu)]
-            online.add_metric(label, 1.0 if f.online else 0.0)
+            online.add_metric(label, 0.0 if f.online is False else 1.0)
             if f.cur_khz is not None:
                 cur.add_metric(label, f.cur_khz * 1000.0)
             if f.max_khz is not None:
