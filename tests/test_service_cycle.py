@@ -102,10 +102,9 @@ def test_select_cpus() -> None:
 
 
 def test_bench_config_is_check_mode_on_one_cpu() -> None:
-    from qprof.measure.config import BenchConfig
 
     cfg = DaemonConfig(suites=["ML-DSA-44"], quick=True, profile="qanum")
-    bc = bench_config(BenchConfig, cfg, 4, "numba")
+    bc = bench_config(cfg, 4, "numba")
     assert (bc.cpus, bc.backends, bc.mode, bc.nice, bc.suites) == (
         [4], ["numba"], "check", 10, ["ML-DSA-44"])
     assert bc.adaptive is False and bc.rounds == 3
@@ -155,14 +154,13 @@ def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -
 
 
 def test_bench_config_matches_check_and_adds_the_shadow_pair() -> None:
-    from qprof.measure.config import BenchConfig
 
-    bc = bench_config(BenchConfig, DaemonConfig(), 0, "liboqs", profile="qanum")
+    bc = bench_config(DaemonConfig(), 0, "liboqs", profile="qanum")
     assert bc.statistic == "auto" and bc.profile == "qanum"
     assert bc.operations == ["verify", "dual_shadow", "dual_shadow_invalid"]
-    assert bench_config(BenchConfig, DaemonConfig(dual=False), 0, "liboqs").operations is None
+    assert bench_config(DaemonConfig(dual=False), 0, "liboqs").operations is None
     # numba alone has no pair to compare.
-    assert bench_config(BenchConfig, DaemonConfig(), 0, "numba").operations is None
+    assert bench_config(DaemonConfig(), 0, "numba").operations is None
 
 
 def test_wrong_verdict_note_alerts_as_a_disagreement(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ import pytest
 from test_tui_helpers import seed_store
 
 from qprof.hw.load import read_proc_stat
+from qprof.measure.units import fmt_ns
 from qprof.service.store import Store
-from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered, fmt_duration
+from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered
 from qprof.tui.sources.consensus import (
     core_costs,
     coverage_rows,
@@ -22,10 +23,11 @@ from qprof.tui.widgets.freq_history import sparkline
 
 
 def test_formatting() -> None:
-    assert fmt_duration(190_750) == "190.8 µs"
-    assert fmt_duration(3_005_000) == "3.00 ms"
-    assert fmt_duration(1_257_000_000) == "1.26 s"
-    assert fmt_duration(None) == "—"
+    assert fmt_ns(190_750) == "190.8 µs"
+    assert fmt_ns(3_005_000) == "3.00 ms"
+    assert fmt_ns(1_257_000_000) == "1,257 ms"
+    assert fmt_ns(None, missing="—") == "—"
+    assert fmt_ns(3_095_400, "µs") == "3,095"
     assert cpu_ranges([0, 1, 2, 3, 6]) == "0-3,6"
     assert fmt_covered(True).startswith("✓") and fmt_covered(False).startswith("✗")
     assert fmt_covered(None) == "not measured yet"

@@ -37,7 +37,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _ms(ns: float) -> str:
-    from qprof.measure.report import fmt_ns
+    from qprof.measure.units import fmt_ns
 
     return fmt_ns(ns)
 

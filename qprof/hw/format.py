@@ -55,15 +55,25 @@ def cap_cell(item: CpuFreq | ClusterFreq) -> str:
             f"{cause}{factor}")
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [len(h) for h in headers]
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]],
+          right: Sequence[int] = ()) -> str:
+    """A plain-text table (rich.table, no borders or colour): columns two spaces apart,
+    numbers right-aligned in the columns listed in ``right``, never wrapped."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="",
+                 show_edge=False)
+    for i, h in enumerate(headers):
+        grid.add_column(Text(h), justify="right" if i in right else "left", no_wrap=True)
     for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
+        grid.add_row(*(Text(cell) for cell in row))  # Text: no markup in the cells
+    out = io.StringIO()
+    Console(file=out, width=100_000, color_system=None, highlight=False).print(grid)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
 def merge_problems(*lists: Sequence[str]) -> list[str]:

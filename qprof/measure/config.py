@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from qprof.measure.records import Measurement
 
@@ -143,5 +142,3 @@ class RunSummary:
     wrong_verdicts: int = 0
     rounds: dict[int, int] = field(default_factory=dict)  # cpu -> rounds run
     notes: list[str] = field(default_factory=list)
-    ratio_ci: dict[tuple[int, str, str, str], tuple[float, float]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)

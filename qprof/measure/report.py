@@ -21,24 +21,12 @@ from qprof.measure.reduce import (
     reduce_measurements,
     unit_drift_bp,
 )
+from qprof.measure.units import fmt_ns
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
 
 # ---------------------------------------------------------------- formatting
-
-
-def fmt_ns(ns: float | None) -> str:
-    """Seed style: 866 ns, 59.0 µs, 3.00 ms, 18.18 ms, 116 ms, 3,095 ms."""
-    if ns is None or not math.isfinite(ns):
-        return "-"
-    if ns < 1_000:
-        return f"{ns:.0f} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1e3:.1f} µs"
-    if ns < 100_000_000:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e6:,.0f} ms"
 
 
 def fmt_range(red: Reduced) -> str:

@@ -472,12 +472,6 @@ class Store:
         self._last_freq[cpu] = (ts, mx, None if capped is None else int(capped))
         return 1
 
-    def prune_freq_history(self, older_than_s: float = FREQ_KEEP_S) -> int:
-        with self._lock, self._db:
-            cur = self._db.execute("DELETE FROM freq_samples WHERE ts < ?",
-                                   (time.time() - older_than_s,))
-        return cur.rowcount
-
     # -- retention ------------------------------------------------------------------------
 
     def _result_run_ids(self) -> set[str]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     Frame,
     fmt_cap,
     fmt_covered,
-    fmt_duration,
     fmt_ghz,
     fmt_stat,
-    fmt_us,
 )
 
 
@@ -46,7 +45,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
         for s in suites:
             med = c.medians_ns.get(s)
             vu = c.vu.get(s)
-            cells.append("—" if med is None else fmt_us(med) + (f" ({vu})" if vu else ""))
+            cells.append("—" if med is None else fmt_ns(med, "µs") + (f" ({vu})" if vu else ""))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
@@ -59,13 +58,13 @@ def report_markdown(frame: Frame, profile: str) -> str:
         capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
             else ("unknown" if r.capped is None and r.median_ns else "no")
         lines.append("| " + " | ".join([
-            r.suite, where, fmt_duration(r.median_ns),
+            r.suite, where, fmt_ns(r.median_ns, missing="—"),
             fmt_stat(r.statistic) if r.median_ns else "—",
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
             fmt_covered(r.covered, r.note or "not measured yet", r.confidence),
-            fmt_duration(r.worst_block_ns),
+            fmt_ns(r.worst_block_ns, missing="—"),
             capped if r.median_ns else "—",
         ]) + " |")
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
