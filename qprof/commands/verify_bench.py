@@ -13,6 +13,7 @@ with its ratio to liboqs (or to rustcrypto when liboqs is absent).
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -140,7 +141,7 @@ def time_suite(
         verifiers[backend] = verifier
     round_ns = round_ms * 1e6
     batches = {
-        name: _calibrate(lambda v=v: v.verify(pk, MESSAGE, sig, CONTEXT), round_ns)
+        name: _calibrate(functools.partial(v.verify, pk, MESSAGE, sig, CONTEXT), round_ns)
         for name, v in verifiers.items()
     }
     samples: dict[str, list[float]] = {name: [] for name in verifiers}

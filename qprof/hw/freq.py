@@ -155,6 +155,7 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
     any_freq = False
     shared: dict[tuple[int, ...], CpuFreq] = {}  # one complete read per policy
     for t in topology.cpus:
+        online: bool | None
         if online_list is not None:
             online = t.cpu in online_list
         else:
@@ -184,8 +185,8 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
         cpus.append(f)
     if not any_freq:
         for cpu, mhz in cpuinfo_mhz(root).items():
-            if (f := next((c for c in cpus if c.cpu == cpu), None)) is not None:
-                f.reported_khz = int(mhz * 1000)
+            if (found := next((c for c in cpus if c.cpu == cpu), None)) is not None:
+                found.reported_khz = int(mhz * 1000)
         live = estimate and os.path.abspath(str(root)) == "/"
         sr.note("no cpufreq: the system exposes no CPU frequency (VM?); current frequency "
                 + ("estimated by measurement" if live else "unknown"))

@@ -18,6 +18,9 @@ from pathlib import Path
 MAX_READ_BYTES = 4 * 1024 * 1024
 
 
+CpuSet = set[int]  # (named outside SysRoot, whose method `int` shadows the type there)
+
+
 class SysRoot:
     """A root directory (``/`` or a snapshot) that reads files and collects problems."""
 
@@ -56,7 +59,7 @@ class SysRoot:
             return None, problem
         return parse_int(text, rel)
 
-    def cpulist(self, rel: str) -> tuple[set[int] | None, str | None]:
+    def cpulist(self, rel: str) -> tuple[CpuSet | None, str | None]:
         text, problem = self.text(rel)
         if text is None:
             return None, problem

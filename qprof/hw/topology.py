@@ -248,8 +248,8 @@ def _read_proc(sr: SysRoot, cpu: int, policies: PolicyMap, info: CpuinfoData,
                     "its cpufreq files are ignored")
         else:
             p.related = related
-            p.related_strong = bool(related) and len(related) > 1
-            key = frozenset(related) if p.related_strong else None
+            p.related_strong = related is not None and len(related) > 1
+            key = frozenset(related) if related is not None and p.related_strong else None
             if key is not None and key in domains:
                 # Same policy as a CPU already read (one kernel object, one answer).
                 p.max_khz, p.min_khz = domains[key]
@@ -478,14 +478,15 @@ def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: Cpuinf
     result: dict[int, tuple[int, str]] = {}
     cluster_midr: list[int | None] = []
     for g in groups:
-        complete = [procs[c].midr.midr for c in g if procs[c].midr and procs[c].midr.complete]
+        complete = [m.midr for c in g if (m := procs[c].midr) is not None and m.complete
+                    and m.midr is not None]
         if complete:
             midr = Counter(complete).most_common(1)[0][0]
             cluster_midr.append(midr)
             for c in g:
                 pm = procs[c].midr
                 if pm is not None and pm.complete:
-                    result[c] = (pm.midr, "cpuinfo")  # type: ignore[assignment]
+                    result[c] = (pm.midr if pm.midr is not None else midr, "cpuinfo")
                 else:
                     result[c] = (midr, "cluster")
         else:
@@ -499,7 +500,7 @@ def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: Cpuinf
         for c in groups[i]:
             result[c] = (midr, source)
 
-    shared = [m for m in info.shared_midrs if m.complete]
+    shared = [m.midr for m in info.shared_midrs if m.complete and m.midr is not None]
     known_leaders = {i: procs[groups[i][0]].midr for i in range(len(groups))}
     table = parts.chipset_clusters(chipset)
     if table is not None and table.cores == n_usable and len(table.cluster_cores) == len(
@@ -512,24 +513,25 @@ def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: Cpuinf
             return result
     if shared and not any(m is not None for m in cluster_midr):
         if len(groups) == 1:
-            fill(0, shared[0].midr, "cpuinfo")  # type: ignore[arg-type]
+            fill(0, shared[0], "cpuinfo")
             return result
         if len(shared) == len(groups):
             # "CPU part: 0xc07 & 0xc0f": the faster design goes to the faster cluster.
-            designs = sorted((m.midr for m in shared), key=_midr_rank)  # type: ignore[arg-type]
+            designs = sorted(shared, key=_midr_rank)
             order = sorted(range(len(groups)), key=lambda i: (max_of[i] or 0, -i))
             for i, midr in zip(order, designs, strict=True):
-                fill(i, midr, "cpuinfo (designs ordered by max frequency)")  # type: ignore
+                fill(i, midr, "cpuinfo (designs ordered by max frequency)")
             return result
     known = [(i, m) for i, m in enumerate(cluster_midr) if m is not None]
     big: int | None = None
     if len(groups) == 2:
         if shared and not known:
-            big = shared[0].midr
+            big = shared[0]
         elif len(known) == 1:
             big = known[0][1]
             k, u = known[0][0], 1 - known[0][0]
-            if max_of[k] is not None and max_of[u] is not None and max_of[k] < max_of[u]:
+            max_k, max_u = max_of[k], max_of[u]
+            if max_k is not None and max_u is not None and max_k < max_u:
                 # The design we know is the slower cluster's: the faster cluster's design
                 # cannot be derived from it (a LITTLE core has many possible big partners).
                 problems.append(f"MIDR of CPUs {format_cpulist(groups[u])} not reported "
@@ -547,7 +549,7 @@ def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: Cpuinf
             problems.append("MIDR of CPUs " + ", ".join(format_cpulist(groups[i]) for i in unknown)
                             + " not reported; guessed from the big.LITTLE pairing")
             return result
-    fallback = known[0][1] if known else (shared[0].midr if shared else None)
+    fallback = known[0][1] if known else (shared[0] if shared else None)
     if fallback is None:
         return result
     previous: int | None = None
@@ -581,8 +583,8 @@ def read_topology(root: str | Path = "/") -> Topology:
     text, prob = sr.text("/proc/cpuinfo")
     sr.note(prob)
     info = parse_cpuinfo(text or "")
-    for p in info.problems:
-        sr.note(p)
+    for problem in info.problems:
+        sr.note(problem)
     arch = _detect_arch(sr, info)
     x86 = arch in ("x86", "x86_64")
 
@@ -637,7 +639,7 @@ def read_topology(root: str | Path = "/") -> Topology:
             how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
 
     cluster_of = {c: i for i, g in enumerate(groups) for c in g}
-    max_of = {i: max((procs[c].max_khz for c in g if procs[c].max_khz), default=None)
+    max_of = {i: max((k for c in g if (k := procs[c].max_khz)), default=None)
               for i, g in enumerate(groups)}
     chipset = parts.chipset_name(info.hardware)
     midrs: dict[int, tuple[int, str]] = {}

@@ -43,9 +43,9 @@ class Plan:
             self.profile = load_profile(config.profile)
         self.unit = config.unit_suite or (self.profile.unit_suite if self.profile else "ML-DSA-44")
         suites = list(config.suites or (self.profile.suites if self.profile else QANUM_SUITES))
-        for s in [*suites, self.unit]:
-            if s not in SUITES:
-                raise EngineError(f"unknown suite {s!r}; known suites: {', '.join(SUITES)}")
+        for name in [*suites, self.unit]:
+            if name not in SUITES:
+                raise EngineError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")
         self.suites = [self.unit] + [s for s in suites if s != self.unit]
         self.others = self.suites[1:]
         self.backends = self._backends()

@@ -8,13 +8,17 @@ signatures; dual enforce/shadow; worst-case block; notes on caps, drift and agre
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.measure.jsonl import RunData
+from qprof.measure.records import Meta
 from qprof.measure.reduce import (
+    Key,
     Reduced,
     paired_ratios,
     ratio_ci,
@@ -60,13 +64,13 @@ class Column:
     run: RunData
     cpu: int
     label: str
-    reduced: dict = field(default_factory=dict)
+    reduced: dict[Key, Reduced] = field(default_factory=dict)
 
     def get(self, suite: str, backend: str, op: str) -> Reduced | None:
         return self.reduced.get((self.cpu, suite, backend, op))
 
     @property
-    def cpu_row(self) -> dict:
+    def cpu_row(self) -> dict[str, Any]:
         meta = self.run.meta
         for row in meta.cpus if meta else []:
             if row.get("cpu") == self.cpu:
@@ -74,8 +78,9 @@ class Column:
         return {"cpu": self.cpu}
 
 
-def _core_name(row: dict) -> str | None:
-    return row.get("part_name") or row.get("uarch")
+def _core_name(row: dict[str, Any]) -> str | None:
+    name = row.get("part_name") or row.get("uarch")
+    return str(name) if name else None
 
 
 def build_columns(runs: list[RunData]) -> list[Column]:
@@ -119,7 +124,7 @@ def _unit(profile: Profile | None, cols: list[Column]) -> str:
     for c in cols:
         meta = c.run.meta
         if meta and meta.settings.get("unit_suite"):
-            return meta.settings["unit_suite"]
+            return str(meta.settings["unit_suite"])
     return "ML-DSA-44"
 
 
@@ -131,16 +136,16 @@ def _machine(cols: list[Column]) -> list[str]:
     header = [""] + [c.label for c in cols]
     rows: list[list[str]] = []
 
-    def row(name: str, fn) -> None:
+    def row(name: str, fn: Callable[[Column], str]) -> None:
         rows.append([name] + [fn(c) for c in cols])
 
-    def meta(c: Column):
-        return c.run.meta
+    def meta(c: Column) -> Meta:
+        return c.run.meta or Meta(run_id="?", started_at=0.0, qprof_version="?", command=[])
 
     row("File", lambda c: f"`{Path(c.run.path).name}`")
-    row("Machine", lambda c: (meta(c).machine.get("cpu_model") or "?") + ", "
-        + (meta(c).machine.get("arch") or "?") if meta(c) else "?")
-    row("Kernel", lambda c: meta(c).machine.get("kernel") or "?" if meta(c) else "?")
+    row("Machine", lambda c: f"{meta(c).machine.get('cpu_model') or '?'}, "
+        f"{meta(c).machine.get('arch') or '?'}" if c.run.meta else "?")
+    row("Kernel", lambda c: str(meta(c).machine.get("kernel") or "?"))
 
     def core(c: Column) -> str:
         r = c.cpu_row
@@ -158,7 +163,7 @@ def _machine(cols: list[Column]) -> list[str]:
         hw, mx = r.get("hw_max_khz"), r.get("scaling_max_khz")
         if hw is None and mx is None:
             return "unknown (no cpufreq data)"
-        text = f"{(mx or hw) / 1e6:.2f} GHz"
+        text = f"{(mx or hw or 0) / 1e6:.2f} GHz"
         capped = [m for m in c.run.measurements if m.cpu == c.cpu and m.capped]
         if r.get("capped") or capped:
             text += " (capped by the system)"
@@ -176,7 +181,7 @@ def _machine(cols: list[Column]) -> list[str]:
     row("Run time (whole run)", runtime)
 
     def versions(c: Column) -> str:
-        v = meta(c).versions if meta(c) else {}
+        v = meta(c).versions
         parts = [
             f"liboqs {v.get('liboqs_linked') or '-'} "
             f"(liboqs-python {v.get('liboqs_python') or '-'})",
@@ -190,7 +195,7 @@ def _machine(cols: list[Column]) -> list[str]:
     row("Versions", versions)
 
     def method(c: Column) -> str:
-        s = meta(c).settings if meta(c) else {}
+        s = meta(c).settings
         return (f"mode {s.get('mode', '?')}, {s.get('rounds', '?')} base rounds "
                 f"(up to {s.get('max_rounds', '?')}), nice {s.get('nice', '?')}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from qprof.measure.fixtures import Fixture
 from qprof.measure.protocol import Task
@@ -59,7 +59,8 @@ class Clock:
 
 
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
-CLOCK_NAMES = {"wall": "perf_counter", "cpu": "thread_time"}
+CLOCK_NAMES: dict[str, Literal["perf_counter", "thread_time"]] = {
+    "wall": "perf_counter", "cpu": "thread_time"}
 
 
 @dataclass

@@ -35,10 +35,6 @@ log = logging.getLogger("qprof.daemon")
 
 WARM_TIMEOUT_S = 600.0  # a cold numba compile of every kernel takes ~1 min
 
-# --quick: the verdict's operations only, short budgets, fixed rounds (tests, small boxes).
-QUICK_SETTINGS = {"budget_s": 0.1, "rounds": 3, "max_rounds": 3, "adaptive": False,
-                  "min_n": 10, "max_n": 500}
-
 
 def bench_config(cfg: DaemonConfig, cpu: int, backend: str,
                  profile: str | None = None) -> BenchConfig:
@@ -61,7 +57,12 @@ def bench_config(cfg: DaemonConfig, cpu: int, backend: str,
         operations=(["verify", "dual_shadow", "dual_shadow_invalid"]
                     if cfg.dual and backend == "liboqs" else None),
     )
-    return dataclasses.replace(bc, **QUICK_SETTINGS) if cfg.quick else bc
+    if not cfg.quick:
+        return bc
+    # --quick: the verdict's operations only, short budgets, fixed rounds (tests, small
+    # boxes).
+    return dataclasses.replace(bc, budget_s=0.1, rounds=3, max_rounds=3, adaptive=False,
+                               min_n=10, max_n=500)
 
 
 class CycleRunner:

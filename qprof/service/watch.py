@@ -13,6 +13,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qprof.hw.caps import CapSeen, CapTracker
 from qprof.hw.freq import ClusterFreq, CpuFreq, read_frequencies
@@ -107,8 +108,8 @@ class Watcher:
         if change is None:
             return
         if change.started:
-            details = {"factor": cl.cap_factor, "cause": cl.cap_cause, "max_khz": cl.max_khz,
-                       "hw_max_khz": cl.hw_max_khz}
+            details: dict[str, Any] = {"factor": cl.cap_factor, "cause": cl.cap_cause,
+                                       "max_khz": cl.max_khz, "hw_max_khz": cl.hw_max_khz}
             if change.at_startup:
                 details["at_startup"] = True
             self.alerts.emit("cap_started", "warning", f"{label}: {change.message()}",

@@ -364,8 +364,8 @@ class Collector:
             return  # a snapshot does not move: one point is the whole story
         by_cpu = {c.cpu: c for c in cpus}
         for key, members in self._cluster_members(clusters, cpus):
-            values = [by_cpu[m].cur_khz for m in members
-                      if m in by_cpu and by_cpu[m].cur_khz is not None]
+            values = [khz for m in members
+                      if m in by_cpu and (khz := by_cpu[m].cur_khz) is not None]
             if values:
                 ring = self._history.setdefault(key, deque(maxlen=self.config.history_len))
                 ring.append(max(values))  # the fastest core shows a cap first
@@ -397,7 +397,7 @@ class Collector:
             design = next((short_design(c.design) for c in clusters if c.id == key), None)
             label = (f"cl{key} {design}" if key is not None else "all") + \
                 f" {cpu_ranges(members)}"
-            scale = max((hw_max[m] for m in members if hw_max.get(m)), default=None)
+            scale = max((khz for m in members if (khz := hw_max.get(m))), default=None)
             out.append(ClusterHistory(key, label, tuple(self._history.get(key, ())), scale))
         return tuple(out)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
+    CoverageView,
     Frame,
     fmt_cap,
     fmt_covered,
@@ -74,7 +75,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
               "Worst-case block = (max block Verify Units / constant) signatures × t, on "
               "one core: an estimate, not a measured block."]
     # Per core, which statistic and why, with the other rule's estimate beside it.
-    whys = {}
+    whys: dict[int, list[CoverageView]] = {}
     for r in frame.coverage:
         if r.cpu is not None and r.statistic_why:
             whys.setdefault(r.cpu, []).append(r)
