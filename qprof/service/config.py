@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.sysfs import parse_cpu_arg
-from qprof.service.store import Retention
+from qprof.service.retention import Retention
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
