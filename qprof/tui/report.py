@@ -17,6 +17,12 @@ from qprof.tui.model import (
 
 
 def report_markdown(frame: Frame, profile: str) -> str:
+    lines = (_header(frame, profile) + _cores(frame) + _coverage(frame)
+             + _frequencies(frame) + _alerts(frame))
+    return "\n".join(lines) + "\n"
+
+
+def _header(frame: Frame, profile: str) -> list[str]:
     m = frame.machine
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(frame.taken_at))
     lines = [
@@ -26,12 +32,15 @@ def report_markdown(frame: Frame, profile: str) -> str:
         f"- Profile: {profile}; backend: {m.backend}",
         f"- Data source: {m.source}",
     ]
-    lines += [f"- Note: {p}" for p in m.problems]
+    return lines + [f"- Note: {p}" for p in m.problems]
+
+
+def _cores(frame: Frame) -> list[str]:
     # Suites in the profile's order (the coverage rows), then any other measured ones.
     order = list(dict.fromkeys(r.suite for r in frame.coverage))
     measured = {s for c in frame.cores for s in c.medians_ns}
     suites = [s for s in order if s in measured] + sorted(measured - set(order))
-    lines += ["", "## Cores", ""]
+    lines = ["", "## Cores", ""]
     head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
             "HW max GHz", "Cap", "Statistic"] + [f"{s} µs (VU)" for s in suites]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -48,7 +57,11 @@ def report_markdown(frame: Frame, profile: str) -> str:
             vu = c.vu.get(s)
             cells.append("—" if med is None else fmt_ns(med, "µs") + (f" ({vu})" if vu else ""))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Verify-Unit coverage", ""]
+    return lines
+
+
+def _coverage(frame: Frame) -> list[str]:
+    lines = ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
         lines += [f"_{frame.coverage_note}_", ""]
     head = ["Suite", "Where", "Verify", "Statistic", "Estimate", "Constant", "Margin",
@@ -88,25 +101,32 @@ def report_markdown(frame: Frame, profile: str) -> str:
             line += "; by the median rule: " + ", ".join(
                 f"{x.suite} {x.vu_median_rule}" for x in rows if x.vu_median_rule is not None)
         lines.append(line)
-    if frame.history:
-        lines += ["", "## Frequencies", ""]
-        for h in frame.history:
-            if not h.samples_khz:
-                lines.append(f"- {h.label}: no cpufreq data (the system reports no "
-                             "frequency, e.g. a VM)")
-                continue
-            last = h.samples_khz[-1] if h.samples_khz else None
-            low = min(h.samples_khz) if h.samples_khz else None
-            lines.append(f"- {h.label}: now {fmt_ghz(last)} GHz, lowest seen "
-                         f"{fmt_ghz(low)} GHz, hardware max {fmt_ghz(h.max_khz)} GHz "
-                         f"({len(h.samples_khz)} samples)")
-    lines += ["", "## Alerts (newest first)", ""]
+    return lines
+
+
+def _frequencies(frame: Frame) -> list[str]:
+    if not frame.history:
+        return []
+    lines = ["", "## Frequencies", ""]
+    for h in frame.history:
+        if not h.samples_khz:
+            lines.append(f"- {h.label}: no cpufreq data (the system reports no "
+                         "frequency, e.g. a VM)")
+            continue
+        lines.append(f"- {h.label}: now {fmt_ghz(h.samples_khz[-1])} GHz, lowest seen "
+                     f"{fmt_ghz(min(h.samples_khz))} GHz, hardware max {fmt_ghz(h.max_khz)} "
+                     f"GHz ({len(h.samples_khz)} samples)")
+    return lines
+
+
+def _alerts(frame: Frame) -> list[str]:
+    lines = ["", "## Alerts (newest first)", ""]
     if not frame.alerts:
         lines.append("none")
     for a in frame.alerts:
         t = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(a.ts))
         lines.append(f"- {t} {a.severity} {a.where} {a.kind}: {a.message}".replace("  ", " "))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_report(frame: Frame, directory: Path, profile: str) -> Path:
