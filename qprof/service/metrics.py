@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,33 +143,7 @@ class QprofCollector(Collector):
             cycles = dict(s.cycles)
             degraded = dict(s.degraded)
 
-        cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
-                                labels=["cpu"])
-        mx = GaugeMetricFamily("qprof_cpu_max_frequency_hertz",
-                               "Highest frequency the CPU may run at now (caps applied)",
-                               labels=["cpu"])
-        hw = GaugeMetricFamily("qprof_cpu_hardware_max_frequency_hertz",
-                               "Highest frequency the CPU can do (cpuinfo_max_freq)",
-                               labels=["cpu"])
-        capped = GaugeMetricFamily("qprof_cpu_capped",
-                                   "1 when the CPU is held below its hardware maximum",
-                                   labels=["cpu"])
-        online = GaugeMetricFamily("qprof_cpu_online",
-                                   "1 when the CPU is online (present even where the "
-                                   "kernel gives no frequency data, e.g. a VM)",
-                                   labels=["cpu"])
-        for cpu, f in sorted(freqs.items()):
-            label = [str(cpu)]
-            online.add_metric(label, 0.0 if f.online is False else 1.0)
-            if f.cur_khz is not None:
-                cur.add_metric(label, f.cur_khz * 1000.0)
-            if f.max_khz is not None:
-                mx.add_metric(label, f.max_khz * 1000.0)
-            if f.hw_max_khz is not None:
-                hw.add_metric(label, f.hw_max_khz * 1000.0)
-            if f.capped is not None:
-                capped.add_metric(label, 1.0 if f.capped else 0.0)
-        yield from (online, cur, mx, hw, capped)
+        yield from _cpu_metrics(freqs)
 
         verify = GaugeMetricFamily("qprof_verify_seconds",
                                    "Verify time of a valid signature (newest run), the "
@@ -208,25 +182,61 @@ class QprofCollector(Collector):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
         yield from (est, const_metric, covered)
 
-        alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
-        for kind in sorted(set(KINDS) | set(alert_counts)):
-            alerts.add_metric([kind], float(alert_counts.get(kind, 0)))
-        yield alerts
-        cyc = CounterMetricFamily("qprof_cycles", "Measurement cycles by outcome "
-                                  "(since the daemon started)", labels=["status"])
-        for status, n in sorted(cycles.items()):
-            cyc.add_metric([status], float(n))
-        yield cyc
-        last = GaugeMetricFamily("qprof_last_cycle_timestamp_seconds",
-                                 "Unix time the last measurement run finished")
-        if last_cycle is not None:
-            last.add_metric([], last_cycle)
-        yield last
-        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded",
-                                labels=["what", "reason"])
-        for what, why in sorted(degraded.items()):
-            deg.add_metric([what, why], 1.0)
-        yield deg
+        yield from _service_metrics(alert_counts, cycles, last_cycle, degraded)
+
+
+def _cpu_metrics(freqs: dict[int, CpuFreq]) -> Iterator[GaugeMetricFamily]:
+    cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
+                            labels=["cpu"])
+    mx = GaugeMetricFamily("qprof_cpu_max_frequency_hertz",
+                           "Highest frequency the CPU may run at now (caps applied)",
+                           labels=["cpu"])
+    hw = GaugeMetricFamily("qprof_cpu_hardware_max_frequency_hertz",
+                           "Highest frequency the CPU can do (cpuinfo_max_freq)",
+                           labels=["cpu"])
+    capped = GaugeMetricFamily("qprof_cpu_capped",
+                               "1 when the CPU is held below its hardware maximum",
+                               labels=["cpu"])
+    online = GaugeMetricFamily("qprof_cpu_online",
+                               "1 when the CPU is online (present even where the "
+                               "kernel gives no frequency data, e.g. a VM)",
+                               labels=["cpu"])
+    for cpu, f in sorted(freqs.items()):
+        label = [str(cpu)]
+        online.add_metric(label, 0.0 if f.online is False else 1.0)
+        if f.cur_khz is not None:
+            cur.add_metric(label, f.cur_khz * 1000.0)
+        if f.max_khz is not None:
+            mx.add_metric(label, f.max_khz * 1000.0)
+        if f.hw_max_khz is not None:
+            hw.add_metric(label, f.hw_max_khz * 1000.0)
+        if f.capped is not None:
+            capped.add_metric(label, 1.0 if f.capped else 0.0)
+    yield from (online, cur, mx, hw, capped)
+
+
+def _service_metrics(alert_counts: dict[str, int], cycles: dict[str, int],
+                     last_cycle: float | None, degraded: dict[str, str]
+                     ) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
+    for kind in sorted(set(KINDS) | set(alert_counts)):
+        alerts.add_metric([kind], float(alert_counts.get(kind, 0)))
+    yield alerts
+    cyc = CounterMetricFamily("qprof_cycles", "Measurement cycles by outcome "
+                              "(since the daemon started)", labels=["status"])
+    for status, n in sorted(cycles.items()):
+        cyc.add_metric([status], float(n))
+    yield cyc
+    last = GaugeMetricFamily("qprof_last_cycle_timestamp_seconds",
+                             "Unix time the last measurement run finished")
+    if last_cycle is not None:
+        last.add_metric([], last_cycle)
+    yield last
+    deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded",
+                            labels=["what", "reason"])
+    for what, why in sorted(degraded.items()):
+        deg.add_metric([what, why], 1.0)
+    yield deg
 
 
 def serve_metrics(state: MetricsState, host: str, port: int):
