@@ -11,8 +11,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from qprof.measure.config import MODES, TIMERS, ProgressEvent
+
+if TYPE_CHECKING:  # rich is imported only when a terminal shows the bar
+    from rich.progress import Progress, TaskID
 
 
 def split_list(text: str) -> list[str]:
@@ -71,7 +75,7 @@ def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
 class ProgressLine:
     """One updating line on a terminal; occasional lines otherwise (logs stay readable)."""
 
-    def __init__(self, stream=sys.stderr) -> None:
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
         self.tty = stream.isatty()
         self.last_print = 0.0
@@ -79,14 +83,11 @@ class ProgressLine:
         self.width = 0
         self.rich = self._rich() if self.tty else None
 
-    def _rich(self):  # -> (Progress, task id) | None
-        """A rich progress bar with the engine's ETA on a terminal (rich comes with
-        textual); None when rich is missing: the plain updating line is used."""
-        try:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn
-        except ImportError:
-            return None
+    def _rich(self) -> tuple[Progress, TaskID]:
+        """A rich progress bar with the engine's ETA on a terminal."""
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
         bar = Progress(
             TextColumn("{task.percentage:>5.1f}%"), BarColumn(),
             TextColumn("ETA {task.fields[eta]}"), TextColumn("{task.description}"),
