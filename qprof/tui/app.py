@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -32,6 +32,9 @@ from qprof.tui.widgets.freq_history import FreqHistory
 from qprof.tui.widgets.help_screen import HelpScreen
 from qprof.tui.widgets.machine_header import MachineHeader
 from qprof.tui.widgets.measure_progress import MeasureProgress
+
+if TYPE_CHECKING:  # the probe runs after the first frame (see probe_backends)
+    from qprof.verify import BackendStatus
 
 PREFERRED_BACKENDS = ("liboqs", "numba", "rustcrypto", "openssl", "reference")
 
@@ -57,7 +60,7 @@ class MonitorApp(App[int]):
         self.frame: Frame | None = None
         self.progress: Progress | None = None
         self.measuring_cpu: int | None = None
-        self.backend_status: dict[str, Any] = {}
+        self.backend_status: dict[str, BackendStatus] = {}
         self.last_export: Path | None = None
         self.first_frame_at: float | None = None  # monotonic, for the startup figure
         self._stop = threading.Event()
@@ -205,10 +208,10 @@ class MonitorApp(App[int]):
                                   f"backend probe failed: {exc}")
         self.call_from_thread(self._backends_known, status, then_choose)
 
-    def _backends_known(self, status: dict[str, Any], then_choose: bool) -> None:
+    def _backends_known(self, status: dict[str, BackendStatus], then_choose: bool) -> None:
         self.backend_status = status
         if self.collector.backend is None:
-            usable = [n for n in PREFERRED_BACKENDS if getattr(status.get(n), "available", False)]
+            usable = [n for n in PREFERRED_BACKENDS if (st := status.get(n)) and st.available]
             self.collector.set_backend(usable[0] if usable else "liboqs")
         self.refresh_frame()
         if then_choose:
@@ -223,11 +226,10 @@ class MonitorApp(App[int]):
             return  # already open
         choices = []
         for name, st in self.backend_status.items():
-            ok = bool(getattr(st, "available", False))
-            version = getattr(st, "version", None)
+            ok, version = st.available, st.version
             label = f"{name}" + (f" ({version})" if ok and version else "")
             if not ok:
-                label += f" — unavailable: {getattr(st, 'reason', '')}"
+                label += f" — unavailable: {st.reason}"
             choices.append((name, label, ok))
         if not choices:
             self.notify("No verifier backend could be checked (see the alerts).",
