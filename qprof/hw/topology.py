@@ -6,8 +6,8 @@ Snapdragon 625 kernels) is split and per-core domains of one cluster (Krait) are
 Where the kernel says nothing about some CPUs (offline cores on old Android kernels)
 the usual layouts (4+4+2, 4+4, 4+2, 4+1) are tried against whatever is known, then a
 sequential scan groups neighbours with matching details. MIDRs missing from
-/proc/cpuinfo are filled from the cluster, a chipset table or the big.LITTLE pairing,
-and every CPU says where its MIDR came from (``midr_source``).
+/proc/cpuinfo are filled by :mod:`qprof.hw.midr`, and every CPU says where its MIDR came
+from (``midr_source``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from qprof.hw import isa, parts
 from qprof.hw.cpuinfo import CpuinfoData, MidrParts, parse_cpuinfo
+from qprof.hw.midr import assign_midrs, fill_arm
 from qprof.hw.sysfs import SysRoot, format_cpulist, parse_hexmask, problems_by_cpu
 
 CPU_DIR = "/sys/devices/system/cpu"
@@ -452,117 +453,6 @@ def _split_x86_modules(groups: list[list[int]], procs: dict[int, _Proc],
     return sorted(out)
 
 
-# --- MIDR assignment --------------------------------------------------------------------
-
-
-def _midr_matches(known: MidrParts | None, midr: int) -> bool:
-    if known is None:
-        return True
-    impl, var, part, rev = parts.midr_fields(midr)
-    for have, want in ((known.implementer, impl), (known.variant, var), (known.part, part),
-                       (known.revision, rev)):
-        if have is not None and have != want:
-            return False
-    return True
-
-
-def _midr_rank(midr: int) -> int:
-    impl, variant, part, _ = parts.midr_fields(midr)
-    return parts.design_rank(parts.arm_part(impl, part, variant).uarch)
-
-
-def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: CpuinfoData,
-                  chipset: str | None, n_usable: int, max_of: dict[int, int | None],
-                  problems: list[str]) -> dict[int, tuple[int, str]]:
-    """cpu -> (midr, source) for every usable CPU whose MIDR can be known or inferred."""
-    result: dict[int, tuple[int, str]] = {}
-    cluster_midr: list[int | None] = []
-    for g in groups:
-        complete = [m.midr for c in g if (m := procs[c].midr) is not None and m.complete
-                    and m.midr is not None]
-        if complete:
-            midr = Counter(complete).most_common(1)[0][0]
-            cluster_midr.append(midr)
-            for c in g:
-                pm = procs[c].midr
-                if pm is not None and pm.complete:
-                    result[c] = (pm.midr if pm.midr is not None else midr, "cpuinfo")
-                else:
-                    result[c] = (midr, "cluster")
-        else:
-            cluster_midr.append(None)
-    unknown = [i for i, m in enumerate(cluster_midr) if m is None]
-    if not unknown:
-        return result
-
-    def fill(i: int, midr: int, source: str) -> None:
-        cluster_midr[i] = midr
-        for c in groups[i]:
-            result[c] = (midr, source)
-
-    shared = [m.midr for m in info.shared_midrs if m.complete and m.midr is not None]
-    known_leaders = {i: procs[groups[i][0]].midr for i in range(len(groups))}
-    table = parts.chipset_clusters(chipset)
-    if table is not None and table.cores == n_usable and len(table.cluster_cores) == len(
-            groups) and all(len(g) == n for g, n in zip(groups, table.cluster_cores, strict=True)):
-        verify = not shared
-        if not verify or all(_midr_matches(known_leaders[i], m)
-                             for i, m in enumerate(table.cluster_midr)):
-            for i in unknown:
-                fill(i, table.cluster_midr[i], f"chipset table ({chipset})")
-            return result
-    if shared and not any(m is not None for m in cluster_midr):
-        if len(groups) == 1:
-            fill(0, shared[0], "cpuinfo")
-            return result
-        if len(shared) == len(groups):
-            # "CPU part: 0xc07 & 0xc0f": the faster design goes to the faster cluster.
-            designs = sorted(shared, key=_midr_rank)
-            order = sorted(range(len(groups)), key=lambda i: (max_of[i] or 0, -i))
-            for i, midr in zip(order, designs, strict=True):
-                fill(i, midr, "cpuinfo (designs ordered by max frequency)")
-            return result
-    known = [(i, m) for i, m in enumerate(cluster_midr) if m is not None]
-    big: int | None = None
-    if len(groups) == 2:
-        if shared and not known:
-            big = shared[0]
-        elif len(known) == 1:
-            big = known[0][1]
-            k, u = known[0][0], 1 - known[0][0]
-            max_k, max_u = max_of[k], max_of[u]
-            if max_k is not None and max_u is not None and max_k < max_u:
-                # The design we know is the slower cluster's: the faster cluster's design
-                # cannot be derived from it (a LITTLE core has many possible big partners).
-                problems.append(f"MIDR of CPUs {format_cpulist(groups[u])} not reported "
-                                "(faster cluster than the one /proc/cpuinfo describes): "
-                                "core design unknown")
-                return result
-    if big is not None:
-        little_i = 0
-        if max_of[0] is not None and max_of[1] is not None and max_of[0] > max_of[1]:
-            little_i = 1
-        guess = {little_i: parts.little_for_big(big), 1 - little_i: big}
-        if all(_midr_matches(known_leaders[i], guess[i]) for i in unknown):
-            for i in unknown:
-                fill(i, guess[i], "big.LITTLE guess")
-            problems.append("MIDR of CPUs " + ", ".join(format_cpulist(groups[i]) for i in unknown)
-                            + " not reported; guessed from the big.LITTLE pairing")
-            return result
-    fallback = known[0][1] if known else (shared[0] if shared else None)
-    if fallback is None:
-        return result
-    previous: int | None = None
-    for i in range(len(groups)):
-        if cluster_midr[i] is not None:
-            previous = cluster_midr[i]
-        else:
-            fill(i, previous if previous is not None else fallback, "assumed same as neighbour")
-            problems.append(f"MIDR of CPUs {format_cpulist(groups[i])} not reported; assumed "
-                            "the same as the neighbouring cluster")
-    return result
-
-
 # --- public entry point -----------------------------------------------------------------
 
 
@@ -644,7 +534,7 @@ def read_topology(root: str | Path = "/") -> Topology:
     chipset = parts.chipset_name(info.hardware)
     midrs: dict[int, tuple[int, str]] = {}
     if not x86:
-        midrs = _assign_midrs(groups, procs, info, chipset, len(usable), max_of, sr.problems)
+        midrs = assign_midrs(groups, procs, info, chipset, len(usable), max_of, sr.problems)
 
     cpus: list[CpuTopo] = []
     for c in all_cpus:
@@ -664,7 +554,7 @@ def read_topology(root: str | Path = "/") -> Topology:
         if x86:
             _fill_x86(t, x86_by_cpu.get(c, {}), hybrid, sr)
         else:
-            _fill_arm(t, midrs.get(c), p.midr, sr)
+            fill_arm(t, midrs.get(c), p.midr, sr)
         cpus.append(t)
     _fill_isa(cpus, groups, info, x86, arch, sr)
 
@@ -673,29 +563,6 @@ def read_topology(root: str | Path = "/") -> Topology:
     return Topology(root=str(root), arch=arch, cpus=cpus, clusters=clusters,
                     hardware=info.hardware, chipset=chipset, model_name=model_name,
                     hybrid=hybrid, problems=sr.problems)
-
-
-def _fill_arm(t: CpuTopo, assigned: tuple[int, str] | None, own: MidrParts | None,
-              sr: SysRoot) -> None:
-    if assigned is not None:
-        midr, source = assigned
-        impl, variant, part, rev = parts.midr_fields(midr)
-        t.midr, t.midr_source = f"0x{midr:08x}", source
-    elif own is not None and own.has_part:
-        impl, variant, part, rev = own.implementer, own.variant, own.part, own.revision  # type: ignore
-        t.midr_source = "cpuinfo (partial)"
-    else:
-        if t.present:
-            sr.note(f"cpu{t.cpu}: core design unknown (no MIDR in /proc/cpuinfo)")
-        return
-    t.implementer = f"0x{impl:02x}"
-    t.variant = f"0x{variant:x}" if variant is not None else None
-    t.part = f"0x{part:03x}"
-    t.revision = rev
-    decoded = parts.arm_part(impl, part, variant)
-    t.vendor, t.part_name, t.uarch = decoded.vendor, decoded.part_name, decoded.uarch
-    if decoded.problem:
-        sr.note(f"cpu{t.cpu}: {decoded.problem}")
 
 
 def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> None:
