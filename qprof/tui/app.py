@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
+from qprof.hw.choose import one_per_cluster
 from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
 from qprof.tui.model import Frame, Progress
 from qprof.tui.widgets.alerts_log import AlertsLog
@@ -344,11 +345,16 @@ class MonitorApp(App[int]):
             self.start_measurement(cpu, why="scheduled")
 
     def _cluster_firsts(self) -> list[int]:
-        seen: dict[int | None, int] = {}
-        for core in self.frame.cores if self.frame else ():
-            if core.online is not False:
-                seen.setdefault(core.cluster, core.cpu)
-        return list(seen.values())
+        """One CPU per cluster, by the engine's and the daemon's rule (qprof.hw.choose)."""
+        cores = self.frame.cores if self.frame else ()
+        clusters: dict[int, list[int]] = {}
+        for core in cores:
+            # Cores without a known cluster count as one (-1 sorts before the real ids).
+            key = core.cluster if core.cluster is not None else -1
+            clusters.setdefault(key, []).append(core.cpu)
+        chosen, _problems = one_per_cluster(
+            clusters, {c.cpu for c in cores if c.online is not False})
+        return chosen
 
     # ------------------------------------------------------------------- export
     def action_export(self) -> None:
