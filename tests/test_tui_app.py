@@ -245,6 +245,9 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
             cpu = app.query_one(CoreTable).selected_cpu()
             await pilot.press("b")
             assert app.measuring_cpu == cpu
+            # The bar shows at once (a quick measurement may end before the loop below).
+            assert app.progress is not None
+            seen_progress.append(app.progress.item)
             # The UI keeps answering while the engine works: help opens and closes.
             await pilot.press("question_mark")
             assert isinstance(app.screen, HelpScreen)

@@ -15,18 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-# The registry's names (qprof.verify.suites.SUITES); used when that module is not importable.
-_FALLBACK_SUITES = (
-    "ML-DSA-44",
-    "ML-DSA-65",
-    "ML-DSA-87",
-    "SLH-DSA-SHAKE-128s",
-    "SLH-DSA-SHAKE-128f",
-    "SLH-DSA-SHAKE-192s",
-    "SLH-DSA-SHAKE-192f",
-    "SLH-DSA-SHAKE-256s",
-    "SLH-DSA-SHAKE-256f",
-)
+from qprof.verify.suites import SUITES
 
 
 class ProfileError(ValueError):
@@ -73,14 +62,6 @@ class Profile:
     def reference_core(self) -> ReferenceCore | None:
         """The core the constants follow: the first listed (the slowest, by convention)."""
         return self.reference_cores[0] if self.reference_cores else None
-
-
-def known_suites() -> tuple[str, ...]:
-    try:
-        from qprof.verify.suites import SUITES
-    except Exception:  # verify package missing or broken: the documented names still hold
-        return _FALLBACK_SUITES
-    return tuple(SUITES)
 
 
 def shipped_profile_dir() -> Path:
@@ -164,8 +145,38 @@ def load_profile(name_or_path: str | Path) -> Profile:
     return profile_from_dict(data, path)
 
 
+def _reference_core(path: Path, key: str, ref: object,
+                    suites: tuple[str, ...]) -> ReferenceCore:
+    if not isinstance(ref, dict):
+        raise ProfileError(f"{path}: {key}: expected a table")
+    ref_name = ref.get("name")
+    if not isinstance(ref_name, str) or not ref_name:
+        raise ProfileError(f"{path}: {key}.name: expected a non-empty string")
+    medians_raw = ref.get("verify_median_ns", {})
+    if not isinstance(medians_raw, dict):
+        raise ProfileError(f"{path}: {key}.verify_median_ns: expected a table")
+    medians = {
+        _suite(path, f"{key}.verify_median_ns.{s!r}", s, suites): _number(
+            path, f"{key}.verify_median_ns.{s!r}", v
+        )
+        for s, v in medians_raw.items()
+    }
+    max_khz = ref.get("max_khz")
+    return ReferenceCore(
+        name=ref_name,
+        verify_median_ns=medians,
+        part_name=_opt_str(path, f"{key}.part_name", ref.get("part_name")),
+        uarch=_opt_str(path, f"{key}.uarch", ref.get("uarch")),
+        implementer=_opt_str(path, f"{key}.implementer", ref.get("implementer")),
+        part=_opt_str(path, f"{key}.part", ref.get("part")),
+        max_khz=None if max_khz is None else _int(path, f"{key}.max_khz", max_khz),
+        backend=_opt_str(path, f"{key}.backend", ref.get("backend")),
+        source=_opt_str(path, f"{key}.source", ref.get("source")),
+    )
+
+
 def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
-    suites = known_suites()
+    suites = tuple(SUITES)
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise ProfileError(f"{path}: name: expected a non-empty string, got {name!r}")
@@ -209,37 +220,8 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
     refs_raw = data.get("reference_cores", [])
     if not isinstance(refs_raw, list):
         raise ProfileError(f"{path}: reference_cores: expected an array of tables")
-    refs = []
-    for i, ref in enumerate(refs_raw):
-        key = f"reference_cores[{i}]"
-        if not isinstance(ref, dict):
-            raise ProfileError(f"{path}: {key}: expected a table")
-        ref_name = ref.get("name")
-        if not isinstance(ref_name, str) or not ref_name:
-            raise ProfileError(f"{path}: {key}.name: expected a non-empty string")
-        medians_raw = ref.get("verify_median_ns", {})
-        if not isinstance(medians_raw, dict):
-            raise ProfileError(f"{path}: {key}.verify_median_ns: expected a table")
-        medians = {
-            _suite(path, f"{key}.verify_median_ns.{s!r}", s, suites): _number(
-                path, f"{key}.verify_median_ns.{s!r}", v
-            )
-            for s, v in medians_raw.items()
-        }
-        max_khz = ref.get("max_khz")
-        refs.append(
-            ReferenceCore(
-                name=ref_name,
-                verify_median_ns=medians,
-                part_name=_opt_str(path, f"{key}.part_name", ref.get("part_name")),
-                uarch=_opt_str(path, f"{key}.uarch", ref.get("uarch")),
-                implementer=_opt_str(path, f"{key}.implementer", ref.get("implementer")),
-                part=_opt_str(path, f"{key}.part", ref.get("part")),
-                max_khz=None if max_khz is None else _int(path, f"{key}.max_khz", max_khz),
-                backend=_opt_str(path, f"{key}.backend", ref.get("backend")),
-                source=_opt_str(path, f"{key}.source", ref.get("source")),
-            )
-        )
+    refs = [_reference_core(path, f"reference_cores[{i}]", ref, suites)
+            for i, ref in enumerate(refs_raw)]
 
     description = data.get("description", "")
     if not isinstance(description, str):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
+from qprof.hw.choose import one_per_cluster
 from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
 from qprof.tui.model import Frame, Progress
 from qprof.tui.widgets.alerts_log import AlertsLog
@@ -32,6 +33,9 @@ from qprof.tui.widgets.freq_history import FreqHistory
 from qprof.tui.widgets.help_screen import HelpScreen
 from qprof.tui.widgets.machine_header import MachineHeader
 from qprof.tui.widgets.measure_progress import MeasureProgress
+
+if TYPE_CHECKING:  # the probe runs after the first frame (see probe_backends)
+    from qprof.verify import BackendStatus
 
 PREFERRED_BACKENDS = ("liboqs", "numba", "rustcrypto", "openssl", "reference")
 
@@ -57,7 +61,7 @@ class MonitorApp(App[int]):
         self.frame: Frame | None = None
         self.progress: Progress | None = None
         self.measuring_cpu: int | None = None
-        self.backend_status: dict[str, Any] = {}
+        self.backend_status: dict[str, BackendStatus] = {}
         self.last_export: Path | None = None
         self.first_frame_at: float | None = None  # monotonic, for the startup figure
         self._stop = threading.Event()
@@ -211,10 +215,10 @@ class MonitorApp(App[int]):
                                   f"backend probe failed: {exc}")
         self.call_from_thread(self._backends_known, status, then_choose)
 
-    def _backends_known(self, status: dict[str, Any], then_choose: bool) -> None:
+    def _backends_known(self, status: dict[str, BackendStatus], then_choose: bool) -> None:
         self.backend_status = status
         if self.collector.backend is None:
-            usable = [n for n in PREFERRED_BACKENDS if getattr(status.get(n), "available", False)]
+            usable = [n for n in PREFERRED_BACKENDS if (st := status.get(n)) and st.available]
             self.collector.set_backend(usable[0] if usable else "liboqs")
         self.refresh_frame()
         if then_choose:
@@ -229,11 +233,10 @@ class MonitorApp(App[int]):
             return  # already open
         choices = []
         for name, st in self.backend_status.items():
-            ok = bool(getattr(st, "available", False))
-            version = getattr(st, "version", None)
+            ok, version = st.available, st.version
             label = f"{name}" + (f" ({version})" if ok and version else "")
             if not ok:
-                label += f" — unavailable: {getattr(st, 'reason', '')}"
+                label += f" — unavailable: {st.reason}"
             choices.append((name, label, ok))
         if not choices:
             self.notify("No verifier backend could be checked (see the alerts).",
@@ -378,11 +381,16 @@ class MonitorApp(App[int]):
             self.start_measurement(cpu, why="scheduled")
 
     def _cluster_firsts(self) -> list[int]:
-        seen: dict[int | None, int] = {}
-        for core in self.frame.cores if self.frame else ():
-            if core.online is not False:
-                seen.setdefault(core.cluster, core.cpu)
-        return list(seen.values())
+        """One CPU per cluster, by the engine's and the daemon's rule (qprof.hw.choose)."""
+        cores = self.frame.cores if self.frame else ()
+        clusters: dict[int, list[int]] = {}
+        for core in cores:
+            # Cores without a known cluster count as one (-1 sorts before the real ids).
+            key = core.cluster if core.cluster is not None else -1
+            clusters.setdefault(key, []).append(core.cpu)
+        chosen, _problems = one_per_cluster(
+            clusters, {c.cpu for c in cores if c.online is not False})
+        return chosen
 
     # ------------------------------------------------------------------- export
     def action_export(self) -> None:

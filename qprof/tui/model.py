@@ -138,27 +138,6 @@ def fmt_ghz(khz: int | None) -> str:
     return f"{khz / 1_000_000:.2f}"
 
 
-def fmt_duration(ns: float | None) -> str:
-    """µs below 1 ms, then ms, then s (the seeds' style: 190.6 µs, 3.00 ms, 1.26 s)."""
-    if ns is None:
-        return "—"
-    if ns < 1_000_000:
-        us = ns / 1000
-        return f"{us:.1f} µs" if us < 1000 else f"{us:.0f} µs"
-    if ns < 1_000_000_000:
-        ms = ns / 1_000_000
-        return f"{ms:.2f} ms" if ms < 100 else f"{ms:.0f} ms"
-    return f"{ns / 1_000_000_000:.2f} s"
-
-
-def fmt_us(ns: float | None) -> str:
-    """Median in µs for the per-core table (compact, fixed unit)."""
-    if ns is None:
-        return "—"
-    us = ns / 1000
-    return f"{us:.1f}" if us < 1000 else f"{us:,.0f}"
-
-
 def fmt_pct(value: float | None) -> str:
     return "—" if value is None else f"{value:3.0f}%"  # fixed width: no relayout per tick
 

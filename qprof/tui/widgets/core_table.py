@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
+from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     UNKNOWN,
     CoreView,
@@ -12,7 +13,6 @@ from qprof.tui.model import (
     fmt_ghz,
     fmt_pct,
     fmt_stat,
-    fmt_us,
 )
 
 # "Stat": the statistic `qprof check` compared on that core (med, or p10 on a busy host).
@@ -44,7 +44,7 @@ def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
         median = core.medians_ns.get(suite)
         vu = core.vu.get(suite)
         costs.append("—" if median is None else
-                     f"{fmt_us(median)}" + (f" ({vu})" if vu is not None else ""))
+                     fmt_ns(median, "µs") + (f" ({vu})" if vu is not None else ""))
     return (
         str(core.cpu),
         _opt(core.cluster),
