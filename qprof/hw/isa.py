@@ -8,7 +8,14 @@ lists (x86 ``flags``, ARM ``Features`` in /proc/cpuinfo) and which it does not.
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
+
+from qprof.hw.cpuinfo import CpuinfoData
+from qprof.hw.sysfs import SysRoot
+
+if TYPE_CHECKING:  # topology imports this module
+    from qprof.hw.topology import CpuTopo
 
 # In display order. Only features that some verifier or hash backend uses.
 X86_FEATURES = ("avx2", "bmi2", "adx", "avx512f", "avx512bw", "avx512vl", "sha_ni", "aes",
@@ -84,3 +91,46 @@ def short(present: list[str] | None, absent: list[str] | None, x86: bool) -> str
                                                     else ("asimd", "sha3", "sve"))]
     parts = shown + [f"no {f}" for f in key_absent]
     return " ".join(parts) if parts else "none of interest"
+
+
+def fill_isa(cpus: list[CpuTopo], groups: list[list[int]], info: CpuinfoData, x86: bool,
+             arch: str | None, sr: SysRoot) -> None:
+    """Per-CPU feature lists from /proc/cpuinfo; CPUs it leaves out (offline, old ARM
+    kernels printing one block) take their cluster's; py-cpuinfo on the live machine
+    when the kernel lists no features at all."""
+    key = "flags" if x86 else "Features"
+    blocks = [c for c, fields in info.processors.items() if key in fields]
+    shared: str | None = info.globals.get(key)
+    one_block = len(blocks) == 1 and len(info.processors) > 1
+    if one_block:
+        # Old ARM kernels: one Features line after all processor lines, for every CPU.
+        shared = info.processors[blocks[0]][key]
+    by_cpu = {c.cpu: c for c in cpus}
+    for t in cpus:
+        own = None if one_block else info.processors.get(t.cpu, {}).get(key)
+        if own is not None:
+            t.isa, t.isa_source = pick(own, x86), FROM_CPUINFO
+        elif shared is not None and t.present:
+            t.isa, t.isa_source = pick(shared, x86), FROM_SHARED_BLOCK
+    for g in groups:
+        known = [by_cpu[c] for c in g if by_cpu[c].isa is not None]
+        for c in g:
+            t = by_cpu[c]
+            if t.isa is None and known and t.present:
+                t.isa, t.isa_source = list(known[0].isa or []), FROM_CLUSTER
+    if arch == "arm64":
+        # arm64 kernels print the system-wide hwcaps on every CPU: one line holds for all.
+        known_any = next((t.isa for t in cpus if t.isa is not None), None)
+        for t in cpus:
+            if t.isa is None and known_any is not None and t.present:
+                t.isa, t.isa_source = list(known_any), FROM_SYSTEM_WIDE
+    if not any(t.isa is not None for t in cpus) and info.processors:
+        flags = py_cpuinfo_flags() if os.path.abspath(sr.root) == "/" else None
+        if flags:
+            for t in cpus:
+                if t.present:
+                    t.isa, t.isa_source = pick(flags, x86), FROM_PY_CPUINFO
+        else:
+            sr.note(f"/proc/cpuinfo: no {key} line: instruction-set features unknown")
+    for t in cpus:
+        t.isa_missing = missing(t.isa, x86, arch)

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qprof.hw.cpudir import CPU_DIR
 from qprof.hw.sysfs import SysRoot
 
-CPU_DIR = "/sys/devices/system/cpu"
 MANIFEST = "qprof-snapshot.json"
 
 _SINGLE_FILES = (
