@@ -3,7 +3,13 @@
 Measures the profile's suites (verify only) on the chosen CPUs through the engine's
 "check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
 straddles its constant, within a time limit. Exit 0: every suite covered on every CPU;
-1: some suite not covered; 2: error (nothing measured, bad profile, bad CPU list...).
+1: some suite not covered; 2: error (nothing measured, bad profile, bad CPU list, the
+profile's verifier unavailable...); 4: comparison figures only (``--comparison`` with a
+verifier no node runs alone): no verdict.
+
+A verdict is given only for the verifier the profile's constants are held to
+(``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
+unless ``--comparison`` asks for another verifier's figures, which then carry no verdict.
 """
 
 from __future__ import annotations
@@ -12,8 +18,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+
+if TYPE_CHECKING:
+    from qprof.consensus import Profile
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +31,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--backend",
                         help="verifier backend (default: liboqs if available, else numba)")
+    parser.add_argument("--comparison", action="store_true",
+                        help="allow a verifier that no node runs alone (e.g. numba when "
+                        "liboqs is missing): its figures are shown for comparison, with no "
+                        "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
     parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
                         help="add no rounds that would end after S seconds (default 50)")
@@ -34,6 +48,31 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "(default): the median while ML-DSA rounds agree within 100 bp, else "
                         "the quiet-turn pairs (else the steadier 10th percentile); the output "
                         "says which")
+
+
+# Exit code of a run that measured only comparison figures: no verdict either way.
+EXIT_COMPARISON = 4
+
+
+def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -> str | None:
+    """Why this run could give no verdict and is refused (None: go ahead)."""
+    from qprof.consensus.basis import comparison_only_reason, verdict_basis
+    from qprof.verify import available_backends
+
+    if comparison:
+        return None
+    if backend is not None:
+        if verdict_basis(profile, backend) == "node":
+            return None
+        return (f"{comparison_only_reason(profile, backend)}; measure with --backend "
+                f"{profile.verifier}, or add --comparison for figures without a verdict")
+    status = available_backends().get(profile.verifier)
+    if status is not None and status.available:
+        return None
+    why = status.reason if status is not None else f"unknown backend {profile.verifier!r}"
+    return (f"no verdict without {profile.verifier}, the verifier {profile.name}'s constants "
+            f"are held to: {why}. Add --comparison to measure another verifier's figures "
+            "without a verdict")
 
 
 def _ms(ns: float) -> str:
@@ -65,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         cpus = resolve_cpus(args.cpus, args.root)
     except ValueError as exc:
         return fail(f"--cpus: {exc}")
+    refused = _verifier_refusal(profile, args.backend, args.comparison)
+    if refused:
+        return fail(refused)
 
     records: list[Record] = []
     jsonl = JsonlSink(args.output) if args.output else None
@@ -101,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         return fail("nothing measured: " + ("; ".join(
             f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
-    all_covered = all(r.covered for r in results)
-    code = 0 if all_covered else 1
+    judged = [r for r in results if r.covered is not None]
+    all_covered: bool | None = all(r.covered for r in judged) if judged else None
+    code = EXIT_COMPARISON if all_covered is None else 0 if all_covered else 1
     if args.json:
         out = {
             "profile": profile.name,
@@ -134,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
                     "vu_estimate": r.vu_estimate,
                     "vu_constant": r.vu_constant, "covered": r.covered, "margin": r.margin,
                     "vu_ci_95": [r.vu_ci_low, r.vu_ci_high], "confidence": r.confidence,
+                    "basis": r.basis, "basis_label": r.basis_label,
                     "capped": r.capped, "cap_factor": r.cap_factor,
                     "worst_block_signatures": r.worst_block_signatures,
                     "worst_block_ns": r.worst_block_ns,
@@ -210,6 +254,11 @@ def run(args: argparse.Namespace) -> int:
           f"{_ms(worst.worst_block_ns)} on CPU {worst.cpu}{ref}")
     for cpu, why in summary.aborted_cpus.items():
         print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
-    print("verdict: " + ("every suite covered" if all_covered else "NOT covered: " + ", ".join(
-        f"{r.suite} on CPU {r.cpu}" for r in results if not r.covered)))
+    if all_covered is None:
+        labels = sorted({r.basis_label for r in results})
+        print("verdict: none: " + "; ".join(labels))
+    else:
+        print("verdict: " + ("every suite covered" if all_covered else
+                             "NOT covered: " + ", ".join(f"{r.suite} on CPU {r.cpu}"
+                                                         for r in judged if not r.covered)))
     return code

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
+from qprof.consensus.basis import Basis, basis_label, verdict_basis
 from qprof.consensus.profiles import Profile, ReferenceCore
 
 
@@ -61,6 +62,7 @@ class SuiteMedian:
     # Confidence interval of median(suite)/median(unit), when the measurement has one.
     ratio_ci: tuple[float, float] | None = None
     samples: int | None = None
+    operation: str = "verify"
 
 
 @dataclass
@@ -72,8 +74,9 @@ class CoverageResult:
     unit_median_ns: float
     vu_estimate: int
     vu_constant: int
-    covered: bool
-    margin: int  # constant - estimate (negative: not covered)
+    # None: a comparison figure (a verifier no node runs alone): no verdict at all.
+    covered: bool | None
+    margin: int | None  # constant - estimate (negative: not covered); None as covered
     capped: bool | None
     cap_factor: float | None
     worst_block_signatures: int
@@ -86,6 +89,9 @@ class CoverageResult:
     vu_ci_high: int | None = None
     confidence: str | None = None  # "high" | "uncertain"
     verdict: str = ""
+    operation: str = "verify"
+    basis: Basis = "node"  # see qprof.consensus.basis
+    basis_label: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,10 +107,14 @@ def _confidence(constant: int, low: int | None, high: int | None) -> str | None:
 
 
 def _verdict(r: CoverageResult) -> str:
-    word = "covered" if r.covered else "NOT covered"
     ci = ""
     if r.vu_ci_low is not None and r.vu_ci_high is not None:
         ci = f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
+    if r.covered is None or r.margin is None:
+        return f"estimate {r.vu_estimate}{ci}, constant {r.vu_constant}: {r.basis_label}"
+    word = "covered" if r.covered else "NOT covered"
+    if r.basis == "dual":
+        word += " (dual enforce)"
     if r.covered:
         room = f"margin {r.margin}"
     else:
@@ -128,11 +138,11 @@ def coverage(
     result (an estimate needs the unit on the same CPU and backend).
     """
     ref = reference if reference is not None else profile.reference_core()
-    groups: dict[tuple[int, str], dict[str, SuiteMedian]] = {}
+    groups: dict[tuple[int, str, str], dict[str, SuiteMedian]] = {}
     for m in medians:
-        groups.setdefault((m.cpu, m.backend), {})[m.suite] = m
+        groups.setdefault((m.cpu, m.backend, m.operation), {})[m.suite] = m
     results: list[CoverageResult] = []
-    for (cpu, backend), by_suite in sorted(groups.items()):
+    for (cpu, backend, _operation), by_suite in sorted(groups.items()):
         unit = by_suite.get(profile.unit_suite)
         if unit is None:
             continue
@@ -164,6 +174,8 @@ def coverage(
             )
             capped = m.capped if m.capped is not None else unit.capped
             factor = m.cap_factor if m.cap_factor is not None else unit.cap_factor
+            basis = verdict_basis(profile, backend, m.operation)
+            judged = basis != "comparison"
             r = CoverageResult(
                 cpu=cpu,
                 suite=suite,
@@ -172,8 +184,8 @@ def coverage(
                 unit_median_ns=float(unit.median_ns),
                 vu_estimate=estimate,
                 vu_constant=constant,
-                covered=estimate <= constant,
-                margin=constant - estimate,
+                covered=estimate <= constant if judged else None,
+                margin=constant - estimate if judged else None,
                 capped=capped,
                 cap_factor=factor,
                 worst_block_signatures=nsig,
@@ -184,7 +196,10 @@ def coverage(
                 block_interval_fraction=interval,
                 vu_ci_low=low,
                 vu_ci_high=high,
-                confidence=_confidence(constant, low, high),
+                confidence=_confidence(constant, low, high) if judged else None,
+                operation=m.operation,
+                basis=basis,
+                basis_label=basis_label(profile, backend, basis),
             )
             r.verdict = _verdict(r)
             results.append(r)

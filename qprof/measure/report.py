@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
+from qprof.consensus.basis import basis_label, verdict_basis
 from qprof.measure.hwinfo import cap_text
 from qprof.measure.jsonl import RunData
 from qprof.measure.reduce import (
@@ -247,7 +248,10 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                   "run; 95 % CI from a bootstrap over rounds and samples.", ""]
         header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
         header += ["VU estimate " + " / ".join(c.label for c in cols)]
+        judged = profile is not None and verdict_basis(profile, backend, op) != "comparison"
         if profile:
+            basis = verdict_basis(profile, backend, op)
+            lines[-2] += f" Figures of {basis_label(profile, backend, basis)}."
             header += ["Consensus VU", "Covered"]
         rows = []
         for suite in suites:
@@ -275,14 +279,16 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
             if profile:
                 const = profile.verify_units.get(suite)
                 r.append(str(const) if const is not None else "-")
-                if const is None or not covered:
+                if not judged:
+                    r.append("comparison only")
+                elif const is None or not covered:
                     r.append("-")
                 else:
                     r.append("yes" if all(covered) else
                              ("no" if not any(covered) else "no (some cores)"))
             rows.append(r)
         lines += _table(header, rows) + [""]
-        if profile:
+        if profile and judged:
             lines += _coverage_bullets(cols, profile, backend, op)
     return lines
 
@@ -293,7 +299,8 @@ def _medians(cols: list[Column], backend: str, op: str) -> list[SuiteMedian]:
         for (cpu, s, b, o), red in c.reduced.items():
             if cpu == c.cpu and b == backend and o == op:
                 # One "cpu" per column so that two runs of the same CPU stay apart.
-                out.append(SuiteMedian(i, b, s, red.median_ns, red.capped, red.cap_factor))
+                out.append(SuiteMedian(i, b, s, red.median_ns, red.capped, red.cap_factor,
+                                       operation=o))
     return out
 
 

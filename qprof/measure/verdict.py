@@ -155,7 +155,7 @@ def evaluate(
                       else red.spread_bp)
             rounds_used = len(red.round_medians)
         medians.append(SuiteMedian(cpu, backend, suite, value, red.capped,
-                                   red.cap_factor, ci, red.n))
+                                   red.cap_factor, ci, red.n, operation))
         if used == "paired":
             by_round = ({str(r): round(100 * profile.unit_vu / 100 * v, 1)
                          for r, v in pair.by_round.items()}  # type: ignore[union-attr]

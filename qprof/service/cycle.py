@@ -113,6 +113,8 @@ class CycleRunner:
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
         for c in coverage:
+            if c.covered is None:
+                continue  # comparison figures (a verifier no node runs alone): no verdict
             key = (c.cpu, c.suite, c.backend)
             was = self._coverage.get(key)
             self._coverage[key] = c.covered

@@ -190,14 +190,22 @@ class QprofCollector(Collector):
                                 "Verify Units this CPU's times imply: ceil(100 x suite/unit)",
                                 labels=["cpu", "suite", "backend"])
         covered = GaugeMetricFamily("qprof_vu_covered",
-                                    "1 when the profile's constant covers the estimate "
-                                    "(worst backend measured on the CPU)",
+                                    "1 when the profile's constant covers the estimate of "
+                                    "the verifier the constants are held to (the profile's "
+                                    "verifier; other verifiers alone get no verdict)",
                                     labels=["cpu", "suite", "profile"])
+        basis = GaugeMetricFamily("qprof_vu_estimate_basis_info",
+                                  "1 for what qprof_vu_estimate is: node (the profile's "
+                                  "verifier, judged), dual (a pair led by it, judged apart) "
+                                  "or comparison (a verifier no node runs alone: no verdict)",
+                                  labels=["cpu", "suite", "backend", "basis"])
         verdicts: dict[tuple[int, str], bool] = {}
         for c in cov:
             est.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_estimate))
-            key = (c.cpu, c.suite)
-            verdicts[key] = verdicts.get(key, True) and c.covered
+            basis.add_metric([str(c.cpu), c.suite, c.backend, c.basis], 1.0)
+            if c.basis == "node" and c.covered is not None:
+                key = (c.cpu, c.suite)
+                verdicts[key] = verdicts.get(key, True) and c.covered
         const_metric = GaugeMetricFamily("qprof_vu_constant",
                                          "The profile's Verify-Unit constant",
                                          labels=["suite", "profile"])
@@ -206,7 +214,7 @@ class QprofCollector(Collector):
                 const_metric.add_metric([suite, profile.name], float(value))
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
-        yield from (est, const_metric, covered)
+        yield from (est, basis, const_metric, covered)
 
         alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
         for kind in sorted(set(KINDS) | set(alert_counts)):

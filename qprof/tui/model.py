@@ -85,6 +85,9 @@ class CoverageView:
     statistic_why: str | None = None
     confidence: str | None = None  # "high" | "uncertain" (CI straddles the constant)
     vu_median_rule: int | None = None  # the estimate by the plain median, for comparison
+    # qprof.consensus.basis: "node" / "dual" carry a verdict; "comparison" never does.
+    basis: str | None = None
+    basis_label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,10 +180,14 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
+# The Covered cell of a figure that carries no verdict (a verifier no node runs alone).
+COMPARISON_CELL = "comparison only"
+
+
 def fmt_covered(covered: bool | None, missing: str = "not measured yet",
-                confidence: str | None = None) -> str:
+                confidence: str | None = None, basis: str | None = None) -> str:
     if covered is None:
-        return missing
+        return COMPARISON_CELL if basis == "comparison" else missing
     word = f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
     # `qprof check` says "the interval straddles the constant: measure longer".
     return word + (" (unsure)" if confidence == "uncertain" else "")

@@ -64,10 +64,12 @@ def report_markdown(frame: Frame, profile: str) -> str:
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered, r.note or "not measured yet", r.confidence),
+            fmt_covered(r.covered, r.note or "not measured yet", r.confidence, r.basis),
             fmt_duration(r.worst_block_ns),
             capped if r.median_ns else "—",
         ]) + " |")
+    lines += [f"- {label}" for label in sorted({r.basis_label for r in frame.coverage
+                                                 if r.basis == "comparison" and r.basis_label})]
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
               "backend, as `qprof check` computes it (--statistic auto): t is the median "
               "while the ML-DSA rounds agree within 100 bp, else a steadier statistic "

@@ -222,6 +222,8 @@ def coverage_rows(
                 statistic_why=x.get("statistic_why"),
                 confidence=r.confidence,
                 vu_median_rule=x.get("vu_estimate_median"),
+                basis=r.basis,
+                basis_label=r.basis_label,
             ))
     return tuple(rows)
 

@@ -42,7 +42,7 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         "—" if row.vu_estimate is None else str(row.vu_estimate),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered, confidence=row.confidence),
+        fmt_covered(row.covered, confidence=row.confidence, basis=row.basis),
         cap,
         fmt_duration(row.worst_block_ns),
     )
@@ -94,6 +94,10 @@ class CoveragePanel(Vertical):
         not_covered = sum(1 for r in rows if r.covered is False)
         if covered or not_covered:
             title += f" · ✓ {covered} covered, ✗ {not_covered} not covered"
+        # Figures of a verifier no node runs alone: said once, in words, never as ✓/✗.
+        for label in sorted({r.basis_label for r in rows
+                             if r.basis == "comparison" and r.basis_label}):
+            title += f" · {label}"
         if note:
             title += f" · {note}"
         if title != self._title:

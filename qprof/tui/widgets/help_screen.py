@@ -35,7 +35,9 @@ Coverage panel (one row per suite and cluster)
                the profile's constant; Margin = Const − Est
   Covered      ✓ yes / ✗ NO / "not measured yet"; "(unsure)" = the 95 %
                interval straddles the constant: measure longer
-               ("not measured here" when replaying a --root snapshot)
+               ("not measured here" when replaying a --root snapshot);
+               "comparison only": a verifier no node runs alone (numba
+               without liboqs): figures, never a verdict
   Cap          "⚠ capped ×F": measured while the core ran below its max
   Worst block  a block full of that suite (max block VU / constant
                signatures) × the median, on one core: an estimate
