@@ -124,14 +124,17 @@ def test_verifier_key_names_the_verdicts_basis(tmp_path: Path) -> None:
 
 
 def test_only_the_profiles_verifier_gets_covered() -> None:
-    from qprof.consensus import SuiteMedian, coverage
+    from qprof.consensus.verdict import evaluate
+    from qprof.measure.records import Measurement
 
     qanum = load_profile("qanum")
-    medians = [SuiteMedian(0, b, s, ns, operation=op)
+    records = [Measurement(run_id="r", cpu=0, suite=s, backend=b, operation=op, round=0,
+                           n=1, median_ns=ns, p95_ns=ns)
                for b, op in (("liboqs", "verify"), ("numba", "verify"),
                              ("liboqs+numba", "dual_enforce"))
                for s, ns in (("ML-DSA-44", 100.0), ("ML-DSA-87", 300.0))]
-    got = {(r.backend, r.suite): r for r in coverage(qanum, medians)}
+    got = {(r.backend, r.suite): r for op in ("verify", "dual_enforce")
+           for r in evaluate(qanum, records, operation=op)}
     assert got[("liboqs", "ML-DSA-87")].covered is False
     assert got[("liboqs+numba", "ML-DSA-87")].covered is False
     assert "dual enforce" in got[("liboqs+numba", "ML-DSA-87")].verdict

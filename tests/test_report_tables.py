@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from qprof.consensus import load_profile
+from qprof.consensus.verdict import evaluate
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
 from qprof.measure.report import fmt_ns, render_report
-from qprof.measure.verdict import evaluate
 
 U = "ML-DSA-44"
 CPU = 2
@@ -187,15 +187,17 @@ def test_two_files_side_by_side(tmp_path):
 
 def test_verdict_json_contract(tmp_path):
     run = read_run(write(tmp_path / "gold.jsonl"))
-    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements)}
-    r, extra = res["ML-DSA-87"]
-    assert (r.cpu, r.backend, r.median_ns, r.vu_estimate, r.vu_constant, r.covered, r.margin) \
-        == (CPU, "liboqs", 285500.0, 283, 290, True, 7)
+    res = {r.suite: r for r in evaluate(load_profile("qanum"), run.measurements,
+                                         statistic="median")}
+    r = res["ML-DSA-87"]
+    assert (r.cpu, r.backend, r.suite_time_ns, r.vu_estimate, r.vu_constant, r.covered,
+            r.margin) == (CPU, "liboqs", 285500.0, 283, 290, True, 7)
+    assert r.statistic == "median" and r.estimate.median_ns == 285500.0
     assert r.capped is True and r.cap_factor == 2.24
-    assert extra["rounds"] == 2 and extra["n"] == 6
+    assert r.estimate.rounds == 2 and r.estimate.n == 6
     assert r.vu_ci_low <= 283 <= r.vu_ci_high
-    assert res["SLH-DSA-SHAKE-128s"][0].covered is False
-    assert res["SLH-DSA-SHAKE-128s"][0].margin == -14
+    assert res["SLH-DSA-SHAKE-128s"].covered is False
+    assert res["SLH-DSA-SHAKE-128s"].margin == -14
 
 
 def test_report_command_reports_bad_lines(tmp_path):
@@ -223,11 +225,12 @@ def test_data_file_with_corrupt_lines_is_read():
 
 def test_verdict_with_tenth_percentiles(tmp_path):
     run = read_run(write(tmp_path / "gold.jsonl"))
-    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements,
-                                                 statistic="p10")}
-    r, extra = res["ML-DSA-87"]
+    res = {r.suite: r for r in evaluate(load_profile("qanum"), run.measurements,
+                                         statistic="p10")}
+    r = res["ML-DSA-87"]
     # p10 of 283..288 us (pos 0.5) = 283.5 us; of the unit (pos 0.8 of 100,100,100,...) = 100
-    assert r.median_ns == 283_500.0 and r.vu_estimate == 284
-    assert extra["median_ns"] == 285_500.0 and extra["statistic"] == "p10"
+    assert r.suite_time_ns == 283_500.0 and r.vu_estimate == 284
+    assert r.estimate.median_ns == 285_500.0 and r.estimate.statistic_asked == "p10"
+    assert r.statistic == "p10"
     with pytest.raises(ValueError):
         evaluate(load_profile("qanum"), run.measurements, statistic="mode")

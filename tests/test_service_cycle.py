@@ -151,26 +151,23 @@ def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[M
 
 @pytest.mark.parametrize("noisy", [False, True])
 def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -> None:
-    from qprof.measure.verdict import evaluate
+    from qprof.consensus.verdict import evaluate
     from qprof.service.metrics import summarize
 
     profile = load_profile("qanum")
     shares = (0.2, 0.7, 0.3, 0.8, 0.25) if noisy else (0.2,) * 5
     ms = _shared_host_run("a", 1000.0, shares)
-    results = summarize(ms, profile=profile)
-    verdicts = {(r.cpu, r.suite): (r, x) for r, x in evaluate(profile, ms, statistic="auto")}
-    for res in results:
-        cov, extras = verdicts[(res.cpu, res.suite)]
-        assert res.statistic == extras["statistic_used"]
-        assert res.median_ns == cov.median_ns  # what qprof_verify_seconds serves
-    assert {r.statistic for r in results} == ({"p10"} if noisy else {"median"})
+    summary = summarize(ms, profile=profile)
+    verdicts = {(r.cpu, r.suite): r for r in evaluate(profile, ms, statistic="auto")}
+    for res in summary.results:
+        cov = verdicts[(res.cpu, res.suite)]
+        assert res.statistic == cov.statistic
+        assert res.time_ns == cov.suite_time_ns  # what qprof_verify_seconds serves
+    assert {r.statistic for r in summary.results} == ({"p10"} if noisy else {"median"})
     # Without a profile (it failed to load): the same choice from the samples alone.
-    assert [(r.statistic, r.median_ns) for r in summarize(ms)] == [
-        (r.statistic, r.median_ns) for r in results]
-    state = MetricsState(profile=profile)
-    cov = state.set_results(results)
-    assert [(c.suite, c.vu_estimate) for c in cov] == [
-        (r.suite, r.vu_estimate) for r, _ in evaluate(profile, ms, statistic="auto")]
+    assert [(r.statistic, r.time_ns) for r in summarize(ms).results] == [
+        (r.statistic, r.time_ns) for r in summary.results]
+    assert summary.coverage == list(verdicts.values())
 
 
 def test_bench_config_matches_check_and_adds_the_shadow_pair() -> None:
