@@ -2,10 +2,12 @@
 
 Measures the profile's suites (verify only) on the chosen CPUs through the engine's
 "check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
-straddles its constant, within a time limit. Exit 0: every suite covered on every CPU;
-1: some suite not covered; 2: error (nothing measured, bad profile, bad CPU list, the
-profile's verifier unavailable...); 4: comparison figures only (``--comparison`` with a
-verifier no node runs alone): no verdict.
+straddles its constant, within a time limit. Exit 0: every suite covered on every CPU
+(each whole 95 % interval at or below its constant); 1: some suite not covered; 2: error
+(nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
+3: unsure: no suite surely over its constant, but some interval straddles it (the output
+says what to do); 4: comparison figures only (``--comparison`` with a verifier no node
+runs alone): no verdict.
 
 A verdict is given only for the verifier the profile's constants are held to
 (``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
@@ -21,11 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
     from qprof.consensus.statistic import Statistic
-    from qprof.consensus.verdict import CoverageResult
+    from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
     from qprof.measure.records import Meta, Record
 
@@ -54,8 +57,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "says which")
 
 
-# Exit code of a run that measured only comparison figures: no verdict either way.
-EXIT_COMPARISON = 4
+# Exit codes by the run's decision (see the module's docstring).
+EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "comparison": 4}
 
 
 def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -> str | None:
@@ -149,15 +152,22 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         return _fail(args, "nothing measured: " + ("; ".join(
             f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
-    judged = [r for r in results if r.covered is not None]
-    all_covered: bool | None = all(r.covered for r in judged) if judged else None
-    code = EXIT_COMPARISON if all_covered is None else 0 if all_covered else 1
+    decision = run_decision(results)
     if args.json:
-        print(json.dumps(_json(args, profile, summary, records, results, all_covered, code),
+        print(json.dumps(_json(args, profile, summary, records, results, decision),
                          indent=2))
     else:
-        _print_text(profile, summary, records, results, all_covered)
-    return code
+        _print_text(profile, summary, records, results, decision)
+    return EXIT_CODES[decision]
+
+
+def run_decision(results: list[CoverageResult]) -> Decision:
+    """One suite surely over its constant decides the run; else any unsure one."""
+    decisions = {r.decision for r in results}
+    for decision in ("not_covered", "unsure", "covered"):
+        if decision in decisions:
+            return decision
+    return "comparison"
 
 
 def _notes(records: list[Record]) -> list[str]:
@@ -191,7 +201,8 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "cpu": r.cpu, "suite": r.suite, "backend": r.backend,
         "vu_estimate": r.vu_estimate, "vu_constant": r.vu_constant, "covered": r.covered,
         "margin": r.margin, "vu_ci_95": [r.vu_ci_low, r.vu_ci_high],
-        "confidence": r.confidence, "basis": r.basis, "basis_label": r.basis_label,
+        "confidence": r.confidence, "decision": r.decision,
+        "basis": r.basis, "basis_label": r.basis_label,
         "capped": r.capped, "cap_factor": r.cap_factor,
         "worst_block_signatures": r.worst_block_signatures,
         "worst_block_ns": r.worst_block_ns, "reference_block_ns": r.reference_block_ns,
@@ -200,6 +211,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "statistic_text": STATISTIC_TEXT[r.statistic], "statistic_why": e.statistic_why,
         # What the estimate compared, by that statistic: the suite's and the unit's time.
         "estimate_ns": r.suite_time_ns, "unit_estimate_ns": r.unit_time_ns,
+        "ratio": e.ratio,
         "median_ns": e.median_ns, "p10_ns": e.p10_ns, "n": e.n, "rounds": e.rounds,
         "rounds_used": e.rounds_used, "round_medians_ns": list(e.round_medians_ns),
         "round_spread_bp": (round(e.round_spread_bp, 1)
@@ -220,8 +232,8 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
 
 
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
-          records: list[Record], results: list[CoverageResult], all_covered: bool | None,
-          code: int) -> dict[str, object]:
+          records: list[Record], results: list[CoverageResult], decision: Decision
+          ) -> dict[str, object]:
     from qprof.consensus.statistic import STATISTIC_TEXT
 
     meta = _meta(records)
@@ -234,8 +246,12 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         "elapsed_s": round(summary.elapsed_s, 1),
         "cpus": summary.cpus,
         "aborted_cpus": {str(k): v for k, v in summary.aborted_cpus.items()},
-        "covered": all_covered,
-        "exit_code": code,
+        # True / False once decided; None when unsure (see "unsure") or comparison only.
+        "covered": {"covered": True, "not_covered": False}.get(decision),
+        "decision": decision,
+        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == "unsure"],
+        "advice": UNSURE_ADVICE if decision == "unsure" else None,
+        "exit_code": EXIT_CODES[decision],
         "statistic": args.statistic,
         "statistic_used": {
             f"{cpu}/{backend}": {"statistic": r.statistic,
@@ -251,7 +267,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
 
 
 def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
-                results: list[CoverageResult], all_covered: bool | None) -> None:
+                results: list[CoverageResult], decision: Decision) -> None:
     from qprof.consensus.statistic import STATISTIC_TEXT
 
     backend = ", ".join(sorted({r.backend for r in results}))
@@ -271,7 +287,7 @@ def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
         _print_row(r, units[(r.cpu, r.backend)])
     for (cpu, backend), u in sorted(units.items()):
         _print_alternatives(profile, results, cpu, backend, u)
-    _print_footer(summary, results, all_covered)
+    _print_footer(summary, results, decision)
 
 
 def _print_row(r: CoverageResult, unit: CoverageResult) -> None:
@@ -315,7 +331,7 @@ def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: in
 
 
 def _print_footer(summary: RunSummary, results: list[CoverageResult],
-                  all_covered: bool | None) -> None:
+                  decision: Decision) -> None:
     from qprof.measure.hwinfo import cap_text
 
     for cpu in sorted({r.cpu for r in results if r.capped}):
@@ -328,8 +344,16 @@ def _print_footer(summary: RunSummary, results: list[CoverageResult],
           f"{_ms(worst.worst_block_ns)} on CPU {worst.cpu}{ref}")
     for cpu, why in summary.aborted_cpus.items():
         print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
-    if all_covered is None:
+    def where(d: str) -> str:
+        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == d)
+
+    if decision == "comparison":
         print("verdict: none: " + "; ".join(sorted({r.basis_label for r in results})))
-        return
-    print("verdict: " + ("every suite covered" if all_covered else "NOT covered: " + ", ".join(
-        f"{r.suite} on CPU {r.cpu}" for r in results if r.covered is False)))
+    elif decision == "covered":
+        print("verdict: every suite covered")
+    elif decision == "not_covered":
+        print("verdict: NOT covered: " + where("not_covered")
+              + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
+    else:
+        print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
+              f"constant; {UNSURE_ADVICE}")

@@ -92,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
-        word = ("covered" if c["covered"] else "NOT covered") if c["covered"] is not None \
-            else c["basis_label"]
+        word = {"covered": "covered", "not_covered": "NOT covered",
+                "unsure": f"unsure (95 % CI {c['vu_ci_low']}-{c['vu_ci_high']})"}.get(
+                    c["decision"], c["basis_label"])
         out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
                    f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
     out += ["", "recent alerts:"]

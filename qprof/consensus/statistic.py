@@ -17,6 +17,17 @@ STATISTIC_TEXT: dict[Statistic, str] = {
 }
 # The seeds' bar for a steady run: ML-DSA round medians within 100 bp of each other.
 STEADY_SPREAD_BP = 100.0
+# Quiet-turn pairs stand for a suite only from enough of them: at least this many rounds
+# kept (the interval resamples rounds: from one or two it cannot see how rounds differ)
+# and this share of all its turns (5 quiet turns of 1,330 once gave a "sure" estimate).
+MIN_PAIRED_ROUNDS = 3
+MIN_PAIRED_SHARE = 0.1
+
+
+def paired_usable(p: Paired | None) -> bool:
+    """Enough quiet turns, in enough rounds, for the paired statistic (see above)."""
+    return (p is not None and len(p.by_round) >= MIN_PAIRED_ROUNDS
+            and p.quiet_turns >= MIN_PAIRED_SHARE * p.turns)
 
 
 def paired_for(reduced: dict[Key, Reduced], cpu: int, backend: str, operation: str,
@@ -70,8 +81,8 @@ def choose_statistic(
     # rounds of its own (SLH-DSA on a very busy host) falls back to its 10th percentile,
     # said on its line.
     ml = {s for _m, _p, s in spreads if s != unit_suite}
-    if paired and any(p.by_round for p in paired.values()) and ml <= {
-            s for s, p in paired.items() if p.by_round}:
+    usable = {s for s, p in paired.items() if paired_usable(p)}
+    if usable and ml <= usable:
         worst = max((paired_spread(paired, s, unit_suite) or 0.0) for _m, _p, s in spreads)
         contended = max(len(p.contended) for s, p in paired.items() if s in ml or not ml)
         rounds = max(len(p.quiet_fraction) for p in paired.values())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
 from qprof.consensus.estimator import REPLICATES, SuiteEstimate, estimate
@@ -31,9 +31,12 @@ class CoverageResult:
     unit_time_ns: float
     vu_estimate: int
     vu_constant: int
-    # None: a comparison figure (a verifier no node runs alone): no verdict at all.
-    covered: bool | None
-    margin: int | None  # constant - estimate (negative: not covered); None as covered
+    # "covered" / "not_covered": the whole 95 % interval on one side of the constant (or
+    # no interval); "unsure": it straddles the constant; "comparison": a verifier no node
+    # runs alone, no verdict at all.
+    decision: Decision
+    covered: bool | None  # True / False as decided; None when unsure or comparison
+    margin: int | None  # constant - estimate (negative: over it); None for comparison
     capped: bool | None
     cap_factor: float | None
     worst_block_signatures: int
@@ -47,7 +50,9 @@ class CoverageResult:
     block_interval_fraction: float | None = None  # worst block / target block interval
     vu_ci_low: int | None = None
     vu_ci_high: int | None = None
-    confidence: str | None = None  # "high" | "uncertain"
+    # "high": the interval lies on one side of the constant; "uncertain": it straddles
+    # it; None: no interval.
+    confidence: str | None = None
     verdict: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,34 +72,45 @@ class CoverageResult:
                       "estimate": SuiteEstimate(**e)})
 
 
-def _confidence(constant: int, low: int | None, high: int | None) -> str | None:
-    if low is None or high is None:
-        return None
-    # The verdict is sure when the whole interval lies on one side of the constant.
-    if high <= constant or low > constant:
-        return "high"
-    return "uncertain"
+Decision = Literal["covered", "not_covered", "unsure", "comparison"]
+# What a user can do when the interval straddles the constant.
+UNSURE_ADVICE = ("to decide, measure longer (a larger --time-limit), on a quieter host "
+                 "(nothing else running on that core), or on another core")
+
+
+def _decision(constant: int, estimate: int, low: int | None, high: int | None,
+              judged: bool) -> Decision:
+    if not judged:
+        return "comparison"
+    if low is None or high is None:  # no samples kept: the point estimate alone
+        return "covered" if estimate <= constant else "not_covered"
+    if high <= constant:
+        return "covered"
+    if low > constant:
+        return "not_covered"
+    return "unsure"
 
 
 def _verdict_text(r: CoverageResult) -> str:
-    ci = ""
-    if r.vu_ci_low is not None and r.vu_ci_high is not None:
-        ci = f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
-    if r.covered is None or r.margin is None:
-        return f"estimate {r.vu_estimate}{ci}, constant {r.vu_constant}: {r.basis_label}"
-    word = "covered" if r.covered else "NOT covered"
-    if r.basis == "dual":
-        word += " (dual enforce)"
-    if r.covered:
-        room = f"margin {r.margin}"
-    else:
-        room = f"exceeds the constant {r.vu_constant} by {-r.margin}"
-    sure = ""
-    if r.confidence == "high":
-        sure = " with high confidence"
-    elif r.confidence == "uncertain":
-        sure = ", but the interval straddles the constant: measure longer"
-    return f"estimate {r.vu_estimate}{ci}, {room}: {word}{sure}"
+    """The verdict in words that follow from the estimate, its interval and the margin."""
+    low, high, c = r.vu_ci_low, r.vu_ci_high, r.vu_constant
+    ci = f" (95 % CI {low}-{high})" if low is not None and high is not None else ""
+    head = f"estimate {r.vu_estimate}{ci}"
+    dual = " (dual enforce)" if r.basis == "dual" else ""
+    if r.decision == "comparison":
+        return f"{head}, constant {c}: {r.basis_label}"
+    if r.decision == "unsure":
+        return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
+                f"the constant; {UNSURE_ADVICE}")
+    if r.decision == "covered":
+        sure = (f": the whole interval is at or below the constant ({c - high} VU to spare "
+                "at its top)" if high is not None else
+                " (no interval: too few samples to say how sure)")
+        return f"{head}, margin {c - r.vu_estimate}: covered{dual}{sure}"
+    sure = (f": even the interval's low end exceeds it by {low - c}" if low is not None
+            else " (no interval: too few samples to say how sure)")
+    return (f"{head}, exceeds the constant {c} by {r.vu_estimate - c}: "
+            f"NOT covered{dual}{sure}")
 
 
 def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
@@ -118,6 +134,7 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
             ref_block = nsig * ref.verify_median_ns[e.suite]
         basis = verdict_basis(profile, e.backend, e.operation)
         judged = basis != "comparison"
+        decision = _decision(constant, e.vu_estimate, low, high, judged)
         # A cap seen on the unit's rounds skews the ratio as much as one on the suite's.
         unit = units.get((e.cpu, e.backend, e.operation), e)
         capped = e.capped if e.capped is not None else unit.capped
@@ -126,7 +143,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
             cpu=e.cpu, suite=e.suite, backend=e.backend, operation=e.operation,
             statistic=e.statistic, suite_time_ns=e.suite_time_ns,
             unit_time_ns=e.unit_time_ns, vu_estimate=e.vu_estimate, vu_constant=constant,
-            covered=e.vu_estimate <= constant if judged else None,
+            decision=decision,
+            covered={"covered": True, "not_covered": False}.get(decision),
             margin=constant - e.vu_estimate if judged else None,
             capped=capped, cap_factor=cap_factor,
             worst_block_signatures=nsig, worst_block_ns=block, estimate=e,
@@ -137,7 +155,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
             block_interval_fraction=(block / (profile.target_block_interval_s * 1e9)
                                      if profile.target_block_interval_s else None),
             vu_ci_low=low, vu_ci_high=high,
-            confidence=_confidence(constant, low, high) if judged else None,
+            confidence=(None if not judged or low is None else
+                        "uncertain" if decision == "unsure" else "high"),
         )
         results.append(replace(r, verdict=_verdict_text(r)))
     order = {s: i for i, s in enumerate(profile.suites)}

@@ -317,12 +317,13 @@ def _estimate_cell(e: SuiteEstimate | None) -> str:
 
 
 def _covered_cell(verdicts: list[CoverageResult]) -> str:
-    judged = [v.covered for v in verdicts if v.covered is not None]
-    if verdicts and not judged:
+    if verdicts and all(v.decision == "comparison" for v in verdicts):
         return "comparison only"
+    judged = [v.covered for v in verdicts if v.covered is not None]
+    unsure = " (unsure on some cores)" if any(v.decision == "unsure" for v in verdicts) else ""
     if not judged:
-        return "-"
-    return "yes" if all(judged) else ("no" if not any(judged) else "no (some cores)")
+        return "unsure" if unsure else "-"
+    return ("yes" if all(judged) else ("no" if not any(judged) else "no (some cores)")) + unsure
 
 
 def _coverage_bullets(cols: list[Column], profile: Profile,
@@ -331,13 +332,15 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
     tight = [r for r in results if r.suite != profile.unit_suite and r.margin is not None]
     if not tight:
         return []
-    bad = [r for r in tight if not r.covered]
+    bad = [r for r in tight if r.covered is not True]
     least = min(tight, key=lambda r: r.margin or 0)
     if bad:
         for r in bad:
-            lines.append(f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
-                         f"the constant {r.vu_constant} by {r.vu_estimate - r.vu_constant}: "
-                         "NOT covered.")
+            lines.append(
+                f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
+                f"the constant {r.vu_constant} by {r.vu_estimate - r.vu_constant}: NOT covered."
+                if r.decision == "not_covered" else f"- {r.suite} on {cols[r.cpu].label}: "
+                f"{r.verdict}.")
     else:
         lines.append(f"- Every constant of profile `{profile.name}` covers its estimate; least "
                      f"room: {least.suite} on {cols[least.cpu].label} ({least.vu_estimate} of "

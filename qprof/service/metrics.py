@@ -178,6 +178,11 @@ class QprofCollector(Collector):
                                   "verifier, judged), dual (a pair led by it, judged apart) "
                                   "or comparison (a verifier no node runs alone: no verdict)",
                                   labels=["cpu", "suite", "backend", "basis"])
+        unsure = GaugeMetricFamily("qprof_vu_unsure",
+                                   "1 when the estimate's 95 % interval straddles the "
+                                   "constant: no covered/not covered until measured longer, "
+                                   "on a quieter host or another core",
+                                   labels=["cpu", "suite", "profile"])
         verdicts: dict[tuple[int, str], bool] = {}
         for c in cov:
             est.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_estimate))
@@ -185,6 +190,8 @@ class QprofCollector(Collector):
             if c.basis == "node" and c.covered is not None:
                 key = (c.cpu, c.suite)
                 verdicts[key] = verdicts.get(key, True) and c.covered
+            if c.basis == "node" and c.decision == "unsure" and profile is not None:
+                unsure.add_metric([str(c.cpu), c.suite, profile.name], 1.0)
         const_metric = GaugeMetricFamily("qprof_vu_constant",
                                          "The profile's Verify-Unit constant",
                                          labels=["suite", "profile"])
@@ -193,7 +200,7 @@ class QprofCollector(Collector):
                 const_metric.add_metric([suite, profile.name], float(value))
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
-        yield from (est, basis, const_metric, covered)
+        yield from (est, basis, const_metric, covered, unsure)
 
         alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
         for kind in sorted(set(KINDS) | set(alert_counts)):

@@ -88,6 +88,9 @@ class CoverageView:
     # qprof.consensus.basis: "node" / "dual" carry a verdict; "comparison" never does.
     basis: str | None = None
     basis_label: str | None = None
+    # qprof.consensus.verdict: covered / not_covered / unsure / comparison.
+    decision: str | None = None
+    vu_ci: tuple[int, int] | None = None  # the estimate's 95 % interval
 
 
 @dataclass(frozen=True)
@@ -180,17 +183,21 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-# The Covered cell of a figure that carries no verdict (a verifier no node runs alone).
+# The Covered cell of a figure that carries no verdict (a verifier no node runs alone),
+# and of one whose 95 % interval straddles the constant (no ✓/✗ until measured longer).
 COMPARISON_CELL = "comparison only"
+UNSURE_CELL = "? unsure"
 
 
 def fmt_covered(covered: bool | None, missing: str = "not measured yet",
-                confidence: str | None = None, basis: str | None = None) -> str:
+                decision: str | None = None) -> str:
+    if decision == "comparison":
+        return COMPARISON_CELL
+    if decision == "unsure":
+        return UNSURE_CELL
     if covered is None:
-        return COMPARISON_CELL if basis == "comparison" else missing
-    word = f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
-    # `qprof check` says "the interval straddles the constant: measure longer".
-    return word + (" (unsure)" if confidence == "uncertain" else "")
+        return missing
+    return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
 
 
 STAT_SHORT = {"median": "med"}  # others ("p10", "paired") are short already

@@ -64,7 +64,9 @@ def report_markdown(frame: Frame, profile: str) -> str:
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered, r.note or "not measured yet", r.confidence, r.basis),
+            fmt_covered(r.covered, r.note or "not measured yet", r.decision)
+            + (f" (95 % CI {r.vu_ci[0]}-{r.vu_ci[1]})" if r.decision == "unsure" and r.vu_ci
+               else ""),
             fmt_duration(r.worst_block_ns),
             capped if r.median_ns else "—",
         ]) + " |")

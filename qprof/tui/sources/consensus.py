@@ -223,6 +223,8 @@ def coverage_rows(
                 vu_median_rule=r.estimate.vu_by_statistic.get("median"),
                 basis=r.basis,
                 basis_label=r.basis_label,
+                decision=r.decision,
+                vu_ci=r.estimate.vu_ci,
             ))
     return tuple(rows)
 
