@@ -52,10 +52,10 @@ class CoreView:
     cap_cause: str | None
     estimated: bool = False  # frequency guessed (e.g. /proc/cpuinfo "cpu MHz")
     load_pct: float | None = None
-    # suite -> verify time the verdict used (median, or 10th percentile: see statistic)
-    medians_ns: dict[str, float] = field(default_factory=dict)
+    # suite -> verify time the verdict compared, by ``statistic``
+    times_ns: dict[str, float] = field(default_factory=dict)
     vu: dict[str, int] = field(default_factory=dict)  # suite -> VU estimate
-    statistic: str | None = None  # "median" | "p10" | None (not measured)
+    statistic: str | None = None  # "median" | "p10" | "paired" | None (not measured)
     # Clock estimated by timing a known loop (no cpufreq, e.g. a VM): once, cached.
     est_khz: int | None = None
 
@@ -69,7 +69,7 @@ class CoverageView:
     cluster: int | None
     cpu: int | None  # the core the numbers come from
     backend: str | None
-    median_ns: float | None  # None = not measured yet
+    time_ns: float | None  # verify time the verdict compared, by statistic; None: not measured
     vu_estimate: int | None
     vu_constant: int | None
     margin: int | None  # constant - estimate (negative = not covered)
@@ -80,7 +80,7 @@ class CoverageView:
     measured_at: float | None = None
     note: str | None = None  # why there is no figure ("not measured yet", ...)
     # `qprof check`'s statistic for this core: "median", or "p10" when the ML-DSA rounds
-    # disagree (a busy host); median_ns then holds the 10th percentile it compared.
+    # disagree (a busy host); time_ns is by that statistic.
     statistic: str | None = None
     statistic_why: str | None = None
     confidence: str | None = None  # "high" | "uncertain" (CI straddles the constant)

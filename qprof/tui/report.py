@@ -29,7 +29,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
     lines += [f"- Note: {p}" for p in m.problems]
     # Suites in the profile's order (the coverage rows), then any other measured ones.
     order = list(dict.fromkeys(r.suite for r in frame.coverage))
-    measured = {s for c in frame.cores for s in c.medians_ns}
+    measured = {s for c in frame.cores for s in c.times_ns}
     suites = [s for s in order if s in measured] + sorted(measured - set(order))
     lines += ["", "## Cores", ""]
     head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
@@ -44,7 +44,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
                  fmt_ghz(c.max_khz), fmt_ghz(c.hw_max_khz), fmt_cap(c) or "no",
                  c.statistic or "—"]
         for s in suites:
-            med = c.medians_ns.get(s)
+            med = c.times_ns.get(s)
             vu = c.vu.get(s)
             cells.append("—" if med is None else fmt_us(med) + (f" ({vu})" if vu else ""))
         lines.append("| " + " | ".join(cells) + " |")
@@ -57,10 +57,10 @@ def report_markdown(frame: Frame, profile: str) -> str:
     for r in frame.coverage:
         where = r.where + (f" (CPU {r.cpu})" if r.cpu is not None else "")
         capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
-            else ("unknown" if r.capped is None and r.median_ns else "no")
+            else ("unknown" if r.capped is None and r.time_ns else "no")
         lines.append("| " + " | ".join([
-            r.suite, where, fmt_duration(r.median_ns),
-            fmt_stat(r.statistic) if r.median_ns else "—",
+            r.suite, where, fmt_duration(r.time_ns),
+            fmt_stat(r.statistic) if r.time_ns else "—",
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
@@ -68,7 +68,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
             + (f" (95 % CI {r.vu_ci[0]}-{r.vu_ci[1]})" if r.decision == "unsure" and r.vu_ci
                else ""),
             fmt_duration(r.worst_block_ns),
-            capped if r.median_ns else "—",
+            capped if r.time_ns else "—",
         ]) + " |")
     lines += [f"- {label}" for label in sorted({r.basis_label for r in frame.coverage
                                                  if r.basis == "comparison" and r.basis_label})]

@@ -204,13 +204,13 @@ def coverage_rows(
             if not candidates:
                 rows.append(CoverageView(
                     suite=suite, where=where, cluster=cluster_id, cpu=None, backend=backend,
-                    median_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
+                    time_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
                     margin=None, covered=None, note=missing))
                 continue
             r = max(candidates, key=lambda r: (r.vu_estimate, r.suite_time_ns))
             rows.append(CoverageView(
                 suite=suite, where=where, cluster=cluster_id, cpu=r.cpu, backend=r.backend,
-                median_ns=r.suite_time_ns, vu_estimate=r.vu_estimate,
+                time_ns=r.suite_time_ns, vu_estimate=r.vu_estimate,
                 vu_constant=r.vu_constant,
                 margin=r.margin, covered=r.covered, capped=r.capped,
                 cap_factor=r.cap_factor if r.capped else None,

@@ -24,7 +24,7 @@ COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covere
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
-    if row.covered is None and row.median_ns is None:
+    if row.covered is None and row.time_ns is None:
         return (short_suite(row.suite), row.where, "—", "—", "—",
                 "—" if row.vu_constant is None else str(row.vu_constant), "—",
                 row.note or "not measured yet", "", "—")
@@ -37,7 +37,7 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     return (
         short_suite(row.suite),
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
-        fmt_duration(row.median_ns),
+        fmt_duration(row.time_ns),
         fmt_stat(row.statistic),
         "—" if row.vu_estimate is None else str(row.vu_estimate),
         "—" if row.vu_constant is None else str(row.vu_constant),
