@@ -22,6 +22,7 @@ from qprof.consensus.statistic import (
     MIN_PAIRED_ROUNDS,
     MIN_PAIRED_SHARE,
     STATISTICS,
+    STEADY_SPREAD_BP,
     Statistic,
     choose_statistic,
     paired_for,
@@ -275,6 +276,7 @@ def estimate(
     operation: str = "verify",
     statistic: str = "auto",
     replicates: int = REPLICATES,
+    steady_spread_bp: float = STEADY_SPREAD_BP,
 ) -> list[SuiteEstimate]:
     """One :class:`SuiteEstimate` per (cpu, backend, suite) of ``operation`` in
     ``measurements``, sorted by cpu, backend, then the unit suite first.
@@ -283,6 +285,7 @@ def estimate(
     pairs, interleaved rounds with enough quiet turns only) or ``"auto"`` (per CPU and backend, see
     :func:`~qprof.consensus.statistic.choose_statistic`). ``replicates``: of each
     bootstrap interval (fewer: faster, coarser; the adaptive rule uses 400; 0: none).
+    ``steady_spread_bp``: ``auto`` keeps the median while ML-DSA rounds agree within it.
     Deterministic: the same records give the same figures.
     """
     if statistic not in STATISTICS:
@@ -294,7 +297,7 @@ def estimate(
             continue
         if statistic == "auto":
             used, why = choose_statistic(reduced, cpu, backend, operation,
-                                         unit_suite=unit_suite)
+                                         steady_spread_bp, unit_suite)
         else:
             used, why = statistic, "asked for"  # type: ignore[assignment]
         groups[(cpu, backend)] = _Group(
