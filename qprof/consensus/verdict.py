@@ -99,6 +99,8 @@ def _verdict_text(r: CoverageResult) -> str:
     dual = " (dual enforce)" if r.basis == "dual" else ""
     if r.decision == "comparison":
         return f"{head}, constant {c}: {r.basis_label}"
+    if r.estimate.is_unit:
+        return f"estimate {r.vu_estimate}: the unit suite ({c} by definition)"
     if r.decision == "unsure":
         return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
                 f"the constant; {UNSURE_ADVICE}")
