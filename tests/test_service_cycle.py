@@ -80,7 +80,7 @@ def test_numba_alone_is_comparison_never_a_verdict(tmp_path: Path) -> None:
     assert [(c.suite, c.vu_estimate, c.covered, c.basis) for c in state.coverage] == [
         ("ML-DSA-44", 100, None, "comparison"), ("ML-DSA-87", 300, None, "comparison")]
     assert "numba alone: not what a node runs" in state.coverage[1].verdict
-    families = {f.name: f for f in QprofCollector(state).collect()}
+    families = {f.name: f for f in QprofCollector(state, {"version": "t"}).collect()}
     assert families["qprof_vu_covered"].samples == []
     assert {s.labels["basis"] for s in families["qprof_vu_estimate_basis_info"].samples} == {
         "comparison"}

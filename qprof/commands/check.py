@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+from qprof.commands.options import add_backend
 from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
@@ -36,8 +37,7 @@ if TYPE_CHECKING:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
     add_common(parser)
-    parser.add_argument("--backend",
-                        help="verifier backend (default: liboqs if available, else numba)")
+    add_backend(parser, default="liboqs if available, else numba")
     parser.add_argument("--comparison", action="store_true",
                         help="allow a verifier that no node runs alone (e.g. numba when "
                         "liboqs is missing): its figures are shown for comparison, with no "

@@ -259,8 +259,8 @@ def _other_statistics(c: Column, profile: Profile | None, unit: str,
     return lines
 
 
-def _estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
-               op: str) -> list[dict[str, SuiteEstimate]]:
+def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
+                     op: str) -> list[dict[str, SuiteEstimate]]:
     """Per column, suite -> its estimate by the median rule (the report's statistic)."""
     return [{e.suite: e for e in estimate(
         (m for m in c.run.measurements if m.cpu == c.cpu and m.backend == backend),
@@ -284,10 +284,8 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                   "run; 95 % CI from a bootstrap over rounds and samples.", ""]
         header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
         header += ["VU estimate " + " / ".join(c.label for c in cols)]
-        per_col = _estimates(cols, profile, unit, backend, op)
-        # One "cpu" per column so that two runs of the same CPU stay apart.
-        verdicts = coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
-                                      for e in col.values()]) if profile else []
+        per_col = column_estimates(cols, profile, unit, backend, op)
+        verdicts = column_verdicts(profile, per_col)
         if profile:
             basis = verdict_basis(profile, backend, op)
             lines[-2] += f" Figures of {basis_label(profile, backend, basis)}."
@@ -306,6 +304,16 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
         if profile:
             lines += _coverage_bullets(cols, profile, verdicts)
     return lines
+
+
+def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstimate]]
+                    ) -> list[CoverageResult]:
+    """The verdicts of :func:`column_estimates`; ``cpu`` is the column's index, so that two
+    runs of the same CPU stay apart."""
+    if profile is None:
+        return []
+    return coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
+                              for e in col.values()])
 
 
 def _estimate_cell(e: SuiteEstimate | None) -> str:
@@ -418,7 +426,7 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
         suites = _suites(cols, profile, DUAL_VALID)
         header = ["Suite"] + [f"{m} {c.label}" for m in ("enforce", "shadow") for c in cols]
         header += [f"VU under enforce {' / '.join(c.label for c in cols)}"]
-        enforce = _estimates(cols, profile, unit, pair, "dual_enforce")
+        enforce = column_estimates(cols, profile, unit, pair, "dual_enforce")
         rows = []
         for s in suites:
             r = [s]
