@@ -65,7 +65,8 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
                 v = verdicts.get((i, suite))
                 if v is not None:
                     text += _DECISION_TEXT[v.decision].format(c=const)
-                rows.append(Row(c.label, e.vu_estimate, *(ci or (None, None)), text=text,
+                lo, hi = ci if ci is not None else (None, None)
+                rows.append(Row(c.label, e.vu_estimate, lo, hi, text=text,
                                 bad=v is not None and v.decision == "not_covered"))
             if rows:
                 ref = Reference(const, f"constant {const}") if const is not None else None
