@@ -83,7 +83,7 @@ def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -
 
 
 def _ms(ns: float) -> str:
-    from qprof.measure.report import fmt_ns
+    from qprof.measure.units import fmt_ns
 
     return fmt_ns(ns)
 
@@ -332,11 +332,11 @@ def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: in
 
 def _print_footer(summary: RunSummary, results: list[CoverageResult],
                   decision: Decision) -> None:
-    from qprof.measure.hwinfo import cap_text
+    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
-        print(f"CPU {cpu}: " + cap_text(None, None, factor))
+        print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
     worst = max(results, key=lambda r: r.worst_block_ns)
     ref = (f"; on the reference core {worst.reference_core}: "
            f"{_ms(worst.reference_block_ns)}" if worst.reference_block_ns else "")

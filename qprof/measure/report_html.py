@@ -15,15 +15,13 @@ from pathlib import Path
 from qprof.consensus import Profile
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
-from qprof.measure.report import (
+from qprof.measure.report import column_estimates, column_verdicts
+from qprof.measure.report_columns import (
     Column,
-    _backends,
-    _suites,
-    _unit,
+    backends_of,
     build_columns,
-    column_estimates,
-    column_verdicts,
-    fmt_ns,
+    suites_of,
+    unit_of,
 )
 from qprof.measure.report_html_svg import (
     Band,
@@ -38,6 +36,7 @@ from qprof.measure.report_html_svg import (
     row_chart,
 )
 from qprof.measure.stats import drift_bp
+from qprof.measure.units import fmt_ns
 
 # The text beside an estimate, by the verdict's decision (qprof.consensus.verdict).
 _DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
@@ -45,12 +44,12 @@ _DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
 
 
 def _estimates(cols: list[Column], profile: Profile | None) -> Section:
-    unit = _unit(profile, cols)
+    unit = unit_of(profile, cols)
     figures = []
-    for backend in _backends(cols, "verify"):
+    for backend in backends_of(cols, "verify"):
         per_col = column_estimates(cols, profile, unit, backend, "verify")
         verdicts = {(v.cpu, v.suite): v for v in column_verdicts(profile, per_col)}
-        for suite in _suites(cols, profile, ("verify",)):
+        for suite in suites_of(cols, profile, ("verify",)):
             if suite == unit:
                 continue
             const = profile.verify_units.get(suite) if profile else None
@@ -153,8 +152,8 @@ def _frequencies(runs: list[RunData]) -> Section:
 def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
     if profile is None:
         return None
-    ways = [(b, "verify") for b in _backends(cols, "verify")]
-    ways += [(b, "dual_enforce") for b in _backends(cols, "dual_enforce")]
+    ways = [(b, "verify") for b in backends_of(cols, "verify")]
+    ways += [(b, "dual_enforce") for b in backends_of(cols, "dual_enforce")]
     interval = profile.target_block_interval_s
     figures = []
     for suite in profile.suites:

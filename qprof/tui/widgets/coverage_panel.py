@@ -7,11 +7,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     CAP_MARK,
     CoverageView,
     fmt_covered,
-    fmt_duration,
     fmt_stat,
 )
 from qprof.tui.widgets.core_table import short_suite
@@ -37,7 +37,7 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     return (
         short_suite(row.suite),
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
-        fmt_duration(row.time_ns),
+        fmt_ns(row.time_ns, missing="—"),
         fmt_stat(row.statistic),
         "—" if row.vu_estimate is None else str(row.vu_estimate),
         "—" if row.vu_constant is None else str(row.vu_constant),
@@ -46,7 +46,7 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         + (f" {row.vu_ci[0]}-{row.vu_ci[1]}" if row.decision == "unsure" and row.vu_ci
            else ""),
         cap,
-        fmt_duration(row.worst_block_ns),
+        fmt_ns(row.worst_block_ns, missing="—"),
     )
 
 
