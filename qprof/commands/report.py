@@ -13,8 +13,9 @@ from pathlib import Path
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="JSONL runs (qprof bench -o)")
-    parser.add_argument("--profile",
-                        help="chain profile for VU coverage (default: the runs' own, else qanum)")
+    parser.add_argument(
+        "--profile", help="chain profile for VU coverage (default: the runs' own, else qanum)"
+    )
     parser.add_argument("-o", "--output", metavar="FILE.md", help="write here instead of stdout")
 
 
@@ -37,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
         runs.append(run_data)
     if not runs:
         return 2
-    name = args.profile or next((r.meta.profile for r in runs if r.meta and r.meta.profile),
-                                "qanum")
+    name = args.profile or next(
+        (r.meta.profile for r in runs if r.meta and r.meta.profile), "qanum"
+    )
     try:
         profile = load_profile(name)
     except ProfileError as exc:

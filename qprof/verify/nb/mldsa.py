@@ -10,9 +10,9 @@ The Python wrappers only check argument types and call one
 The heavy parts live in:
 
 * ``mldsa_poly``: Montgomery NTT, decoders with the FIPS 204 checks, UseHint, w1Encode;
-* ``mldsa_expand``: ExpandA on four interleaved SHAKE128 streams, fused with A * z;
+* ``mldsa_expand``: ExpandA on 4 or 8 interleaved SHAKE128 streams, fused with A * z;
   SampleInBall;
-* ``keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
+* ``keccak_xn``: the multi-way Keccak-f[1600]; single streams use ``keccak``
   (``keccak.absorb_range`` absorbs byte ranges of ``bytes`` objects).
 
 Numba's on-disk cache is keyed on the source file of the function compiled, not on
@@ -35,6 +35,7 @@ from qprof.verify.nb.keccak import (
     absorb_update,
     squeeze_into,
 )
+from qprof.verify.nb.keccak_xn import WAYS
 from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
 from qprof.verify.nb.mldsa_poly import (
     N,
@@ -167,21 +168,22 @@ def _verify_kernel(
     chat = np.empty(N, dtype=np.int32)
     block = np.empty(SHAKE256_RATE, dtype=np.uint8)
     sample_in_ball(c_tilde, tau, state, block, chat)
-    ntt(chat)
+    scratch = np.empty(N, dtype=np.int32)
+    ntt(chat, scratch)
     for s in range(l):
-        ntt(zhat[s])
+        ntt(zhat[s], scratch)
 
     # w'_approx = NTT^-1(A_hat * z_hat - c_hat * t1_hat * 2^d), accumulated lazily.
     acc = np.empty((k, N), dtype=np.int64)
-    state4 = np.empty(100, dtype=np.uint64)
-    sampled = np.empty((4, N + SAMPLE_SLACK), dtype=np.int32)
-    nonces = np.empty(4, dtype=np.int64)
+    state_xn = np.empty(25 * WAYS, dtype=np.uint64)
+    sampled = np.empty((WAYS, N + SAMPLE_SLACK), dtype=np.int32)
+    counts = np.empty(WAYS, dtype=np.int64)
     rho = np.empty(RHO_BYTES, dtype=np.uint8)
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
-    # tr = H(pk, 64) is computed inside, in a spare way of the four-way permutation.
+    # tr = H(pk, 64) is computed inside, in a spare way of the multi-way permutation.
     tr = np.empty(TR_BYTES, dtype=np.uint8)
-    expand_a_times_z(rho, k, l, zhat, acc, state4, sampled, nonces, pk, tr, not use_mu)
+    expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr, not use_mu)
     mu = np.empty(MU_BYTES, dtype=np.uint8)
     if use_mu:
         for i in range(MU_BYTES):
@@ -197,12 +199,12 @@ def _verify_kernel(
     hint_start = 0
     for r in range(k):
         decode_t1_shifted(pk, 32 + 320 * r, t1)
-        ntt(t1)
+        ntt(t1, scratch)
         row = acc[r]
         for j in range(N):
             ct = montgomery_reduce(np.int64(chat[j]) * np.int64(t1[j]))
             w[j] = reduce32(montgomery_reduce(row[j]) - ct)
-        invntt_tomont(w)
+        invntt_tomont(w, scratch)
         for j in range(N):
             v = caddq(np.int64(w[j]))
             w[j] = v

@@ -1,14 +1,19 @@
-"""Four-way interleaved Keccak-f[1600], plain numba.
+"""Multi-way interleaved Keccak-f[1600], plain numba: four or eight states at once.
 
 Independent Keccak streams dominate both verifiers: ML-DSA's ExpandA runs k*l
 SHAKE128 streams (16 for ML-DSA-44, 56 for ML-DSA-87), SLH-DSA's WOTS+ chains and
 FORS trees of one layer are hundreds of single-block SHAKE256 calls that do not
-depend on each other.  Keeping four states interleaved lane by lane
-(``s[lane * 4 + way]``, one 32-byte vector per lane) lets LLVM turn the per-way loop
-into 256-bit vector code (AVX2: four 64-bit lanes; narrower or scalar code on other
-targets, still correct), so four permutations cost about one scalar permutation.
+depend on each other.  Keeping ``WAYS`` states interleaved lane by lane
+(``s[lane * WAYS + way]``, one vector per lane) lets LLVM turn the per-way loop into
+vector code for the CPU it compiles on, so ``WAYS`` permutations cost about one
+scalar permutation: four 64-bit ways fill a 256-bit AVX2 register (two 128-bit NEON
+registers on aarch64); with AVX-512 eight ways fill a 512-bit register, and
+measured on Zen 5 an eight-way permutation costs what a four-way one does.
+``WAYS`` is fixed when this module is imported, from the features numba compiles
+for; numba's cache keeps one entry per CPU name and feature set, so a cached
+kernel always has the width its CPU was given.
 The round body is the one of ``keccak.keccak_p1600`` (generated mechanically from the
-FIPS 202 rho offsets and pi permutation); tests check it against four scalar runs.
+FIPS 202 rho offsets and pi permutation); tests check it against scalar runs.
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ from numba import njit
 
 from qprof.verify.nb.keccak import ROUND_CONSTANTS
 
-WAYS = 4  # states per call; arrays hold 25 * WAYS words
+
+def _vector_ways() -> int:
+    """8 when numba compiles for AVX-512F (512-bit vectors), else 4."""
+    from numba.core.codegen import get_host_cpu_features
+    from numba.core.config import CPU_FEATURES
+
+    features = CPU_FEATURES if CPU_FEATURES is not None else get_host_cpu_features()
+    return 8 if "+avx512f" in features.split(",") else 4
+
+
+WAYS = _vector_ways()  # states per call; arrays hold 25 * WAYS words
 
 # Shift amounts as uint64 so numba never promotes the rotations to float or int64.
 ONE = np.uint64(1)
@@ -60,38 +75,38 @@ R63 = np.uint64(63)
 
 
 @njit(cache=True, nogil=True)
-def keccak_f1600_x4(s: np.ndarray) -> None:
-    """Permute four interleaved states in place; ``s`` is uint64[100], lane*4 + way."""
+def keccak_f1600_xn(s: np.ndarray) -> None:
+    """Permute ``WAYS`` interleaved states in place; ``s`` is uint64[25 * WAYS]."""
     for rnd in range(24):
         rc = ROUND_CONSTANTS[rnd]
         # Every way runs the same straight-line code on its own lanes: LLVM vectorises
-        # this loop across the four ways.
+        # this loop across the ways.
         for w in range(WAYS):
-            a00 = s[0 + w]
-            a10 = s[4 + w]
-            a20 = s[8 + w]
-            a30 = s[12 + w]
-            a40 = s[16 + w]
-            a01 = s[20 + w]
-            a11 = s[24 + w]
-            a21 = s[28 + w]
-            a31 = s[32 + w]
-            a41 = s[36 + w]
-            a02 = s[40 + w]
-            a12 = s[44 + w]
-            a22 = s[48 + w]
-            a32 = s[52 + w]
-            a42 = s[56 + w]
-            a03 = s[60 + w]
-            a13 = s[64 + w]
-            a23 = s[68 + w]
-            a33 = s[72 + w]
-            a43 = s[76 + w]
-            a04 = s[80 + w]
-            a14 = s[84 + w]
-            a24 = s[88 + w]
-            a34 = s[92 + w]
-            a44 = s[96 + w]
+            a00 = s[0 * WAYS + w]
+            a10 = s[1 * WAYS + w]
+            a20 = s[2 * WAYS + w]
+            a30 = s[3 * WAYS + w]
+            a40 = s[4 * WAYS + w]
+            a01 = s[5 * WAYS + w]
+            a11 = s[6 * WAYS + w]
+            a21 = s[7 * WAYS + w]
+            a31 = s[8 * WAYS + w]
+            a41 = s[9 * WAYS + w]
+            a02 = s[10 * WAYS + w]
+            a12 = s[11 * WAYS + w]
+            a22 = s[12 * WAYS + w]
+            a32 = s[13 * WAYS + w]
+            a42 = s[14 * WAYS + w]
+            a03 = s[15 * WAYS + w]
+            a13 = s[16 * WAYS + w]
+            a23 = s[17 * WAYS + w]
+            a33 = s[18 * WAYS + w]
+            a43 = s[19 * WAYS + w]
+            a04 = s[20 * WAYS + w]
+            a14 = s[21 * WAYS + w]
+            a24 = s[22 * WAYS + w]
+            a34 = s[23 * WAYS + w]
+            a44 = s[24 * WAYS + w]
             c0 = a00 ^ a01 ^ a02 ^ a03 ^ a04
             c1 = a10 ^ a11 ^ a12 ^ a13 ^ a14
             c2 = a20 ^ a21 ^ a22 ^ a23 ^ a24
@@ -151,38 +166,38 @@ def keccak_f1600_x4(s: np.ndarray) -> None:
             b32 = (t << R8) | (t >> R56)
             t = a44 ^ d4
             b40 = (t << R14) | (t >> R50)
-            s[0 + w] = (b00 ^ (~b10 & b20)) ^ rc
-            s[4 + w] = b10 ^ (~b20 & b30)
-            s[8 + w] = b20 ^ (~b30 & b40)
-            s[12 + w] = b30 ^ (~b40 & b00)
-            s[16 + w] = b40 ^ (~b00 & b10)
-            s[20 + w] = b01 ^ (~b11 & b21)
-            s[24 + w] = b11 ^ (~b21 & b31)
-            s[28 + w] = b21 ^ (~b31 & b41)
-            s[32 + w] = b31 ^ (~b41 & b01)
-            s[36 + w] = b41 ^ (~b01 & b11)
-            s[40 + w] = b02 ^ (~b12 & b22)
-            s[44 + w] = b12 ^ (~b22 & b32)
-            s[48 + w] = b22 ^ (~b32 & b42)
-            s[52 + w] = b32 ^ (~b42 & b02)
-            s[56 + w] = b42 ^ (~b02 & b12)
-            s[60 + w] = b03 ^ (~b13 & b23)
-            s[64 + w] = b13 ^ (~b23 & b33)
-            s[68 + w] = b23 ^ (~b33 & b43)
-            s[72 + w] = b33 ^ (~b43 & b03)
-            s[76 + w] = b43 ^ (~b03 & b13)
-            s[80 + w] = b04 ^ (~b14 & b24)
-            s[84 + w] = b14 ^ (~b24 & b34)
-            s[88 + w] = b24 ^ (~b34 & b44)
-            s[92 + w] = b34 ^ (~b44 & b04)
-            s[96 + w] = b44 ^ (~b04 & b14)
+            s[0 * WAYS + w] = (b00 ^ (~b10 & b20)) ^ rc
+            s[1 * WAYS + w] = b10 ^ (~b20 & b30)
+            s[2 * WAYS + w] = b20 ^ (~b30 & b40)
+            s[3 * WAYS + w] = b30 ^ (~b40 & b00)
+            s[4 * WAYS + w] = b40 ^ (~b00 & b10)
+            s[5 * WAYS + w] = b01 ^ (~b11 & b21)
+            s[6 * WAYS + w] = b11 ^ (~b21 & b31)
+            s[7 * WAYS + w] = b21 ^ (~b31 & b41)
+            s[8 * WAYS + w] = b31 ^ (~b41 & b01)
+            s[9 * WAYS + w] = b41 ^ (~b01 & b11)
+            s[10 * WAYS + w] = b02 ^ (~b12 & b22)
+            s[11 * WAYS + w] = b12 ^ (~b22 & b32)
+            s[12 * WAYS + w] = b22 ^ (~b32 & b42)
+            s[13 * WAYS + w] = b32 ^ (~b42 & b02)
+            s[14 * WAYS + w] = b42 ^ (~b02 & b12)
+            s[15 * WAYS + w] = b03 ^ (~b13 & b23)
+            s[16 * WAYS + w] = b13 ^ (~b23 & b33)
+            s[17 * WAYS + w] = b23 ^ (~b33 & b43)
+            s[18 * WAYS + w] = b33 ^ (~b43 & b03)
+            s[19 * WAYS + w] = b43 ^ (~b03 & b13)
+            s[20 * WAYS + w] = b04 ^ (~b14 & b24)
+            s[21 * WAYS + w] = b14 ^ (~b24 & b34)
+            s[22 * WAYS + w] = b24 ^ (~b34 & b44)
+            s[23 * WAYS + w] = b34 ^ (~b44 & b04)
+            s[24 * WAYS + w] = b44 ^ (~b04 & b14)
 
 
 @njit(cache=True, nogil=True)
-def keccak_p1600_x4(src: np.ndarray, dst: np.ndarray) -> None:
-    """Permute the four interleaved states of ``src`` into ``dst``; ``src`` is left intact
+def keccak_p1600_xn(src: np.ndarray, dst: np.ndarray) -> None:
+    """Permute the interleaved states of ``src`` into ``dst``; ``src`` is left intact
     (SLH-DSA keeps it as a template).  The copy is 25 vector moves, ~2% of a permutation.
     """
     for i in range(25 * WAYS):
         dst[i] = src[i]
-    keccak_f1600_x4(dst)
+    keccak_f1600_xn(dst)
