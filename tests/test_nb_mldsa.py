@@ -7,7 +7,6 @@ References: Wycheproof verify vectors (from ../shared, skipped if absent), dilit
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from qprof.verify.nb.mldsa_expand import (
     sample_in_ball,
 )
 from qprof.verify.nb.mldsa_poly import INVNTT_F, ZETAS, Q, invntt_tomont, montgomery_reduce, ntt
+from qprof.verify.vectors import wycheproof_mldsa
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 WYCHEPROOF = SHARED / "testvectors" / "wycheproof"
@@ -268,34 +268,20 @@ def test_constant_geometry_transforms_give_the_reference_integers() -> None:
 # --- Wycheproof ------------------------------------------------------------------------
 
 
-def _wycheproof_cases(level: int) -> list[tuple[str, bytes, dict]]:
-    path = WYCHEPROOF / f"mldsa_{level}_verify_test.json"
-    if not path.exists():
-        return []
-    data = json.loads(path.read_text())
-    cases = []
-    for group in data["testGroups"]:
-        pk = bytes.fromhex(group["publicKey"])
-        for test in group["tests"]:
-            cases.append((f"{level}-{test['tcId']}", pk, test))
-    return cases
-
-
 @pytest.mark.parametrize("level", [44, 65])
 def test_wycheproof_verify_vectors(level: int) -> None:
-    cases = _wycheproof_cases(level)
-    if not cases:
-        pytest.skip(f"{WYCHEPROOF}/mldsa_{level}_verify_test.json not found")
+    path = WYCHEPROOF / f"mldsa_{level}_verify_test.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    cases = wycheproof_mldsa(path)
     failures = []
-    for name, pk, test in cases:
-        sig = bytes.fromhex(test["sig"])
-        ctx = bytes.fromhex(test.get("ctx", ""))
-        if "msg" in test:
-            got = mldsa_verify(level, pk, bytes.fromhex(test["msg"]), sig, ctx)
+    for case in cases:
+        if case.mu is None:
+            got = mldsa_verify(level, case.public_key, case.message, case.signature, case.context)
         else:
-            got = mldsa_verify_mu(level, pk, bytes.fromhex(test["mu"]), sig)
-        if got != (test["result"] == "valid"):
-            failures.append(f"{name} {test['result']} {test.get('flags')} got {got}")
+            got = mldsa_verify_mu(level, case.public_key, case.mu, case.signature)
+        if got != case.expected:
+            failures.append(f"{case.label} expected {case.expected} got {got}")
     assert not failures, failures
     assert len(cases) >= 150
 
