@@ -1,4 +1,5 @@
-"""`qprof report FILE...`: Markdown tables from JSONL runs; several files side by side.
+"""`qprof report FILE... [--block FILE.json]`: Markdown tables from JSONL runs; several
+files side by side; measured worst-case blocks (`qprof block --json`) as a section.
 
 Bad lines are reported on stderr as ``file:line: reason`` and skipped (and listed in the
 report's notes); a file that cannot be read is an error (exit 2).
@@ -12,7 +13,14 @@ from pathlib import Path
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSONL runs (qprof bench -o)")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="JSONL runs (qprof bench -o)")
+    parser.add_argument(
+        "--block",
+        action="append",
+        default=[],
+        metavar="FILE.json",
+        help="measured worst-case blocks (qprof block --json > FILE.json); repeatable",
+    )
     parser.add_argument(
         "--profile", help="chain profile for VU coverage (default: the runs' own, else qanum)"
     )
@@ -21,6 +29,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
+    from qprof.measure.block import BlockError, load_block_results
     from qprof.measure.jsonl import read_run
     from qprof.measure.report import render_report
 
@@ -36,7 +45,16 @@ def run(args: argparse.Namespace) -> int:
         for problem in run_data.problems:
             print(f"qprof report: {problem}", file=sys.stderr)
         runs.append(run_data)
-    if not runs:
+    blocks = []
+    for name in args.block:
+        try:
+            blocks += load_block_results(name)
+        except BlockError as exc:
+            print(f"qprof report: {exc}", file=sys.stderr)
+            failed = True
+    if not runs and not blocks:
+        if not args.files and not args.block:
+            print("qprof report: give JSONL runs and/or --block files", file=sys.stderr)
         return 2
     name = args.profile or next(
         (r.meta.profile for r in runs if r.meta and r.meta.profile), "qanum"
@@ -49,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
-    text = render_report(runs, profile)
+    text = render_report(runs, profile, blocks)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

@@ -1,0 +1,115 @@
+"""`qprof block`: a small real block, every verdict checked, threads that overlap.
+
+Signatures come from whichever backend can sign here (liboqs, else pqcrypto or the
+pure-Python reference), verification uses numba (always there) unless a test needs
+liboqs. No wall-time asserts: overlap is checked from the threads' own timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from qprof.hw.sysfs import format_cpulist
+from qprof.measure.block import BlockError, build_block, verify_block
+
+SUITE = "ML-DSA-44"
+INVALID = (3, 17, 250, 399)
+
+
+def _cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))[:2]
+
+
+@pytest.fixture(scope="module")
+def block():  # noqa: ANN201
+    return build_block(SUITE, 400, distinct=16, invalid=INVALID)
+
+
+def test_block_items_are_fresh_signatures_with_the_tampered_ones_marked(block) -> None:  # noqa: ANN001
+    assert len(block.items) == 400 and block.distinct == 16
+    assert len({it.public_key for it in block.items}) == 16
+    assert [i for i, it in enumerate(block.items) if not it.valid] == list(INVALID)
+
+
+@pytest.mark.parametrize("mode", ["single", "enforce", "shadow"])
+def test_every_verdict_is_right_and_invalid_ones_are_reported(block, mode: str) -> None:  # noqa: ANN001
+    result = verify_block(block, _cpus(), "numba", mode, second="numba")
+    assert result.verdicts == [i not in INVALID for i in range(400)]
+    assert result.all_verified and result.wrong_verdicts == []
+    assert result.rejected == len(INVALID) and result.accepted == 400 - len(INVALID)
+    assert result.disagreements == 0
+    assert sum(t.signatures for t in result.threads) == 400
+    assert result.single_core_estimate_s > 0 and result.wall_s > 0
+
+
+def test_a_wrong_verdict_is_reported(block) -> None:  # noqa: ANN001
+    # Mark a valid item as "should be rejected": the verifier accepts it -> reported.
+    from dataclasses import replace
+
+    items = list(block.items)
+    items[5] = replace(items[5], valid=False)
+    result = verify_block(replace(block, items=tuple(items)), _cpus()[:1], "numba")
+    assert not result.all_verified and result.wrong_verdicts == [5]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_threads_run_at_the_same_time_on_their_own_cpus(block) -> None:  # noqa: ANN001
+    result = verify_block(block, _cpus(), "numba")
+    assert sorted(t.cpu for t in result.threads) == _cpus()
+    first, second = result.threads
+    # The intervals intersect: numba's kernels release the GIL.
+    assert first.start_s < second.end_s and second.start_s < first.end_s
+    assert result.overlap_s > 0
+
+
+def test_liboqs_threads_overlap_too(block, liboqs_available) -> None:  # noqa: ANN001
+    result = verify_block(block, _cpus(), "liboqs", "enforce", second="numba")
+    assert result.all_verified and result.rejected == len(INVALID)
+    if len(result.threads) == 2:
+        first, second = result.threads
+        assert first.start_s < second.end_s and second.start_s < first.end_s
+
+
+def test_bad_arguments_raise_block_error(block) -> None:  # noqa: ANN001
+    with pytest.raises(BlockError):
+        verify_block(block, [], "numba")
+    with pytest.raises(BlockError):
+        verify_block(block, _cpus(), "numba", mode="paranoid")
+    with pytest.raises(BlockError):
+        build_block(SUITE, 0)
+
+
+def test_cli_json_contract_and_report_section(tmp_path) -> None:  # noqa: ANN001
+    cpus = ",".join(map(str, _cpus()))
+    out = subprocess.run(
+        [sys.executable, "-m", "qprof", "block", "--json", "--suites", SUITE, "--signatures",
+         "60", "--invalid", "2", "--backend", "numba", "--cpus", cpus],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    rows = data["results"]
+    assert rows[0]["scope"] == "all" and rows[0]["cpus"] == _cpus()
+    for row in rows:
+        assert row["suite"] == SUITE and row["backend"] == "numba" and row["mode"] == "single"
+        assert row["signatures"] == 60 and row["all_verified"] is True
+        assert row["rejected"] == 2
+        assert row["wall_s"] > 0 and row["single_core_estimate_s"] > 0
+    if len(_cpus()) > 1:
+        assert rows[-1]["scope"] == f"cpu {_cpus()[0]}" and rows[-1]["cpus"] == _cpus()[:1]
+    # The same figures in `qprof report --block`.
+    saved = tmp_path / "block.json"
+    saved.write_text(out.stdout)
+    report = subprocess.run(
+        [sys.executable, "-m", "qprof", "report", "--block", str(saved)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "## Measured worst-case blocks" in report.stdout
+    listed = format_cpulist(_cpus())
+    assert f"| {SUITE} (60) | single (numba) | all ({listed})" in report.stdout
