@@ -113,3 +113,34 @@ def test_cli_json_contract_and_report_section(tmp_path) -> None:  # noqa: ANN001
     assert "## Measured worst-case blocks" in report.stdout
     listed = format_cpulist(_cpus())
     assert f"| {SUITE} (60) | single (numba) | all ({listed})" in report.stdout
+
+
+def test_daemon_exports_the_blocks_it_verified(tmp_path) -> None:  # noqa: ANN001
+    # A tiny profile (30 ML-DSA-44 signatures a block) through the daemon's cycle
+    # runner, then the Prometheus exposition.
+    import threading
+    from pathlib import Path
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.consensus.profiles import profile_from_dict
+    from qprof.service.config import DaemonConfig
+    from qprof.service.cycle import CycleRunner
+    from qprof.service.metrics import MetricsState, QprofCollector
+
+    state = MetricsState()
+    state.profile = profile_from_dict(
+        {"name": "tiny", "unit_suite": SUITE, "verify_units": {SUITE: 100},
+         "max_block_verify_units": 3000, "target_block_interval_s": 75},
+        Path(tmp_path / "tiny.toml"),
+    )  # fmt: skip
+    runner = CycleRunner(DaemonConfig(block=True, dual=False), None, None, state, "numba",
+                         dict, lambda cpu: True)  # type: ignore[arg-type]  # fmt: skip
+    runner.measure_blocks(threading.Event())
+    [result] = state.blocks
+    assert result.signatures == 30 and result.all_verified and result.scope == "all"
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(state))
+    text = generate_latest(registry).decode()
+    assert f'qprof_block_verify_seconds{{mode="single",scope="all",suite="{SUITE}"}}' in text
+    assert f'qprof_block_single_core_estimate_seconds{{mode="single",suite="{SUITE}"}}' in text

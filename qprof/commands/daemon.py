@@ -63,6 +63,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quick", action="store_true", default=None, help="shorter measurements")
     parser.add_argument(
+        "--block",
+        action="store_true",
+        default=None,
+        help="after each cycle, verify each profile suite's worst-case block on all "
+        "online CPUs (exported as qprof_block_verify_seconds)",
+    )
+    parser.add_argument(
         "--no-dual",
         dest="dual",
         action="store_false",

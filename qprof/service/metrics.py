@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
+from qprof.measure.block import BlockResult
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import reduce_measurements
 from qprof.measure.verdict import choose_statistic, evaluate
@@ -146,6 +147,7 @@ class MetricsState:
     last_cycle_ts: float | None = None
     cycles: dict[str, int] = field(default_factory=dict)  # status -> count (this process)
     degraded: dict[str, str] = field(default_factory=dict)  # what -> why
+    blocks: list[BlockResult] = field(default_factory=list)  # newest worst-case blocks
 
     def set_results(self, results: list[SuiteResult]) -> list[CoverageResult]:
         cov = coverage_of(self.profile, results)
@@ -170,6 +172,7 @@ class QprofCollector(Collector):
             last_cycle = s.last_cycle_ts
             cycles = dict(s.cycles)
             degraded = dict(s.degraded)
+            blocks = list(s.blocks)
 
         cur = GaugeMetricFamily(
             "qprof_cpu_frequency_hertz", "Current CPU frequency", labels=["cpu"]
@@ -249,6 +252,7 @@ class QprofCollector(Collector):
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
         yield from (est, const_metric, covered)
+        yield from _block_metrics(blocks)
 
         alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
         for kind in sorted(set(KINDS) | set(alert_counts)):
@@ -274,6 +278,27 @@ class QprofCollector(Collector):
         for what, why in sorted(degraded.items()):
             deg.add_metric([what, why], 1.0)
         yield deg
+
+
+def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
+    wall = GaugeMetricFamily(
+        "qprof_block_verify_seconds",
+        "Wall time to verify the profile's worst-case block of one suite on the CPUs of "
+        "the scope, one pinned thread each (qprof block)",
+        labels=["suite", "mode", "scope"],
+    )
+    estimate = GaugeMetricFamily(
+        "qprof_block_single_core_estimate_seconds",
+        "The same block estimated on one core: signatures x median per-signature time",
+        labels=["suite", "mode"],
+    )
+    for b in blocks:
+        wall.add_metric([b.suite, b.mode, b.scope], b.wall_s)
+    for (suite, mode), seconds in {
+        (b.suite, b.mode): b.single_core_estimate_s for b in blocks
+    }.items():
+        estimate.add_metric([suite, mode], seconds)
+    yield from (wall, estimate)
 
 
 def serve_metrics(state: MetricsState, host: str, port: int):
