@@ -40,35 +40,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checks", type=int, default=100_000, help="target number of checks")
     p.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
-    p.add_argument(
-        "--backends",
-        nargs="+",
-        default=None,
-        choices=list(BACKEND_NAMES),
-        help="verifiers (default: every available one)",
-    )
-    p.add_argument(
-        "--slh-share",
-        type=float,
-        default=0.1,
-        help="share of the checks spent on SLH-DSA (default 0.1)",
-    )
-    p.add_argument(
-        "--reference-every",
-        type=int,
-        default=25,
-        help="run the pure-Python reference verifier on every n-th case",
-    )
-    p.add_argument(
-        "--pool", type=int, default=2, help="SLH-DSA signatures per signer per suite in the pool"
-    )
+    p.add_argument("--backends", nargs="+", default=None, choices=list(BACKEND_NAMES),
+                   help="verifiers (default: every available one)")
+    p.add_argument("--slh-share", type=float, default=0.1,
+                   help="share of the checks spent on SLH-DSA (default 0.1)")
+    p.add_argument("--reference-every", type=int, default=25,
+                   help="run the pure-Python reference verifier on every n-th case")
+    p.add_argument("--pool", type=int, default=2,
+                   help="SLH-DSA signatures per signer per suite in the pool")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path("differential-report.json"),
-        help="JSON report (disagreements with full inputs)",
-    )
+    p.add_argument("--out", type=Path, default=Path("differential-report.json"),
+                   help="JSON report (disagreements with full inputs)")
     return p.parse_args(argv)
 
 
@@ -103,11 +85,8 @@ class Progress:
         now = time.monotonic()
         if force or now - self.last > 10:
             self.last = now
-            print(
-                f"  [{now - self.start:6.0f}s] {where}: {tally.checks:,}/{self.target:,} checks,"
-                f" {len(tally.disagreements)} disagreements",
-                flush=True,
-            )
+            print(f"  [{now - self.start:6.0f}s] {where}: {tally.checks:,}/{self.target:,} checks,"
+                  f" {len(tally.disagreements)} disagreements", flush=True)
 
 
 def _participants(suite: str, args: argparse.Namespace) -> tuple[dict | None, dict]:
@@ -121,14 +100,8 @@ def _participants(suite: str, args: argparse.Namespace) -> tuple[dict | None, di
     return verifiers, signers
 
 
-def run_mldsa(
-    suite: str,
-    budget: int,
-    rng: random.Random,
-    args: argparse.Namespace,
-    progress: Progress,
-    grand: Tally,
-) -> Tally:
+def run_mldsa(suite: str, budget: int, rng: random.Random, args: argparse.Namespace,
+              progress: Progress, grand: Tally) -> Tally:
     verifiers, signers = _participants(suite, args)
     tally = Tally()
     if verifiers is None:
@@ -159,14 +132,8 @@ def run_mldsa(
     return tally
 
 
-def run_slhdsa(
-    suite: str,
-    budget: int,
-    rng: random.Random,
-    args: argparse.Namespace,
-    progress: Progress,
-    grand: Tally,
-) -> Tally:
+def run_slhdsa(suite: str, budget: int, rng: random.Random, args: argparse.Namespace,
+               progress: Progress, grand: Tally) -> Tally:
     verifiers, signers = _participants(suite, args)
     tally = Tally()
     if verifiers is None:
@@ -183,11 +150,8 @@ def run_slhdsa(
             ctx = random_context(rng, signer.max_context_len) if i else b""
             msg = rng.randbytes(rng.choice([0, 32, 100]))
             pool.append((name, pk, msg, signer.sign(sk, msg, ctx), ctx))
-    print(
-        f"{suite}: pool of {len(pool)} signatures from {sorted({p[0] for p in pool})} "
-        f"in {time.monotonic() - t0:.1f}s",
-        flush=True,
-    )
+    print(f"{suite}: pool of {len(pool)} signatures from {sorted({p[0] for p in pool})} "
+          f"in {time.monotonic() - t0:.1f}s", flush=True)
     every = {"reference": max(1, args.reference_every // 5)}
     index = 0
     while tally.checks < budget:
@@ -216,9 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     statuses = available_backends()
     print(f"differential run: target {args.checks:,} checks, seed {seed}")
     for name, status in statuses.items():
-        state = (
-            f"{status.version} ({len(status.suites)} suites)" if status.available else status.reason
-        )
+        state = f"{status.version} ({len(status.suites)} suites)" if status.available \
+            else status.reason
         print(f"  {name:10s} {state}")
     ml = [s for s in args.suites if s in ML_DSA_SUITES]
     slh = [s for s in args.suites if s in SLH_DSA_SUITES]
@@ -239,71 +202,43 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     backends = [b for b in BACKEND_NAMES if b in grand.by_backend]
-    header = (
-        f"{'SUITE':20s}{'CHECKS':>9s}"
-        + "".join(f"{b:>12s}" for b in backends)
-        + f"{'KNOWN-DEV':>11s}{'DISAGREE':>10s}"
-    )
+    header = f"{'SUITE':20s}{'CHECKS':>9s}" + "".join(f"{b:>12s}" for b in backends) + \
+        f"{'KNOWN-DEV':>11s}{'DISAGREE':>10s}"
     print(header)
     for suite, t in per_suite.items():
-        print(
-            f"{suite:20s}{t.checks:>9,}"
-            + "".join(f"{t.by_backend.get(b, 0):>12,}" for b in backends)
-            + f"{t.known_deviations:>11,}{len(t.disagreements):>10,}"
-        )
-    print(
-        f"{'TOTAL':20s}{grand.checks:>9,}"
-        + "".join(f"{grand.by_backend.get(b, 0):>12,}" for b in backends)
-        + f"{grand.known_deviations:>11,}{len(grand.disagreements):>10,}"
-    )
+        print(f"{suite:20s}{t.checks:>9,}" + "".join(
+            f"{t.by_backend.get(b, 0):>12,}" for b in backends
+        ) + f"{t.known_deviations:>11,}{len(t.disagreements):>10,}")
+    print(f"{'TOTAL':20s}{grand.checks:>9,}" + "".join(
+        f"{grand.by_backend.get(b, 0):>12,}" for b in backends
+    ) + f"{grand.known_deviations:>11,}{len(grand.disagreements):>10,}")
     if grand.known_deviations:
-        print(
-            "known deviations: "
-            + "; ".join(
-                f"{n}: {s.details['context_limit']}"
-                for n, s in statuses.items()
-                if "context_limit" in s.details
-            )
-        )
+        print("known deviations: " + "; ".join(
+            f"{n}: {s.details['context_limit']}" for n, s in statuses.items()
+            if "context_limit" in s.details
+        ))
     report = {
         "seed": seed,
         "checks": grand.checks,
         "known_deviations": grand.known_deviations,
         "by_backend": grand.by_backend,
-        "per_suite": {
-            s: {
-                "checks": t.checks,
-                "by_backend": t.by_backend,
-                "known_deviations": t.known_deviations,
-                "disagreements": len(t.disagreements),
-            }
-            for s, t in per_suite.items()
-        },
+        "per_suite": {s: {"checks": t.checks, "by_backend": t.by_backend,
+                          "known_deviations": t.known_deviations,
+                          "disagreements": len(t.disagreements)}
+                      for s, t in per_suite.items()},
         "versions": {n: s.version for n, s in statuses.items()},
         "disagreements": [
-            {
-                "suite": d.suite,
-                "backend": d.backend,
-                "signer": d.signer,
-                "case": d.label,
-                "expected": d.expected,
-                "got": d.got,
-                "pk": d.public_key.hex(),
-                "msg": d.message.hex(),
-                "ctx": d.context.hex(),
-                "sig": d.signature.hex(),
-            }
+            {"suite": d.suite, "backend": d.backend, "signer": d.signer, "case": d.label,
+             "expected": d.expected, "got": d.got, "pk": d.public_key.hex(),
+             "msg": d.message.hex(), "ctx": d.context.hex(), "sig": d.signature.hex()}
             for d in grand.disagreements
         ],
     }
     args.out.write_text(json.dumps(report, indent=1))
     print(f"report: {args.out}")
     if grand.disagreements:
-        print(
-            f"!!! {len(grand.disagreements)} DISAGREEMENTS — each is a bug; inputs above "
-            f"and in {args.out}",
-            file=sys.stderr,
-        )
+        print(f"!!! {len(grand.disagreements)} DISAGREEMENTS — each is a bug; inputs above "
+              f"and in {args.out}", file=sys.stderr)
         return 1
     return 0
 

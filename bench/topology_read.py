@@ -48,24 +48,19 @@ def bench_root(label: str, root: str | Path, repeat: int) -> None:
     topo = read_topology(root)
     full, full_cpu = median_ms(lambda: read_frequencies(root, read_topology(root)), repeat)
     loop, loop_cpu = median_ms(lambda: read_frequencies(root, topo), repeat)
-    print(
-        f"{label}: {len(topo.cpus)} CPUs, {len(topo.clusters)} clusters\n"
-        f"  full read (topology + frequencies): median {full:.2f} ms wall, "
-        f"{full_cpu:.2f} ms CPU -> target 5 ms {'met' if full < 5 else 'MISSED'}\n"
-        f"  per-second loop (topology kept):    median {loop:.2f} ms wall, "
-        f"{loop_cpu:.2f} ms CPU\n"
-        f"  (load average {load()} on {os.cpu_count()} CPUs)"
-    )
+    print(f"{label}: {len(topo.cpus)} CPUs, {len(topo.clusters)} clusters\n"
+          f"  full read (topology + frequencies): median {full:.2f} ms wall, "
+          f"{full_cpu:.2f} ms CPU -> target 5 ms {'met' if full < 5 else 'MISSED'}\n"
+          f"  per-second loop (topology kept):    median {loop:.2f} ms wall, "
+          f"{loop_cpu:.2f} ms CPU\n"
+          f"  (load average {load()} on {os.cpu_count()} CPUs)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
-    parser.add_argument(
-        "--device",
-        default="galaxy-s9-global",
-        help="corpus device (../shared/corpus/cpuinfo-devices/NAME.json)",
-    )
+    parser.add_argument("--device", default="galaxy-s9-global",
+                        help="corpus device (../shared/corpus/cpuinfo-devices/NAME.json)")
     args = parser.parse_args()
     bench_root("this machine (/)", "/", args.repeat)
     path = CORPUS / f"{args.device}.json"

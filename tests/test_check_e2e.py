@@ -37,30 +37,13 @@ def _fixture_cache(tmp_path_factory, monkeypatch):
 
 
 def _qprof(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "qprof", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ),
-    )
+    return subprocess.run([sys.executable, "-m", "qprof", *args], capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ))
 
 
 def _check_json(backend: str | None) -> dict:
-    args = [
-        "check",
-        "--profile",
-        "qanum",
-        "--cpus",
-        f"{_cpu()},99",
-        "--json",
-        "--budget",
-        "0.05",
-        "--max-rounds",
-        "5",
-        "--time-limit",
-        "20",
-    ]
+    args = ["check", "--profile", "qanum", "--cpus", f"{_cpu()},99", "--json",
+            "--budget", "0.05", "--max-rounds", "5", "--time-limit", "20"]
     if backend:
         args += ["--backend", backend]
     out = _qprof(*args)
@@ -73,7 +56,8 @@ def _check_json(backend: str | None) -> dict:
     assert "99" in data["aborted_cpus"] and "does not exist" in data["aborted_cpus"]["99"]
     assert "CPU 99" in out.stderr
     suites = {r["suite"]: r for r in data["results"]}
-    assert set(suites) == {"ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"}
+    assert set(suites) == {"ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s",
+                           "SLH-DSA-SHAKE-256s"}
     for r in data["results"]:
         assert r["cpu"] == _cpu()
         assert r["median_ns"] > 0
@@ -117,24 +101,9 @@ def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
     if not st or not st.available:
         pytest.skip(f"{backend} unavailable: {st.reason if st else 'unknown'}")
     out = tmp_path / "run.jsonl"
-    res = _qprof(
-        "bench",
-        "--quick",
-        "--cpus",
-        str(_cpu()),
-        "--suites",
-        "ML-DSA-44,SLH-DSA-SHAKE-128s",
-        "--backends",
-        backend,
-        "--rounds",
-        "3",
-        "--max-rounds",
-        "3",
-        "--budget",
-        "0.03",
-        "-o",
-        str(out),
-    )
+    res = _qprof("bench", "--quick", "--cpus", str(_cpu()), "--suites",
+                 "ML-DSA-44,SLH-DSA-SHAKE-128s", "--backends", backend, "--rounds", "3",
+                 "--max-rounds", "3", "--budget", "0.03", "-o", str(out))
     assert res.returncode == 0, res.stderr
     from qprof.measure.jsonl import read_run
 
@@ -163,16 +132,11 @@ def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
     import pyperf
 
     bench = pyperf.BenchmarkSuite.load(str(pyperf_file)).get_benchmark(
-        f"ML-DSA-44/{backend}/verify"
-    )
+        f"ML-DSA-44/{backend}/verify")
     # Rounds 0 and 2 (A) ran in one process: one pyperf run each, round in its metadata.
     assert sorted(r.get_metadata()["qprof_round"] for r in bench.get_runs()) == [0, 2]
-    stats = subprocess.run(
-        [sys.executable, "-m", "pyperf", "stats", str(pyperf_file)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    stats = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(pyperf_file)],
+                           capture_output=True, text=True, timeout=60)
     assert stats.returncode == 0 and "Median" in stats.stdout
     report = _qprof("report", str(out))
     assert report.returncode == 0, report.stderr
@@ -215,9 +179,8 @@ def test_bench_on_a_missing_cpu_only_writes_a_clear_run(tmp_path: Path):
 
 def test_bad_profile_is_exit_2_with_the_reason(tmp_path: Path):
     bad = tmp_path / "bad.toml"
-    bad.write_text(
-        'unit_suite = "ML-DSA-44"\nmax_block_verify_units = 1\n[verify_units]\n"ML-DSA-44" = "x"\n'
-    )
+    bad.write_text('unit_suite = "ML-DSA-44"\nmax_block_verify_units = 1\n'
+                   '[verify_units]\n"ML-DSA-44" = "x"\n')
     res = _qprof("check", "--profile", str(bad), "--json")
     assert res.returncode == 2
     err = json.loads(res.stdout)["error"]
@@ -228,55 +191,19 @@ def test_bad_profile_is_exit_2_with_the_reason(tmp_path: Path):
 
 def test_worker_refusing_affinity_exits_3_with_the_reason(tmp_path: Path):
     job = tmp_path / "job.json"
-    job.write_text(
-        json.dumps({"cpu": 99, "round": 0, "result": str(tmp_path / "r.json"), "tasks": []})
-    )
+    job.write_text(json.dumps({"cpu": 99, "round": 0, "result": str(tmp_path / "r.json"),
+                               "tasks": []}))
     res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "qprof.measure.worker",
-            "--job",
-            str(job),
-            "--worker",
-            "--loops",
-            "1",
-            "--warmups",
-            "1",
-            "--values",
-            "1",
-            "--affinity",
-            "99",
-            "--quiet",
-            "-o",
-            str(tmp_path / "p.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job), "--worker",
+         "--loops", "1", "--warmups", "1", "--values", "1", "--affinity", "99", "--quiet",
+         "-o", str(tmp_path / "p.json")],
+        capture_output=True, text=True, timeout=60)
     assert res.returncode == 3
     assert "cannot pin to CPU 99" in res.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "qprof.measure.worker",
-            "--job",
-            str(bad),
-            "--worker",
-            "--loops",
-            "1",
-            "--warmups",
-            "1",
-            "--values",
-            "1",
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad), "--worker",
+         "--loops", "1", "--warmups", "1", "--values", "1", "--quiet"],
+        capture_output=True, text=True, timeout=60)
     assert res.returncode == 4 and "bad job file" in res.stderr

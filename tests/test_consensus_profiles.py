@@ -80,17 +80,11 @@ max_block_verify_units = 200000
         (GOOD.replace('unit_suite = "ML-DSA-44"\n', ""), "unit_suite", "missing"),
         (GOOD.replace('"ML-DSA-44" = 100\n', ""), "verify_units", "unit suite"),
         (GOOD.replace("200000", "-5"), "max_block_verify_units", ">= 1"),
-        (
-            GOOD.replace("max_block_verify_units = 200000\n", ""),
-            "max_block_verify_units",
-            "missing",
-        ),
+        (GOOD.replace("max_block_verify_units = 200000\n", ""), "max_block_verify_units",
+         "missing"),
         (GOOD.replace('name = "t"', 'name = "t"\nsuites_in_use = 3'), "suites_in_use", "list"),
-        (
-            GOOD.replace('name = "t"', 'name = "t"\nsuites_in_use = ["ML-DSA-65"]'),
-            "suites_in_use",
-            "no entry",
-        ),
+        (GOOD.replace('name = "t"', 'name = "t"\nsuites_in_use = ["ML-DSA-65"]'),
+         "suites_in_use", "no entry"),
         ("name = [", "", "not valid TOML"),
     ],
 )

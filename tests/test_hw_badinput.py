@@ -59,15 +59,10 @@ def test_missing_hw_max_makes_cap_unknown(seeds: Path) -> None:
     assert freq["cpus"][7]["capped"] is True  # the sibling still says what it knows
 
 
-@pytest.mark.parametrize(
-    ("how", "reason"),
-    [
-        ("dir", "is a directory"),
-        ("fifo", "not a regular file"),
-        ("dangling", "dangling symlink"),
-        ("text", "empty"),
-    ],
-)
+@pytest.mark.parametrize(("how", "reason"), [
+    ("dir", "is a directory"), ("fifo", "not a regular file"),
+    ("dangling", "dangling symlink"), ("text", "empty"),
+])
 def test_unreadable_scaling_max(seeds: Path, how: str, reason: str) -> None:
     replace(seeds, f"{CPU}/cpu6/cpufreq/scaling_max_freq", how)
     _, freq = both(seeds)
@@ -129,9 +124,8 @@ def test_cli_json_carries_problems(seeds: Path, capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize("command", ["topology", "freq", "env", "snapshot"])
-def test_not_linux_root_is_one_line_exit_2(
-    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_not_linux_root_is_one_line_exit_2(tmp_path: Path, command: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     args = [command, "--root", str(tmp_path)]
     if command == "snapshot":
         args = [command, str(tmp_path / "out"), "--root", str(tmp_path)]
@@ -141,11 +135,8 @@ def test_not_linux_root_is_one_line_exit_2(
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.text(
-        alphabet=st.sampled_from(list("processor:0123 \t\nCPU partimplementer0x&abc")), max_size=400
-    )
-)
+@given(st.text(alphabet=st.sampled_from(list("processor:0123 \t\nCPU partimplementer0x&abc")),
+               max_size=400))
 def test_cpuinfo_parser_never_raises(text: str) -> None:
     data = parse_cpuinfo(text)
     assert isinstance(data.processors, dict)

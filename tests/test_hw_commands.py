@@ -32,20 +32,11 @@ def test_topology_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(run(capsys, "topology", "--root", str(FIXTURES / "seeds-arm"), "--json"))
     cpu0 = data["cpus"][0]
     assert {k: cpu0[k] for k in ("cpu", "online", "uarch", "cluster", "max_khz")} == {
-        "cpu": 0,
-        "online": True,
-        "uarch": "Cortex-A55",
-        "cluster": 0,
-        "max_khz": 1804800,
-    }
+        "cpu": 0, "online": True, "uarch": "Cortex-A55", "cluster": 0, "max_khz": 1804800}
     assert cpu0["part_name"] == "Kryo 4XX Silver" and cpu0["vendor"] == "Qualcomm"
     cl = data["clusters"][0]
     assert (cl["id"], cl["cpus"], cl["uarch"], cl["max_khz"]) == (
-        0,
-        [0, 1, 2, 3, 4, 5],
-        "Cortex-A55",
-        1804800,
-    )
+        0, [0, 1, 2, 3, 4, 5], "Cortex-A55", 1804800)
     assert data["clusters"][1]["cap_factor"] == 2.24
     assert isinstance(data["problems"], list)
 
@@ -59,21 +50,11 @@ def test_freq_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_freq_watch(capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(
-        capsys, "freq", "--root", str(FIXTURES / "seeds-arm"), "--watch", "0.1", "--count", "2"
-    )
+    out = run(capsys, "freq", "--root", str(FIXTURES / "seeds-arm"), "--watch", "0.1",
+              "--count", "2")
     assert out.count("--- ") == 2 and "since" in out
-    lines = run(
-        capsys,
-        "freq",
-        "--root",
-        str(FIXTURES / "seeds-arm"),
-        "--watch",
-        "0.1",
-        "--count",
-        "2",
-        "--json",
-    ).splitlines()
+    lines = run(capsys, "freq", "--root", str(FIXTURES / "seeds-arm"), "--watch", "0.1",
+                "--count", "2", "--json").splitlines()
     assert len(lines) == 2
     states = json.loads(lines[-1])["cap_states"]
     assert states["6"]["capped_now"] is True and states["6"]["samples"] == 2
@@ -89,8 +70,7 @@ def test_snapshot_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "copied" in out
     copy, orig = read_topology(tmp_path / "snap"), read_topology(FIXTURES / "seeds-arm")
     assert [(c.cpus, c.uarch, c.max_khz) for c in copy.clusters] == [
-        (c.cpus, c.uarch, c.max_khz) for c in orig.clusters
-    ]
+        (c.cpus, c.uarch, c.max_khz) for c in orig.clusters]
     assert (tmp_path / "snap" / "qprof-snapshot.json").is_file()
 
 
@@ -111,13 +91,9 @@ def test_unknown_part_is_shown_as_such(tmp_path: Path, capsys: pytest.CaptureFix
     root = tmp_path / "odd"
     info = root / "proc" / "cpuinfo"
     info.parent.mkdir(parents=True)
-    info.write_text(
-        "".join(
-            f"processor\t: {c}\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n"
-            "CPU part\t: 0x123\nCPU revision\t: 0\n\n"
-            for c in range(2)
-        )
-    )
+    info.write_text("".join(
+        f"processor\t: {c}\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\n"
+        "CPU part\t: 0x123\nCPU revision\t: 0\n\n" for c in range(2)))
     out = run(capsys, "topology", "--root", str(root))
     assert "unknown part 0x123 (Arm)" in out and "unknown part 0x123 of Arm" in out
     topo = read_topology(root)

@@ -117,9 +117,7 @@ def test_corpus_agreement_figure(tmp_path: Path, capsys: pytest.CaptureFixture[s
             agree += 1
     share = agree / total
     with capsys.disabled():
-        print(
-            f"\ncorpus agreement: {agree}/{total} devices = {share:.1%}"
-            + (f"; differing: {sorted(disagreeing)}" if disagreeing else "")
-        )
+        print(f"\ncorpus agreement: {agree}/{total} devices = {share:.1%}"
+              + (f"; differing: {sorted(disagreeing)}" if disagreeing else ""))
     assert set(disagreeing) == set(KNOWN_DIFFERENCES), disagreeing
     assert share >= 0.95

@@ -158,4 +158,5 @@ def test_capwatch_rereads_topology_when_cpus_change(seeds: Path) -> None:
 def test_env_snapshot_reads_hwmon() -> None:
     snap = take_env_snapshot(FIXTURES / "x86-hybrid")
     hw = [t for t in snap["temperatures"] if t["source"] == "hwmon"]
-    assert {"type": "coretemp/Package id 0", "temp_c": 46.0, "zone": None, "source": "hwmon"} in hw
+    assert {"type": "coretemp/Package id 0", "temp_c": 46.0, "zone": None,
+            "source": "hwmon"} in hw

@@ -36,9 +36,8 @@ def test_x86_isa_per_cpu_and_cluster() -> None:
         assert c.isa is not None and {"avx2", "bmi2", "sha_ni"} <= set(c.isa)
         assert c.isa_missing is not None and "avx512f" in c.isa_missing
         assert c.isa_source == "/proc/cpuinfo"
-    assert all(
-        "avx2" in (cl.isa or []) and "avx512f" in (cl.isa_missing or []) for cl in topo.clusters
-    )
+    assert all("avx2" in (cl.isa or []) and "avx512f" in (cl.isa_missing or [])
+               for cl in topo.clusters)
 
 
 def test_arm_isa_and_offline_cpu_takes_its_cluster() -> None:
@@ -64,8 +63,7 @@ def test_old_kernel_single_features_block_applies_to_all(tmp_path: Path) -> None
         "Processor\t: ARMv7 Processor rev 3 (v7l)\nprocessor\t: 0\nBogoMIPS\t: 38.40\n\n"
         "processor\t: 1\nBogoMIPS\t: 38.40\n\nFeatures\t: half thumb fastmult vfp edsp neon "
         "vfpv3 tls vfpv4 idiva idivt\nCPU implementer\t: 0x41\nCPU architecture: 7\n"
-        "CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 3\n\nHardware\t: test\n"
-    )
+        "CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 3\n\nHardware\t: test\n")
     topo = read_topology(root)
     listed = [c for c in topo.cpus if c.cpu in (0, 1)]
     assert all(c.isa == ["neon"] for c in listed)
@@ -76,8 +74,7 @@ def test_no_feature_line_under_a_root_is_unknown(tmp_path: Path) -> None:
     root = copy(tmp_path, "x86-hybrid")
     text = (root / "proc/cpuinfo").read_text()
     (root / "proc/cpuinfo").write_text(
-        "\n".join(line for line in text.splitlines() if not line.startswith("flags")) + "\n"
-    )
+        "\n".join(line for line in text.splitlines() if not line.startswith("flags")) + "\n")
     topo = read_topology(root)
     assert all(c.isa is None and c.isa_missing is None for c in topo.cpus)
     assert any("no flags line" in p for p in topo.problems)  # py-cpuinfo only for /
@@ -99,9 +96,8 @@ def test_known_little_cluster_does_not_name_the_big_one(tmp_path: Path) -> None:
     assert any("faster cluster" in p for p in topo.problems)
 
 
-def test_every_cpu_row_carries_its_problems(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_every_cpu_row_carries_its_problems(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     root = copy(tmp_path, "seeds-arm")
     (root / CPU / "cpu6/cpufreq/cpuinfo_max_freq").write_text("12ab\n")
     (root / CPU / "cpu0/cpufreq/scaling_cur_freq").write_text("")
@@ -116,14 +112,9 @@ def test_every_cpu_row_carries_its_problems(
 
 
 def test_problems_by_cpu_understands_lists_and_policies() -> None:
-    got = problems_by_cpu(
-        [
-            "MIDR of CPUs 4-5 not reported",
-            "/sys/devices/system/cpu/cpufreq/policy4/related_cpus: empty",
-            "cpu2: unknown part 0x123",
-        ],
-        {4: [4, 5]},
-    )
+    got = problems_by_cpu(["MIDR of CPUs 4-5 not reported",
+                           "/sys/devices/system/cpu/cpufreq/policy4/related_cpus: empty",
+                           "cpu2: unknown part 0x123"], {4: [4, 5]})
     assert set(got) == {2, 4, 5} and len(got[5]) == 2
 
 
@@ -141,9 +132,8 @@ def test_active_acpi_processor_cooling_is_thermal(tmp_path: Path) -> None:
     assert cpu2.cap_factor == 1.33
 
 
-def test_watch_window_lines_and_throttle(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_watch_window_lines_and_throttle(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     root = copy(tmp_path, "x86-hybrid")
     watch = CapWatch(root)
     watch.sample(now=1.0)
@@ -158,9 +148,8 @@ def test_watch_window_lines_and_throttle(
     lines = window_lines(watch, watch.topology)  # type: ignore[arg-type]
     assert len(lines) == 1 and "worst 2.00x by policy" in lines[0]
     assert "thermal throttling: +5" in lines[0]
-    data = json.loads(
-        run(capsys, "freq", "--root", str(root), "--watch", "0.1", "--count", "1", "--json")
-    )
+    data = json.loads(run(capsys, "freq", "--root", str(root), "--watch", "0.1", "--count",
+                          "1", "--json"))
     assert data["cluster_cap_states"]["0"]["capped_now"] is True
 
 
@@ -186,17 +175,14 @@ def test_py_cpuinfo_fallback_answers_or_says_nothing() -> None:
     assert flags is None or all(isinstance(f, str) for f in flags)
 
 
-@pytest.mark.parametrize(
-    ("impl", "part", "name", "uarch"),
-    [
-        (0x41, 0xD8F, "Cortex-A320", "Cortex-A320"),
-        (0x41, 0xD8B, "C1-Pro", "C1-Pro"),
-        (0x48, 0xD41, "Cortex-A77", "Cortex-A77"),  # HiSilicon wrapping an Arm design
-        (0x61, 0x012, "Lightning", "Lightning"),
-        (0x4E, 0x010, "Olympus", "Olympus"),
-        (0x46, 0x003, "MONAKA", "MONAKA"),
-    ],
-)
+@pytest.mark.parametrize(("impl", "part", "name", "uarch"), [
+    (0x41, 0xD8F, "Cortex-A320", "Cortex-A320"),
+    (0x41, 0xD8B, "C1-Pro", "C1-Pro"),
+    (0x48, 0xD41, "Cortex-A77", "Cortex-A77"),  # HiSilicon wrapping an Arm design
+    (0x61, 0x012, "Lightning", "Lightning"),
+    (0x4E, 0x010, "Olympus", "Olympus"),
+    (0x46, 0x003, "MONAKA", "MONAKA"),
+])
 def test_parts_match_current_lscpu(impl: int, part: int, name: str, uarch: str) -> None:
     from qprof.hw import parts
 

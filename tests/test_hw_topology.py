@@ -17,9 +17,7 @@ def test_seeds_machine_clusters_and_designs() -> None:
     topo = read_topology(FIXTURES / "seeds-arm")
     assert topo.arch == "arm64"
     assert [(c.cpus, c.uarch) for c in topo.clusters] == [
-        ([0, 1, 2, 3, 4, 5], "Cortex-A55"),
-        ([6, 7], "Cortex-A77"),
-    ]
+        ([0, 1, 2, 3, 4, 5], "Cortex-A55"), ([6, 7], "Cortex-A77")]
     silver, gold = topo.clusters
     assert silver.part_name == "Kryo 4XX Silver" and silver.vendor == "Qualcomm"
     assert silver.core_class == "efficiency" and gold.core_class == "performance"
@@ -39,9 +37,7 @@ def test_x86_hybrid_p_and_e_cores() -> None:
     topo = read_topology(FIXTURES / "x86-hybrid")
     assert topo.hybrid
     assert [(c.cpus, c.uarch, c.core_class) for c in topo.clusters] == [
-        ([0, 1, 2, 3], "Golden Cove", "performance"),
-        ([4, 5, 6, 7], "Gracemont", "efficiency"),
-    ]
+        ([0, 1, 2, 3], "Golden Cove", "performance"), ([4, 5, 6, 7], "Gracemont", "efficiency")]
     cpu0 = topo.cpu(0)
     assert cpu0 is not None and cpu0.smt_siblings == [1] and cpu0.core_type == "cpu_core"
     assert cpu0.vendor == "Intel" and cpu0.family == 6 and cpu0.model == 154
@@ -79,27 +75,24 @@ def test_not_a_linux_root(tmp_path: Path) -> None:
     assert issubclass(NotLinuxRoot, ValueError)
 
 
-@pytest.mark.parametrize(
-    ("impl", "part", "variant", "uarch", "name"),
-    [
-        (0x51, 0x805, 0x7, "Cortex-A55", "Kryo 4XX Silver"),
-        (0x51, 0x800, 0xA, "Cortex-A73", "Kryo 2XX Gold"),
-        (0x51, 0x801, 0xA, "Cortex-A53", "Kryo 2XX Silver"),
-        (0x51, 0x804, 0xD, "Cortex-A76", "Kryo 4XX Gold"),
-        (0x51, 0x06F, 0x1, "Krait", "Krait"),
-        (0x51, 0x205, 0x2, "Kryo", "Kryo Gold"),
-        (0x51, 0x001, 0x1, "Oryon", "Oryon"),
-        (0x48, 0xD40, 0x1, "Cortex-A76", "Cortex-A76"),
-        (0x53, 0x001, 0x4, "Exynos M2", "Exynos M2"),
-        (0x53, 0x001, 0x1, "Exynos M1", "Exynos M1"),
-        (0x53, 0x002, 0x1, "Exynos M3", "Exynos M3"),
-        (0x4E, 0x000, 0x0, "Denver", "Denver"),
-        (0x41, 0xD0D, 0x1, "Cortex-A77", "Cortex-A77"),
-        (0x43, 0x0AF, 0x1, "ThunderX2-99xx", "ThunderX2-99xx"),
-        (0x61, 0x023, 0x1, "Firestorm-M1", "Firestorm-M1"),
-        (0xC0, 0xAC3, 0x0, "Ampere-1", "Ampere-1"),
-    ],
-)
+@pytest.mark.parametrize(("impl", "part", "variant", "uarch", "name"), [
+    (0x51, 0x805, 0x7, "Cortex-A55", "Kryo 4XX Silver"),
+    (0x51, 0x800, 0xA, "Cortex-A73", "Kryo 2XX Gold"),
+    (0x51, 0x801, 0xA, "Cortex-A53", "Kryo 2XX Silver"),
+    (0x51, 0x804, 0xD, "Cortex-A76", "Kryo 4XX Gold"),
+    (0x51, 0x06F, 0x1, "Krait", "Krait"),
+    (0x51, 0x205, 0x2, "Kryo", "Kryo Gold"),
+    (0x51, 0x001, 0x1, "Oryon", "Oryon"),
+    (0x48, 0xD40, 0x1, "Cortex-A76", "Cortex-A76"),
+    (0x53, 0x001, 0x4, "Exynos M2", "Exynos M2"),
+    (0x53, 0x001, 0x1, "Exynos M1", "Exynos M1"),
+    (0x53, 0x002, 0x1, "Exynos M3", "Exynos M3"),
+    (0x4E, 0x000, 0x0, "Denver", "Denver"),
+    (0x41, 0xD0D, 0x1, "Cortex-A77", "Cortex-A77"),
+    (0x43, 0x0AF, 0x1, "ThunderX2-99xx", "ThunderX2-99xx"),
+    (0x61, 0x023, 0x1, "Firestorm-M1", "Firestorm-M1"),
+    (0xC0, 0xAC3, 0x0, "Ampere-1", "Ampere-1"),
+])
 def test_arm_parts(impl: int, part: int, variant: int, uarch: str, name: str) -> None:
     decoded = arm_part(impl, part, variant)
     assert (decoded.uarch, decoded.part_name) == (uarch, name)
@@ -113,20 +106,17 @@ def test_unknown_ids_are_not_guessed() -> None:
     assert x.uarch is None and "unknown model" in (x.problem or "")
 
 
-@pytest.mark.parametrize(
-    ("vendor", "family", "model", "uarch"),
-    [
-        ("AuthenticAMD", 0x19, 0x01, "Zen 3"),
-        ("AuthenticAMD", 0x19, 0x61, "Zen 4"),
-        ("AuthenticAMD", 0x17, 0x31, "Zen 2"),
-        ("AuthenticAMD", 0x1A, 0x44, "Zen 5"),
-        ("GenuineIntel", 6, 0x8F, "Sapphire Rapids"),
-        ("GenuineIntel", 6, 0x37, "Silvermont"),
-        ("GenuineIntel", 6, 0x4C, "Airmont"),
-        ("GenuineIntel", 6, 0x35, "Saltwell"),
-        ("GenuineIntel", 6, 0xB7, "Raptor Lake"),
-    ],
-)
+@pytest.mark.parametrize(("vendor", "family", "model", "uarch"), [
+    ("AuthenticAMD", 0x19, 0x01, "Zen 3"),
+    ("AuthenticAMD", 0x19, 0x61, "Zen 4"),
+    ("AuthenticAMD", 0x17, 0x31, "Zen 2"),
+    ("AuthenticAMD", 0x1A, 0x44, "Zen 5"),
+    ("GenuineIntel", 6, 0x8F, "Sapphire Rapids"),
+    ("GenuineIntel", 6, 0x37, "Silvermont"),
+    ("GenuineIntel", 6, 0x4C, "Airmont"),
+    ("GenuineIntel", 6, 0x35, "Saltwell"),
+    ("GenuineIntel", 6, 0xB7, "Raptor Lake"),
+])
 def test_x86_models(vendor: str, family: int, model: int, uarch: str) -> None:
     assert x86_part(vendor, family, model).uarch == uarch
 

@@ -31,17 +31,9 @@ def _fixture_cache(tmp_path_factory, monkeypatch):
 
 
 def _config(**kw) -> BenchConfig:
-    base = dict(
-        cpus=[max(os.sched_getaffinity(0))],
-        suites=["ML-DSA-44", "ML-DSA-87"],
-        backends=[_backend()],
-        mode="check",
-        budget_s=0.03,
-        rounds=3,
-        max_rounds=3,
-        command=["pytest"],
-        interleave_block_s=0.0,
-    )  # the seeds' A/B rounds
+    base = dict(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
+                backends=[_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,
+                command=["pytest"], interleave_block_s=0.0)  # the seeds' A/B rounds
     base.update(kw)
     return BenchConfig(**base)
 
@@ -76,33 +68,24 @@ def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
     import pyperf
 
     records = []
-    summary = run_bench(
-        _config(interleave_block_s=0.002, pyperf_dir=tmp_path, record_base=tmp_path), records.append
-    )
+    summary = run_bench(_config(interleave_block_s=0.002, pyperf_dir=tmp_path,
+                                record_base=tmp_path), records.append)
     assert summary.status == "finished"
     ms = [r for r in records if isinstance(r, Measurement)]
     assert sorted({(m.suite, m.round) for m in ms}) == [
-        (s, r) for s in ("ML-DSA-44", "ML-DSA-87") for r in range(3)
-    ]
+        (s, r) for s in ("ML-DSA-44", "ML-DSA-87") for r in range(3)]
     for m in ms:
         assert m.turn_size and m.turn_size >= 1 and m.samples_ns
         assert m.n == len(m.samples_ns)
     path = tmp_path / ms[0].pyperf_json
-    bench = next(
-        b
-        for b in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks()
-        if b.get_name() == f"ML-DSA-44/{_backend()}/verify"
-    )
+    bench = next(b for b in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks()
+                 if b.get_name() == f"ML-DSA-44/{_backend()}/verify")
     run0 = next(r for r in bench.get_runs() if r.get_metadata()["qprof_round"] == 0)
     m0 = next(m for m in ms if m.suite == "ML-DSA-44" and m.round == 0)
     assert [round(v * 1e9, 1) for v in run0.values] == m0.samples_ns
     assert "turns of 2 ms" in run0.get_metadata()["qprof_interleaved"]
-    out = subprocess.run(
-        [sys.executable, "-m", "pyperf", "stats", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    out = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(path)],
+                         capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     meta = records[0]
     assert isinstance(meta, Meta) and "turns of 2 ms" in meta.settings["interleaving"]
@@ -159,12 +142,8 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     fx = Fixture("ML-DSA-44", b"p", MESSAGE, b"sig", flip_one_byte(b"sig"), b"", "test")
     for op, calls, checks in (("dual_shadow", 4, 4), ("dual_enforce", 4, 4)):
         state = worker.TaskState()
-        task = {
-            "suite": "ML-DSA-44",
-            "backend": "liboqs+numba",
-            "operation": op,
-            "dual": ["liboqs", "numba"],
-        }
+        task = {"suite": "ML-DSA-44", "backend": "liboqs+numba", "operation": op,
+                "dual": ["liboqs", "numba"]}
         func = worker.make_time_func(task, {"ML-DSA-44": fx}, state)
         state.checks = state.disagreements = 0
         state.examples.clear()
@@ -176,12 +155,8 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     # enforce on an invalid signature: the first verifier rejects, the second is skipped.
     answers["liboqs"] = False
     state = worker.TaskState()
-    task = {
-        "suite": "ML-DSA-44",
-        "backend": "liboqs+numba",
-        "operation": "dual_enforce_invalid",
-        "dual": ["liboqs", "numba"],
-    }
+    task = {"suite": "ML-DSA-44", "backend": "liboqs+numba",
+            "operation": "dual_enforce_invalid", "dual": ["liboqs", "numba"]}
     func = worker.make_time_func(task, {"ML-DSA-44": fx}, state)
     state.checks = 0
     func(5)
@@ -239,8 +214,7 @@ def test_stop_terminates_the_running_worker(tmp_path, monkeypatch):
     cfg = _config(budget_s=budget, rounds=rounds, max_rounds=rounds, max_n=10**6)
     out: dict = {}
     thread = threading.Thread(
-        target=lambda: out.update(summary=run_bench(cfg, records.append, progress, stop))
-    )
+        target=lambda: out.update(summary=run_bench(cfg, records.append, progress, stop)))
     thread.start()
     assert first_done.wait(120), "the worker never finished a task"
     stop.set()
@@ -323,28 +297,16 @@ def test_extra_rounds_time_only_the_verdict_and_progress_is_honest():
     events: list[ProgressEvent] = []
     records: list = []
     summary = run_bench(
-        _config(
-            backends=[pair[0]],
-            dual=pair,
-            rounds=3,
-            max_rounds=7,
-            adaptive=True,
-            target_ci_bp=0.0,  # never sure: every allowed pair is added
-            operations=["verify", "verify_invalid", "dual_shadow", "dual_enforce"],
-        ),
-        records.append,
-        progress=events.append,
-    )
+        _config(backends=[pair[0]], dual=pair, rounds=3, max_rounds=7, adaptive=True,
+                target_ci_bp=0.0,  # never sure: every allowed pair is added
+                operations=["verify", "verify_invalid", "dual_shadow", "dual_enforce"]),
+        records.append, progress=events.append)
     assert summary.status == "finished"
     ms = [r for r in records if isinstance(r, Measurement)]
     assert {m.round for m in ms if m.operation == "verify"} == set(range(7))
     assert {m.round for m in ms if m.operation != "verify"} <= {0, 1, 2}
     assert {m.operation for m in ms if m.round < 3} == {
-        "verify",
-        "verify_invalid",
-        "dual_shadow",
-        "dual_enforce",
-    }
+        "verify", "verify_invalid", "dual_shadow", "dual_enforce"}
     fractions = [e.fraction for e in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     working = [e for e in events[:-1] if e.eta_s is not None]
@@ -385,34 +347,21 @@ def test_interleaved_extra_rounds_run_in_the_base_rounds_worker(tmp_path):
     records: list = []
     events: list[ProgressEvent] = []
     summary = run_bench(
-        _config(
-            interleave_block_s=0.002,
-            rounds=3,
-            max_rounds=7,
-            adaptive=True,
-            target_ci_bp=0.0,
-            pyperf_dir=tmp_path,
-            record_base=tmp_path,
-        ),
-        records.append,
-        progress=events.append,
-    )
+        _config(interleave_block_s=0.002, rounds=3, max_rounds=7, adaptive=True,
+                target_ci_bp=0.0, pyperf_dir=tmp_path, record_base=tmp_path),
+        records.append, progress=events.append)
     assert summary.status == "finished"
     ms = [r for r in records if isinstance(r, Measurement)]
     assert sorted({(m.suite, m.round) for m in ms}) == [
-        (s, r) for s in ("ML-DSA-44", "ML-DSA-87") for r in range(7)
-    ]
+        (s, r) for s in ("ML-DSA-44", "ML-DSA-87") for r in range(7)]
     assert len({m.pyperf_json for m in ms}) == 1  # one worker process
     assert len({(m.suite, m.round) for m in ms}) == len(ms)  # each round collected once
     path = tmp_path / ms[0].pyperf_json
     for bench in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks():
-        assert sorted(r.get_metadata()["qprof_round"] for r in bench.get_runs()) == list(range(7))
-    out = subprocess.run(
-        [sys.executable, "-m", "pyperf", "stats", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+        assert sorted(r.get_metadata()["qprof_round"] for r in bench.get_runs()) == list(
+            range(7))
+    out = subprocess.run([sys.executable, "-m", "pyperf", "stats", str(path)],
+                         capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     fractions = [e.fraction for e in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
@@ -430,10 +379,8 @@ def test_stop_ends_a_worker_waiting_for_extra_rounds():
             stop.set()
 
     summary = run_bench(
-        _config(interleave_block_s=0.002, rounds=3, max_rounds=9, adaptive=True, target_ci_bp=0.0),
-        sink,
-        stop=stop,
-    )
+        _config(interleave_block_s=0.002, rounds=3, max_rounds=9, adaptive=True,
+                target_ci_bp=0.0), sink, stop=stop)
     assert summary.status == "aborted"
     assert {m.round for m in records if isinstance(m, Measurement)} == set(range(5))
     assert not any(_alive(p) for p in _children(os.getpid()))

@@ -12,25 +12,18 @@ from qprof.measure.records import FreqSample
 def fake_root(tmp: Path, scaling_max: int, hw_max: int = 2419200, ncpus: int = 1) -> Path:
     """A sysfs/procfs with ``ncpus`` Cortex-A77 CPUs held at ``scaling_max`` kHz."""
     (tmp / "proc").mkdir(parents=True, exist_ok=True)
-    (tmp / "proc/cpuinfo").write_text(
-        "".join(
-            f"processor\t: {c}\nCPU implementer\t: 0x41\nCPU part\t: 0xd0d\n\n"
-            for c in range(ncpus)
-        )
-    )
+    (tmp / "proc/cpuinfo").write_text("".join(
+        f"processor\t: {c}\nCPU implementer\t: 0x41\nCPU part\t: 0xd0d\n\n"
+        for c in range(ncpus)))
     base = tmp / "sys/devices/system/cpu"
     span = f"0-{ncpus - 1}" if ncpus > 1 else "0"
     for c in range(ncpus):
         f = base / f"cpu{c}/cpufreq"
         f.mkdir(parents=True, exist_ok=True)
-        for name, value in (
-            ("cpuinfo_max_freq", hw_max),
-            ("cpuinfo_min_freq", 300000),
-            ("scaling_max_freq", scaling_max),
-            ("scaling_min_freq", 300000),
-            ("scaling_cur_freq", scaling_max),
-            ("scaling_governor", "schedutil"),
-        ):
+        for name, value in (("cpuinfo_max_freq", hw_max), ("cpuinfo_min_freq", 300000),
+                            ("scaling_max_freq", scaling_max), ("scaling_min_freq", 300000),
+                            ("scaling_cur_freq", scaling_max),
+                            ("scaling_governor", "schedutil")):
             (f / name).write_text(f"{value}\n")
     for name in ("online", "possible", "present"):
         (base / name).write_text(span + "\n")
@@ -44,10 +37,8 @@ def test_capped_cpu_is_seen_with_its_factor(tmp_path):
     assert f.hw_max_khz == 2419200 and f.max_khz == 1080000
     assert abs(f.cap_factor - 2419200 / 1080000) < 0.01
     text = hwinfo.cap_text(f.hw_max_khz, f.max_khz, f.cap_factor)
-    assert text == (
-        "held at 1.08 GHz instead of 2.42 GHz: absolute times about 2.2× slower; "
-        "ratios measured on the same core at the same time are not affected"
-    )
+    assert text == ("held at 1.08 GHz instead of 2.42 GHz: absolute times about 2.2× slower; "
+                    "ratios measured on the same core at the same time are not affected")
 
 
 def test_freq_watch_marks_the_round(tmp_path):
@@ -98,25 +89,15 @@ def test_a_cap_that_lifts_mid_run_marks_only_its_rounds(tmp_path, monkeypatch):
             f.write_text("2419200\n")
 
     records = []
-    config = BenchConfig(
-        cpus=[cpu],
-        suites=["ML-DSA-44", "ML-DSA-87"],
-        backends=[backend],
-        mode="check",
-        budget_s=0.02,
-        rounds=3,
-        max_rounds=3,
-        rounds_per_worker=1,
-        root=str(root),
-        command=["pytest"],
-    )
+    config = BenchConfig(cpus=[cpu], suites=["ML-DSA-44", "ML-DSA-87"], backends=[backend],
+                         mode="check", budget_s=0.02, rounds=3, max_rounds=3,
+                         rounds_per_worker=1, root=str(root), command=["pytest"])
     summary = run_bench(config, records.append, progress=lift_cap)
     assert summary.status == "finished"
     caps = {m.round: (m.capped, m.cap_factor) for m in records if isinstance(m, Measurement)}
     assert caps[0][0] is True and abs(caps[0][1] - 2.24) < 0.01
     assert caps[1] == (False, None) and caps[2] == (False, None)
     notes = [n for n in records if isinstance(n, Note)]
-    assert any(
-        n.kind == "cap" and "round 1" in n.text and "held at 1.08 GHz" in n.text for n in notes
-    )
+    assert any(n.kind == "cap" and "round 1" in n.text and "held at 1.08 GHz" in n.text
+               for n in notes)
     assert any(n.kind == "cap_change" and "capped rounds: 1" in n.text for n in notes)

@@ -11,28 +11,15 @@ def _meta() -> Meta:
 
 
 def _m(round_: int = 0) -> Measurement:
-    return Measurement(
-        run_id="r",
-        cpu=1,
-        suite="ML-DSA-44",
-        backend="liboqs",
-        operation="verify",
-        round=round_,
-        n=3,
-        median_ns=10.0,
-        p95_ns=12.0,
-    )
+    return Measurement(run_id="r", cpu=1, suite="ML-DSA-44", backend="liboqs",
+                       operation="verify", round=round_, n=3, median_ns=10.0, p95_ns=12.0)
 
 
 def test_round_trip(tmp_path):
     path = tmp_path / "run.jsonl"
     with JsonlSink(path) as sink:
-        for rec in (
-            _meta(),
-            _m(0),
-            Note(run_id="r", level="info", text="x"),
-            End(run_id="r", finished_at=2.0, status="finished", checks=5),
-        ):
+        for rec in (_meta(), _m(0), Note(run_id="r", level="info", text="x"),
+                    End(run_id="r", finished_at=2.0, status="finished", checks=5)):
             sink(rec)
     run = read_run(path)
     assert run.problems == [] and run.bad_lines == 0
@@ -44,19 +31,16 @@ def test_round_trip(tmp_path):
 def test_bad_lines_are_reported_with_file_and_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     good = [_meta().to_json(), _m(0).to_json()]
-    lines = (
-        good
-        + [
-            '{"type": "measurement", "run_id": "r"',  # truncated
-            "not json at all",
-            '{"type": "weird"}',
-            '{"type": "measurement", "run_id": "r", "cpu": 1, "suite": "S", "backend": "b", '
-            '"operation": "verify", "round": 0, "n": 1, "median_ns": -5, "p95_ns": 1}',
-            "",
-            _m(1).to_json(),
-            _m(2).to_json()[:40],  # cut mid-line, no end line
-        ]
-    )
+    lines = good + [
+        '{"type": "measurement", "run_id": "r"',  # truncated
+        "not json at all",
+        '{"type": "weird"}',
+        '{"type": "measurement", "run_id": "r", "cpu": 1, "suite": "S", "backend": "b", '
+        '"operation": "verify", "round": 0, "n": 1, "median_ns": -5, "p95_ns": 1}',
+        "",
+        _m(1).to_json(),
+        _m(2).to_json()[:40],  # cut mid-line, no end line
+    ]
     path.write_text("\n".join(lines))
     run = read_run(path)
     assert run.bad_lines == 5

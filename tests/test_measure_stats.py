@@ -75,40 +75,22 @@ def test_paired_ratios_keep_only_turns_between_quiet_unit_turns():
     from qprof.measure.reduce import Reduced, paired_ratios
 
     def red(suite: str, rounds: dict[int, list[float]], size: int) -> Reduced:
-        return Reduced(
-            1,
-            suite,
-            "liboqs",
-            "verify",
-            sum(map(len, rounds.values())),
-            0.0,
-            0.0,
-            {r: sorted(v)[len(v) // 2] for r, v in rounds.items()},
-            0.0,
-            samples_by_round=rounds,
-            turn_sizes=dict.fromkeys(rounds, size),
-        )
+        return Reduced(1, suite, "liboqs", "verify", sum(map(len, rounds.values())), 0.0, 0.0,
+                       {r: sorted(v)[len(v) // 2] for r, v in rounds.items()}, 0.0,
+                       samples_by_round=rounds, turn_sizes=dict.fromkeys(rounds, size))
 
     quiet, slow = [10.0, 10.0], [15.0, 15.0]
-    unit = red(
-        "ML-DSA-44",
-        {
-            0: quiet * 5 + slow * 5,  # turn medians 10 x5, 15 x5
-            1: quiet * 10,
-            2: slow * 10,  # the whole round slowed by a neighbour
-        },
-        2,
-    )
-    suite = red(
-        "ML-DSA-87",
-        {
-            0: [25.0] * 5 + [40.0] * 5,
-            # Turn 1: a spell shorter than a turn slowed the B turn between two quiet A turns.
-            1: [25.0, 40.0, 25.0, 24.99, 25.0, 25.05, 25.0, 25.0, 25.0, 25.0],
-            2: [40.0] * 10,
-        },
-        1,
-    )
+    unit = red("ML-DSA-44", {
+        0: quiet * 5 + slow * 5,  # turn medians 10 x5, 15 x5
+        1: quiet * 10,
+        2: slow * 10,  # the whole round slowed by a neighbour
+    }, 2)
+    suite = red("ML-DSA-87", {
+        0: [25.0] * 5 + [40.0] * 5,
+        # Turn 1: a spell shorter than a turn slowed the B turn between two quiet A turns.
+        1: [25.0, 40.0, 25.0, 24.99, 25.0, 25.05, 25.0, 25.0, 25.0, 25.0],
+        2: [40.0] * 10,
+    }, 1)
     p = paired_ratios(suite, unit)
     assert p is not None
     # Round 0: turns 0-3 have quiet units on both sides (turn 4 is followed by a slow one).

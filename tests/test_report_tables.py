@@ -23,19 +23,9 @@ def _m(suite, op, rnd, samples, backend="liboqs", **kw):
     from qprof.measure import stats
 
     s = stats.summarize(samples)
-    return Measurement(
-        run_id="r1",
-        cpu=CPU,
-        suite=suite,
-        backend=backend,
-        operation=op,
-        round=rnd,
-        n=s.n,
-        median_ns=s.median_ns,
-        p95_ns=s.p95_ns,
-        samples_ns=list(samples),
-        **kw,
-    )
+    return Measurement(run_id="r1", cpu=CPU, suite=suite, backend=backend, operation=op,
+                       round=rnd, n=s.n, median_ns=s.median_ns, p95_ns=s.p95_ns,
+                       samples_ns=list(samples), **kw)
 
 
 def records(scale: float = 1.0):
@@ -43,43 +33,25 @@ def records(scale: float = 1.0):
         return [v * scale for v in values]
 
     meta = Meta(
-        run_id="r1",
-        started_at=1000.0,
-        qprof_version="0.1.0",
-        command=["qprof", "bench"],
-        versions={
-            "liboqs_linked": "0.16.0",
-            "liboqs_python": "0.16.0.1",
-            "python": "3.11.7",
-            "numba": "0.68.1",
-            "pyperf": "2.11.0",
-        },
+        run_id="r1", started_at=1000.0, qprof_version="0.1.0", command=["qprof", "bench"],
+        versions={"liboqs_linked": "0.16.0", "liboqs_python": "0.16.0.1", "python": "3.11.7",
+                  "numba": "0.68.1", "pyperf": "2.11.0"},
         machine={"cpu_model": "Test SoC", "arch": "aarch64", "kernel": "4.19"},
-        cpus=[
-            {
-                "cpu": CPU,
-                "part_name": "Kryo 4XX Gold",
-                "uarch": "Cortex-A76",
-                "part": "0x804",
-                "hw_max_khz": 2419200,
-                "scaling_max_khz": 1080000,
-                "governor": "schedutil",
-                "capped": True,
-            }
-        ],
+        cpus=[{"cpu": CPU, "part_name": "Kryo 4XX Gold", "uarch": "Cortex-A76", "part": "0x804",
+               "hw_max_khz": 2419200, "scaling_max_khz": 1080000, "governor": "schedutil",
+               "capped": True}],
         profile="qanum",
-        settings={"mode": "default", "rounds": 5, "max_rounds": 9, "nice": 10, "unit_suite": U},
+        settings={"mode": "default", "rounds": 5, "max_rounds": 9, "nice": 10,
+                  "unit_suite": U},
     )
     out = [meta]
     # A rounds (0, 2, 4): the unit. Pooled median 101 us, round medians 101/102/100 us.
-    for rnd, samples in (
-        (0, [100e3, 101e3, 102e3]),
-        (2, [101e3, 102e3, 103e3]),
-        (4, [100e3, 100e3, 104e3]),
-    ):
+    for rnd, samples in ((0, [100e3, 101e3, 102e3]), (2, [101e3, 102e3, 103e3]),
+                         (4, [100e3, 100e3, 104e3])):
         out.append(_m(U, "verify", rnd, x(samples)))
         out.append(_m(U, "verify_invalid", rnd, x([99e3 - 500 * rnd] * 3)))
-        out.append(_m(U, "dual_enforce", rnd, x([300e3] * 3), backend="liboqs+numba", checks=3))
+        out.append(_m(U, "dual_enforce", rnd, x([300e3] * 3), backend="liboqs+numba",
+                      checks=3))
     # B rounds (1, 3): the other suites.
     b = {
         "ML-DSA-87": ([283e3, 284e3, 285e3], [286e3, 287e3, 288e3]),
@@ -88,16 +60,8 @@ def records(scale: float = 1.0):
     }
     for suite, (r1, r3) in b.items():
         out.append(_m(suite, "verify", 1, x(r1)))
-        out.append(
-            _m(
-                suite,
-                "verify",
-                3,
-                x(r3),
-                capped=(suite == "ML-DSA-87"),
-                cap_factor=2.24 if suite == "ML-DSA-87" else None,
-            )
-        )
+        out.append(_m(suite, "verify", 3, x(r3), capped=(suite == "ML-DSA-87"),
+                      cap_factor=2.24 if suite == "ML-DSA-87" else None))
         out.append(_m(suite, "dual_enforce", 1, x([3 * v for v in r1]), backend="liboqs+numba"))
         out.append(_m(suite, "dual_enforce", 3, x([3 * v for v in r3]), backend="liboqs+numba"))
     out.append(_m(U, "keygen", 5, x([50e3, 60e3])))
@@ -133,7 +97,7 @@ def row(text: str, first_cell: str) -> list[str]:
 def section(text: str, title: str) -> str:
     start = text.index(title)
     end = text.find("\n## ", start + 1)
-    return text[start : end if end > 0 else None]
+    return text[start:end if end > 0 else None]
 
 
 def test_formatting():
@@ -171,10 +135,8 @@ def test_worst_case_block_table(report):
     assert row(w, "SLH-DSA-SHAKE-256s (55)")[1] == "193 ms"  # 55 x 3.51 ms
     assert row(w, "SLH-DSA-SHAKE-256s (55)")[3] == "366 ms"  # reference: 55 x 6.66 ms
     assert row(w, "SLH-DSA-SHAKE-128s (125)")[2] == "611 ms"  # dual: 125 x 4.89 ms
-    assert (
-        "Slowest worst-case block here: 611 ms (SLH-DSA-SHAKE-128s); the same block on "
-        "the reference core Silver: 376 ms (1.63×); 0.81 % of the target"
-    ) in w
+    assert ("Slowest worst-case block here: 611 ms (SLH-DSA-SHAKE-128s); the same block on "
+            "the reference core Silver: 376 ms (1.63×); 0.81 % of the target") in w
     assert "of the target block interval (75 s)" in w
 
 
@@ -202,16 +164,12 @@ def test_machine_and_notes(report):
     # invalid rounds 99, 98, 97 us: (99 - 97) / 97 = 206 bp; valid: 100..102 us = 200 bp
     assert "largest spread between rounds 206 bp (ML-DSA-44 liboqs verify_invalid)" in n
     assert "ML-DSA-44 (liboqs) at the end vs the start: -99 bp" in n
-    assert (
-        "held at 1.08 GHz instead of 2.42 GHz: absolute times about 2.2× slower; ratios "
-        "measured on the same core at the same time are not affected (rounds 4)"
-    ) in n
+    assert ("held at 1.08 GHz instead of 2.42 GHz: absolute times about 2.2× slower; ratios "
+            "measured on the same core at the same time are not affected (rounds 4)") in n
     assert "28,868 checks with two verifiers, they never disagreed" in n
     # ML-DSA spread 200 bp > 100 bp: the 10th-percentile estimates are added (not the rule)
-    assert (
-        "Estimates from the 10th percentile (liboqs; the speed when nothing else ran, not "
-        "the rule): ML-DSA-87 284, SLH-DSA-SHAKE-128s 1620, SLH-DSA-SHAKE-256s 3500"
-    ) in n
+    assert ("Estimates from the 10th percentile (liboqs; the speed when nothing else ran, not "
+            "the rule): ML-DSA-87 284, SLH-DSA-SHAKE-128s 1620, SLH-DSA-SHAKE-256s 3500") in n
     assert "something to know" in n
 
 
@@ -231,15 +189,8 @@ def test_verdict_json_contract(tmp_path):
     run = read_run(write(tmp_path / "gold.jsonl"))
     res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements)}
     r, extra = res["ML-DSA-87"]
-    assert (r.cpu, r.backend, r.median_ns, r.vu_estimate, r.vu_constant, r.covered, r.margin) == (
-        CPU,
-        "liboqs",
-        285500.0,
-        283,
-        290,
-        True,
-        7,
-    )
+    assert (r.cpu, r.backend, r.median_ns, r.vu_estimate, r.vu_constant, r.covered, r.margin) \
+        == (CPU, "liboqs", 285500.0, 283, 290, True, 7)
     assert r.capped is True and r.cap_factor == 2.24
     assert extra["rounds"] == 2 and extra["n"] == 6
     assert r.vu_ci_low <= 283 <= r.vu_ci_high
@@ -251,21 +202,13 @@ def test_report_command_reports_bad_lines(tmp_path):
     path = write(tmp_path / "run.jsonl")
     with path.open("a") as fh:
         fh.write('{"type": "measurement", "cpu": 2,\n')
-    out = subprocess.run(
-        [sys.executable, "-m", "qprof", "report", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = subprocess.run([sys.executable, "-m", "qprof", "report", str(path)],
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     assert f"{path}:{len(records()) + 1}: not valid JSON" in out.stderr
     assert "input problem" in out.stdout and "| ML-DSA-87 |" in out.stdout
-    missing = subprocess.run(
-        [sys.executable, "-m", "qprof", "report", str(tmp_path / "no")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    missing = subprocess.run([sys.executable, "-m", "qprof", "report", str(tmp_path / "no")],
+                             capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2
 
 
@@ -280,10 +223,8 @@ def test_data_file_with_corrupt_lines_is_read():
 
 def test_verdict_with_tenth_percentiles(tmp_path):
     run = read_run(write(tmp_path / "gold.jsonl"))
-    res = {
-        r.suite: (r, x)
-        for r, x in evaluate(load_profile("qanum"), run.measurements, statistic="p10")
-    }
+    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements,
+                                                 statistic="p10")}
     r, extra = res["ML-DSA-87"]
     # p10 of 283..288 us (pos 0.5) = 283.5 us; of the unit (pos 0.8 of 100,100,100,...) = 100
     assert r.median_ns == 283_500.0 and r.vu_estimate == 284

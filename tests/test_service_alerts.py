@@ -74,21 +74,14 @@ def test_alert_command_gets_json_on_stdin(tmp_path: Path) -> None:
     script = tmp_path / "hook.py"
     script.write_text(f"import sys; open({str(out)!r}, 'w').write(sys.stdin.read())\n")
     cmd = AlertCommand(f"{sys.executable} {script}", timeout_s=20)
-    alert = Alert(
-        ts=1.5,
-        kind="governor_changed",
-        severity="warning",
-        message="m",
-        cluster=0,
-        details={"old": "schedutil", "new": "powersave"},
-    )
+    alert = Alert(ts=1.5, kind="governor_changed", severity="warning", message="m",
+                  cluster=0, details={"old": "schedutil", "new": "powersave"})
     assert cmd.run_one(alert)
     assert json.loads(out.read_text()) == alert.to_dict()
 
 
-def test_alert_command_failures_are_logged_not_raised(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_alert_command_failures_are_logged_not_raised(tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
     alert = Alert(ts=1.0, kind="cap_ended", severity="info", message="m")
     assert not AlertCommand(f"{sys.executable} -c 'import sys; sys.exit(3)'").run_one(alert)
     assert not AlertCommand(str(tmp_path / "missing-hook")).run_one(alert)
@@ -102,8 +95,7 @@ def test_alert_command_queue_does_not_block_the_caller(tmp_path: Path) -> None:
     marker = tmp_path / "done"
     script = tmp_path / "slow_hook.py"
     script.write_text(
-        f"import pathlib, time\ntime.sleep(0.3)\npathlib.Path({str(marker)!r}).touch()\n"
-    )
+        f"import pathlib, time\ntime.sleep(0.3)\npathlib.Path({str(marker)!r}).touch()\n")
     cmd = AlertCommand(f"{sys.executable} {script}", timeout_s=20)
     cmd(Alert(ts=1.0, kind="cap_ended", severity="info", message="m"))
     assert not marker.exists()  # returned before the command finished

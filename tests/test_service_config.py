@@ -25,10 +25,8 @@ def test_defaults() -> None:
 
 def test_file_then_flags_win(tmp_path: Path) -> None:
     conf = tmp_path / "qprof.toml"
-    conf.write_text(
-        '[daemon]\ninterval = 600\nlisten = "none"\ncpus = "0,4"\n'
-        'max-load = 2.5\nsuites = ["ML-DSA-44"]\nquick = true\n'
-    )
+    conf.write_text('[daemon]\ninterval = 600\nlisten = "none"\ncpus = "0,4"\n'
+                    'max-load = 2.5\nsuites = ["ML-DSA-44"]\nquick = true\n')
     cfg = build_config(parse("--config", str(conf), "--interval", "30"))
     assert cfg.interval == 30.0  # the flag wins
     assert cfg.listen_address() is None and cfg.cpus == "0,4" and cfg.max_load == 2.5
@@ -38,19 +36,16 @@ def test_file_then_flags_win(tmp_path: Path) -> None:
     assert cfg.listen_address() == ("0.0.0.0", 9)
 
 
-@pytest.mark.parametrize(
-    ("text", "match"),
-    [
-        ("interval = ", "not valid TOML"),
-        ("interval = 'soon'", "interval must be a non-negative number"),
-        ("bogus = 1", "unknown key 'bogus'"),
-        ("listen = '127.0.0.1'", "HOST:PORT"),
-        ("quick = 1", "quick must be true or false"),
-        ("dual = 'yes'", "dual must be true or false"),
-        ("keep-days = -1", "keep_days must be a non-negative number"),
-        ("cpus = 'big'", "cpus: expected 'clusters', 'all' or a list"),
-    ],
-)
+@pytest.mark.parametrize(("text", "match"), [
+    ("interval = ", "not valid TOML"),
+    ("interval = 'soon'", "interval must be a non-negative number"),
+    ("bogus = 1", "unknown key 'bogus'"),
+    ("listen = '127.0.0.1'", "HOST:PORT"),
+    ("quick = 1", "quick must be true or false"),
+    ("dual = 'yes'", "dual must be true or false"),
+    ("keep-days = -1", "keep_days must be a non-negative number"),
+    ("cpus = 'big'", "cpus: expected 'clusters', 'all' or a list"),
+])
 def test_bad_file_names_the_key(tmp_path: Path, text: str, match: str) -> None:
     conf = tmp_path / "bad.toml"
     conf.write_text(text + "\n")

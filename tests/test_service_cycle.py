@@ -17,45 +17,26 @@ from qprof.service.metrics import MetricsState
 from qprof.service.store import Store
 
 
-def runner(
-    tmp_path: Path, capped: dict[int, float | None] | None = None
-) -> tuple[CycleRunner, list[Alert], MetricsState]:
+def runner(tmp_path: Path, capped: dict[int, float | None] | None = None
+           ) -> tuple[CycleRunner, list[Alert], MetricsState]:
     got: list[Alert] = []
     state = MetricsState(profile=load_profile("qanum"))
-    r = CycleRunner(
-        DaemonConfig(),
-        Store(tmp_path / "qprof.db"),
-        AlertDispatcher([got.append]),
-        state,
-        "numba",
-        capped_now=lambda: dict(capped or {}),
-        online_now=lambda cpu: True,
-    )
+    r = CycleRunner(DaemonConfig(), Store(tmp_path / "qprof.db"), AlertDispatcher([got.append]),
+                    state, "numba", capped_now=lambda: dict(capped or {}),
+                    online_now=lambda cpu: True)
     return r, got, state
 
 
-def record_run(
-    r: CycleRunner, run_id: str, t: float, medians: dict[str, float], capped: bool = False
-) -> None:
-    r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[], cpus=[{"cpu": 0}]))
+def record_run(r: CycleRunner, run_id: str, t: float, medians: dict[str, float],
+               capped: bool = False) -> None:
+    r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
+                 cpus=[{"cpu": 0}]))
     for rnd in range(3):
         for suite, ns in medians.items():
-            r._sink(
-                Measurement(
-                    run_id=run_id,
-                    cpu=0,
-                    suite=suite,
-                    backend="numba",
-                    operation="verify",
-                    round=rnd,
-                    n=10,
-                    median_ns=ns,
-                    p95_ns=ns,
-                    finished_at=t + rnd,
-                    capped=capped,
-                    cap_factor=2.24 if capped else 1.0,
-                )
-            )
+            r._sink(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+                                operation="verify", round=rnd, n=10, median_ns=ns,
+                                p95_ns=ns, finished_at=t + rnd, capped=capped,
+                                cap_factor=2.24 if capped else 1.0))
     r._sink(End(run_id=run_id, finished_at=t + 5, status="finished"))
 
 
@@ -65,9 +46,7 @@ def test_coverage_lost_then_regained(tmp_path: Path) -> None:
     r.refresh_results()
     assert alerts == []  # first verdicts are not changes
     assert [(c.suite, c.vu_estimate, c.covered) for c in state.coverage] == [
-        ("ML-DSA-44", 100, True),
-        ("ML-DSA-87", 280, True),
-    ]
+        ("ML-DSA-44", 100, True), ("ML-DSA-87", 280, True)]
     record_run(r, "b", 2000.0, {"ML-DSA-44": 100_000.0, "ML-DSA-87": 300_000.0})
     r.refresh_results()
     [lost] = alerts
@@ -90,17 +69,9 @@ def test_restart_seeds_verdicts_without_alerts(tmp_path: Path) -> None:
 def test_disagreement_alerts_at_once(tmp_path: Path) -> None:
     r, alerts, _ = runner(tmp_path)
     r._sink(Meta(run_id="a", started_at=1.0, qprof_version="t", command=[]))
-    r._sink(
-        Disagreement(
-            run_id="a",
-            cpu=4,
-            suite="ML-DSA-87",
-            backends={"liboqs": True, "numba": False},
-            public_key_hex="ab" * 40,
-            message_hex="00",
-            signature_hex="cd" * 40,
-        )
-    )
+    r._sink(Disagreement(run_id="a", cpu=4, suite="ML-DSA-87",
+                         backends={"liboqs": True, "numba": False}, public_key_hex="ab" * 40,
+                         message_hex="00", signature_hex="cd" * 40))
     [a] = alerts
     assert (a.kind, a.severity, a.cpu) == ("disagreement", "critical", 4)
     assert list(r.store.run_records("a"))[-1].type == "disagreement"
@@ -123,10 +94,8 @@ def test_select_cpus() -> None:
     online = {c: c != 4 and c != 7 for c in range(8)}
     assert select_cpus("clusters", clusters, online) == ([0, 5], ["cluster 2 has no online CPU"])
     assert select_cpus("all", clusters, online)[0] == [0, 1, 2, 3, 5, 6]
-    assert select_cpus("0,4,9", clusters, online) == (
-        [0],
-        ["cpu 4 is offline", "cpu 9 does not exist"],
-    )
+    assert select_cpus("0,4,9", clusters, online) == ([0], ["cpu 4 is offline",
+                                                            "cpu 9 does not exist"])
     with pytest.raises(ConfigError):
         select_cpus("zero", clusters, online)
 
@@ -137,12 +106,7 @@ def test_bench_config_is_check_mode_on_one_cpu() -> None:
     cfg = DaemonConfig(suites=["ML-DSA-44"], quick=True, profile="qanum")
     bc = bench_config(BenchConfig, cfg, 4, "numba")
     assert (bc.cpus, bc.backends, bc.mode, bc.nice, bc.suites) == (
-        [4],
-        ["numba"],
-        "check",
-        10,
-        ["ML-DSA-44"],
-    )
+        [4], ["numba"], "check", 10, ["ML-DSA-44"])
     assert bc.adaptive is False and bc.rounds == 3
 
 
@@ -158,21 +122,10 @@ def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[M
             samples += [quiet * 1.6 * (1 + 0.001 * (i % 5)) for i in range(n_busy)]
             samples.sort()
             med = samples[len(samples) // 2]
-            out.append(
-                Measurement(
-                    run_id=run_id,
-                    cpu=0,
-                    suite=suite,
-                    backend="numba",
-                    operation="verify",
-                    round=rnd,
-                    n=200,
-                    median_ns=med,
-                    p95_ns=samples[-10],
-                    finished_at=t + rnd,
-                    samples_ns=samples,
-                )
-            )
+            out.append(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+                                   operation="verify", round=rnd, n=200, median_ns=med,
+                                   p95_ns=samples[-10], finished_at=t + rnd,
+                                   samples_ns=samples))
     return out
 
 
@@ -193,13 +146,11 @@ def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -
     assert {r.statistic for r in results} == ({"p10"} if noisy else {"median"})
     # Without a profile (it failed to load): the same choice from the samples alone.
     assert [(r.statistic, r.median_ns) for r in summarize(ms)] == [
-        (r.statistic, r.median_ns) for r in results
-    ]
+        (r.statistic, r.median_ns) for r in results]
     state = MetricsState(profile=profile)
     cov = state.set_results(results)
     assert [(c.suite, c.vu_estimate) for c in cov] == [
-        (r.suite, r.vu_estimate) for r, _ in evaluate(profile, ms, statistic="auto")
-    ]
+        (r.suite, r.vu_estimate) for r, _ in evaluate(profile, ms, statistic="auto")]
 
 
 def test_bench_config_matches_check_and_adds_the_shadow_pair() -> None:
@@ -218,15 +169,8 @@ def test_wrong_verdict_note_alerts_as_a_disagreement(tmp_path: Path) -> None:
 
     r, alerts, _ = runner(tmp_path)
     r._sink(Meta(run_id="a", started_at=1.0, qprof_version="t", command=[]))
-    r._sink(
-        Note(
-            run_id="a",
-            level="error",
-            kind="wrong_verdict",
-            cpu=2,
-            text="CPU 2 ML-DSA-44 liboqs verify: 3 of 100 verdicts were wrong",
-        )
-    )
+    r._sink(Note(run_id="a", level="error", kind="wrong_verdict", cpu=2,
+                 text="CPU 2 ML-DSA-44 liboqs verify: 3 of 100 verdicts were wrong"))
     r._sink(Note(run_id="a", level="info", kind="drift", cpu=2, text="drift"))
     [a] = alerts
     assert (a.kind, a.severity, a.cpu) == ("disagreement", "critical", 2)

@@ -29,27 +29,13 @@ from qprof.measure.records import Measurement
 from qprof.service.store import Store
 
 QPROF = [sys.executable, "-m", "qprof"]
-FAST_CYCLE = [
-    "--cpus",
-    "0",
-    "--suites",
-    "ML-DSA-44",
-    "--backend",
-    "numba",
-    "--quick",
-    "--max-load",
-    "1000",
-    "--max-busy",
-    "100",
-    "--first-cycle-delay",
-    "0",
-]
+FAST_CYCLE = ["--cpus", "0", "--suites", "ML-DSA-44", "--backend", "numba", "--quick",
+              "--max-load", "1000", "--max-busy", "100", "--first-cycle-delay", "0"]
 NO_CYCLE = ["--first-cycle-delay", "3600", "--interval", "3600"]
 
 
-def wait_for(
-    what: str, check: Callable[[], object], timeout: float = 45.0, every: float = 0.1
-) -> object:
+def wait_for(what: str, check: Callable[[], object], timeout: float = 45.0,
+             every: float = 0.1) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
@@ -62,30 +48,23 @@ def wait_for(
 class DaemonProc:
     """A `qprof daemon` subprocess with its stderr in a file."""
 
-    def __init__(
-        self,
-        tmp: Path,
-        *args: str,
-        env: dict[str, str] | None = None,
-        state_dir: Path | None = None,
-        listen: str = "127.0.0.1:0",
-        wait_started: bool = True,
-        journal: bool = False,
-    ) -> None:
+    def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None,
+                 state_dir: Path | None = None, listen: str = "127.0.0.1:0",
+                 wait_started: bool = True, journal: bool = False) -> None:
         self.state_dir = state_dir or tmp / "state"
         self.log_path = tmp / f"daemon-{time.monotonic_ns()}.log"
         full_env = dict(os.environ)
         full_env.pop("NOTIFY_SOCKET", None)
         full_env.pop("JOURNAL_STREAM", None)
         full_env.update(env or {})
-        argv = [*QPROF, "daemon", "--state-dir", str(self.state_dir), "--listen", listen, *args]
+        argv = [*QPROF, "daemon", "--state-dir", str(self.state_dir), "--listen", listen,
+                *args]
         self.log_file = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
         if journal:  # as systemd does: "device:inode" of the stream stderr goes to
             st = os.fstat(self.log_file.fileno())
             full_env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
-        self.proc = subprocess.Popen(
-            argv, stdout=self.log_file, stderr=subprocess.STDOUT, env=full_env, cwd=tmp
-        )
+        self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     env=full_env, cwd=tmp)
         if wait_started:
             self.wait_log("qprof daemon started")
 
@@ -98,9 +77,8 @@ class DaemonProc:
             if text in self.log:
                 return self.log
             if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"daemon exited {self.proc.returncode} before {text!r}:\n{self.log}"
-                )
+                raise AssertionError(f"daemon exited {self.proc.returncode} before "
+                                     f"{text!r}:\n{self.log}")
             return None
 
         return str(wait_for(f"{text!r} in the daemon log", seen, timeout))
@@ -131,9 +109,8 @@ class DaemonProc:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(
-                f"daemon still running {timeout:.0f} s after the signal:\n{self.log}"
-            ) from None
+            raise AssertionError(f"daemon still running {timeout:.0f} s after the signal:\n"
+                                 f"{self.log}") from None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -168,8 +145,7 @@ def daemons(tmp_path: Path) -> Iterator[Callable[..., DaemonProc]]:
 
 
 def test_cycle_history_export_and_restart_serves_stored_results(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     root = make_root(tmp_path)
     d = daemons("--root", str(root), *FAST_CYCLE)
     [run_id] = wait_for("a finished run", lambda: d.runs_with("finished"), timeout=50)
@@ -177,11 +153,8 @@ def test_cycle_history_export_and_restart_serves_stored_results(
     # The numba kernels were loaded/compiled before the first measurement started.
     assert d.log.index("numba kernels ready") < d.log.index("measuring cpu 0")
     metrics = d.scrape()
-    assert re.search(
-        r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\} '
-        r"[0-9.e-]+",
-        metrics,
-    )
+    assert re.search(r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\} '
+                     r'[0-9.e-]+', metrics)
     assert 'qprof_cpu_max_frequency_hertz{cpu="2"} 2.4192e+09' in metrics
     assert 'qprof_cpu_online{cpu="0"} 1.0' in metrics
     assert "qprof_last_cycle_timestamp_seconds " in metrics
@@ -189,73 +162,40 @@ def test_cycle_history_export_and_restart_serves_stored_results(
     assert d.wait_exit(5) == 0
 
     # history --json and export read the store back.
-    out = subprocess.run(
-        [*QPROF, "history", "--json", "--state-dir", str(d.state_dir)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    ).stdout
+    out = subprocess.run([*QPROF, "history", "--json", "--state-dir", str(d.state_dir)],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
     hist = json.loads(out)
     assert hist["runs"][0]["run_id"] == run_id and hist["runs"][0]["status"] == "finished"
     assert [(r["cpu"], r["suite"], r["backend"]) for r in hist["results"]] == [
-        (0, "ML-DSA-44", "numba")
-    ]
-    text = subprocess.run(
-        [*QPROF, "history", "--state-dir", str(d.state_dir)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    ).stdout
+        (0, "ML-DSA-44", "numba")]
+    text = subprocess.run([*QPROF, "history", "--state-dir", str(d.state_dir)],
+                          capture_output=True, text=True, timeout=30, check=True).stdout
     assert run_id in text and "ML-DSA-44" in text
     jsonl = tmp_path / "run.jsonl"
-    subprocess.run(
-        [*QPROF, "export", run_id, "-o", str(jsonl), "--state-dir", str(d.state_dir)],
-        check=True,
-        timeout=30,
-        capture_output=True,
-    )
+    subprocess.run([*QPROF, "export", run_id, "-o", str(jsonl), "--state-dir",
+                    str(d.state_dir)], check=True, timeout=30, capture_output=True)
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert lines[0]["type"] == "meta" and lines[-1]["type"] == "end"
     assert lines == [r.to_dict() for r in d.store().run_records(run_id)]
     run = read_run(jsonl)
     assert any(m.suite == "ML-DSA-44" for m in run.measurements)
-    bad = subprocess.run(
-        [*QPROF, "export", "no-such-run", "--state-dir", str(d.state_dir)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    bad = subprocess.run([*QPROF, "export", "no-such-run", "--state-dir", str(d.state_dir)],
+                         capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "no run 'no-such-run'" in bad.stderr
 
     # After a restart the stored result is served at once (no cycle runs).
     d2 = daemons("--root", str(root), *NO_CYCLE, state_dir=d.state_dir)
-    assert re.search(
-        r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\}', d2.scrape()
-    )
+    assert re.search(r'qprof_verify_seconds\{backend="numba",cpu="0",suite="ML-DSA-44"\}',
+                     d2.scrape())
     d2.signal(signal.SIGINT)
     assert d2.wait_exit(5) == 0
 
 
 def _slow_cycle(root: Path) -> list[str]:
     # Not --quick: the check mode's rounds take several seconds, long enough to interrupt.
-    return [
-        "--root",
-        str(root),
-        "--cpus",
-        "0",
-        "--suites",
-        "ML-DSA-44,ML-DSA-87",
-        "--backend",
-        "numba",
-        "--max-load",
-        "1000",
-        "--max-busy",
-        "100",
-        "--first-cycle-delay",
-        "0",
-    ]
+    return ["--root", str(root), "--cpus", "0", "--suites", "ML-DSA-44,ML-DSA-87",
+            "--backend", "numba", "--max-load", "1000", "--max-busy", "100",
+            "--first-cycle-delay", "0"]
 
 
 def _measurements(store: Store, run_id: str) -> list[dict[str, object]]:
@@ -265,10 +205,8 @@ def _measurements(store: Store, run_id: str) -> list[dict[str, object]]:
 def _measuring(d: DaemonProc) -> bool:
     try:
         with sqlite3.connect(f"file:{d.state_dir / 'qprof.db'}?mode=ro", uri=True) as con:
-            n = con.execute(
-                "SELECT COUNT(*) FROM measurements m JOIN runs r ON "
-                "r.run_id=m.run_id WHERE r.status='running'"
-            ).fetchone()[0]
+            n = con.execute("SELECT COUNT(*) FROM measurements m JOIN runs r ON "
+                            "r.run_id=m.run_id WHERE r.status='running'").fetchone()[0]
         return n >= 1
     except sqlite3.Error:
         return False
@@ -276,8 +214,7 @@ def _measuring(d: DaemonProc) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_mid_cycle_stops_within_5s_and_marks_the_run(
-    tmp_path: Path, daemons: Callable[..., DaemonProc], sig: int
-) -> None:
+        tmp_path: Path, daemons: Callable[..., DaemonProc], sig: int) -> None:
     root = make_root(tmp_path)
     d = daemons(*_slow_cycle(root))
     wait_for("a measurement committed mid-run", lambda: _measuring(d), timeout=50)
@@ -290,7 +227,8 @@ def test_signal_mid_cycle_stops_within_5s_and_marks_the_run(
     assert d.store().integrity_check() == "ok"
 
 
-def test_kill9_mid_cycle_then_restart(tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+def test_kill9_mid_cycle_then_restart(tmp_path: Path,
+                                     daemons: Callable[..., DaemonProc]) -> None:
     root = make_root(tmp_path)
     d = daemons(*_slow_cycle(root))
     wait_for("a measurement committed mid-run", lambda: _measuring(d), timeout=50)
@@ -319,31 +257,22 @@ def test_kill9_mid_cycle_then_restart(tmp_path: Path, daemons: Callable[..., Dae
 def test_unparsable_config_exits_2_with_one_line(tmp_path: Path) -> None:
     conf = tmp_path / "qprof.toml"
     conf.write_text("[daemon\ninterval = 5\n")
-    r = subprocess.run(
-        [*QPROF, "daemon", "--config", str(conf)], capture_output=True, text=True, timeout=30
-    )
+    r = subprocess.run([*QPROF, "daemon", "--config", str(conf)], capture_output=True,
+                       text=True, timeout=30)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "config error" in lines[0] and str(conf) in lines[0]
-    r = subprocess.run(
-        [*QPROF, "daemon", "--root", str(tmp_path / "nothing"), "--state-dir", str(tmp_path / "s")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    r = subprocess.run([*QPROF, "daemon", "--root", str(tmp_path / "nothing"),
+                        "--state-dir", str(tmp_path / "s")], capture_output=True, text=True,
+                       timeout=30)
     assert r.returncode == 2 and "not a Linux root" in r.stderr
-    r = subprocess.run(
-        [*QPROF, "daemon", "--profile", "no-such-chain", "--state-dir", str(tmp_path / "s")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    r = subprocess.run([*QPROF, "daemon", "--profile", "no-such-chain", "--state-dir",
+                        str(tmp_path / "s")], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "no-such-chain" in r.stderr
 
 
-def test_read_only_state_dir_degrades_to_memory(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+def test_read_only_state_dir_degrades_to_memory(tmp_path: Path,
+                                                daemons: Callable[..., DaemonProc]) -> None:
     if os.geteuid() == 0:
         # root ignores directory permissions; a file in the way is just as unwritable.
         state = tmp_path / "state-is-a-file"
@@ -355,18 +284,15 @@ def test_read_only_state_dir_degrades_to_memory(
         ro.chmod(0o500)
     d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, state_dir=ro)
     assert "degraded: store:" in d.log and "kept in memory only" in d.log
-    assert "qprof_degraded{reason=" in d.scrape()
+    assert 'qprof_degraded{reason=' in d.scrape()
     assert d.proc.poll() is None
 
 
 def test_full_state_dir_degrades(tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     mnt = tmp_path / "full"
     mnt.mkdir()
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip()}")
     try:
@@ -380,12 +306,14 @@ def test_full_state_dir_degrades(tmp_path: Path, daemons: Callable[..., DaemonPr
         subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
-def test_port_in_use_degrades_metrics(tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+def test_port_in_use_degrades_metrics(tmp_path: Path,
+                                      daemons: Callable[..., DaemonProc]) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, listen=f"127.0.0.1:{port}")
+        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE,
+                    listen=f"127.0.0.1:{port}")
         assert f"degraded: metrics: cannot listen on 127.0.0.1:{port}" in d.log
         assert d.proc.poll() is None
         # Also an alert (store, command), so a degraded start is not only a log line.
@@ -393,24 +321,18 @@ def test_port_in_use_degrades_metrics(tmp_path: Path, daemons: Callable[..., Dae
         assert [a.kind for a in d.store().recent_alerts()] == ["degraded"]
 
 
-def test_liboqs_missing_degrades_to_numba(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+def test_liboqs_missing_degrades_to_numba(tmp_path: Path,
+                                          daemons: Callable[..., DaemonProc]) -> None:
     empty = tmp_path / "no-oqs"
     empty.mkdir()
-    d = daemons(
-        "--root",
-        str(make_root(tmp_path)),
-        *NO_CYCLE,
-        env={"OQS_INSTALL_PATH": str(empty), "HOME": str(tmp_path)},
-    )
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE,
+                env={"OQS_INSTALL_PATH": str(empty), "HOME": str(tmp_path)})
     assert "degraded: liboqs: liboqs unavailable" in d.log
     assert "measuring with numba instead" in d.log
 
 
-def test_only_the_metrics_socket_listens(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+def test_only_the_metrics_socket_listens(tmp_path: Path,
+                                         daemons: Callable[..., DaemonProc]) -> None:
     d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE)
     url = d.metrics_url
     assert url.startswith("http://127.0.0.1:")
@@ -432,20 +354,14 @@ def test_only_the_metrics_socket_listens(
     assert listening == [("tcp", f"0100007F:{port:04X}")]
 
 
-def test_sd_notify_ready_watchdog_stopping(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+def test_sd_notify_ready_watchdog_stopping(tmp_path: Path,
+                                           daemons: Callable[..., DaemonProc]) -> None:
     sock_path = str(tmp_path / "notify.sock")
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as rx:
         rx.bind(sock_path)
         rx.settimeout(30)
-        d = daemons(
-            "--root",
-            str(make_root(tmp_path)),
-            *NO_CYCLE,
-            wait_started=False,
-            env={"NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "1000000"},
-        )
+        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, wait_started=False,
+                    env={"NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "1000000"})
         got: list[bytes] = []
         while not any(b"WATCHDOG=1" in m for m in got):
             got.append(rx.recv(4096))
@@ -456,27 +372,16 @@ def test_sd_notify_ready_watchdog_stopping(
         assert d.wait_exit(5) == 0
 
 
-def test_cap_alert_reaches_log_store_and_command(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+def test_cap_alert_reaches_log_store_and_command(tmp_path: Path,
+                                                 daemons: Callable[..., DaemonProc]) -> None:
     root = make_root(tmp_path)
     out = tmp_path / "alerts.jsonl"
     hook = tmp_path / "hook.py"
     hook.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read() + '\\n')\n")
-    d = daemons(
-        "--root",
-        str(root),
-        *NO_CYCLE,
-        "--watch-interval",
-        "0.2",
-        "--cap-hold-samples",
-        "3",
-        "--cap-hold-seconds",
-        "1",
-        "--alert-command",
-        f"{sys.executable} {hook}",
-        journal=True,
-    )
+    d = daemons("--root", str(root), *NO_CYCLE, "--watch-interval", "0.2",
+                "--cap-hold-samples", "3", "--cap-hold-seconds", "1",
+                "--alert-command", f"{sys.executable} {hook}",
+                journal=True)
     cap(root, 1, 1075200)
     d.wait_log("<4>alert cap_started: cluster 1")
     assert "<6>qprof daemon started" in d.log
@@ -509,8 +414,7 @@ def test_cpu_offline_mid_cycle(tmp_path: Path, daemons: Callable[..., DaemonProc
 
 
 def test_busy_machine_skips_the_cycle_and_says_why(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     root = make_root(tmp_path)
     _w(root / "proc/loadavg", "7.50 7.00 6.00 5/300 999")
     args = [a if a != "1000" else "0.5" for a in FAST_CYCLE]
@@ -522,8 +426,7 @@ def test_busy_machine_skips_the_cycle_and_says_why(
 
 
 def test_result_measured_under_a_cap_raises_result_skewed(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     root = make_root(tmp_path)
     cap(root, 0, 902400)  # cpu 0's cluster held at half speed for the whole cycle
     d = daemons("--root", str(root), *FAST_CYCLE)
@@ -536,8 +439,7 @@ def test_result_measured_under_a_cap_raises_result_skewed(
 
 
 def test_liboqs_cycle_runs_the_shadow_pair_that_finds_disagreements(
-    tmp_path: Path, daemons: Callable[..., DaemonProc]
-) -> None:
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     from qprof.verify import availability
 
     st = availability.available_backends()
@@ -547,15 +449,9 @@ def test_liboqs_cycle_runs_the_shadow_pair_that_finds_disagreements(
     d = daemons("--root", str(make_root(tmp_path)), *args)
     [run_id] = wait_for("a finished run", lambda: d.runs_with("finished"), timeout=60)
     [run] = [r for r in d.store().runs(5) if r.run_id == run_id]
-    ops = {
-        (m.operation, m.backend)
-        for m in d.store().run_records(run_id)
-        if isinstance(m, Measurement)
-    }
+    ops = {(m.operation, m.backend) for m in d.store().run_records(run_id)
+           if isinstance(m, Measurement)}
     assert ("verify", "liboqs") in ops and ("dual_shadow", "liboqs+numba") in ops
     assert run.checks > 0 and run.disagreements == 0  # both verifiers saw every sample
-    assert re.search(
-        r'qprof_verify_statistic_info\{backend="liboqs",cpu="0",'
-        r'statistic="\w+",suite="ML-DSA-44"\} 1.0',
-        d.scrape(),
-    )
+    assert re.search(r'qprof_verify_statistic_info\{backend="liboqs",cpu="0",'
+                     r'statistic="\w+",suite="ML-DSA-44"\} 1.0', d.scrape())

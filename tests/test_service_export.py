@@ -26,41 +26,22 @@ def _args(module: object, *argv: str) -> argparse.Namespace:
 def _store(state: Path) -> Store:
     store = Store(state / "qprof.db")
     for run_id, t, status in (("done", 1000.0, "finished"), ("cut", 2000.0, None)):
-        store.add(
-            Meta(
-                run_id=run_id,
-                started_at=t,
-                qprof_version="t",
-                command=[],
-                cpus=[{"cpu": 0}],
-                profile="qanum",
-            )
-        )
+        store.add(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
+                       cpus=[{"cpu": 0}], profile="qanum"))
         if status:
             for rnd in range(3):
                 for suite, ns in (("ML-DSA-44", 100_000.0), ("ML-DSA-87", 300_000.0)):
-                    store.add(
-                        Measurement(
-                            run_id=run_id,
-                            cpu=0,
-                            suite=suite,
-                            backend="numba",
-                            operation="verify",
-                            round=rnd,
-                            n=10,
-                            median_ns=ns,
-                            p95_ns=ns,
-                            finished_at=t + 1,
-                        )
-                    )
+                    store.add(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+                                          operation="verify", round=rnd, n=10,
+                                          median_ns=ns, p95_ns=ns, finished_at=t + 1))
             store.add(End(run_id=run_id, finished_at=t + 5, status=status))
     store.mark_unfinished_runs_aborted()  # "cut": the newest run, aborted and empty
     return store
 
 
-def test_export_latest_is_the_newest_run_with_results(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_export_latest_is_the_newest_run_with_results(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
     _store(tmp_path)
     assert export_cmd.run(_args(export_cmd, "latest", "--state-dir", str(tmp_path))) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
@@ -69,21 +50,16 @@ def test_export_latest_is_the_newest_run_with_results(
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["status"] == "aborted"
 
 
-def test_history_shows_results_and_coverage(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_history_shows_results_and_coverage(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     _store(tmp_path)
     assert history_cmd.run(_args(history_cmd, "--json", "--state-dir", str(tmp_path))) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["profile"] == "qanum"
     assert [(r["suite"], r["statistic"]) for r in data["results"]] == [
-        ("ML-DSA-44", "median"),
-        ("ML-DSA-87", "median"),
-    ]
+        ("ML-DSA-44", "median"), ("ML-DSA-87", "median")]
     assert [(c["suite"], c["vu_estimate"], c["covered"]) for c in data["coverage"]] == [
-        ("ML-DSA-44", 100, True),
-        ("ML-DSA-87", 300, False),
-    ]
+        ("ML-DSA-44", 100, True), ("ML-DSA-87", 300, False)]
     assert history_cmd.run(_args(history_cmd, "--state-dir", str(tmp_path))) == 0
     text = capsys.readouterr().out
     assert "estimate   300 vs constant   290  NOT covered" in text

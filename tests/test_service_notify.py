@@ -73,9 +73,5 @@ def test_engine_lines_on_stderr_get_a_journal_priority() -> None:
     s.write("qprof: error: CPU 1 aborted: worker failed\nqprof: warn")
     s.write("ing: cap changed\n<4>already prefixed\nqprof: DISAGREEMENT on CPU 0\nplain\n")
     assert out.getvalue().splitlines() == [
-        "<3>qprof: error: CPU 1 aborted: worker failed",
-        "<4>qprof: warning: cap changed",
-        "<4>already prefixed",
-        "<2>qprof: DISAGREEMENT on CPU 0",
-        "<6>plain",
-    ]
+        "<3>qprof: error: CPU 1 aborted: worker failed", "<4>qprof: warning: cap changed",
+        "<4>already prefixed", "<2>qprof: DISAGREEMENT on CPU 0", "<6>plain"]

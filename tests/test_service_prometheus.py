@@ -33,16 +33,15 @@ def query(port: int, expr: str) -> list[dict[str, object]]:
             body = json.load(resp)
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return []
-    return list(body.get("data", {}).get("result", [])) if body.get("status") == "success" else []
+    return list(body.get("data", {}).get("result", [])) if body.get("status") == "success" \
+        else []
 
 
 def test_prometheus_scrapes_the_daemon(tmp_path: Path) -> None:
     binary = shutil.which("prometheus")
     if binary is None:
-        pytest.skip(
-            "prometheus binary not installed (Debian package 'prometheus'; "
-            "scripts/test installs it when run as root)"
-        )
+        pytest.skip("prometheus binary not installed (Debian package 'prometheus'; "
+                    "scripts/test installs it when run as root)")
     root = make_root(tmp_path)
     cap(root, 1, 1075200)
     d = DaemonProc(tmp_path, "--root", str(root), *NO_CYCLE)
@@ -63,27 +62,18 @@ def _check_scrape(tmp_path: Path, binary: str, d: DaemonProc) -> subprocess.Pope
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: qprof\n    static_configs:\n"
-        f"      - targets: ['{target}']\n"
-    )
+        f"      - targets: ['{target}']\n")
     log = open(tmp_path / "prometheus.log", "w")  # noqa: SIM115 - closed below
     prom = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{prom_port}"],
+        stdout=log, stderr=subprocess.STDOUT)
     try:
-        result = wait_for(
-            "a qprof series in Prometheus",
-            lambda: query(prom_port, "qprof_cpu_max_frequency_hertz"),
-            timeout=45,
-            every=0.5,
-        )
-        series = {(r["metric"]["cpu"], r["metric"]["job"]): float(r["value"][1]) for r in result}  # type: ignore[index,call-overload]
+        result = wait_for("a qprof series in Prometheus",
+                          lambda: query(prom_port, "qprof_cpu_max_frequency_hertz"),
+                          timeout=45, every=0.5)
+        series = {(r["metric"]["cpu"], r["metric"]["job"]): float(r["value"][1])
+                  for r in result}  # type: ignore[index,call-overload]
         assert series[("0", "qprof")] == 1804800e3
         assert series[("2", "qprof")] == 1075200e3  # the cap, as Prometheus stored it
         capped = query(prom_port, "qprof_cpu_capped == 1")

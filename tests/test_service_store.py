@@ -21,64 +21,27 @@ from qprof.service.store import SCHEMA_VERSION, Store, StoreError, default_state
 
 
 def meta(run_id: str, t: float = 1000.0) -> Meta:
-    return Meta(
-        run_id=run_id,
-        started_at=t,
-        qprof_version="test",
-        command=["qprof", "daemon"],
-        cpus=[{"cpu": 0}, {"cpu": 4}],
-        profile="qanum",
-    )
+    return Meta(run_id=run_id, started_at=t, qprof_version="test", command=["qprof", "daemon"],
+                cpus=[{"cpu": 0}, {"cpu": 4}], profile="qanum")
 
 
-def meas(
-    run_id: str,
-    cpu: int,
-    suite: str,
-    median: float,
-    rnd: int = 0,
-    backend: str = "numba",
-    t: float = 1001.0,
-) -> Measurement:
-    return Measurement(
-        run_id=run_id,
-        cpu=cpu,
-        suite=suite,
-        backend=backend,
-        operation="verify",
-        round=rnd,
-        n=10,
-        median_ns=median,
-        p95_ns=median * 1.1,
-        finished_at=t + rnd,
-        capped=False,
-    )
+def meas(run_id: str, cpu: int, suite: str, median: float, rnd: int = 0,
+         backend: str = "numba", t: float = 1001.0) -> Measurement:
+    return Measurement(run_id=run_id, cpu=cpu, suite=suite, backend=backend,
+                       operation="verify", round=rnd, n=10, median_ns=median,
+                       p95_ns=median * 1.1, finished_at=t + rnd, capped=False)
 
 
 def test_records_round_trip_in_order(tmp_path: Path) -> None:
     store = Store(tmp_path / "qprof.db")
     records = [
         meta("r1"),
-        FreqSample(
-            run_id="r1",
-            taken_at=1000.5,
-            cpu=0,
-            cur_khz=1800000,
-            max_khz=1800000,
-            hw_max_khz=1800000,
-            capped=False,
-        ),
+        FreqSample(run_id="r1", taken_at=1000.5, cpu=0, cur_khz=1800000, max_khz=1800000,
+                   hw_max_khz=1800000, capped=False),
         meas("r1", 0, "ML-DSA-44", 190_000.0),
         Note(run_id="r1", level="warning", text="cap on cluster 1", cpu=4, kind="cap"),
-        Disagreement(
-            run_id="r1",
-            cpu=0,
-            suite="ML-DSA-44",
-            backends={"a": True, "b": False},
-            public_key_hex="00",
-            message_hex="01",
-            signature_hex="02",
-        ),
+        Disagreement(run_id="r1", cpu=0, suite="ML-DSA-44", backends={"a": True, "b": False},
+                     public_key_hex="00", message_hex="01", signature_hex="02"),
         End(run_id="r1", finished_at=1002.0, status="finished", checks=5, disagreements=1),
     ]
     for rec in records:
@@ -157,10 +120,7 @@ def test_newest_run_measurements_keep_every_round(tmp_path: Path) -> None:
     store.finish_run("b", "partial", "cpu 5 went offline")
     rows = store.newest_run_measurements()
     assert sorted((m.run_id, m.cpu, m.median_ns) for m in rows) == [
-        ("b", 0, 200.0),
-        ("b", 0, 210.0),
-        ("b", 4, 500.0),
-    ]
+        ("b", 0, 200.0), ("b", 0, 210.0), ("b", 4, 500.0)]
     assert store.last_finished_at() is not None
 
 
@@ -179,14 +139,8 @@ def test_freq_history_is_downsampled_but_keeps_cap_edges(tmp_path: Path) -> None
 
 def test_alerts_round_trip_newest_first(tmp_path: Path) -> None:
     store = Store(tmp_path / "qprof.db")
-    a1 = Alert(
-        ts=1.0,
-        kind="cap_started",
-        severity="warning",
-        message="cluster 1 capped",
-        cluster=1,
-        details={"factor": 2.24, "cause": "thermal"},
-    )
+    a1 = Alert(ts=1.0, kind="cap_started", severity="warning", message="cluster 1 capped",
+               cluster=1, details={"factor": 2.24, "cause": "thermal"})
     a2 = Alert(ts=2.0, kind="cap_ended", severity="info", message="ended", cluster=1)
     store.add_alert(a1)
     store.add_alert(a2)
@@ -213,14 +167,8 @@ def test_unwritable_location_is_a_store_error(tmp_path: Path) -> None:
         Store(blocker / "qprof.db")
 
 
-def _run(
-    store: Store,
-    run_id: str,
-    t: float,
-    suites: dict[str, float],
-    cpu: int = 0,
-    samples: bool = True,
-) -> None:
+def _run(store: Store, run_id: str, t: float, suites: dict[str, float], cpu: int = 0,
+         samples: bool = True) -> None:
     store.add(meta(run_id, t))
     for rnd in range(3):
         for suite, ns in suites.items():
@@ -242,9 +190,8 @@ def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
     _run(store, "only-44-cpu4", now - 400 * DAY_S, {"ML-DSA-44": 120.0}, cpu=4)
     _run(store, "new", now - 1 * DAY_S, {"ML-DSA-44": 100.0, "ML-DSA-87": 290.0})
     for i, age in enumerate((400, 300, 2)):
-        store.add_alert(
-            Alert(ts=now - age * DAY_S, kind="cap_started", severity="warning", message=f"a{i}")
-        )
+        store.add_alert(Alert(ts=now - age * DAY_S, kind="cap_started", severity="warning",
+                              message=f"a{i}"))
     before = sorted((m.run_id, m.cpu, m.suite) for m in store.newest_run_measurements())
     size_before = sum(len(r.to_json()) for r in store.run_records("old"))
 
@@ -260,9 +207,8 @@ def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
     assert sum(len(r.to_json()) for r in store.run_records("old")) < size_before / 3
     # ...while the runs behind the newest results keep theirs.
     assert all(m.samples_ns for m in store.run_records("new") if isinstance(m, Measurement))
-    assert all(
-        m.samples_ns for m in store.run_records("only-44-cpu4") if isinstance(m, Measurement)
-    )
+    assert all(m.samples_ns for m in store.run_records("only-44-cpu4")
+               if isinstance(m, Measurement))
     # qprof_alerts_total is a counter: pruned alerts still count.
     assert [a.message for a in store.recent_alerts()] == ["a2"]
     assert store.alert_counts() == {"cap_started": 3}
@@ -294,16 +240,14 @@ def test_freq_history_is_thinned_with_age_but_keeps_cap_edges(tmp_path: Path) ->
     for i in range(2 * 2880):
         ts = t0 + 30 * i
         capped = 5 * 3600 <= ts - t0 < 5 * 3600 + 120
-        store.add_freq_samples(
-            [(0, ts, hw // 2 if capped else hw, hw // 2 if capped else hw, hw, capped)]
-        )
+        store.add_freq_samples([(0, ts, hw // 2 if capped else hw, hw // 2 if capped else hw,
+                                 hw, capped)])
     store.add_freq_samples([(0, now - 40 * DAY_S, hw, hw, hw, False)])  # past keep_freq_s
     for i in range(120):  # the last hour: full resolution stays
         store.add_freq_samples([(0, now - 3600 + 30 * i, hw, hw, hw, False)])
     full = len(store.freq_history(0, since=0))
-    removed = store.maintain(
-        Retention(keep_freq_s=30 * DAY_S, freq_full_s=1 * DAY_S, freq_bucket_s=600), now=now
-    )
+    removed = store.maintain(Retention(keep_freq_s=30 * DAY_S, freq_full_s=1 * DAY_S,
+                                       freq_bucket_s=600), now=now)
     hist = store.freq_history(0, since=0)
     assert removed["freq_samples"] == full - len(hist)
     thinned = [h for h in hist if h[0] < now - DAY_S]
@@ -330,9 +274,8 @@ def test_version_1_store_is_migrated_and_readable_before(tmp_path: Path) -> None
     con = sqlite3.connect(path)
     con.executescript("BEGIN;" + _MIGRATIONS[0] + "PRAGMA user_version=1; COMMIT;")
     con.execute("INSERT INTO runs(run_id, started_at, status) VALUES ('v1', 1.0, 'finished')")
-    con.execute(
-        "INSERT INTO alerts(ts, kind, severity, message) VALUES (1, 'cap_ended', 'info', 'x')"
-    )
+    con.execute("INSERT INTO alerts(ts, kind, severity, message) VALUES (1, 'cap_ended', "
+                "'info', 'x')")
     con.commit()
     con.close()
     # An older daemon's store is readable by a newer `qprof history` as it is.

@@ -26,30 +26,24 @@ def make_root(base: Path) -> Path:
     cpuinfo = []
     for _cid, (cpus, _khz, part) in CLUSTERS.items():
         for cpu in cpus:
-            cpuinfo.append(
-                f"processor\t: {cpu}\nBogoMIPS\t: 38.40\nFeatures\t: fp asimd\n"
-                f"CPU implementer\t: 0x51\nCPU architecture: 8\nCPU variant\t: 0x7\n"
-                f"CPU part\t: {part}\nCPU revision\t: 14\n"
-            )
-    _w(root / "proc/cpuinfo", "\n".join(cpuinfo) + "Hardware\t: Qualcomm Technologies, Inc SM8150")
+            cpuinfo.append(f"processor\t: {cpu}\nBogoMIPS\t: 38.40\nFeatures\t: fp asimd\n"
+                           f"CPU implementer\t: 0x51\nCPU architecture: 8\nCPU variant\t: 0x7\n"
+                           f"CPU part\t: {part}\nCPU revision\t: 14\n")
+    _w(root / "proc/cpuinfo", "\n".join(cpuinfo) + "Hardware\t: Qualcomm Technologies, Inc "
+       "SM8150")
     _w(root / "proc/loadavg", "0.05 0.10 0.12 1/200 12345")
     _w(root / "proc/stat", "cpu  100 0 100 10000 0 0 0 0 0 0\ncpu0 25 0 25 2500 0 0 0 0 0 0")
     for name in ("possible", "present", "online"):
         _w(root / CPU_DIR / name, "0-3")
     for cid, (cpus, khz, _part) in CLUSTERS.items():
         policy = root / CPU_DIR / "cpufreq" / f"policy{cpus[0]}"
-        for fname, value in (
-            ("related_cpus", " ".join(map(str, cpus))),
-            ("affected_cpus", " ".join(map(str, cpus))),
-            ("cpuinfo_max_freq", khz),
-            ("cpuinfo_min_freq", 300000),
-            ("scaling_max_freq", khz),
-            ("scaling_min_freq", 300000),
-            ("scaling_cur_freq", khz),
-            ("scaling_governor", "schedutil"),
-            ("scaling_driver", "qcom-cpufreq-hw"),
-            ("scaling_available_governors", "performance schedutil"),
-        ):
+        for fname, value in (("related_cpus", " ".join(map(str, cpus))),
+                             ("affected_cpus", " ".join(map(str, cpus))),
+                             ("cpuinfo_max_freq", khz), ("cpuinfo_min_freq", 300000),
+                             ("scaling_max_freq", khz), ("scaling_min_freq", 300000),
+                             ("scaling_cur_freq", khz), ("scaling_governor", "schedutil"),
+                             ("scaling_driver", "qcom-cpufreq-hw"),
+                             ("scaling_available_governors", "performance schedutil")):
             _w(policy / fname, str(value))
         for cpu in cpus:
             cdir = root / CPU_DIR / f"cpu{cpu}"
@@ -83,11 +77,8 @@ def set_online(root: Path, cpu: int, online: bool) -> None:
     """Take a CPU off/online as the kernel shows it: cpuN/online and the global list."""
     _w(root / CPU_DIR / f"cpu{cpu}" / "online", "1" if online else "0")
     cpus = [c for cl in CLUSTERS.values() for c in cl[0]]
-    live = [
-        c
-        for c in cpus
-        if c == 0 or (root / CPU_DIR / f"cpu{c}" / "online").read_text().strip() == "1"
-    ]
+    live = [c for c in cpus if c == 0 or (root / CPU_DIR / f"cpu{c}" / "online")
+            .read_text().strip() == "1"]
     _w(root / CPU_DIR / "online", ",".join(map(str, live)))
 
 
@@ -161,10 +152,7 @@ def test_governor_change_and_cpu_offline(tmp_path: Path) -> None:
     set_online(root, 3, True)
     w.tick(3.0)
     assert [(a.kind, a.cluster, a.cpu) for a in alerts] == [
-        ("governor_changed", 0, None),
-        ("cpu_offline", None, 3),
-        ("cpu_online", None, 3),
-    ]
+        ("governor_changed", 0, None), ("cpu_offline", None, 3), ("cpu_online", None, 3)]
     assert alerts[0].details == {"old": "schedutil", "new": "powersave"}
 
 

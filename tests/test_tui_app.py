@@ -68,8 +68,7 @@ def test_table_lists_big_little_cores_with_designs_and_caps() -> None:
             assert all(r[4] == "schedutil" for r in rows)
             # A snapshot of another machine: no costs, and the panel says why.
             assert app.frame is not None and "costs not measured here" in (
-                app.frame.coverage_note or ""
-            )
+                app.frame.coverage_note or "")
             assert all(r[7] == "not measured here" for r in coverage_rows(app))
             assert len(coverage_rows(app)) == 8  # 4 suites × 2 clusters, never hidden
 
@@ -79,9 +78,8 @@ def test_table_lists_big_little_cores_with_designs_and_caps() -> None:
 def test_coverage_panel_from_seeded_store(tmp_path: Path) -> None:
     root = fixture_root(BIG_LITTLE)
     db = seed_store(tmp_path / "q.db", cpu=2)  # Silver medians of the seeds
-    seed_store(
-        db, cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True, cap_factor=2.24, run_id="seed-gold"
-    )
+    seed_store(db, cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True, cap_factor=2.24,
+               run_id="seed-gold")
 
     async def scenario() -> None:
         app = MonitorApp(frozen_config(root, store=db))
@@ -90,12 +88,7 @@ def test_coverage_panel_from_seeded_store(tmp_path: Path) -> None:
             rows = {(r[0], r[1].split()[0]): r for r in coverage_rows(app)}
             mldsa87 = rows[("ML-DSA-87", "cl0")]
             assert (mldsa87[3], mldsa87[4], mldsa87[5], mldsa87[6], mldsa87[7]) == (
-                "med",
-                "286",
-                "290",
-                "+4",
-                "✓ yes",
-            )
+                "med", "286", "290", "+4", "✓ yes")
             slh = rows[("SLH-128s", "cl0")]
             assert (slh[4], slh[5], slh[6], slh[7]) == ("1576", "1200", "-376", "✗ NO")
             assert slh[9] == "499 ms"  # 166 signatures (200000 // 1200) × 3.005 ms
@@ -135,10 +128,8 @@ def test_keys_do_what_the_help_says(tmp_path: Path) -> None:
             assert (slh[5], slh[7]) == ("1600", "✓ yes")
             # e exports a Markdown report and says where.
             await pilot.press("e")
-            assert (
-                app.last_export is not None
-                and app.last_export.parent == (tmp_path / "reports").resolve()
-            )
+            assert app.last_export is not None and app.last_export.parent == (
+                tmp_path / "reports").resolve()
             text = app.last_export.read_text()
             assert "SLH-DSA-SHAKE-128s" in text and "✓ yes" in text and "Cortex-A77" in text
             assert any("report written to" in a.message for a in app.frame.alerts)
@@ -233,14 +224,8 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
     if not status.available:
         pytest.skip(status.reason)
     db = tmp_path / "monitor.db"
-    config = frozen_config(
-        Path("/"),
-        store=db,
-        profile=str(TINY_PROFILE),
-        live=True,
-        measure_mode="quick",
-        measure_every_s=3600.0,
-    )
+    config = frozen_config(Path("/"), store=db, profile=str(TINY_PROFILE), live=True,
+                           measure_mode="quick", measure_every_s=3600.0)
 
     async def scenario() -> None:
         app = MonitorApp(config)
@@ -274,10 +259,8 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
             app._next_scheduled = 0.0  # due now
             app.refresh_frame()
             assert app.measuring_cpu == app._cluster_firsts()[0]
-            assert any(
-                a.kind == "measure_started" and a.message.startswith("scheduled")
-                for a in app.frame.alerts + tuple(app.collector._local_alerts)
-            )
+            assert any(a.kind == "measure_started" and a.message.startswith("scheduled")
+                       for a in app.frame.alerts + tuple(app.collector._local_alerts))
             for _ in range(900):
                 if app.measuring_cpu is None:
                     break
@@ -299,24 +282,10 @@ def test_attaches_to_a_daemon_store_and_lists_alerts_newest_first(tmp_path: Path
     root = fixture_root(BIG_LITTLE)
     db = seed_store(tmp_path / "qprof.db", cpu=2)  # the daemon's file name in its state dir
     store = Store(db)
-    store.add_alert(
-        Alert(
-            ts=1_764_500_000.0,
-            kind="cap_started",
-            severity="warning",
-            message="max 1.08 of 2.42 GHz (policy)",
-            cpu=6,
-        )
-    )
-    store.add_alert(
-        Alert(
-            ts=1_764_500_600.0,
-            kind="coverage_lost",
-            severity="critical",
-            message="SLH-DSA-SHAKE-128s 1576 > 1200",
-            cluster=0,
-        )
-    )
+    store.add_alert(Alert(ts=1_764_500_000.0, kind="cap_started", severity="warning",
+                          message="max 1.08 of 2.42 GHz (policy)", cpu=6))
+    store.add_alert(Alert(ts=1_764_500_600.0, kind="coverage_lost", severity="critical",
+                          message="SLH-DSA-SHAKE-128s 1576 > 1200", cluster=0))
     store.close()
 
     async def scenario() -> None:

@@ -38,43 +38,18 @@ def fixture_root(path: Path) -> Path:
     return path
 
 
-def seed_store(
-    path: Path,
-    cpu: int = 2,
-    medians: dict[str, int] = SILVER_MEDIANS,
-    capped: bool = False,
-    cap_factor: float | None = None,
-    run_id: str = "seed-silver",
-    t0: float = FROZEN_AT - 3600,
-) -> Path:
+def seed_store(path: Path, cpu: int = 2, medians: dict[str, int] = SILVER_MEDIANS,
+               capped: bool = False, cap_factor: float | None = None,
+               run_id: str = "seed-silver", t0: float = FROZEN_AT - 3600) -> Path:
     """A real SQLite Store holding one finished run of verify medians on one CPU."""
     store = Store(path)
-    store.add(
-        Meta(
-            run_id=run_id,
-            started_at=t0,
-            qprof_version="test",
-            command=["qprof", "bench"],
-            profile="qanum-2026-10-14",
-        )
-    )
+    store.add(Meta(run_id=run_id, started_at=t0, qprof_version="test",
+                   command=["qprof", "bench"], profile="qanum-2026-10-14"))
     for i, (suite, median) in enumerate(medians.items()):
-        store.add(
-            Measurement(
-                run_id=run_id,
-                cpu=cpu,
-                suite=suite,
-                backend="liboqs",
-                operation="verify",
-                round=0,
-                n=200,
-                median_ns=float(median),
-                p95_ns=median * 1.05,
-                finished_at=t0 + 10 + i,
-                capped=capped,
-                cap_factor=cap_factor,
-            )
-        )
+        store.add(Measurement(run_id=run_id, cpu=cpu, suite=suite, backend="liboqs",
+                              operation="verify", round=0, n=200, median_ns=float(median),
+                              p95_ns=median * 1.05, finished_at=t0 + 10 + i,
+                              capped=capped, cap_factor=cap_factor))
     store.add(End(run_id=run_id, finished_at=t0 + 60, status="finished"))
     store.close()
     return path
@@ -83,13 +58,8 @@ def seed_store(
 def frozen_config(root: Path, store: Path | None = None, **overrides: object) -> MonitorConfig:
     """No timer, no schedule, a fixed clock and backend: the screen depends on data only."""
     settings: dict[str, object] = dict(
-        root=root,
-        store_path=store,
-        profile="qanum-2026-10-14",
-        backend="liboqs",
-        refresh_s=0.0,
-        measure_every_s=0.0,
-        clock=lambda: FROZEN_AT,
+        root=root, store_path=store, profile="qanum-2026-10-14", backend="liboqs",
+        refresh_s=0.0, measure_every_s=0.0, clock=lambda: FROZEN_AT,
     )
     settings.update(overrides)
     return MonitorConfig(**settings)  # type: ignore[arg-type]

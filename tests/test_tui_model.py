@@ -28,21 +28,10 @@ def test_formatting() -> None:
     assert cpu_ranges([0, 1, 2, 3, 6]) == "0-3,6"
     assert fmt_covered(True).startswith("✓") and fmt_covered(False).startswith("✗")
     assert fmt_covered(None) == "not measured yet"
-    core = CoreView(
-        cpu=6,
-        online=True,
-        cluster=1,
-        design="Cortex-A77",
-        part=None,
-        core_class="performance",
-        governor="schedutil",
-        cur_khz=1_075_200,
-        max_khz=1_075_200,
-        hw_max_khz=2_419_200,
-        capped=True,
-        cap_factor=2.25,
-        cap_cause="policy",
-    )
+    core = CoreView(cpu=6, online=True, cluster=1, design="Cortex-A77", part=None,
+                    core_class="performance", governor="schedutil", cur_khz=1_075_200,
+                    max_khz=1_075_200, hw_max_khz=2_419_200, capped=True, cap_factor=2.25,
+                    cap_cause="policy")
     assert fmt_cap(core) == "⚠ cap ×2.25 policy"  # text, not colour
 
 
@@ -70,15 +59,15 @@ def test_coverage_from_seeded_store(tmp_path: Path) -> None:
     assert info.error is None
     measurements = Store(db, readonly=True).newest_run_measurements()
     evaluation = evaluate_measurements(measurements, info, "liboqs")
-    clusters = [
-        ClusterFacts(0, (0, 1, 2, 3), "Cortex-A55", 1_804_800),
-        ClusterFacts(1, (4, 5, 6, 7), "Cortex-A77", 2_419_200),
-    ]
-    rows = {(r.suite, r.cluster): r for r in coverage_rows(evaluation, info, clusters, "liboqs")}
+    clusters = [ClusterFacts(0, (0, 1, 2, 3), "Cortex-A55", 1_804_800),
+                ClusterFacts(1, (4, 5, 6, 7), "Cortex-A77", 2_419_200)]
+    rows = {(r.suite, r.cluster): r for r in coverage_rows(evaluation, info, clusters,
+                                                           "liboqs")}
     assert len(rows) == 8  # 4 suites × 2 clusters, measured or not
     assert rows[("ML-DSA-87", 0)].vu_estimate == 286 and rows[("ML-DSA-87", 0)].covered
     slh = rows[("SLH-DSA-SHAKE-128s", 0)]
-    assert (slh.vu_estimate, slh.vu_constant, slh.covered, slh.margin) == (1576, 1200, False, -376)
+    assert (slh.vu_estimate, slh.vu_constant, slh.covered, slh.margin) == (1576, 1200, False,
+                                                                          -376)
     assert rows[("SLH-DSA-SHAKE-256s", 0)].margin == 8
     assert rows[("ML-DSA-44", 0)].worst_block_ns == pytest.approx(2000 * 190_750)
     gold = rows[("ML-DSA-87", 1)]
@@ -148,23 +137,12 @@ def _noisy_store(path: Path) -> Path:
     median rule wobbles), the 10th percentiles stay put."""
     from qprof.measure.records import End, Measurement, Meta
 
-    quiet = {
-        "ML-DSA-44": 33_000.0,
-        "ML-DSA-87": 86_000.0,
-        "SLH-DSA-SHAKE-128s": 820_000.0,
-        "SLH-DSA-SHAKE-256s": 1_830_000.0,
-    }
+    quiet = {"ML-DSA-44": 33_000.0, "ML-DSA-87": 86_000.0,
+             "SLH-DSA-SHAKE-128s": 820_000.0, "SLH-DSA-SHAKE-256s": 1_830_000.0}
     quiet_share = (0.9, 0.3, 0.8, 0.2, 0.7)  # per round
     store = Store(path)
-    store.add(
-        Meta(
-            run_id="noisy",
-            started_at=1_764_500_000.0,
-            qprof_version="test",
-            command=["qprof", "check"],
-            profile="qanum",
-        )
-    )
+    store.add(Meta(run_id="noisy", started_at=1_764_500_000.0, qprof_version="test",
+                   command=["qprof", "check"], profile="qanum"))
     for r, share in enumerate(quiet_share):
         for suite, fast in quiet.items():
             # Suites see the neighbour at different times: SLH mostly quiet when ML-DSA
@@ -172,25 +150,13 @@ def _noisy_store(path: Path) -> Path:
             s = share if suite.startswith("ML-DSA") else 1.0 - share
             n = 100
             k = round(n * s)
-            samples = [fast * (1 + 0.001 * (i % 7)) for i in range(k)] + [
-                fast * 1.4 * (1 + 0.001 * (i % 7)) for i in range(n - k)
-            ]
+            samples = [fast * (1 + 0.001 * (i % 7)) for i in range(k)] + \
+                [fast * 1.4 * (1 + 0.001 * (i % 7)) for i in range(n - k)]
             samples.sort()
-            store.add(
-                Measurement(
-                    run_id="noisy",
-                    cpu=0,
-                    suite=suite,
-                    backend="liboqs",
-                    operation="verify",
-                    round=r,
-                    n=n,
-                    median_ns=samples[n // 2],
-                    p95_ns=samples[95],
-                    samples_ns=samples,
-                    finished_at=1_764_500_010.0 + r,
-                )
-            )
+            store.add(Measurement(run_id="noisy", cpu=0, suite=suite, backend="liboqs",
+                                  operation="verify", round=r, n=n,
+                                  median_ns=samples[n // 2], p95_ns=samples[95],
+                                  samples_ns=samples, finished_at=1_764_500_010.0 + r))
     store.add(End(run_id="noisy", finished_at=1_764_500_100.0, status="finished"))
     store.close()
     return path
@@ -204,27 +170,22 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
 
     db = _noisy_store(tmp_path / "q.db")
     measurements = Store(db, readonly=True).newest_run_measurements()
-    check = {
-        r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), measurements, statistic="auto")
-    }
-    by_median = {
-        r.suite: r for r, _x in evaluate(load_profile("qanum"), measurements, statistic="median")
-    }
+    check = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), measurements,
+                                                  statistic="auto")}
+    by_median = {r.suite: r for r, _x in evaluate(load_profile("qanum"), measurements,
+                                                   statistic="median")}
     assert {x["statistic_used"] for _r, x in check.values()} == {"p10"}
     # The case that matters: the median rule would say something else.
     assert any(by_median[s].vu_estimate != r.vu_estimate for s, (r, _x) in check.items())
 
     info = load_profile_info("qanum")
     evaluation = evaluate_measurements(measurements, info, "liboqs")
-    rows = {
-        r.suite: r
-        for r in coverage_rows(evaluation, info, [ClusterFacts(0, (0, 1), "Zen 3", None)], "liboqs")
-    }
+    rows = {r.suite: r for r in coverage_rows(
+        evaluation, info, [ClusterFacts(0, (0, 1), "Zen 3", None)], "liboqs")}
     for suite, (r, x) in check.items():
         row = rows[suite]
-        assert (row.vu_estimate, row.covered, row.margin) == (r.vu_estimate, r.covered, r.margin), (
-            suite
-        )
+        assert (row.vu_estimate, row.covered, row.margin) == (r.vu_estimate, r.covered,
+                                                              r.margin), suite
         assert row.statistic == x["statistic_used"] == "p10"
         assert row.median_ns == pytest.approx(r.median_ns)  # the figure compared
     costs = core_costs(evaluation)
@@ -243,21 +204,19 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
     frame = collector.frame()
     shown = {r.suite: r for r in frame.coverage}
     assert {s: shown[s].vu_estimate for s in check} == {
-        s: r.vu_estimate for s, (r, _x) in check.items()
-    }
+        s: r.vu_estimate for s, (r, _x) in check.items()}
     assert frame.cores[0].statistic == "p10"
     assert statistic_line(frame.coverage).startswith(
-        "Stat as `qprof check`: p10 on CPU 0: ML-DSA round medians"
-    )
+        "Stat as `qprof check`: p10 on CPU 0: ML-DSA round medians")
     # The app evaluates in a child process (a thread would hold the UI's GIL for
     # seconds): the same verdict comes back.
     from qprof.tui.sources.consensus import evaluate_store_in_child
 
     child = evaluate_store_in_child(db, info, "liboqs")
     assert child.error is None
-    assert [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"]) for r, x in child.results] == [
-        (r.cpu, r.suite, r.vu_estimate, x["statistic_used"]) for r, x in evaluation.results
-    ]
+    assert [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"]) for r, x in child.results] \
+        == [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"])
+            for r, x in evaluation.results]
 
 
 def test_clock_estimate_only_without_any_frequency_reading() -> None:
@@ -268,9 +227,11 @@ def test_clock_estimate_only_without_any_frequency_reading() -> None:
     from qprof.tui.collect import Collector
     from qprof.tui.sources.hardware import estimate_clocks
 
-    assert Collector(frozen_config(fixture_root(THIS_VM), live=True)).cpus_to_estimate() == [0, 1]
+    assert Collector(frozen_config(fixture_root(THIS_VM), live=True)).cpus_to_estimate() \
+        == [0, 1]
     assert Collector(frozen_config(fixture_root(THIS_VM))).cpus_to_estimate() == []
-    assert Collector(frozen_config(fixture_root(BIG_LITTLE), live=True)).cpus_to_estimate() == []
+    assert Collector(frozen_config(fixture_root(BIG_LITTLE), live=True)).cpus_to_estimate() \
+        == []
     collector = Collector(frozen_config(fixture_root(THIS_VM), live=True))
     collector.estimated_khz = {0: 3_190_000}
     assert collector.cpus_to_estimate() == []  # once

@@ -44,9 +44,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_big_little_with_seeded_costs(snap_compare, workdir: Path) -> None:  # noqa: ANN001
     (workdir / "seeds-arm").symlink_to(fixture_root(BIG_LITTLE))
     db = seed_store(workdir / "seed.db", cpu=2)
-    seed_store(
-        db, cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True, cap_factor=2.24, run_id="seed-gold"
-    )
+    seed_store(db, cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True, cap_factor=2.24,
+               run_id="seed-gold")
     app = MonitorApp(frozen_config(Path("seeds-arm"), store=Path("seed.db")))
     assert snap_compare(app, terminal_size=(120, 36), run_before=settled)
 

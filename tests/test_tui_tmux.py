@@ -17,16 +17,14 @@ from test_tui_helpers import BIG_LITTLE, THIS_VM, fixture_root
 
 pytestmark = [
     pytest.mark.timeout(90),
-    pytest.mark.skipif(
-        shutil.which("tmux") is None, reason="tmux is not installed (Debian package tmux)"
-    ),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed "
+                       "(Debian package tmux)"),
 ]
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", *args], check=True, capture_output=True, text=True, timeout=10
-    ).stdout
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True,
+                          timeout=10).stdout
 
 
 def wait_for(predicate, timeout: float, what: str, screen=None) -> str:  # noqa: ANN001
@@ -47,37 +45,11 @@ class Session:
         env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
         env_args = [f"{k}={v}" for k, v in env.items()]
         # COLUMNS/LINES (set by some test runners) would override the pane's real size.
-        command = [
-            "env",
-            "-u",
-            "COLUMNS",
-            "-u",
-            "LINES",
-            *env_args,
-            sys.executable,
-            "-X",
-            "faulthandler",
-            "-m",
-            "qprof",
-            "monitor",
-            "--root",
-            str(root),
-            "--measure-every",
-            "0",
-        ]
-        tmux(
-            "new-session",
-            "-d",
-            "-s",
-            self.name,
-            "-x",
-            str(size[0]),
-            "-y",
-            str(size[1]),
-            "-c",
-            str(Path(__file__).resolve().parents[1]),
-            " ".join(command),
-        )
+        command = ["env", "-u", "COLUMNS", "-u", "LINES", *env_args, sys.executable, "-X",
+                   "faulthandler", "-m",
+                   "qprof", "monitor", "--root", str(root), "--measure-every", "0"]
+        tmux("new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
+             "-c", str(Path(__file__).resolve().parents[1]), " ".join(command))
         tmux("set-option", "-t", self.name, "remain-on-exit", "on")
 
     def screen(self) -> str:
@@ -89,19 +61,15 @@ class Session:
     def exit_status(self, timeout: float) -> str:
         """Wait for the program to end; its exit status ('?' when tmux did not get it)."""
         try:
-            wait_for(
-                lambda: self.pane("#{pane_dead}") == "1" and "dead",
-                timeout,
-                "qprof to exit",
-                self.screen,
-            )
+            wait_for(lambda: self.pane("#{pane_dead}") == "1" and "dead", timeout,
+                     "qprof to exit", self.screen)
         except AssertionError:
             # Still running: make it dump every thread's stack (faulthandler) for the report.
             pid = self.pane("#{pane_pid}")
-            children = subprocess.run(
-                ["pgrep", "-P", pid], capture_output=True, text=True, timeout=5
-            ).stdout.split()
-            subprocess.run(["kill", "-ABRT", *(children or [pid])], capture_output=True, timeout=5)
+            children = subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True,
+                                      timeout=5).stdout.split()
+            subprocess.run(["kill", "-ABRT", *(children or [pid])], capture_output=True,
+                           timeout=5)
             time.sleep(1)
             dump = tmux("capture-pane", "-p", "-S", "-300", "-t", self.name)
             raise AssertionError(f"qprof did not exit after q; its threads:\n{dump}") from None
@@ -119,7 +87,8 @@ class Session:
         return "?"
 
     def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True, timeout=10)
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True,
+                       timeout=10)
 
 
 @pytest.fixture
@@ -139,11 +108,8 @@ def session_factory(tmp_path: Path):  # noqa: ANN201
 def _unmeasured_rows(screen: str) -> list[str]:
     """Coverage rows saying "not measured here" (the Covered column; at 80 columns it is
     the last one shown, so it may end the line)."""
-    return [
-        ln
-        for ln in screen.splitlines()
-        if "  not measured here  " in ln or ln.rstrip().endswith("  not measured here")
-    ]
+    return [ln for ln in screen.splitlines()
+            if "  not measured here  " in ln or ln.rstrip().endswith("  not measured here")]
 
 
 def _drawn(session: Session) -> str:
@@ -178,3 +144,5 @@ def test_vm_at_80x24_in_tmux(session_factory) -> None:  # noqa: ANN001
     assert len(screen.splitlines()) <= 24 and max(map(len, screen.splitlines())) <= 80
     tmux("send-keys", "-t", session.name, "q")
     assert session.exit_status(30) in ("0", "?")
+
+

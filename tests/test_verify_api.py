@@ -223,15 +223,9 @@ def test_oqs_import_does_not_print(liboqs_available: None) -> None:
     import sys
 
     out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from qprof.verify import get_verifier;get_verifier('liboqs', 'ML-DSA-44')",
-        ],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=True,
+        [sys.executable, "-c", "from qprof.verify import get_verifier;"
+         "get_verifier('liboqs', 'ML-DSA-44')"],
+        capture_output=True, text=True, env=dict(os.environ), check=True,
     )
     assert out.stdout == ""
 
@@ -244,7 +238,9 @@ def test_verify_bench_smoke() -> None:
     if not usable:
         pytest.skip("neither liboqs nor rustcrypto can verify ML-DSA-44 here")
     before = os.sched_getaffinity(0)
-    cpu, results = run_verify_bench(suites=["ML-DSA-44"], backends=usable, rounds=2, round_ms=0.2)
+    cpu, results = run_verify_bench(
+        suites=["ML-DSA-44"], backends=usable, rounds=2, round_ms=0.2
+    )
     assert os.sched_getaffinity(0) == before  # affinity restored
     assert cpu in before
     (result,) = results
@@ -277,14 +273,8 @@ def test_missing_liboqs_never_imports_oqs(tmp_path: Path) -> None:
         "    raised = str(e) == s.reason\n"
         "print(json.dumps([s.available, s.reason, 'oqs' in sys.modules, raised]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=120,
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True, timeout=120)
     available, reason, imported, raised = json.loads(out.stdout.strip().splitlines()[-1])
     assert available is False and imported is False and raised is True
     assert reason.startswith("liboqs: shared library not found")

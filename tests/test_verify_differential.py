@@ -110,9 +110,8 @@ def test_checker_reports_a_lying_verifier() -> None:
     class AlwaysTrue(Verifier):
         backend = "always-true"
 
-        def _verify(
-            self, public_key: bytes, message: bytes, signature: bytes, context: bytes
-        ) -> bool:
+        def _verify(self, public_key: bytes, message: bytes, signature: bytes,
+                    context: bytes) -> bool:
             return True
 
     info = SUITES["ML-DSA-44"]

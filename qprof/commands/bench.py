@@ -21,68 +21,39 @@ def split_list(text: str) -> list[str]:
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by `qprof bench` and `qprof check`."""
-    parser.add_argument(
-        "--cpus",
-        metavar="LIST|all",
-        help="CPUs to measure, e.g. 0,4-5 or all (default: one per cluster)",
-    )
-    parser.add_argument(
-        "--timer",
-        choices=TIMERS,
-        default="auto",
-        help="wall = perf_counter (the seeds' clock); cpu = CPU time of the "
-        "worker thread; auto = cpu when the machine is busy (default)",
-    )
+    parser.add_argument("--cpus", metavar="LIST|all",
+                        help="CPUs to measure, e.g. 0,4-5 or all (default: one per cluster)")
+    parser.add_argument("--timer", choices=TIMERS, default="auto",
+                        help="wall = perf_counter (the seeds' clock); cpu = CPU time of the "
+                        "worker thread; auto = cpu when the machine is busy (default)")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
     # Seconds per (suite, backend, operation) per round, and a cap on rounds: for tests.
     parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--max-rounds", type=int, help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--rounds", type=int, help="base A/B/A/B/A rounds (odd; default: the mode's)"
-    )
-    parser.add_argument(
-        "--interleave",
-        type=float,
-        metavar="MS",
-        help="time the unit and the suites of every round together, in turns "
-        "of MS milliseconds (steadier on a shared host); 0: the seeds' rounds, "
-        "one suite after the other (default: 4 for check, 0 for bench)",
-    )
+    parser.add_argument("--rounds", type=int,
+                        help="base A/B/A/B/A rounds (odd; default: the mode's)")
+    parser.add_argument("--interleave", type=float, metavar="MS",
+                        help="time the unit and the suites of every round together, in turns "
+                        "of MS milliseconds (steadier on a shared host); 0: the seeds' rounds, "
+                        "one suite after the other (default: 4 for check, 0 for bench)")
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
-    parser.add_argument(
-        "--suites",
-        type=split_list,
-        metavar="LIST",
-        help="comma-separated suites (default: the profile's)",
-    )
-    parser.add_argument(
-        "--backends",
-        type=split_list,
-        metavar="LIST",
-        help="comma-separated verifier backends (default: liboqs, else numba)",
-    )
-    parser.add_argument(
-        "--profile", default="qanum", help="chain profile, name or path (default: qanum)"
-    )
+    parser.add_argument("--suites", type=split_list, metavar="LIST",
+                        help="comma-separated suites (default: the profile's)")
+    parser.add_argument("--backends", type=split_list, metavar="LIST",
+                        help="comma-separated verifier backends (default: liboqs, else numba)")
+    parser.add_argument("--profile", default="qanum",
+                        help="chain profile, name or path (default: qanum)")
     speed = parser.add_mutually_exclusive_group()
     speed.add_argument("--quick", action="store_true", help="small sample counts (~1 min)")
-    speed.add_argument(
-        "--full",
-        action="store_true",
-        help="more samples, and SLH-DSA 's' signing (~1 s per signature)",
-    )
-    parser.add_argument(
-        "--no-adaptive", action="store_true", help="do not add rounds while an estimate is unsure"
-    )
-    parser.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE.jsonl",
-        help="output file (default: qprof-bench-<time>.jsonl here)",
-    )
+    speed.add_argument("--full", action="store_true",
+                       help="more samples, and SLH-DSA 's' signing (~1 s per signature)")
+    parser.add_argument("--no-adaptive", action="store_true",
+                        help="do not add rounds while an estimate is unsure")
+    parser.add_argument("-o", "--output", metavar="FILE.jsonl",
+                        help="output file (default: qprof-bench-<time>.jsonl here)")
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
@@ -117,12 +88,9 @@ class ProgressLine:
         except ImportError:
             return None
         bar = Progress(
-            TextColumn("{task.percentage:>5.1f}%"),
-            BarColumn(),
-            TextColumn("ETA {task.fields[eta]}"),
-            TextColumn("{task.description}"),
-            console=Console(file=self.stream),
-            transient=False,
+            TextColumn("{task.percentage:>5.1f}%"), BarColumn(),
+            TextColumn("ETA {task.fields[eta]}"), TextColumn("{task.description}"),
+            console=Console(file=self.stream), transient=False,
         )
         task = bar.add_task("starting", total=1.0, eta="?")
         bar.start()
@@ -179,19 +147,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     pyperf_dir = out.with_name(out.stem + ".pyperf")
     config = BenchConfig(
-        cpus=cpus,
-        suites=args.suites,
-        backends=args.backends,
-        mode=mode,
-        profile=args.profile,
-        rounds=args.rounds,
-        adaptive=not args.no_adaptive,
-        pyperf_dir=pyperf_dir,
-        budget_s=args.budget,
-        max_rounds=args.max_rounds,
-        record_base=out.parent,
-        root=args.root,
-        timer=args.timer,
+        cpus=cpus, suites=args.suites, backends=args.backends, mode=mode, profile=args.profile,
+        rounds=args.rounds, adaptive=not args.no_adaptive, pyperf_dir=pyperf_dir,
+        budget_s=args.budget, max_rounds=args.max_rounds,
+        record_base=out.parent, root=args.root, timer=args.timer,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
         command=["qprof", "bench", *sys.argv[2:]] if sys.argv[1:2] == ["bench"] else sys.argv,
     )
@@ -213,21 +172,16 @@ def run(args: argparse.Namespace) -> int:
         return 130
     line.close()
     sink.close()
-    print(
-        f"{out}: {summary.status}, {len(summary.measurements)} measurements on CPU "
-        f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s"
-    )
+    print(f"{out}: {summary.status}, {len(summary.measurements)} measurements on CPU "
+          f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
     if pyperf_dir.is_dir():
         print(f"pyperf JSON per worker process: {pyperf_dir}/ (python -m pyperf stats FILE)")
     if summary.checks:
-        print(
-            f"{summary.checks:,} checks with two verifiers, {summary.disagreements} disagreements"
-        )
+        print(f"{summary.checks:,} checks with two verifiers, "
+              f"{summary.disagreements} disagreements")
     for cpu, reason in summary.aborted_cpus.items():
         print(f"CPU {cpu}: {reason}", file=sys.stderr)
-    print(
-        f"report: qprof report {out} (its Verify-Unit estimates use the median rule, "
-        "ceil(100 x median(suite) / median(unit)) per core, backend and run; "
-        "`qprof check` says when a busy host made it use another statistic)"
-    )
+    print(f"report: qprof report {out} (its Verify-Unit estimates use the median rule, "
+          "ceil(100 x median(suite) / median(unit)) per core, backend and run; "
+          "`qprof check` says when a busy host made it use another statistic)")
     return {"finished": 0, "partial": 1}.get(summary.status, 2)

@@ -14,27 +14,18 @@ from qprof.hw.topology import NotLinuxRoot
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default="/", help="root directory (default: this machine)")
-    parser.add_argument(
-        "--no-estimate",
-        action="store_true",
-        help="on a machine without cpufreq, do not measure the clock",
-    )
-    parser.add_argument(
-        "--busy-window",
-        type=float,
-        default=0.2,
-        metavar="SECONDS",
-        help="on this machine, measure per-CPU busy/steal %% over this "
-        "window with psutil (0: skip; default 0.2)",
-    )
+    parser.add_argument("--no-estimate", action="store_true",
+                        help="on a machine without cpufreq, do not measure the clock")
+    parser.add_argument("--busy-window", type=float, default=0.2, metavar="SECONDS",
+                        help="on this machine, measure per-CPU busy/steal %% over this "
+                             "window with psutil (0: skip; default 0.2)")
 
 
 def run(args: argparse.Namespace) -> int:
     estimate = not args.no_estimate and os.path.abspath(args.root) == "/"
     try:
-        snap = take_env_snapshot(
-            args.root, estimate=estimate, busy_window_s=max(0.0, min(args.busy_window, 10.0))
-        )
+        snap = take_env_snapshot(args.root, estimate=estimate,
+                                 busy_window_s=max(0.0, min(args.busy_window, 10.0)))
     except NotLinuxRoot as exc:
         print(f"qprof env: {exc}", file=sys.stderr)
         return 2

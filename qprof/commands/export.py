@@ -8,20 +8,13 @@ from pathlib import Path
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_id",
-        metavar="RUN_ID",
-        help="run to export ('latest': the newest finished or partial run; see qprof history)",
-    )
-    parser.add_argument(
-        "-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout"
-    )
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        metavar="DIR",
-        help="the daemon's state dir (default as for qprof daemon)",
-    )
+    parser.add_argument("run_id", metavar="RUN_ID",
+                        help="run to export ('latest': the newest finished or partial run; "
+                        "see qprof history)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write here instead of stdout")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the daemon's state dir (default as for qprof daemon)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         with_results = [r for r in runs if r.status in RESULT_STATUSES]
         run_id = (with_results or runs)[0].run_id
     if store.run_status(run_id) is None:
-        print(f"qprof export: no run {run_id!r} in {path} (see qprof history)", file=sys.stderr)
+        print(f"qprof export: no run {run_id!r} in {path} (see qprof history)",
+              file=sys.stderr)
         return 2
     lines = (rec.to_json() + "\n" for rec in store.run_records(run_id))
     if args.output is None:
@@ -62,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
             fh.writelines(lines)
         tmp.replace(args.output)
     except OSError as exc:
-        print(f"qprof export: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"qprof export: cannot write {args.output}: {exc.strerror or exc}",
+              file=sys.stderr)
         return 2
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

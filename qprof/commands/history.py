@@ -11,12 +11,8 @@ from typing import Any
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        metavar="DIR",
-        help="the daemon's state dir (default as for qprof daemon)",
-    )
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the daemon's state dir (default as for qprof daemon)")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--runs", type=int, default=10, metavar="N", help="runs to list")
     parser.add_argument("--alerts", type=int, default=20, metavar="N", help="alerts to list")
@@ -70,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     data = collect(store, args.runs, args.alerts)
     if args.json:
-        json.dump({"store": str(path), **data}, sys.stdout, indent=2, default=str)
+        json.dump({"store": str(path), **data}, sys.stdout,
+                  indent=2, default=str)
         sys.stdout.write("\n")
         return 0
     out = [f"store: {path}", "", "runs (newest first):"]
@@ -79,35 +76,23 @@ def run(args: argparse.Namespace) -> int:
     for r in data["runs"]:
         cpus = ",".join(map(str, r["cpus"])) or "-"
         reason = f" ({r['reason']})" if r["reason"] else ""
-        out.append(
-            f"  {r['run_id']}  {_when(r['started_at'])}  cpus {cpus}  "
-            f"{r['measurements']} measurements  {r['status']}{reason}"
-        )
-    out += [
-        "",
-        "latest verify results (newest run; the statistic the coverage verdict "
-        "uses, as qprof check --statistic auto):",
-    ]
+        out.append(f"  {r['run_id']}  {_when(r['started_at'])}  cpus {cpus}  "
+                   f"{r['measurements']} measurements  {r['status']}{reason}")
+    out += ["", "latest verify results (newest run; the statistic the coverage verdict "
+            "uses, as qprof check --statistic auto):"]
     if not data["results"]:
         out.append("  none yet")
     for r in data["results"]:
-        cap = (
-            f"  capped {r['cap_factor']:.2f}x"
-            if r["capped"] and r["cap_factor"]
-            else ("  capped" if r["capped"] else "")
-        )
-        out.append(
-            f"  cpu {r['cpu']:<3} {r['suite']:<20} {r['backend']:<8} "
-            f"{_us(r['median_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}"
-        )
+        cap = f"  capped {r['cap_factor']:.2f}x" if r["capped"] and r["cap_factor"] else (
+            "  capped" if r["capped"] else "")
+        out.append(f"  cpu {r['cpu']:<3} {r['suite']:<20} {r['backend']:<8} "
+                   f"{_us(r['median_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
         word = "covered" if c["covered"] else "NOT covered"
-        out.append(
-            f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
-            f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}"
-        )
+        out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
+                   f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
     out += ["", "recent alerts:"]
     if not data["alerts"]:
         out.append("  none")

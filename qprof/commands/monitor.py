@@ -14,68 +14,31 @@ from pathlib import Path
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("/"),
-        metavar="DIR",
-        help="read topology and frequencies from a snapshot of another "
-        "machine (see `qprof snapshot`); costs are then not measured here",
-    )
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="attach to the daemon's store DIR/qprof.db when present, else "
-        "keep the monitor's own store in DIR (default: the daemon's state "
-        "dir: $STATE_DIRECTORY, $XDG_STATE_HOME/qprof, ~/.local/state/qprof)",
-    )
-    parser.add_argument(
-        "--store",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="read (and write measurements to) this SQLite store file",
-    )
-    parser.add_argument(
-        "--profile",
-        default="qanum",
-        help="chain profile with the Verify-Unit constants (default: qanum)",
-    )
-    parser.add_argument(
-        "--backend",
-        default=None,
-        help="verifier backend to show and measure (default: liboqs when "
-        "available, else the first that works)",
-    )
-    parser.add_argument(
-        "--refresh",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="refresh interval (default: 1)",
-    )
-    parser.add_argument(
-        "--measure-every",
-        type=float,
-        default=60.0,
-        metavar="MINUTES",
-        help="standalone mode: measure one core per cluster in turn this "
-        "often (default: 60; 0 = only when `b` is pressed)",
-    )
-    parser.add_argument(
-        "--export-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="where `e` writes the Markdown report (default: current dir)",
-    )
+    parser.add_argument("--root", type=Path, default=Path("/"), metavar="DIR",
+                        help="read topology and frequencies from a snapshot of another "
+                        "machine (see `qprof snapshot`); costs are then not measured here")
+    parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                        help="attach to the daemon's store DIR/qprof.db when present, else "
+                        "keep the monitor's own store in DIR (default: the daemon's state "
+                        "dir: $STATE_DIRECTORY, $XDG_STATE_HOME/qprof, ~/.local/state/qprof)")
+    parser.add_argument("--store", type=Path, default=None, metavar="FILE",
+                        help="read (and write measurements to) this SQLite store file")
+    parser.add_argument("--profile", default="qanum",
+                        help="chain profile with the Verify-Unit constants (default: qanum)")
+    parser.add_argument("--backend", default=None,
+                        help="verifier backend to show and measure (default: liboqs when "
+                        "available, else the first that works)")
+    parser.add_argument("--refresh", type=float, default=1.0, metavar="SECONDS",
+                        help="refresh interval (default: 1)")
+    parser.add_argument("--measure-every", type=float, default=60.0, metavar="MINUTES",
+                        help="standalone mode: measure one core per cluster in turn this "
+                        "often (default: 60; 0 = only when `b` is pressed)")
+    parser.add_argument("--export-dir", type=Path, default=None, metavar="DIR",
+                        help="where `e` writes the Markdown report (default: current dir)")
     # Hidden: append the time to the first frame to FILE on exit (for the ≤ 1.5 s budget;
     # not stderr, which Textual draws on).
-    parser.add_argument(
-        "--startup-report", type=Path, default=None, metavar="FILE", help=argparse.SUPPRESS
-    )
+    parser.add_argument("--startup-report", type=Path, default=None, metavar="FILE",
+                        help=argparse.SUPPRESS)
 
 
 def _process_age_s() -> float | None:
@@ -121,17 +84,12 @@ def run(args: argparse.Namespace) -> int:
     if app.measuring_cpu is not None:
         # The terminal is back; the engine terminates its running pyperf worker (SIGTERM,
         # SIGKILL after 1 s) and keeps what finished, which takes about a second.
-        print(
-            f"qprof monitor: stopping the measurement of CPU {app.measuring_cpu} "
-            "(Ctrl-C stops it now)…",
-            file=sys.stderr,
-        )
+        print(f"qprof monitor: stopping the measurement of CPU {app.measuring_cpu} "
+              "(Ctrl-C stops it now)…", file=sys.stderr)
     if args.startup_report and app.first_frame_at is not None:
         since_start = app.first_frame_at - started
         total = since_start + (age_at_start or 0.0)
         with open(args.startup_report, "a", encoding="utf-8") as out:
-            out.write(
-                f"first frame {total:.2f} s after process start "
-                f"({since_start:.2f} s after the app started)\n"
-            )
+            out.write(f"first frame {total:.2f} s after process start "
+                      f"({since_start:.2f} s after the app started)\n")
     return int(app.return_code or 0)

@@ -14,16 +14,11 @@ from pathlib import Path
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE", help="JSONL runs (qprof bench -o)")
-    parser.add_argument(
-        "--block",
-        action="append",
-        default=[],
-        metavar="FILE.json",
-        help="measured worst-case blocks (qprof block --json > FILE.json); repeatable",
-    )
-    parser.add_argument(
-        "--profile", help="chain profile for VU coverage (default: the runs' own, else qanum)"
-    )
+    parser.add_argument("--block", action="append", default=[], metavar="FILE.json",
+                        help="measured worst-case blocks (qprof block --json > FILE.json); "
+                        "repeatable")
+    parser.add_argument("--profile",
+                        help="chain profile for VU coverage (default: the runs' own, else qanum)")
     parser.add_argument("-o", "--output", metavar="FILE.md", help="write here instead of stdout")
 
 
@@ -56,9 +51,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.files and not args.block:
             print("qprof report: give JSONL runs and/or --block files", file=sys.stderr)
         return 2
-    name = args.profile or next(
-        (r.meta.profile for r in runs if r.meta and r.meta.profile), "qanum"
-    )
+    name = args.profile or next((r.meta.profile for r in runs if r.meta and r.meta.profile),
+                                "qanum")
     try:
         profile = load_profile(name)
     except ProfileError as exc:

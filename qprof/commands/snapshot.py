@@ -25,15 +25,11 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"qprof snapshot: cannot write {args.dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(
-        f"copied {result.copied} files into {result.dest}"
-        + (f" ({len(result.failed)} unreadable)" if result.failed else "")
-    )
+    print(f"copied {result.copied} files into {result.dest}"
+          + (f" ({len(result.failed)} unreadable)" if result.failed else ""))
     for problem in result.failed[:10]:
         print(f"  - {problem}")
     topo = read_topology(result.dest)
-    print(
-        f"inspect with: qprof topology --root {result.dest}  "
-        f"({len(topo.cpus)} CPUs, {len(topo.clusters)} cluster(s))"
-    )
+    print(f"inspect with: qprof topology --root {result.dest}  "
+          f"({len(topo.cpus)} CPUs, {len(topo.clusters)} cluster(s))")
     return 0

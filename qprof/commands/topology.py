@@ -23,12 +23,9 @@ from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--root",
-        default="/",
-        help="root directory holding proc/ and sys/ (default: this machine; "
-        "a `qprof snapshot` directory inspects another machine)",
-    )
+    parser.add_argument("--root", default="/",
+                        help="root directory holding proc/ and sys/ (default: this machine; "
+                             "a `qprof snapshot` directory inspects another machine)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--cpus", action="store_true", help="also list every CPU")
 
@@ -40,28 +37,15 @@ def combined_dict(topo: Topology, freq: FreqReading) -> dict[str, Any]:
     for row in data["cpus"]:
         f = fby.get(row["cpu"])
         if f is not None:
-            row.update(
-                cur_khz=f.cur_khz,
-                allowed_max_khz=f.max_khz,
-                governor=f.governor,
-                driver=f.driver,
-                capped=f.capped,
-                cap_factor=f.cap_factor,
-                cap_cause=f.cap_cause,
-                estimated=f.estimated,
-            )
+            row.update(cur_khz=f.cur_khz, allowed_max_khz=f.max_khz, governor=f.governor,
+                       driver=f.driver, capped=f.capped, cap_factor=f.cap_factor,
+                       cap_cause=f.cap_cause, estimated=f.estimated)
     cby = {c.id: c for c in freq.clusters}
     for row in data["clusters"]:
         c = cby.get(row["id"])
         if c is not None:
-            row.update(
-                allowed_max_khz=c.max_khz,
-                cur_khz=c.cur_khz,
-                governor=c.governor,
-                capped=c.capped,
-                cap_factor=c.cap_factor,
-                cap_cause=c.cap_cause,
-            )
+            row.update(allowed_max_khz=c.max_khz, cur_khz=c.cur_khz, governor=c.governor,
+                       capped=c.capped, cap_factor=c.cap_factor, cap_cause=c.cap_cause)
     data["boost"], data["no_turbo"] = freq.boost, freq.no_turbo
     data["problems"] = merge_problems(topo.problems, freq.problems)
     per_cpu = problems_by_cpu(data["problems"], topo.domains())
@@ -73,10 +57,8 @@ def combined_dict(topo: Topology, freq: FreqReading) -> dict[str, Any]:
 def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
     online = sum(1 for c in topo.cpus if c.online)
     head = topo.model_name or topo.hardware or "unknown CPU"
-    lines = [
-        f"{head} ({topo.arch or 'unknown arch'}): {len(topo.cpus)} CPUs, {online} online, "
-        f"{len(topo.clusters)} cluster(s)" + (", hybrid" if topo.hybrid else "")
-    ]
+    lines = [f"{head} ({topo.arch or 'unknown arch'}): {len(topo.cpus)} CPUs, {online} online, "
+             f"{len(topo.clusters)} cluster(s)" + (", hybrid" if topo.hybrid else "")]
     if topo.hardware and topo.hardware != head:
         lines.append(f"Hardware: {topo.hardware}")
     if topo.root not in ("/", ""):
@@ -87,81 +69,35 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
     for cl in topo.clusters:
         fc = cby.get(cl.id)
         first = topo.cpu(cl.cpus[0])
-        part = cl.part_name or (
-            f"unknown part {first.part}" if first and first.part else "unknown part"
-        )
+        part = cl.part_name or (f"unknown part {first.part}" if first and first.part
+                                else "unknown part")
         if cl.vendor and cl.vendor not in part:
             part = f"{part} ({cl.vendor})"
-        rows.append(
-            [
-                str(cl.id),
-                format_cpulist(cl.cpus),
-                f"{len(cl.online_cpus)}/{len(cl.cpus)}",
-                cl.uarch or "unknown",
-                part,
-                cl.core_class or "unknown",
-                ghz_range(cl.min_khz, cl.max_khz),
-                (fc.governor if fc and fc.governor else "-"),
-                isa.short(cl.isa, cl.isa_missing, x86),
-                cap_text(fc) if fc else "unknown",
-            ]
-        )
+        rows.append([str(cl.id), format_cpulist(cl.cpus), f"{len(cl.online_cpus)}/{len(cl.cpus)}",
+                     cl.uarch or "unknown", part, cl.core_class or "unknown",
+                     ghz_range(cl.min_khz, cl.max_khz),
+                     (fc.governor if fc and fc.governor else "-"),
+                     isa.short(cl.isa, cl.isa_missing, x86),
+                     cap_text(fc) if fc else "unknown"])
     lines.append("")
-    lines.append(
-        table(
-            [
-                "Cluster",
-                "CPUs",
-                "Online",
-                "Core design",
-                "Part",
-                "Class",
-                "Freq range",
-                "Governor",
-                "ISA",
-                "Cap",
-            ],
-            rows,
-        )
-    )
+    lines.append(table(["Cluster", "CPUs", "Online", "Core design", "Part", "Class",
+                        "Freq range", "Governor", "ISA", "Cap"], rows))
     if with_cpus:
         fby = {f.cpu: f for f in freq.cpus}
         cpu_rows = []
         for c in topo.cpus:
             f = fby.get(c.cpu)
-            ident = c.midr or (
-                f"{c.vendor_id} {c.family}/{c.model}/{c.stepping}" if c.vendor_id else "-"
-            )
-            cpu_rows.append(
-                [
-                    str(c.cpu),
-                    "-" if c.cluster is None else str(c.cluster),
-                    {True: "yes", False: "no", None: "?"}[c.online],
-                    c.uarch or "unknown",
-                    ident,
-                    c.midr_source or "-",
-                    format_cpulist(c.smt_siblings) or "-",
-                    " ".join(c.isa) if c.isa is not None else "unknown",
-                    ghz(f.cur_khz, f.estimated) if f else "unknown",
-                ]
-            )
+            ident = c.midr or (f"{c.vendor_id} {c.family}/{c.model}/{c.stepping}"
+                               if c.vendor_id else "-")
+            cpu_rows.append([str(c.cpu), "-" if c.cluster is None else str(c.cluster),
+                             {True: "yes", False: "no", None: "?"}[c.online],
+                             c.uarch or "unknown", ident, c.midr_source or "-",
+                             format_cpulist(c.smt_siblings) or "-",
+                             " ".join(c.isa) if c.isa is not None else "unknown",
+                             ghz(f.cur_khz, f.estimated) if f else "unknown"])
         lines.append("")
-        lines.append(
-            table(
-                [
-                    "CPU",
-                    "Cluster",
-                    "Online",
-                    "Core design",
-                    "MIDR / id",
-                    "Source",
-                    "SMT",
-                    "ISA features",
-                    "Current",
-                ],
-                cpu_rows,
-            )
-        )
+        lines.append(table(["CPU", "Cluster", "Online", "Core design", "MIDR / id",
+                            "Source", "SMT", "ISA features", "Current"], cpu_rows))
     notes = problems_text(merge_problems(topo.problems, freq.problems))
     if notes:
         lines.append("")
@@ -176,9 +112,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof topology: {exc}", file=sys.stderr)
         return 2
     freq = read_frequencies(args.root, topo)
-    emit(
-        json.dumps(combined_dict(topo, freq), indent=2)
-        if args.json
-        else render(topo, freq, args.cpus)
-    )
+    emit(json.dumps(combined_dict(topo, freq), indent=2) if args.json
+         else render(topo, freq, args.cpus))
     return 0

@@ -59,38 +59,18 @@ class SuiteTiming:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--cpu",
-        type=int,
-        default=None,
-        help="CPU to pin to (default: the highest-numbered allowed CPU)",
-    )
-    parser.add_argument(
-        "--suites",
-        nargs="+",
-        default=None,
-        metavar="SUITE",
-        help=f"suites to time (default: all): {', '.join(SUITES)}",
-    )
-    parser.add_argument(
-        "--backends",
-        nargs="+",
-        default=None,
-        metavar="BACKEND",
-        help=f"backends to time (default: all available): {', '.join(BACKEND_NAMES)}",
-    )
+    parser.add_argument("--cpu", type=int, default=None,
+                        help="CPU to pin to (default: the highest-numbered allowed CPU)")
+    parser.add_argument("--suites", nargs="+", default=None, metavar="SUITE",
+                        help=f"suites to time (default: all): {', '.join(SUITES)}")
+    parser.add_argument("--backends", nargs="+", default=None, metavar="BACKEND",
+                        help=f"backends to time (default: all available): "
+                        f"{', '.join(BACKEND_NAMES)}")
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds per suite")
-    parser.add_argument(
-        "--round-ms",
-        type=float,
-        default=20.0,
-        help="target duration of one backend's batch in a round (ms)",
-    )
-    parser.add_argument(
-        "--reference-slh",
-        action="store_true",
-        help="also time the pure-Python reference on SLH-DSA (slow)",
-    )
+    parser.add_argument("--round-ms", type=float, default=20.0,
+                        help="target duration of one backend's batch in a round (ms)")
+    parser.add_argument("--reference-slh", action="store_true",
+                        help="also time the pure-Python reference on SLH-DSA (slow)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -167,7 +147,7 @@ def time_suite(
     gc.disable()
     try:
         for r in range(rounds):
-            rotated = order[r % len(order) :] + order[: r % len(order)] if order else []
+            rotated = order[r % len(order):] + order[: r % len(order)] if order else []
             for name in rotated:
                 verify = verifiers[name].verify
                 n = batches[name]
@@ -215,11 +195,9 @@ def run_verify_bench(
                 f"unknown backend {name!r}; known backends: {', '.join(BACKEND_NAMES)}"
             )
     statuses = available_backends()
-    chosen_backends = (
-        list(backends)
-        if backends
-        else [name for name, status in statuses.items() if status.available]
-    )
+    chosen_backends = list(backends) if backends else [
+        name for name, status in statuses.items() if status.available
+    ]
     previous = os.sched_getaffinity(0)
     used_cpu = pin_to_cpu(cpu)
     results: list[SuiteTiming] = []
@@ -227,14 +205,11 @@ def run_verify_bench(
         for suite in suites or list(SUITES):
             family = SUITES[suite].family
             suite_backends = [
-                b
-                for b in chosen_backends
+                b for b in chosen_backends
                 if suite in statuses[b].suites or backends  # explicit: report why not
             ]
-            if (
-                family == "SLH-DSA"
-                and not reference_slh
-                and not (backends and "reference" in backends)
+            if family == "SLH-DSA" and not reference_slh and not (
+                backends and "reference" in backends
             ):
                 suite_backends = [b for b in suite_backends if b != "reference"]
             if progress:
@@ -262,25 +237,13 @@ def format_table(cpu: int, results: Sequence[SuiteTiming]) -> str:
             ratio = "-" if t.ratio is None else f"{t.ratio:.2f}"
             if t.backend == result.baseline:
                 ratio = "1.00 (base)"
-            rows.append(
-                (
-                    result.suite,
-                    t.backend,
-                    _fmt_us(t.median_ns),
-                    _fmt_us(t.min_ns),
-                    _fmt_us(t.max_ns),
-                    ratio,
-                    str(t.calls_per_round),
-                )
-            )
+            rows.append((result.suite, t.backend, _fmt_us(t.median_ns), _fmt_us(t.min_ns),
+                         _fmt_us(t.max_ns), ratio, str(t.calls_per_round)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for row in rows:
-        lines.append(
-            "  ".join(
-                cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
-                for i, cell in enumerate(row)
-            )
-        )
+        lines.append("  ".join(
+            cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ))
     if notes:
         lines += ["", "not timed:"] + [f"  {n}" for n in notes]
     return "\n".join(lines)

@@ -195,7 +195,9 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
     in_use_raw = data.get("suites_in_use", [])
     if not isinstance(in_use_raw, list):
         raise ProfileError(f"{path}: suites_in_use: expected a list of suite names")
-    in_use = tuple(_suite(path, f"suites_in_use[{i}]", s, suites) for i, s in enumerate(in_use_raw))
+    in_use = tuple(
+        _suite(path, f"suites_in_use[{i}]", s, suites) for i, s in enumerate(in_use_raw)
+    )
     for s in in_use:
         if s not in verify_units:
             raise ProfileError(f"{path}: suites_in_use: {s!r} has no entry in verify_units")

@@ -73,30 +73,26 @@ def _midr_list(fields: dict[str, str]) -> list[MidrParts]:
         raw = fields.get(key)
         return [v.strip() for v in raw.split("&")] if raw is not None else []
 
-    impls, variants, parts, revs = (
-        split(k) for k in ("CPU implementer", "CPU variant", "CPU part", "CPU revision")
-    )
+    impls, variants, parts, revs = (split(k) for k in (
+        "CPU implementer", "CPU variant", "CPU part", "CPU revision"))
     count = max(len(impls), len(variants), len(parts), len(revs))
     if count == 0:
         return []
     arch = fields.get("CPU architecture")
     out = []
     for i in range(count):
-
         def pick(values: list[str], i: int = i) -> str | None:
             if not values:
                 return None
             return values[i] if i < len(values) else values[-1]
 
-        out.append(
-            MidrParts(
-                implementer=_int(pick(impls), 16),
-                variant=_int(pick(variants), 16),
-                part=_int(pick(parts), 16),
-                revision=_int(pick(revs), 10),
-                architecture=arch.strip() if arch else None,
-            )
-        )
+        out.append(MidrParts(
+            implementer=_int(pick(impls), 16),
+            variant=_int(pick(variants), 16),
+            part=_int(pick(parts), 16),
+            revision=_int(pick(revs), 10),
+            architecture=arch.strip() if arch else None,
+        ))
     return out
 
 
@@ -108,9 +104,8 @@ def parse_cpuinfo(text: str) -> CpuinfoData:
     if lines and not text.endswith("\n"):
         # The kernel ends every line with a newline: this file was cut short (copied
         # while truncated, disk full). A cut value ("CPU part : 0x8") would be misread.
-        data.problems.append(
-            f"/proc/cpuinfo: truncated (last line {lines[-1][:40]!r} incomplete, ignored)"
-        )
+        data.problems.append(f"/proc/cpuinfo: truncated (last line {lines[-1][:40]!r} "
+                             "incomplete, ignored)")
         lines.pop()
     for raw in lines:
         key, sep, value = raw.partition(":")
@@ -135,11 +130,8 @@ def parse_cpuinfo(text: str) -> CpuinfoData:
         else:
             data.globals.setdefault(key, value)
 
-    with_midr = [
-        cpu
-        for cpu, fields in data.processors.items()
-        if "CPU implementer" in fields or "CPU part" in fields or "CPU variant" in fields
-    ]
+    with_midr = [cpu for cpu, fields in data.processors.items() if "CPU implementer" in fields
+                 or "CPU part" in fields or "CPU variant" in fields]
     multi = any("&" in data.processors[c].get("CPU part", "") for c in with_midr)
     if (len(with_midr) == 1 and with_midr[0] == last_cpu and len(data.processors) > 1) or multi:
         # One block after all processor lines: it describes some CPU, we cannot tell which.

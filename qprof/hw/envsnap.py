@@ -56,7 +56,7 @@ def _cpu_times(sr: SysRoot) -> dict[str, dict[str, int]] | None:
             continue
         name, *values = line.split()
         try:
-            numbers = [int(v) for v in values[: len(_STAT_FIELDS)]]
+            numbers = [int(v) for v in values[:len(_STAT_FIELDS)]]
         except ValueError:
             sr.note(f"/proc/stat: cannot parse {line[:40]!r}")
             continue
@@ -84,19 +84,13 @@ def _busy_window(window_s: float) -> dict[str, Any] | None:
         return None
     cpus = {}
     for i, t in enumerate(shares):
-        cpus[str(i)] = {
-            "busy_pct": round(100.0 - t.idle - getattr(t, "iowait", 0.0), 1),
-            "steal_pct": round(getattr(t, "steal", 0.0), 1),
-        }
+        cpus[str(i)] = {"busy_pct": round(100.0 - t.idle - getattr(t, "iowait", 0.0), 1),
+                        "steal_pct": round(getattr(t, "steal", 0.0), 1)}
     return {"source": "psutil.cpu_times_percent", "window_s": window_s, "cpus": cpus}
 
 
-def take_env_snapshot(
-    root: str | Path = "/",
-    topology: Topology | None = None,
-    estimate: bool = False,
-    busy_window_s: float = 0.0,
-) -> dict[str, Any]:
+def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
+                      estimate: bool = False, busy_window_s: float = 0.0) -> dict[str, Any]:
     """JSON-able snapshot: load, per-CPU frequency/governor/cap, temperatures, CPU times.
 
     ``busy_window_s`` > 0 on the live machine also measures per-CPU busy/steal % over
@@ -120,26 +114,15 @@ def take_env_snapshot(
     cpus = []
     for f in freq.cpus:
         t = by_cpu.get(f.cpu)
-        cpus.append(
-            {
-                "cpu": f.cpu,
-                "online": f.online,
-                "cluster": f.cluster,
-                "uarch": t.uarch if t else None,
-                "cur_khz": f.cur_khz,
-                "max_khz": f.max_khz,
-                "hw_max_khz": f.hw_max_khz,
-                "min_khz": f.min_khz,
-                "governor": f.governor,
-                "driver": f.driver,
-                "capped": f.capped,
-                "cap_factor": f.cap_factor,
-                "cap_cause": f.cap_cause,
-                "estimated": f.estimated,
-                "reported_khz": f.reported_khz,
-                "isa": t.isa if t else None,
-            }
-        )
+        cpus.append({
+            "cpu": f.cpu, "online": f.online, "cluster": f.cluster,
+            "uarch": t.uarch if t else None,
+            "cur_khz": f.cur_khz, "max_khz": f.max_khz, "hw_max_khz": f.hw_max_khz,
+            "min_khz": f.min_khz, "governor": f.governor, "driver": f.driver,
+            "capped": f.capped, "cap_factor": f.cap_factor, "cap_cause": f.cap_cause,
+            "estimated": f.estimated, "reported_khz": f.reported_khz,
+            "isa": t.isa if t else None,
+        })
     problems = merge_problems(topology.problems, freq.problems, sr.problems)
     return {
         "taken_at": taken_at,
@@ -155,29 +138,13 @@ def take_env_snapshot(
         "smt": _smt(sr),
         "cpus": cpus,
         "clusters": [c.to_dict() for c in freq.clusters],
-        "temperatures": [
-            {"zone": z.zone, "type": z.type, "temp_c": z.temp_c, "source": "thermal_zone"}
-            for z in freq.thermal.zones
-        ]
-        + [
-            {
-                "zone": None,
-                "type": f"{h.chip or 'hwmon'}/{h.label}",
-                "temp_c": h.temp_c,
-                "source": "hwmon",
-            }
-            for h in read_hwmon(sr)
-        ],
-        "cooling_devices": [
-            {
-                "device": c.device,
-                "type": c.type,
-                "cur_state": c.cur_state,
-                "max_state": c.max_state,
-                "cpus": c.cpus,
-            }
-            for c in freq.thermal.cooling
-        ],
+        "temperatures": [{"zone": z.zone, "type": z.type, "temp_c": z.temp_c,
+                          "source": "thermal_zone"} for z in freq.thermal.zones]
+        + [{"zone": None, "type": f"{h.chip or 'hwmon'}/{h.label}", "temp_c": h.temp_c,
+            "source": "hwmon"} for h in read_hwmon(sr)],
+        "cooling_devices": [{"device": c.device, "type": c.type, "cur_state": c.cur_state,
+                             "max_state": c.max_state, "cpus": c.cpus}
+                            for c in freq.thermal.cooling],
         "throttle_counts": {str(k): v for k, v in freq.thermal.throttle.items()},
         "cpu_times": _cpu_times(sr),
         "busy": _busy_window(busy_window_s) if busy_window_s > 0 and live else None,

@@ -44,19 +44,14 @@ def cap_text(item: CpuFreq | ClusterFreq) -> str:
         if item.hw_max_khz is None and item.max_khz is None:
             return "unknown (no cpufreq)"
         # cpufreq is there but one of the two files is not: say which (see notes/--json).
-        return (
-            "unknown (hardware max unreadable)"
-            if item.hw_max_khz is None
-            else "unknown (allowed max unreadable)"
-        )
+        return ("unknown (hardware max unreadable)" if item.hw_max_khz is None
+                else "unknown (allowed max unreadable)")
     if not item.capped:
         return "no"
     cause = f" by {item.cap_cause}" if item.cap_cause else ""
     factor = f": {item.cap_factor:.2f}x" if item.cap_factor else ""
-    return (
-        f"CAPPED {item.hw_max_khz / 1e6:.2f} -> {ghz(item.max_khz)}"  # type: ignore[operator]
-        f"{cause}{factor}"
-    )
+    return (f"CAPPED {item.hw_max_khz / 1e6:.2f} -> {ghz(item.max_khz)}"  # type: ignore[operator]
+            f"{cause}{factor}")
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

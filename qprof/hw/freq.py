@@ -127,9 +127,8 @@ def _freq_dir(sr: SysRoot, cpu: int) -> str | None:
     return path if os.path.isdir(sr.path(path)) else None
 
 
-def read_frequencies(
-    root: str | Path = "/", topology: Topology | None = None, estimate: bool = False
-) -> FreqReading:
+def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
+                     estimate: bool = False) -> FreqReading:
     """One reading of every CPU's frequency state (cheap: the daemon calls it each second).
 
     ``estimate=True`` measures the clock of online CPUs the system gives no frequency for
@@ -165,15 +164,8 @@ def read_frequencies(
         done = shared.get(key) if key is not None else None
         if done is not None and online is not False:
             any_freq = True
-            for name in (
-                "min_khz",
-                "max_khz",
-                "hw_min_khz",
-                "hw_max_khz",
-                "governor",
-                "driver",
-                "available_governors",
-            ):
+            for name in ("min_khz", "max_khz", "hw_min_khz", "hw_max_khz",
+                         "governor", "driver", "available_governors"):
                 setattr(f, name, getattr(done, name))
             # The current frequency is read per CPU: some drivers answer per CPU.
             base = _freq_dir(sr, t.cpu) or policy_dirs.get(t.cpu)
@@ -194,32 +186,21 @@ def read_frequencies(
             if (f := next((c for c in cpus if c.cpu == cpu), None)) is not None:
                 f.reported_khz = int(mhz * 1000)
         live = estimate and os.path.abspath(str(root)) == "/"
-        sr.note(
-            "no cpufreq: the system exposes no CPU frequency (VM?); current frequency "
-            + ("estimated by measurement" if live else "unknown")
-        )
+        sr.note("no cpufreq: the system exposes no CPU frequency (VM?); current frequency "
+                + ("estimated by measurement" if live else "unknown"))
         if live:
             _estimate_missing(cpus, sr)
     clusters = _clusters(topology, cpus)
-    return FreqReading(
-        root=str(root),
-        taken_at=now,
-        cpus=cpus,
-        clusters=clusters,
-        boost=boost,
-        no_turbo=no_turbo,
-        thermal=thermal,
-        problems=sr.problems,
-        domains=topology.domains(),
-    )
+    return FreqReading(root=str(root), taken_at=now, cpus=cpus, clusters=clusters, boost=boost,
+                       no_turbo=no_turbo, thermal=thermal, problems=sr.problems,
+                       domains=topology.domains())
 
 
 def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
     related, _ = sr.cpulist(f"{base}/related_cpus")
     if related is not None and f.cpu not in related:
-        sr.note(
-            f"{base}/related_cpus: does not list cpu{f.cpu} itself; its cpufreq files are ignored"
-        )
+        sr.note(f"{base}/related_cpus: does not list cpu{f.cpu} itself; "
+                "its cpufreq files are ignored")
         return
     if f.online is False:
         # Offline CPUs keep stale policy files; their current frequency means nothing.
@@ -227,12 +208,8 @@ def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
         f.hw_min_khz, _ = sr.int(f"{base}/cpuinfo_min_freq")
         return
     _read_cur(sr, f, base)
-    for attr, name in (
-        ("min_khz", "scaling_min_freq"),
-        ("max_khz", "scaling_max_freq"),
-        ("hw_min_khz", "cpuinfo_min_freq"),
-        ("hw_max_khz", "cpuinfo_max_freq"),
-    ):
+    for attr, name in (("min_khz", "scaling_min_freq"), ("max_khz", "scaling_max_freq"),
+                       ("hw_min_khz", "cpuinfo_min_freq"), ("hw_max_khz", "cpuinfo_max_freq")):
         value, prob = sr.int(f"{base}/{name}")
         sr.note(prob)
         setattr(f, attr, value)
@@ -254,9 +231,8 @@ def _read_cur(sr: SysRoot, f: CpuFreq, base: str) -> None:
         f.cur_khz, f.cur_source = cur, source
 
 
-def _apply_cap_model(
-    f: CpuFreq, thermal: ThermalState, boost: bool | None, no_turbo: bool | None
-) -> None:
+def _apply_cap_model(f: CpuFreq, thermal: ThermalState, boost: bool | None,
+                     no_turbo: bool | None) -> None:
     if f.hw_max_khz is None or f.max_khz is None:
         return  # unknown: capped stays None
     f.capped = f.max_khz < f.hw_max_khz * (1 - CAP_TOLERANCE)
@@ -265,8 +241,7 @@ def _apply_cap_model(
         return
     f.cap_factor = cap_factor(f.hw_max_khz, f.max_khz)
     if any(c.active for c in thermal.cpu_cooling(f.cpu)) or any(
-        c.active and c.cpus is None and c.type == "Processor" for c in thermal.cooling
-    ):
+            c.active and c.cpus is None and c.type == "Processor" for c in thermal.cooling):
         # ACPI "Processor" cooling devices do not say which CPU they are (their device
         # link is all there is); an active one lowers the P-state limit of its CPU.
         f.cap_cause = "thermal"
@@ -289,21 +264,16 @@ def _clusters(topology: Topology, cpus: list[CpuFreq]) -> list[ClusterFreq]:
         maxes = [m.max_khz for m in live if m.max_khz is not None]
         hw = [m.hw_max_khz for m in members if m.hw_max_khz is not None]
         govs = [m.governor for m in live if m.governor]
-        out.append(
-            ClusterFreq(
-                id=cl.id,
-                cpus=list(cl.cpus),
-                uarch=cl.uarch,
-                hw_max_khz=max(hw) if hw else cl.max_khz,
-                max_khz=min(maxes) if maxes else None,
-                cur_khz=max(curs) if curs else None,
-                governor=govs[0] if govs else None,
-                capped=capped,
-                cap_factor=(worst.cap_factor if worst else (1.0 if capped is False else None)),
-                cap_cause=worst.cap_cause if worst else None,
-                estimated=any(m.estimated for m in live),
-            )
-        )
+        out.append(ClusterFreq(
+            id=cl.id, cpus=list(cl.cpus), uarch=cl.uarch,
+            hw_max_khz=max(hw) if hw else cl.max_khz,
+            max_khz=min(maxes) if maxes else None,
+            cur_khz=max(curs) if curs else None,
+            governor=govs[0] if govs else None,
+            capped=capped,
+            cap_factor=(worst.cap_factor if worst else (1.0 if capped is False else None)),
+            cap_cause=worst.cap_cause if worst else None,
+            estimated=any(m.estimated for m in live)))
     return out
 
 
@@ -381,13 +351,8 @@ class CapWatch:
     share it).
     """
 
-    def __init__(
-        self,
-        root: str | Path = "/",
-        window_s: float = 60.0,
-        topology: Topology | None = None,
-        max_events: int = 1000,
-    ) -> None:
+    def __init__(self, root: str | Path = "/", window_s: float = 60.0,
+                 topology: Topology | None = None, max_events: int = 1000) -> None:
         self.root = root
         self.window_s = window_s
         self.topology = topology
@@ -414,19 +379,9 @@ class CapWatch:
         for f in reading.cpus:
             q = self._samples.setdefault(f.cpu, deque())
             counts = reading.thermal.throttle.get(f.cpu)
-            q.append(
-                _Sample(
-                    at,
-                    f.capped,
-                    f.cap_factor,
-                    f.cap_cause,
-                    f.cur_khz,
-                    f.max_khz,
-                    f.hw_max_khz,
-                    f.estimated,
-                    sum(counts.values()) if counts else None,
-                )
-            )
+            q.append(_Sample(at, f.capped, f.cap_factor, f.cap_cause, f.cur_khz, f.max_khz,
+                             f.hw_max_khz, f.estimated,
+                             sum(counts.values()) if counts else None))
             while q and q[0].at < at - self.window_s:
                 q.popleft()
             before = self._capped.get(f.cpu)
@@ -453,8 +408,7 @@ class CapWatch:
             cluster = f.cluster
         counts = [s.throttle_count for s in q if s.throttle_count is not None]
         return CapState(
-            cpu=cpu,
-            cluster=cluster,
+            cpu=cpu, cluster=cluster,
             capped_now=last.capped if last else None,
             cause=last.cause if last else None,
             factor=last.factor if last else None,
@@ -462,86 +416,46 @@ class CapWatch:
             capped_fraction=(sum(1 for s in known if s.capped) / len(known)) if known else None,
             since=self._since.get(cpu) if last and last.capped else None,
             last_ended=self._last_ended.get(cpu),
-            samples=len(q),
-            window_s=self.window_s,
+            samples=len(q), window_s=self.window_s,
             hw_max_khz=last.hw_max_khz if last else None,
             max_khz=last.max_khz if last else None,
             cur_khz_median=int(statistics.median(curs)) if curs else None,
             estimated=any(s.estimated for s in q),
             throttle_events=(counts[-1] - counts[0]) if counts else None,
-            throttled=(counts[-1] > counts[0]) if len(counts) >= 2 else None,
-        )
+            throttled=(counts[-1] > counts[0]) if len(counts) >= 2 else None)
 
     def cluster_summary(self, cluster_id: int) -> CapState:
         """Worst member of the cluster: capped if any online member is capped."""
         if self.last is None:
-            return CapState(
-                None,
-                cluster_id,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                0,
-                self.window_s,
-                None,
-                None,
-                None,
-            )
-        members = [
-            c.cpu for c in self.last.cpus if c.cluster == cluster_id and c.online is not False
-        ]
+            return CapState(None, cluster_id, None, None, None, None, None, None, None, 0,
+                            self.window_s, None, None, None)
+        members = [c.cpu for c in self.last.cpus if c.cluster == cluster_id
+                   and c.online is not False]
         states = [self.summary(c) for c in members]
         if not states:
-            return CapState(
-                None,
-                cluster_id,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                0,
-                self.window_s,
-                None,
-                None,
-                None,
-            )
+            return CapState(None, cluster_id, None, None, None, None, None, None, None, 0,
+                            self.window_s, None, None, None)
         worst = max(states, key=lambda s: (bool(s.capped_now), s.factor or 0, s.max_factor or 0))
         starts = [s.since for s in states if s.since is not None]
         ends = [s.last_ended for s in states if s.last_ended is not None]
         fractions = [s.capped_fraction for s in states if s.capped_fraction is not None]
         known_now = [s.capped_now for s in states if s.capped_now is not None]
         return CapState(
-            cpu=None,
-            cluster=cluster_id,
+            cpu=None, cluster=cluster_id,
             capped_now=any(known_now) if known_now else None,
-            cause=worst.cause,
-            factor=worst.factor,
+            cause=worst.cause, factor=worst.factor,
             max_factor=max((s.max_factor for s in states if s.max_factor), default=None),
             capped_fraction=max(fractions) if fractions else None,
             since=min(starts) if starts else None,
             last_ended=max(ends) if ends else None,
-            samples=max(s.samples for s in states),
-            window_s=self.window_s,
-            hw_max_khz=worst.hw_max_khz,
-            max_khz=worst.max_khz,
+            samples=max(s.samples for s in states), window_s=self.window_s,
+            hw_max_khz=worst.hw_max_khz, max_khz=worst.max_khz,
             cur_khz_median=worst.cur_khz_median,
             estimated=any(s.estimated for s in states),
-            throttle_events=max(
-                (s.throttle_events for s in states if s.throttle_events is not None), default=None
-            ),
-            throttled=(
-                any(s.throttled for s in states)
-                if any(s.throttled is not None for s in states)
-                else None
-            ),
-        )
+            throttle_events=max((s.throttle_events for s in states
+                                 if s.throttle_events is not None), default=None),
+            throttled=(any(s.throttled for s in states)
+                       if any(s.throttled is not None for s in states) else None))
 
     def states(self) -> dict[int, CapState]:
         return {cpu: self.summary(cpu) for cpu in sorted(self._samples)}

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 # In display order. Only features that some verifier or hash backend uses.
-X86_FEATURES = ("avx2", "bmi2", "adx", "avx512f", "avx512bw", "avx512vl", "sha_ni", "aes", "vaes")
-ARM_FEATURES = ("asimd", "neon", "aes", "pmull", "sha2", "sha3", "sha512", "asimddp", "sve", "sve2")
+X86_FEATURES = ("avx2", "bmi2", "adx", "avx512f", "avx512bw", "avx512vl", "sha_ni", "aes",
+                "vaes")
+ARM_FEATURES = ("asimd", "neon", "aes", "pmull", "sha2", "sha3", "sha512", "asimddp", "sve",
+                "sve2")
 
 # Source labels (JSON ``isa_source``).
 FROM_CPUINFO = "/proc/cpuinfo"
@@ -46,11 +48,8 @@ def missing(present: list[str] | None, x86: bool, arch: str | None) -> list[str]
     names = relevant(x86)
     if not x86:
         # Say "no sve" on arm64, not "no neon"; on arm32 the arm64-only names mean nothing.
-        names = (
-            tuple(n for n in names if n != "neon")
-            if arch == "arm64"
-            else ("neon", "aes", "pmull", "sha2")
-        )
+        names = tuple(n for n in names if n != "neon") if arch == "arm64" else (
+            "neon", "aes", "pmull", "sha2")
     return [f for f in names if f not in present]
 
 
@@ -79,18 +78,9 @@ def short(present: list[str] | None, absent: list[str] | None, x86: bool) -> str
     which code path runs; ``unknown`` when the kernel lists no features."""
     if present is None:
         return "unknown"
-    shown = [
-        f
-        for f in present
-        if f
-        in (
-            ("avx2", "avx512f", "sha_ni", "bmi2")
-            if x86
-            else ("asimd", "neon", "sha3", "sve", "sve2")
-        )
-    ]
-    key_absent = [
-        f for f in (absent or []) if f in (("avx2", "avx512f") if x86 else ("asimd", "sha3", "sve"))
-    ]
+    shown = [f for f in present if f in (("avx2", "avx512f", "sha_ni", "bmi2") if x86
+                                         else ("asimd", "neon", "sha3", "sve", "sve2"))]
+    key_absent = [f for f in (absent or []) if f in (("avx2", "avx512f") if x86
+                                                    else ("asimd", "sha3", "sve"))]
     parts = shown + [f"no {f}" for f in key_absent]
     return " ".join(parts) if parts else "none of interest"

@@ -19,23 +19,12 @@ CPU_DIR = "/sys/devices/system/cpu"
 MANIFEST = "qprof-snapshot.json"
 
 _SINGLE_FILES = (
-    "/proc/cpuinfo",
-    "/proc/loadavg",
-    "/proc/uptime",
-    "/proc/stat",
+    "/proc/cpuinfo", "/proc/loadavg", "/proc/uptime", "/proc/stat",
     "/proc/sys/kernel/osrelease",
-    f"{CPU_DIR}/online",
-    f"{CPU_DIR}/possible",
-    f"{CPU_DIR}/present",
-    f"{CPU_DIR}/offline",
-    f"{CPU_DIR}/kernel_max",
-    f"{CPU_DIR}/modalias",
-    f"{CPU_DIR}/isolated",
-    f"{CPU_DIR}/smt/active",
-    f"{CPU_DIR}/smt/control",
-    f"{CPU_DIR}/cpufreq/boost",
-    "/sys/devices/cpu_core/cpus",
-    "/sys/devices/cpu_atom/cpus",
+    f"{CPU_DIR}/online", f"{CPU_DIR}/possible", f"{CPU_DIR}/present", f"{CPU_DIR}/offline",
+    f"{CPU_DIR}/kernel_max", f"{CPU_DIR}/modalias", f"{CPU_DIR}/isolated",
+    f"{CPU_DIR}/smt/active", f"{CPU_DIR}/smt/control", f"{CPU_DIR}/cpufreq/boost",
+    "/sys/devices/cpu_core/cpus", "/sys/devices/cpu_atom/cpus",
 )
 # Directories copied file by file (one level), relative to each match.
 _CPU_SUBDIRS = ("topology", "cpufreq", "thermal_throttle", "acpi_cppc")
@@ -67,13 +56,8 @@ def _copy(sr: SysRoot, rel: str, dest: Path, result: SnapshotResult) -> None:
     result.copied += 1
 
 
-def _copy_dir_files(
-    sr: SysRoot,
-    rel_dir: str,
-    dest: Path,
-    result: SnapshotResult,
-    names: tuple[str, ...] | None = None,
-) -> None:
+def _copy_dir_files(sr: SysRoot, rel_dir: str, dest: Path, result: SnapshotResult,
+                    names: tuple[str, ...] | None = None) -> None:
     for name in names or tuple(sr.listdir(rel_dir)):
         _copy(sr, f"{rel_dir}/{name}", dest, result)
 

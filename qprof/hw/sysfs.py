@@ -205,9 +205,8 @@ _CPUS_IN_PROBLEM = re.compile(r"\bCPUs ([0-9,\-]+)")
 _POLICY_IN_PROBLEM = re.compile(r"/cpufreq/policy(\d+)/")
 
 
-def problems_by_cpu(
-    problems: list[str], domains: dict[int, list[int]] | None = None
-) -> dict[int, list[str]]:
+def problems_by_cpu(problems: list[str], domains: dict[int, list[int]] | None = None
+                    ) -> dict[int, list[str]]:
     """Attribute each problem to the CPUs it names (``cpu6/...``, ``cpu6:``, ``CPUs 6-7``,
     or a cpufreq ``policyN`` directory, which covers ``domains[N]``), so that every CPU
     row of ``--json`` carries the reasons its null fields are null."""

@@ -77,17 +77,13 @@ def read_hwmon(sr: SysRoot) -> list[HwmonTemp]:
                 continue
             value, _ = sr.int(f"{base}/{entry}")
             label, _ = sr.word(f"{base}/temp{m.group(1)}_label")
-            out.append(
-                HwmonTemp(
-                    chip, label or f"temp{m.group(1)}", None if value is None else value / 1000.0
-                )
-            )
+            out.append(HwmonTemp(chip, label or f"temp{m.group(1)}",
+                                 None if value is None else value / 1000.0))
     return out
 
 
-def read_thermal(
-    sr: SysRoot, policies: list[list[int]], cpus: list[int], hwmon: bool = False
-) -> ThermalState:
+def read_thermal(sr: SysRoot, policies: list[list[int]], cpus: list[int],
+                 hwmon: bool = False) -> ThermalState:
     """``policies``: CPU lists of the cpufreq policies in order (for thermal-cpufreq-N).
     ``hwmon``: also read /sys/class/hwmon temperatures (env snapshots; not the 1 s loop)."""
     state = ThermalState(hwmon=read_hwmon(sr) if hwmon else [])
@@ -107,9 +103,8 @@ def read_thermal(
             ctype, _ = sr.word(f"{base}/type")
             cur, _ = sr.int(f"{base}/cur_state")
             mx, _ = sr.int(f"{base}/max_state")
-            state.cooling.append(
-                CoolingDevice(int(m.group(1)), ctype, cur, mx, _cooling_cpus(ctype, policies))
-            )
+            state.cooling.append(CoolingDevice(int(m.group(1)), ctype, cur, mx,
+                                               _cooling_cpus(ctype, policies)))
     state.zones.sort(key=lambda z: z.zone)
     state.cooling.sort(key=lambda c: c.device)
     for cpu in cpus:

@@ -189,7 +189,7 @@ def _detect_arch(sr: SysRoot, info: CpuinfoData) -> str | None:
     if "vendor_id" in first or "vendor_id" in info.globals:
         return "x86_64" if "lm" in first.get("flags", "").split() else "x86"
     if info.midrs or info.shared_midrs or "CPU implementer" in first:
-        arch_field = first.get("CPU architecture") or ""
+        arch_field = (first.get("CPU architecture") or "")
         if info.shared_midrs and info.shared_midrs[0].architecture:
             arch_field = info.shared_midrs[0].architecture
         processor = info.globals.get("Processor", "")
@@ -228,13 +228,8 @@ class PolicyMap:
         return self._map.get(cpu, default)
 
 
-def _read_proc(
-    sr: SysRoot,
-    cpu: int,
-    policies: PolicyMap,
-    info: CpuinfoData,
-    domains: dict[frozenset[int], tuple[int | None, int | None]],
-) -> _Proc:
+def _read_proc(sr: SysRoot, cpu: int, policies: PolicyMap, info: CpuinfoData,
+               domains: dict[frozenset[int], tuple[int | None, int | None]]) -> _Proc:
     p = _Proc(cpu=cpu, midr=info.midrs.get(cpu))
     base = f"{CPU_DIR}/cpu{cpu}"
     freq_dir = f"{base}/cpufreq"
@@ -249,10 +244,8 @@ def _read_proc(
             related, _ = sr.cpulist(f"{freq_dir}/affected_cpus")
         if related is not None and cpu not in related:
             # The directory describes another CPU's policy: none of it is this CPU's.
-            sr.note(
-                f"{freq_dir}/related_cpus: does not list cpu{cpu} itself; "
-                "its cpufreq files are ignored"
-            )
+            sr.note(f"{freq_dir}/related_cpus: does not list cpu{cpu} itself; "
+                    "its cpufreq files are ignored")
         else:
             p.related = related
             p.related_strong = bool(related) and len(related) > 1
@@ -306,9 +299,8 @@ def _compatible(a: _Proc, b: _Proc, use_midr: bool = True) -> bool:
 _LAYOUTS = {10: (4, 4, 2), 8: (4, 4), 6: (4, 2), 5: (4, 1)}
 
 
-def _group(
-    procs: dict[int, _Proc], usable: list[int], arch: str | None
-) -> tuple[list[list[int]], str]:
+def _group(procs: dict[int, _Proc], usable: list[int], arch: str | None) -> tuple[
+        list[list[int]], str]:
     uf = _UnionFind(usable)
     usable_set = set(usable)
     how = "cpufreq"
@@ -320,14 +312,12 @@ def _group(
     def rel_veto(c: int, d: int) -> bool:
         pc, pd = procs[c], procs[d]
         return (pc.related_strong and d not in pc.related) or (  # type: ignore[operator]
-            pd.related_strong and c not in pd.related
-        )  # type: ignore[operator]
+            pd.related_strong and c not in pd.related)  # type: ignore[operator]
 
     def sib_veto(c: int, d: int) -> bool:
         pc, pd = procs[c], procs[d]
         return (pc.siblings is not None and d not in pc.siblings) or (
-            pd.siblings is not None and c not in pd.siblings
-        )
+            pd.siblings is not None and c not in pd.siblings)
 
     for c in usable:
         p = procs[c]
@@ -345,9 +335,8 @@ def _group(
 
     groups = uf.groups()
     size = {c: len(g) for g in groups for c in g}
-    assigned = {
-        c for c in usable if size[c] > 1 or procs[c].related_strong or procs[c].siblings is not None
-    }
+    assigned = {c for c in usable if size[c] > 1 or procs[c].related_strong
+                or procs[c].siblings is not None}
     unassigned = [c for c in usable if c not in assigned]
     if unassigned:
         if not _layout_heuristic(uf, procs, usable, assigned):
@@ -361,22 +350,22 @@ def _group(
     return groups, how
 
 
-def _layout_heuristic(
-    uf: _UnionFind, procs: dict[int, _Proc], usable: list[int], assigned: set[int]
-) -> bool:
+def _layout_heuristic(uf: _UnionFind, procs: dict[int, _Proc], usable: list[int],
+                      assigned: set[int]) -> bool:
     layout = _LAYOUTS.get(len(usable))
     if layout is None:
         return False
     chunks: list[list[int]] = []
     i = 0
     for n in layout:
-        chunks.append(usable[i : i + n])
+        chunks.append(usable[i:i + n])
         i += n
     for chunk in chunks:
         first = chunk[0]
         if first in assigned:
             leader = uf.find(first)
-            if leader != first or any(c not in assigned or uf.find(c) != leader for c in chunk[1:]):
+            if leader != first or any(c not in assigned or uf.find(c) != leader
+                                      for c in chunk[1:]):
                 return False
             group_size = sum(1 for c in usable if uf.find(c) == leader)
             if group_size != len(chunk):
@@ -402,9 +391,8 @@ def _sequential_scan(uf: _UnionFind, procs: dict[int, _Proc], unassigned: list[i
             current = [c]
 
 
-def _split_by_details(
-    groups: list[list[int]], procs: dict[int, _Proc], arch: str | None
-) -> list[list[int]]:
+def _split_by_details(groups: list[list[int]], procs: dict[int, _Proc],
+                      arch: str | None) -> list[list[int]]:
     """Split groups whose members are known to differ (design, max frequency, core type)."""
     out: list[list[int]] = []
     x86 = arch in ("x86", "x86_64")
@@ -415,9 +403,8 @@ def _split_by_details(
             key: dict[str, Any] = {"core_type": p.core_type}
             if not x86:
                 key["max"] = p.max_khz
-                key["part"] = (
-                    (p.midr.implementer, p.midr.part) if p.midr and p.midr.has_part else None
-                )
+                key["part"] = (p.midr.implementer, p.midr.part) if p.midr and p.midr.has_part \
+                    else None
             for known, members in subs:
                 if all(known[k] is None or key[k] is None or known[k] == key[k] for k in key):
                     members.append(c)
@@ -451,9 +438,8 @@ def _merge_singletons(groups: list[list[int]], procs: dict[int, _Proc]) -> list[
     return sorted(rest + merged)
 
 
-def _split_x86_modules(
-    groups: list[list[int]], procs: dict[int, _Proc], cores_per_module: int
-) -> list[list[int]]:
+def _split_x86_modules(groups: list[list[int]], procs: dict[int, _Proc],
+                       cores_per_module: int) -> list[list[int]]:
     """Atom-class x86: cores sharing an L2 form the cluster (module)."""
     out: list[list[int]] = []
     for g in groups:
@@ -473,12 +459,8 @@ def _midr_matches(known: MidrParts | None, midr: int) -> bool:
     if known is None:
         return True
     impl, var, part, rev = parts.midr_fields(midr)
-    for have, want in (
-        (known.implementer, impl),
-        (known.variant, var),
-        (known.part, part),
-        (known.revision, rev),
-    ):
+    for have, want in ((known.implementer, impl), (known.variant, var), (known.part, part),
+                       (known.revision, rev)):
         if have is not None and have != want:
             return False
     return True
@@ -489,15 +471,9 @@ def _midr_rank(midr: int) -> int:
     return parts.design_rank(parts.arm_part(impl, part, variant).uarch)
 
 
-def _assign_midrs(
-    groups: list[list[int]],
-    procs: dict[int, _Proc],
-    info: CpuinfoData,
-    chipset: str | None,
-    n_usable: int,
-    max_of: dict[int, int | None],
-    problems: list[str],
-) -> dict[int, tuple[int, str]]:
+def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: CpuinfoData,
+                  chipset: str | None, n_usable: int, max_of: dict[int, int | None],
+                  problems: list[str]) -> dict[int, tuple[int, str]]:
     """cpu -> (midr, source) for every usable CPU whose MIDR can be known or inferred."""
     result: dict[int, tuple[int, str]] = {}
     cluster_midr: list[int | None] = []
@@ -526,16 +502,11 @@ def _assign_midrs(
     shared = [m for m in info.shared_midrs if m.complete]
     known_leaders = {i: procs[groups[i][0]].midr for i in range(len(groups))}
     table = parts.chipset_clusters(chipset)
-    if (
-        table is not None
-        and table.cores == n_usable
-        and len(table.cluster_cores) == len(groups)
-        and all(len(g) == n for g, n in zip(groups, table.cluster_cores, strict=True))
-    ):
+    if table is not None and table.cores == n_usable and len(table.cluster_cores) == len(
+            groups) and all(len(g) == n for g, n in zip(groups, table.cluster_cores, strict=True)):
         verify = not shared
-        if not verify or all(
-            _midr_matches(known_leaders[i], m) for i, m in enumerate(table.cluster_midr)
-        ):
+        if not verify or all(_midr_matches(known_leaders[i], m)
+                             for i, m in enumerate(table.cluster_midr)):
             for i in unknown:
                 fill(i, table.cluster_midr[i], f"chipset table ({chipset})")
             return result
@@ -561,11 +532,9 @@ def _assign_midrs(
             if max_of[k] is not None and max_of[u] is not None and max_of[k] < max_of[u]:
                 # The design we know is the slower cluster's: the faster cluster's design
                 # cannot be derived from it (a LITTLE core has many possible big partners).
-                problems.append(
-                    f"MIDR of CPUs {format_cpulist(groups[u])} not reported "
-                    "(faster cluster than the one /proc/cpuinfo describes): "
-                    "core design unknown"
-                )
+                problems.append(f"MIDR of CPUs {format_cpulist(groups[u])} not reported "
+                                "(faster cluster than the one /proc/cpuinfo describes): "
+                                "core design unknown")
                 return result
     if big is not None:
         little_i = 0
@@ -575,11 +544,8 @@ def _assign_midrs(
         if all(_midr_matches(known_leaders[i], guess[i]) for i in unknown):
             for i in unknown:
                 fill(i, guess[i], "big.LITTLE guess")
-            problems.append(
-                "MIDR of CPUs "
-                + ", ".join(format_cpulist(groups[i]) for i in unknown)
-                + " not reported; guessed from the big.LITTLE pairing"
-            )
+            problems.append("MIDR of CPUs " + ", ".join(format_cpulist(groups[i]) for i in unknown)
+                            + " not reported; guessed from the big.LITTLE pairing")
             return result
     fallback = known[0][1] if known else (shared[0].midr if shared else None)
     if fallback is None:
@@ -590,10 +556,8 @@ def _assign_midrs(
             previous = cluster_midr[i]
         else:
             fill(i, previous if previous is not None else fallback, "assumed same as neighbour")
-            problems.append(
-                f"MIDR of CPUs {format_cpulist(groups[i])} not reported; assumed "
-                "the same as the neighbouring cluster"
-            )
+            problems.append(f"MIDR of CPUs {format_cpulist(groups[i])} not reported; assumed "
+                            "the same as the neighbouring cluster")
     return result
 
 
@@ -638,12 +602,8 @@ def read_topology(root: str | Path = "/") -> Topology:
     domains: dict[frozenset[int], tuple[int | None, int | None]] = {}
     # CPUs that are possible but have no cpuN directory (not present: VMs often declare
     # many more possible CPUs than they have) have no files to read.
-    procs = {
-        c: _read_proc(sr, c, policies, info, domains)
-        if (c in dirs or not dirs)
-        else _Proc(cpu=c, midr=info.midrs.get(c))
-        for c in all_cpus
-    }
+    procs = {c: _read_proc(sr, c, policies, info, domains) if (c in dirs or not dirs)
+             else _Proc(cpu=c, midr=info.midrs.get(c)) for c in all_cpus}
     if usable and not any(procs[c].max_khz for c in usable):
         sr.note("no cpufreq data: hardware frequency range unknown (VM or cpufreq disabled)")
 
@@ -669,19 +629,16 @@ def read_topology(root: str | Path = "/") -> Topology:
     x86_uarch: str | None = None
     if x86 and x86_by_cpu:
         first = next(iter(x86_by_cpu.values()))
-        x86_uarch = parts.x86_part(
-            first.get("vendor_id"), _int_field(first, "cpu family"), _int_field(first, "model")
-        ).uarch
+        x86_uarch = parts.x86_part(first.get("vendor_id"), _int_field(first, "cpu family"),
+                                   _int_field(first, "model")).uarch
         module = parts.X86_MODULE_CORES.get(x86_uarch or "")
         if module and not hybrid:
             groups = _split_x86_modules(groups, procs, module)
             how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
 
     cluster_of = {c: i for i, g in enumerate(groups) for c in g}
-    max_of = {
-        i: max((procs[c].max_khz for c in g if procs[c].max_khz), default=None)
-        for i, g in enumerate(groups)
-    }
+    max_of = {i: max((procs[c].max_khz for c in g if procs[c].max_khz), default=None)
+              for i, g in enumerate(groups)}
     chipset = parts.chipset_name(info.hardware)
     midrs: dict[int, tuple[int, str]] = {}
     if not x86:
@@ -696,20 +653,12 @@ def read_topology(root: str | Path = "/") -> Topology:
         else:
             own_online, _ = sr.int(f"{CPU_DIR}/cpu{c}/online")
             online = bool(own_online) if own_online is not None else None
-        t = CpuTopo(
-            cpu=c,
-            online=online,
-            present=(present is None or c in present),
-            cluster=cluster_of.get(c),
-            max_khz=p.max_khz,
-            min_khz=p.min_khz,
-            package=p.package,
-            core_id=p.core_id,
-            capacity=p.capacity,
-            core_type=p.core_type,
-            smt_siblings=sorted(p.threads - {c}) if p.threads else [],
-            freq_domain=sorted(p.related) if p.related else None,
-        )
+        t = CpuTopo(cpu=c, online=online, present=(present is None or c in present),
+                    cluster=cluster_of.get(c), max_khz=p.max_khz, min_khz=p.min_khz,
+                    package=p.package, core_id=p.core_id, capacity=p.capacity,
+                    core_type=p.core_type,
+                    smt_siblings=sorted(p.threads - {c}) if p.threads else [],
+                    freq_domain=sorted(p.related) if p.related else None)
         if x86:
             _fill_x86(t, x86_by_cpu.get(c, {}), hybrid, sr)
         else:
@@ -719,22 +668,13 @@ def read_topology(root: str | Path = "/") -> Topology:
 
     clusters = _make_clusters(groups, cpus, how, x86, arch)
     _classify(cpus, clusters, hybrid)
-    return Topology(
-        root=str(root),
-        arch=arch,
-        cpus=cpus,
-        clusters=clusters,
-        hardware=info.hardware,
-        chipset=chipset,
-        model_name=model_name,
-        hybrid=hybrid,
-        problems=sr.problems,
-    )
+    return Topology(root=str(root), arch=arch, cpus=cpus, clusters=clusters,
+                    hardware=info.hardware, chipset=chipset, model_name=model_name,
+                    hybrid=hybrid, problems=sr.problems)
 
 
-def _fill_arm(
-    t: CpuTopo, assigned: tuple[int, str] | None, own: MidrParts | None, sr: SysRoot
-) -> None:
+def _fill_arm(t: CpuTopo, assigned: tuple[int, str] | None, own: MidrParts | None,
+              sr: SysRoot) -> None:
     if assigned is not None:
         midr, source = assigned
         impl, variant, part, rev = parts.midr_fields(midr)
@@ -775,14 +715,8 @@ def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> 
             t.uarch = f"{decoded.uarch or 'unknown'} {kind}"
 
 
-def _fill_isa(
-    cpus: list[CpuTopo],
-    groups: list[list[int]],
-    info: CpuinfoData,
-    x86: bool,
-    arch: str | None,
-    sr: SysRoot,
-) -> None:
+def _fill_isa(cpus: list[CpuTopo], groups: list[list[int]], info: CpuinfoData, x86: bool,
+              arch: str | None, sr: SysRoot) -> None:
     """Per-CPU feature lists from /proc/cpuinfo; CPUs it leaves out (offline, old ARM
     kernels printing one block) take their cluster's; py-cpuinfo on the live machine
     when the kernel lists no features at all."""
@@ -824,13 +758,8 @@ def _fill_isa(
         t.isa_missing = isa.missing(t.isa, x86, arch)
 
 
-def _make_clusters(
-    groups: list[list[int]],
-    cpus: list[CpuTopo],
-    how: str,
-    x86: bool = False,
-    arch: str | None = None,
-) -> list[ClusterTopo]:
+def _make_clusters(groups: list[list[int]], cpus: list[CpuTopo], how: str, x86: bool = False,
+                   arch: str | None = None) -> list[ClusterTopo]:
     by_cpu = {c.cpu: c for c in cpus}
     clusters = []
     for i, g in enumerate(groups):
@@ -840,21 +769,13 @@ def _make_clusters(
             values = [getattr(m, attr) for m in members if getattr(m, attr) is not None]
             return Counter(values).most_common(1)[0][0] if values else None
 
-        clusters.append(
-            ClusterTopo(
-                id=i,
-                cpus=list(g),
-                online_cpus=[m.cpu for m in members if m.online],
-                uarch=common("uarch"),
-                part_name=common("part_name"),
-                vendor=common("vendor"),
-                midr=common("midr"),
-                max_khz=max((m.max_khz for m in members if m.max_khz), default=None),
-                min_khz=min((m.min_khz for m in members if m.min_khz), default=None),
-                core_class=None,
-                grouped_by=how,
-            )
-        )
+        clusters.append(ClusterTopo(
+            id=i, cpus=list(g), online_cpus=[m.cpu for m in members if m.online],
+            uarch=common("uarch"), part_name=common("part_name"), vendor=common("vendor"),
+            midr=common("midr"), max_khz=max((m.max_khz for m in members if m.max_khz),
+                                             default=None),
+            min_khz=min((m.min_khz for m in members if m.min_khz), default=None),
+            core_class=None, grouped_by=how))
         lists = [m.isa for m in members if m.isa is not None]
         if lists:
             common_isa = [f for f in lists[0] if all(f in other for other in lists[1:])]
@@ -875,28 +796,22 @@ def _classify(cpus: list[CpuTopo], clusters: list[ClusterTopo], hybrid: bool) ->
             elif kinds == {"cpu_core"}:
                 classes[cl.id] = "performance"
     else:
-
         def tiers(score: dict[int, Any]) -> dict[int, str] | None:
             if len(score) != len(clusters) or len(set(score.values())) < 2:
                 return None
             low = min(score.values())
             return {i: "efficiency" if s == low else "performance" for i, s in score.items()}
 
-        caps = {
-            cl.id: max(by_cpu[c].capacity or 0 for c in cl.cpus)
-            for cl in clusters
-            if any(by_cpu[c].capacity for c in cl.cpus)
-        }
-        ranks = {
-            cl.id: parts.design_rank(cl.uarch) for cl in clusters if parts.design_rank(cl.uarch)
-        }
+        caps = {cl.id: max(by_cpu[c].capacity or 0 for c in cl.cpus) for cl in clusters
+                if any(by_cpu[c].capacity for c in cl.cpus)}
+        ranks = {cl.id: parts.design_rank(cl.uarch) for cl in clusters
+                 if parts.design_rank(cl.uarch)}
         freqs = {cl.id: cl.max_khz for cl in clusters if cl.max_khz}
         found = tiers(caps) or tiers(ranks) or tiers(freqs)
         if found is not None:
             classes = found
         elif len(clusters) >= 1 and (
-            len(set(caps.values())) == 1 or len({cl.uarch for cl in clusters}) == 1
-        ):
+                len(set(caps.values())) == 1 or len({cl.uarch for cl in clusters}) == 1):
             classes = {cl.id: "uniform" for cl in clusters}
     for cl in clusters:
         cl.core_class = classes.get(cl.id)

@@ -116,15 +116,13 @@ class ProgressEvent:
 
     def line(self) -> str:
         what = " ".join(
-            x
-            for x in (
+            x for x in (
                 f"cpu {self.cpu}" if self.cpu is not None else "",
                 f"round {self.round + 1}/{self.rounds}" if self.round is not None else "",
                 self.suite or "",
                 self.backend or "",
                 self.operation or "",
-            )
-            if x
+            ) if x
         )
         eta = f" ETA {self.eta_s:.0f}s" if self.eta_s is not None else ""
         text = f"[{self.fraction * 100:5.1f}%]{eta} {what}"

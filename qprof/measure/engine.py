@@ -153,8 +153,7 @@ class Plan:
         self.max_n = config.max_n or s.max_n
         self.rounds = config.rounds or s.rounds
         self.interleave_block_s = (
-            s.interleave_block_s
-            if config.interleave_block_s is None
+            s.interleave_block_s if config.interleave_block_s is None
             else max(0.0, config.interleave_block_s)
         )
         self.max_rounds = max(self.rounds, config.max_rounds or s.max_rounds)
@@ -186,9 +185,7 @@ class Plan:
                 )
                 return [b]
         raise EngineError(
-            "no verifier backend implements all of "
-            + ", ".join(self.suites)
-            + " here: "
+            "no verifier backend implements all of " + ", ".join(self.suites) + " here: "
             + "; ".join(f"{n}: {st.reason}" for n, st in self.statuses.items())
         )
 
@@ -228,7 +225,9 @@ class Plan:
                         if self.supports(b, suite):
                             tasks.append(self._task(suite, b, op, self.budget))
                 elif (
-                    op in DUAL_OPS and self.dual and all(self.supports(b, suite) for b in self.dual)
+                    op in DUAL_OPS
+                    and self.dual
+                    and all(self.supports(b, suite) for b in self.dual)
                 ):
                     t = self._task(suite, "+".join(self.dual), op, self.budget)
                     t["dual"] = list(self.dual)
@@ -373,10 +372,7 @@ def _git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
+            capture_output=True, text=True, timeout=5, check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -479,11 +475,9 @@ def rounds_verify(tasks: list[dict[str, Any]]) -> bool:
 
 def interleaving_text(block_s: float) -> str:
     if block_s > 0:
-        return (
-            f"A/B/A/B/A in turns of {block_s * 1e3:.0f} ms inside every round: "
-            "A = unit suite, B = the other suites, so each round gives the unit and "
-            "every suite timed over the same stretch of time"
-        )
+        return (f"A/B/A/B/A in turns of {block_s * 1e3:.0f} ms inside every round: "
+                "A = unit suite, B = the other suites, so each round gives the unit and "
+                "every suite timed over the same stretch of time")
     return "A/B/A/B/A: A = unit suite, B = the other suites"
 
 
@@ -603,9 +597,8 @@ class _Run:
                 "clusters": topo.get("clusters", []),
                 "topology_problems": topo.get("problems", []),
             },
-            cpus=_cpu_rows(
-                topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None], cfg.root
-            ),
+            cpus=_cpu_rows(topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None],
+                           cfg.root),
             profile=plan.profile.name if plan.profile else cfg.profile,
             settings={
                 "mode": cfg.mode,
@@ -625,8 +618,7 @@ class _Run:
                 "interleave_block_s": plan.interleave_block_s,
                 "timer": self.timer,
                 "timer_clock": "time.thread_time (CLOCK_THREAD_CPUTIME_ID)"
-                if self.timer == "cpu"
-                else "time.perf_counter",
+                if self.timer == "cpu" else "time.perf_counter",
                 "values": "one operation per pyperf value (loops=1), clock overhead subtracted",
                 "backend_versions": {
                     n: st.version for n, st in plan.statuses.items() if st.available
@@ -680,8 +672,7 @@ class _Run:
             s.reason = "; ".join(f"CPU {c}: {r}" for c, r in s.aborted_cpus.items())
         if s.disagreements:
             self.note(
-                "error",
-                "disagreement",
+                "error", "disagreement",
                 f"{s.disagreements} of {s.checks} checks: the verifiers DISAGREED",
             )
         elif s.checks:
@@ -711,9 +702,7 @@ class _Run:
         for suite in plan.suites:
             try:
                 fixtures[suite] = cached_fixture(
-                    suite,
-                    tuple(plan.backends),
-                    self.config.fixture_cache,
+                    suite, tuple(plan.backends), self.config.fixture_cache,
                     checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
                 )
             except FixtureError as exc:
@@ -745,8 +734,7 @@ class _Run:
         a_x = self._extra_tasks(plan.verify_tasks([plan.unit]))
         b_x = self._extra_tasks(plan.verify_tasks(plan.others))
         self.pair_work = self._pair_budget(plan, a_x, b_x) + (
-            0.0 if self._serves(plan) else SPAWN_COST_S
-        )
+            0.0 if self._serves(plan) else SPAWN_COST_S)
         self.max_pairs = (plan.max_rounds - plan.rounds) // 2 if self.config.adaptive else 0
         self.cpus_pending = ncpus
 
@@ -771,33 +759,17 @@ class _Run:
                     return
                 block = list(range(r, min(target, r + per_worker)))
                 tasks = [
-                    dict(
-                        t,
-                        round=k,
-                        n=self.fixed_n.get((cpu, t["suite"], t["backend"], t["operation"])),
-                    )
-                    for k in block
-                    for t in (
-                        self._round_tasks(plan, k, a_tasks, b_tasks)
-                        if k < plan.rounds
-                        else self._round_tasks(plan, k, a_extra, b_extra)
-                    )
+                    dict(t, round=k, n=self.fixed_n.get((cpu, t["suite"], t["backend"],
+                                                          t["operation"])))
+                    for k in block for t in (
+                        self._round_tasks(plan, k, a_tasks, b_tasks) if k < plan.rounds
+                        else self._round_tasks(plan, k, a_extra, b_extra))
                 ]
                 if tasks:
                     # The last base worker stays for the extra rounds (see _serves).
                     serve = self._serves(plan) and block[-1] + 1 == target
-                    ok = self._run_worker(
-                        plan,
-                        cpu,
-                        block,
-                        target,
-                        tasks,
-                        workdir,
-                        watch,
-                        round_caps,
-                        mine,
-                        serve=serve,
-                    )
+                    ok = self._run_worker(plan, cpu, block, target, tasks, workdir, watch,
+                                          round_caps, mine, serve=serve)
                     if not ok:
                         return
                 r = block[-1] + 1
@@ -825,11 +797,8 @@ class _Run:
         """Interleaved adaptive runs time their extra rounds in the base rounds' worker:
         each process has its own quiet speed (memory placement; up to ~100 bp apart), so
         rounds from a new process would widen the ML-DSA round spread."""
-        return (
-            plan.interleave_block_s > 0
-            and bool(self.config.adaptive)
-            and plan.max_rounds >= plan.rounds + 2
-        )
+        return (plan.interleave_block_s > 0 and bool(self.config.adaptive)
+                and plan.max_rounds >= plan.rounds + 2)
 
     def _close_live(self) -> None:
         """End the serving worker: "done" (it exits), or SIGTERM when stopping."""
@@ -895,13 +864,9 @@ class _Run:
                 statistic = self.config.statistic
                 if statistic == "auto":
                     statistic, _why = choose_statistic(
-                        reduced, cpu, backend, op, self.config.max_spread_bp, plan.unit
-                    )
-                paired = (
-                    paired_for(reduced, cpu, backend, op, plan.unit)
-                    if statistic == "paired"
-                    else {}
-                )
+                        reduced, cpu, backend, op, self.config.max_spread_bp, plan.unit)
+                paired = paired_for(reduced, cpu, backend, op, plan.unit) \
+                    if statistic == "paired" else {}
                 if statistic == "paired" and paired:
                     kept = min(len(p.by_round) for p in paired.values())
                     if kept < plan.rounds:
@@ -920,13 +885,9 @@ class _Run:
                         spread = red.p10_spread_bp if p10 else red.spread_bp
                     # (Not with quiet-turn pairs: their rounds agree (one process, see
                     # _serves), and more rounds can only widen max - min; the CI decides.)
-                    if (
-                        suite.startswith("ML-DSA")
-                        and spread is not None
-                        and not paired
-                        and (not p10 or self.config.statistic == "auto")
-                        and spread > self.config.max_spread_bp
-                    ):
+                    if (suite.startswith("ML-DSA") and spread is not None and not paired
+                            and (not p10 or self.config.statistic == "auto")
+                            and spread > self.config.max_spread_bp):
                         return True
                     if suite == plan.unit:
                         continue
@@ -954,10 +915,7 @@ class _Run:
         return False
 
     def _drift_and_cap_notes(
-        self,
-        plan: Plan,
-        cpu: int,
-        mine: list[Measurement],
+        self, plan: Plan, cpu: int, mine: list[Measurement],
         round_caps: dict[int, tuple[bool | None, float | None]],
     ) -> None:
         reduced = reduce_measurements(mine)
@@ -967,8 +925,7 @@ class _Run:
                 d = unit_drift_bp(unit)
                 if d is not None:
                     self.note(
-                        "info",
-                        "drift",
+                        "info", "drift",
                         f"CPU {cpu} {backend}: {plan.unit} at the end vs the start: {d:+.0f} bp; "
                         "largest spread of round medians "
                         f"{max(r.spread_bp for r in reduced.values()):.0f} bp",
@@ -977,8 +934,7 @@ class _Run:
         states = {k: v[0] for k, v in round_caps.items() if v[0] is not None}
         if round_caps and not states:
             self.note(
-                "info",
-                "freq_unknown",
+                "info", "freq_unknown",
                 f"CPU {cpu}: no frequency data (no cpufreq files, e.g. a VM): a frequency "
                 "cap could not be seen; ratios on the same core are still valid",
                 cpu,
@@ -986,24 +942,16 @@ class _Run:
         if len(set(states.values())) > 1:
             capped = sorted(k for k, v in states.items() if v)
             self.note(
-                "warning",
-                "cap_change",
+                "warning", "cap_change",
                 f"CPU {cpu}: the frequency cap changed during the run; capped rounds: "
                 + ", ".join(str(x + 1) for x in capped),
                 cpu,
             )
 
     def _run_worker(
-        self,
-        plan: Plan,
-        cpu: int,
-        block: list[int],
-        rounds: int,
-        tasks: list[dict[str, Any]],
-        workdir: Path,
-        watch: FreqWatch,
-        round_caps: dict[int, tuple[bool | None, float | None]],
-        mine: list[Measurement],
+        self, plan: Plan, cpu: int, block: list[int], rounds: int, tasks: list[dict[str, Any]],
+        workdir: Path, watch: FreqWatch,
+        round_caps: dict[int, tuple[bool | None, float | None]], mine: list[Measurement],
         serve: bool = False,
     ) -> bool:
         """Run ``tasks`` in a new worker, or in the serving one (``self._live``) if any.
@@ -1012,15 +960,8 @@ class _Run:
         """
         rnd = block[0]
         first = tasks[0]
-        self.report(
-            cpu=cpu,
-            round=rnd,
-            rounds=rounds,
-            suite=first["suite"],
-            backend=first["backend"],
-            operation=first["operation"],
-            message="starting",
-        )
+        self.report(cpu=cpu, round=rnd, rounds=rounds, suite=first["suite"],
+                    backend=first["backend"], operation=first["operation"], message="starting")
         watch.start(rnd)
         started = time.monotonic()
         done_before = self.work_done
@@ -1050,18 +991,8 @@ class _Run:
             round_caps[k] = (capped, factor)
         if stopped:
             # Keep what the worker finished before it was stopped; no error: asked for.
-            self._collect(
-                plan,
-                cpu,
-                rnd,
-                w.tasks,
-                w.result_path,
-                w.pyperf_path,
-                caps,
-                mine,
-                partial=True,
-                start=start,
-            )
+            self._collect(plan, cpu, rnd, w.tasks, w.result_path, w.pyperf_path, caps, mine,
+                          partial=True, start=start)
             return False
         self.work_done = done_before + sum(t["budget_s"] for t in tasks) + spawn
         if rc != 0:
@@ -1071,19 +1002,13 @@ class _Run:
             else:
                 self._abort_cpu(cpu, f"worker failed in round {rnd + 1} ({tail})")
             return False
-        self._collect(
-            plan, cpu, rnd, w.tasks, w.result_path, w.pyperf_path, caps, mine, start=start
-        )
+        self._collect(plan, cpu, rnd, w.tasks, w.result_path, w.pyperf_path, caps, mine,
+                      start=start)
         return True
 
     def _spawn(
-        self,
-        plan: Plan,
-        cpu: int,
-        block: list[int],
-        tasks: list[dict[str, Any]],
-        workdir: Path,
-        serve: bool,
+        self, plan: Plan, cpu: int, block: list[int], tasks: list[dict[str, Any]],
+        workdir: Path, serve: bool,
     ) -> _Worker | None:
         cfg = self.config
         rnd = block[0]
@@ -1110,30 +1035,13 @@ class _Run:
         job_path = workdir / f"{tag}.job.json"
         job_path.write_text(json.dumps(job))
         cmd = [
-            self.python,
-            "-m",
-            "qprof.measure.worker",
-            "--job",
-            str(job_path),
-            "--worker",
-            "--loops",
-            "1",
-            "--warmups",
-            "1",
-            "--values",
-            "1",
-            "--affinity",
-            str(cpu),
-            "--quiet",
-            "-o",
-            str(pyperf_path),
+            self.python, "-m", "qprof.measure.worker", "--job", str(job_path),
+            "--worker", "--loops", "1", "--warmups", "1", "--values", "1",
+            "--affinity", str(cpu), "--quiet", "-o", str(pyperf_path),
         ]
         try:
             proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
+                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                 stdin=subprocess.PIPE if job["serve"] else subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
@@ -1195,11 +1103,7 @@ class _Run:
             proc.wait()
 
     def _on_worker_event(
-        self,
-        ev: dict[str, Any],
-        tasks: list[dict[str, Any]],
-        cpu: int,
-        rounds: int,
+        self, ev: dict[str, Any], tasks: list[dict[str, Any]], cpu: int, rounds: int,
         watch: FreqWatch,
     ) -> None:
         index = ev.get("index")
@@ -1212,38 +1116,21 @@ class _Run:
         if ev.get("event") == "done":
             self.work_done += t["budget_s"]
         elif ev.get("event") == "failed":
-            self.note(
-                "warning",
-                "task_failed",
-                f"CPU {cpu} {t['suite']} {t['backend']} {t['operation']}: {ev.get('error')}",
-                cpu,
-            )
-        self.report(
-            cpu=cpu,
-            round=rnd,
-            rounds=rounds,
-            suite=t["suite"],
-            backend=t["backend"],
-            operation=t["operation"],
-            message=str(ev.get("event", "")),
-        )
+            self.note("warning", "task_failed",
+                      f"CPU {cpu} {t['suite']} {t['backend']} {t['operation']}: {ev.get('error')}",
+                      cpu)
+        self.report(cpu=cpu, round=rnd, rounds=rounds, suite=t["suite"], backend=t["backend"],
+                    operation=t["operation"], message=str(ev.get("event", "")))
 
     def _abort_cpu(self, cpu: int, reason: str) -> None:
         self.summary.aborted_cpus[cpu] = reason
         self.note("error", "cpu_aborted", f"CPU {cpu} aborted: {reason}", cpu)
 
     def _collect(
-        self,
-        plan: Plan,
-        cpu: int,
-        rnd: int,
-        tasks: list[dict[str, Any]],
-        result_path: Path,
+        self, plan: Plan, cpu: int, rnd: int, tasks: list[dict[str, Any]], result_path: Path,
         pyperf_path: Path,
         caps: dict[int, tuple[bool | None, float | None, hwinfo.CpuFreq | None]],
-        mine: list[Measurement],
-        partial: bool = False,
-        start: int = 0,
+        mine: list[Measurement], partial: bool = False, start: int = 0,
     ) -> None:
         """Measurements from the worker's files (``partial``: a stopped worker's, which may
         have finished nothing, or been stopped while pyperf rewrote its JSON), for its
@@ -1270,13 +1157,8 @@ class _Run:
             rel = os.path.relpath(pyperf_path, base) if base else str(pyperf_path)
         for k, (capped, factor, worst) in sorted(caps.items()):
             if capped and worst is not None:
-                self.note(
-                    "warning",
-                    "cap",
-                    f"CPU {cpu} round {k + 1}: "
-                    + hwinfo.cap_text(worst.hw_max_khz, worst.max_khz, factor),
-                    cpu,
-                )
+                self.note("warning", "cap", f"CPU {cpu} round {k + 1}: " + hwinfo.cap_text(
+                    worst.hw_max_khz, worst.max_khz, factor), cpu)
         for res in result.get("results", []):
             if res["index"] < start:
                 continue
@@ -1288,25 +1170,13 @@ class _Run:
                 continue
             s = stats.summarize(values)
             m = Measurement(
-                run_id=self.run_id,
-                cpu=cpu,
-                suite=task["suite"],
-                backend=task["backend"],
-                operation=task["operation"],
-                round=k,
-                n=s.n,
-                median_ns=s.median_ns,
-                p95_ns=s.p95_ns,
-                mean_ns=s.mean_ns,
-                stdev_ns=s.stdev_ns,
-                min_ns=s.min_ns,
+                run_id=self.run_id, cpu=cpu, suite=task["suite"], backend=task["backend"],
+                operation=task["operation"], round=k, n=s.n, median_ns=s.median_ns,
+                p95_ns=s.p95_ns, mean_ns=s.mean_ns, stdev_ns=s.stdev_ns, min_ns=s.min_ns,
                 max_ns=s.max_ns,
                 samples_ns=values if len(values) <= self.config.keep_samples else None,
-                finished_at=res.get("finished_at"),
-                capped=capped,
-                cap_factor=factor,
-                pyperf_json=rel,
-                checks=int(res.get("checks", 0)),
+                finished_at=res.get("finished_at"), capped=capped, cap_factor=factor,
+                pyperf_json=rel, checks=int(res.get("checks", 0)),
                 disagreements=int(res.get("disagreements", 0)),
                 turn_size=res.get("turn_size") if values and len(values) == res.get("n") else None,
             )
@@ -1318,36 +1188,22 @@ class _Run:
             wrong = int(res.get("wrong_verdicts", 0))
             if wrong:
                 self.summary.wrong_verdicts += wrong
-                self.note(
-                    "error",
-                    "wrong_verdict",
-                    f"CPU {cpu} {task['suite']} {task['backend']} {task['operation']}: "
-                    f"{wrong} of {m.n} verdicts were wrong",
-                    cpu,
-                )
+                self.note("error", "wrong_verdict",
+                          f"CPU {cpu} {task['suite']} {task['backend']} {task['operation']}: "
+                          f"{wrong} of {m.n} verdicts were wrong", cpu)
             for ex in res.get("examples", []):
-                print(
-                    f"qprof: DISAGREEMENT on CPU {cpu} {task['suite']}: {ex['backends']}",
-                    file=sys.stderr,
-                )
+                print(f"qprof: DISAGREEMENT on CPU {cpu} {task['suite']}: {ex['backends']}",
+                      file=sys.stderr)
                 self.emit(Disagreement(run_id=self.run_id, cpu=cpu, suite=task["suite"], **ex))
             if m.disagreements:
-                self.note(
-                    "error",
-                    "disagreement",
-                    f"CPU {cpu} {task['suite']} {task['operation']}: {m.disagreements} "
-                    f"of {m.checks} checks disagreed",
-                    cpu,
-                )
+                self.note("error", "disagreement",
+                          f"CPU {cpu} {task['suite']} {task['operation']}: {m.disagreements} "
+                          f"of {m.checks} checks disagreed", cpu)
         for fail in result.get("failures", []):
             if fail.get("index", start) < start:
                 continue
-            self.note(
-                "warning",
-                "task_failed",
-                f"CPU {cpu} round {rnd + 1}: {fail['name']}: {fail['error']}",
-                cpu,
-            )
+            self.note("warning", "task_failed", f"CPU {cpu} round {rnd + 1}: {fail['name']}: "
+                      f"{fail['error']}", cpu)
 
 
 def run_bench(

@@ -138,12 +138,8 @@ def _still_good(fx: Fixture, checker: str) -> bool:
     )
 
 
-def cached_fixture(
-    suite: str,
-    preferred: tuple[str, ...] = (),
-    directory: Path | None = None,
-    checker: str | None = None,
-) -> Fixture:
+def cached_fixture(suite: str, preferred: tuple[str, ...] = (), directory: Path | None = None,
+                   checker: str | None = None) -> Fixture:
     """A fixture from the cache when it still verifies (with ``checker``), else a new one.
 
     Test keys only: caching them saves signing an SLH-DSA "s" signature (about a second)

@@ -47,7 +47,10 @@ def cpu_problem(cpu: int, root: str | Path = "/") -> str | None:
     if online == "0":
         return f"CPU {cpu} is offline"
     if allowed and cpu not in allowed:
-        return f"CPU {cpu} is not in this process's affinity mask (allowed: {format_cpus(allowed)})"
+        return (
+            f"CPU {cpu} is not in this process's affinity mask "
+            f"(allowed: {format_cpus(allowed)})"
+        )
     return None
 
 
@@ -57,7 +60,7 @@ def format_cpus(cpus: list[int]) -> str:
 
 
 def parse_cpus(text: str) -> list[int] | None:
-    """ "0,2-3" -> [0, 2, 3]; "all" -> None (the caller decides). ValueError when bad."""
+    """"0,2-3" -> [0, 2, 3]; "all" -> None (the caller decides). ValueError when bad."""
     text = text.strip()
     if text == "all":
         return None
@@ -76,17 +79,8 @@ def topology(root: str | Path = "/") -> dict[str, Any]:
         return read_topology(root).to_dict()
     except Exception as exc:  # degrade, say why: a measurement must not die here
         reason = f"qprof.hw.read_topology failed ({type(exc).__name__}: {exc})"
-    rows = [
-        {
-            "cpu": cpu,
-            "online": True,
-            "cluster": 0,
-            "max_khz": None,
-            "uarch": None,
-            "part_name": None,
-        }
-        for cpu in _allowed_cpus()
-    ]
+    rows = [{"cpu": cpu, "online": True, "cluster": 0, "max_khz": None, "uarch": None,
+             "part_name": None} for cpu in _allowed_cpus()]
     return {
         "root": str(root),
         "cpus": rows,
@@ -108,9 +102,8 @@ def default_cpus(topo: dict[str, Any]) -> list[int]:
     return sorted(set(chosen)) or [0]
 
 
-def frequencies(
-    root: str | Path, cpus: list[int], topology: Topology | None = None
-) -> dict[int, CpuFreq]:
+def frequencies(root: str | Path, cpus: list[int],
+                topology: Topology | None = None) -> dict[int, CpuFreq]:
     """Frequency and cap state of ``cpus``; all-unknown rows when the readers fail.
 
     Pass ``topology`` when calling in a loop: without it the reader reads it again.
@@ -124,15 +117,9 @@ def frequencies(
     for f in reading.cpus:
         if f.cpu in wanted:
             unknown[f.cpu] = CpuFreq(
-                cpu=f.cpu,
-                cur_khz=f.cur_khz,
-                max_khz=f.max_khz,
-                hw_max_khz=f.hw_max_khz,
-                capped=f.capped,
-                cap_factor=f.cap_factor,
-                cause=f.cap_cause,
-                governor=f.governor,
-                min_khz=f.min_khz,
+                cpu=f.cpu, cur_khz=f.cur_khz, max_khz=f.max_khz, hw_max_khz=f.hw_max_khz,
+                capped=f.capped, cap_factor=f.cap_factor, cause=f.cap_cause,
+                governor=f.governor, min_khz=f.min_khz,
             )
     return unknown
 
@@ -141,10 +128,8 @@ def env_snapshot(root: str | Path = "/") -> dict[str, Any]:
     try:
         return take_env_snapshot(root)
     except Exception as exc:
-        return {
-            "taken_at": time.time(),
-            "problems": [f"qprof.hw.take_env_snapshot failed ({type(exc).__name__}: {exc})"],
-        }
+        return {"taken_at": time.time(), "problems": [
+            f"qprof.hw.take_env_snapshot failed ({type(exc).__name__}: {exc})"]}
 
 
 def cap_text(hw_max_khz: int | None, max_khz: int | None, factor: float | None) -> str:

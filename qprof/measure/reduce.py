@@ -99,12 +99,13 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
             checks=sum(m.checks for m in ms),
             disagreements=sum(m.disagreements for m in ms),
             p10_ns=stats.percentile(pooled, 10) if pooled else None,
-            p10_spread_bp=stats.round_spread_bp([stats.percentile(v, 10) for v in samples.values()])
-            if have_all_samples and samples
-            else None,
+            p10_spread_bp=stats.round_spread_bp(
+                [stats.percentile(v, 10) for v in samples.values()]
+            ) if have_all_samples and samples else None,
             turn_sizes={m.round: m.turn_size for m in ms if m.turn_size and m.round in samples},
             round_p10s=(
-                {r: stats.percentile(v, 10) for r, v in samples.items()} if have_all_samples else {}
+                {r: stats.percentile(v, 10) for r, v in samples.items()}
+                if have_all_samples else {}
             ),
         )
     return out
@@ -134,10 +135,7 @@ def ratio_ci(
 
 
 def vu_by_round(
-    suite: Reduced,
-    unit: Reduced,
-    unit_vu: int = 100,
-    statistic: str = "median",
+    suite: Reduced, unit: Reduced, unit_vu: int = 100, statistic: str = "median",
     rounds: set[int] | None = None,
 ) -> dict[int, float]:
     """100 x median(suite in round r) / median(unit in round r, else the rounds around r).
@@ -186,15 +184,14 @@ MIN_QUIET_TURNS = 3
 
 
 def _turns(samples: list[float], size: int) -> list[list[float]]:
-    return [samples[i : i + size] for i in range(0, len(samples), size)]
+    return [samples[i:i + size] for i in range(0, len(samples), size)]
 
 
 def unit_turn_medians(unit: Reduced) -> dict[int, list[float]]:
     """Round -> median of each turn of the unit (interleaved rounds only)."""
     return {
         r: [stats.median(t) for t in _turns(unit.samples_by_round[r], k)]
-        for r, k in unit.turn_sizes.items()
-        if r in unit.samples_by_round
+        for r, k in unit.turn_sizes.items() if r in unit.samples_by_round
     }
 
 
@@ -227,9 +224,7 @@ class Paired:
 
 
 def paired_ratios(
-    suite: Reduced,
-    unit: Reduced,
-    tolerance_bp: float = QUIET_TOLERANCE_BP,
+    suite: Reduced, unit: Reduced, tolerance_bp: float = QUIET_TOLERANCE_BP,
     suite_tolerance_bp: float = SUITE_TOLERANCE_BP,
 ) -> Paired | None:
     """The suite/unit ratio from quiet turns (see :class:`Paired`); None unless both were
@@ -241,16 +236,13 @@ def paired_ratios(
     limit = floor * (1 + tolerance_bp / 10_000.0)
     sm = {
         r: [stats.median(t) for t in _turns(suite.samples_by_round[r], k)]
-        for r, k in suite.turn_sizes.items()
-        if r in suite.samples_by_round
+        for r, k in suite.turn_sizes.items() if r in suite.samples_by_round
     }
     # The suite's quiet level: the 10th percentile of its turns between two quiet unit
     # turns (its quickest turn would do for ML-DSA, whose quiet turns agree within ~100 bp,
     # but an SLH-DSA turn holds 1-4 operations of 1-2 ms and spreads wider).
     bracketed = [
-        s_turns[c]
-        for r, s_turns in sm.items()
-        if r in um
+        s_turns[c] for r, s_turns in sm.items() if r in um
         for c in range(min(len(s_turns), len(um[r]) - 1))
         if um[r][c] <= limit and um[r][c + 1] <= limit
     ] or [x for turns in sm.values() for x in turns]
@@ -273,15 +265,13 @@ def paired_ratios(
         fraction[r] = len(got) / pairable if pairable > 0 else 0.0
     if not ratios:
         return None
-    kept = [
-        r for r in ratios if len(ratios[r]) >= MIN_QUIET_TURNS and fraction[r] >= MIN_QUIET_FRACTION
-    ]
+    kept = [r for r in ratios if len(ratios[r]) >= MIN_QUIET_TURNS
+            and fraction[r] >= MIN_QUIET_FRACTION]
     contended = sorted(r for r in ratios if r not in kept)
     unit_ns, unit_by_round, _unit_contended = unit_quiet(unit, tolerance_bp)
     if not kept:
-        return Paired(
-            float("nan"), {}, fraction, contended, 0, turns_total, unit_ns, unit_by_round, {}
-        )
+        return Paired(float("nan"), {}, fraction, contended, 0, turns_total, unit_ns,
+                      unit_by_round, {})
     pooled = [x for r in kept for x in ratios[r]]
     return Paired(
         ratio=stats.median(pooled),
@@ -297,8 +287,7 @@ def paired_ratios(
 
 
 def unit_quiet(
-    unit: Reduced,
-    tolerance_bp: float = QUIET_TOLERANCE_BP,
+    unit: Reduced, tolerance_bp: float = QUIET_TOLERANCE_BP,
 ) -> tuple[float, dict[int, float], list[int]]:
     """The unit's quiet speed: (median of its quiet turns in the rounds that had enough of
     them, median quiet turn per such round, rounds without enough quiet turns)."""
@@ -307,11 +296,8 @@ def unit_quiet(
         return float("nan"), {}, []
     limit = min(x for turns in um.values() for x in turns) * (1 + tolerance_bp / 1e4)
     quiet = {r: [x for x in u if x <= limit] for r, u in um.items()}
-    kept = sorted(
-        r
-        for r, q in quiet.items()
-        if len(q) >= MIN_QUIET_TURNS and len(q) / len(um[r]) >= MIN_QUIET_FRACTION
-    )
+    kept = sorted(r for r, q in quiet.items() if len(q) >= MIN_QUIET_TURNS
+                  and len(q) / len(um[r]) >= MIN_QUIET_FRACTION)
     pooled = [x for r in kept for x in quiet[r]]
     return (
         stats.median(pooled) if pooled else float("nan"),

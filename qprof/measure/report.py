@@ -111,7 +111,7 @@ def build_columns(runs: list[RunData]) -> list[Column]:
 def _backends(cols: list[Column], op: str) -> list[str]:
     seen: list[str] = []
     for c in cols:
-        for cpu, _s, b, o in c.reduced:
+        for (cpu, _s, b, o) in c.reduced:
             if cpu == c.cpu and o == op and b not in seen:
                 seen.append(b)
     return seen
@@ -120,7 +120,7 @@ def _backends(cols: list[Column], op: str) -> list[str]:
 def _suites(cols: list[Column], profile: Profile | None, ops: tuple[str, ...]) -> list[str]:
     order = list(profile.suites) if profile else []
     for c in cols:
-        for cpu, s, _b, o in sorted(c.reduced):
+        for (cpu, s, _b, o) in sorted(c.reduced):
             if cpu == c.cpu and o in ops and s not in order:
                 order.append(s)
     present = {s for c in cols for (cpu, s, _b, o) in c.reduced if cpu == c.cpu and o in ops}
@@ -152,14 +152,8 @@ def _machine(cols: list[Column]) -> list[str]:
         return c.run.meta
 
     row("File", lambda c: f"`{Path(c.run.path).name}`")
-    row(
-        "Machine",
-        lambda c: (
-            (meta(c).machine.get("cpu_model") or "?") + ", " + (meta(c).machine.get("arch") or "?")
-            if meta(c)
-            else "?"
-        ),
-    )
+    row("Machine", lambda c: (meta(c).machine.get("cpu_model") or "?") + ", "
+        + (meta(c).machine.get("arch") or "?") if meta(c) else "?")
     row("Kernel", lambda c: meta(c).machine.get("kernel") or "?" if meta(c) else "?")
 
     def core(c: Column) -> str:
@@ -200,8 +194,7 @@ def _machine(cols: list[Column]) -> list[str]:
         parts = [
             f"liboqs {v.get('liboqs_linked') or '-'} "
             f"(liboqs-python {v.get('liboqs_python') or '-'})",
-            f"Python {v.get('python') or '-'}",
-            f"numba {v.get('numba') or '-'}",
+            f"Python {v.get('python') or '-'}", f"numba {v.get('numba') or '-'}",
             f"pyperf {v.get('pyperf') or '-'}",
         ]
         if v.get("qprof_commit"):
@@ -212,10 +205,8 @@ def _machine(cols: list[Column]) -> list[str]:
 
     def method(c: Column) -> str:
         s = meta(c).settings if meta(c) else {}
-        return (
-            f"mode {s.get('mode', '?')}, {s.get('rounds', '?')} base rounds "
-            f"(up to {s.get('max_rounds', '?')}), nice {s.get('nice', '?')}"
-        )
+        return (f"mode {s.get('mode', '?')}, {s.get('rounds', '?')} base rounds "
+                f"(up to {s.get('max_rounds', '?')}), nice {s.get('nice', '?')}")
 
     row("Method", method)
     lines += _table(header, rows)
@@ -226,13 +217,8 @@ def _machine(cols: list[Column]) -> list[str]:
         "- A/B/A/B/A rounds: A = the unit suite, B = the other suites, so a drift of the "
         "machine affects all alike; extra B/A pairs were added while an estimate was unsure.",
     ]
-    inter = sorted(
-        {
-            str(c.run.meta.settings.get("interleaving"))
-            for c in cols
-            if c.run.meta and c.run.meta.settings.get("interleave_block_s")
-        }
-    )
+    inter = sorted({str(c.run.meta.settings.get("interleaving")) for c in cols
+                    if c.run.meta and c.run.meta.settings.get("interleave_block_s")})
     lines += [f"- Interleaving: {t}." for t in inter]
     lines += [
         "- Statistics: median and, in brackets, the 95th percentile of all samples of all "
@@ -254,18 +240,13 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
     unit = _unit(profile, cols)
     lines = []
     for backend in backends:
-        suites = [
-            s for s in _suites(cols, profile, (op,)) if any(c.get(s, backend, op) for c in cols)
-        ]
+        suites = [s for s in _suites(cols, profile, (op,))
+                  if any(c.get(s, backend, op) for c in cols)]
         if not suites:
             continue
-        lines += [
-            f"## {title} ({backend})",
-            "",
-            f"Estimate = ceil(100 × median / median of {unit}), same core, backend and "
-            "run; 95 % CI from a bootstrap over rounds and samples.",
-            "",
-        ]
+        lines += [f"## {title} ({backend})", "",
+                  f"Estimate = ceil(100 × median / median of {unit}), same core, backend and "
+                  "run; 95 % CI from a bootstrap over rounds and samples.", ""]
         header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
         header += ["VU estimate " + " / ".join(c.label for c in cols)]
         if profile:
@@ -299,9 +280,8 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                 if const is None or not covered:
                     r.append("-")
                 else:
-                    r.append(
-                        "yes" if all(covered) else ("no" if not any(covered) else "no (some cores)")
-                    )
+                    r.append("yes" if all(covered) else
+                             ("no" if not any(covered) else "no (some cores)"))
             rows.append(r)
         lines += _table(header, rows) + [""]
         if profile:
@@ -329,16 +309,12 @@ def _coverage_bullets(cols: list[Column], profile: Profile, backend: str, op: st
     least = min(tight, key=lambda r: r.margin)
     if bad:
         for r in bad:
-            lines.append(
-                f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
-                f"the constant {r.vu_constant} by {-r.margin}: NOT covered."
-            )
+            lines.append(f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
+                         f"the constant {r.vu_constant} by {-r.margin}: NOT covered.")
     else:
-        lines.append(
-            f"- Every constant of profile `{profile.name}` covers its estimate; least "
-            f"room: {least.suite} on {cols[least.cpu].label} ({least.vu_estimate} of "
-            f"{least.vu_constant}, margin {least.margin})."
-        )
+        lines.append(f"- Every constant of profile `{profile.name}` covers its estimate; least "
+                     f"room: {least.suite} on {cols[least.cpu].label} ({least.vu_estimate} of "
+                     f"{least.vu_constant}, margin {least.margin}).")
     return lines + [""]
 
 
@@ -353,39 +329,25 @@ def _wallet(cols: list[Column], profile: Profile | None) -> list[str]:
         header = ["Suite"] + [f"Keygen {c.label}" for c in cols] + [f"Sign {c.label}" for c in cols]
         rows = []
         for s in suites:
-            rows.append(
-                [s]
-                + [fmt_med_p95(c.get(s, backend, "keygen")) for c in cols]
-                + [fmt_med_p95(c.get(s, backend, "sign")) for c in cols]
-            )
+            rows.append([s] + [fmt_med_p95(c.get(s, backend, "keygen")) for c in cols]
+                        + [fmt_med_p95(c.get(s, backend, "sign")) for c in cols])
         lines += [f"## Key generation and signing, what a wallet pays ({backend})", ""]
         lines += _table(header, rows)
-        lines += [
-            "",
-            'SLH-DSA "s" signing (about a second each) is measured only with '
-            "`--full`; `-` = not measured.",
-            "",
-        ]
+        lines += ["", "SLH-DSA \"s\" signing (about a second each) is measured only with "
+                  "`--full`; `-` = not measured.", ""]
     return lines
 
 
 def _kem(cols: list[Column]) -> list[str]:
-    names = {
-        (s, b)
-        for c in cols
-        for (cpu, s, b, o) in c.reduced
-        if cpu == c.cpu and o.startswith("kem_")
-    }
+    names = {(s, b) for c in cols for (cpu, s, b, o) in c.reduced
+             if cpu == c.cpu and o.startswith("kem_")}
     if not names:
         return []
     lines = []
     for suite, backend in sorted(names):
         rows = []
-        for op, label in (
-            ("kem_keygen", "keygen"),
-            ("kem_encaps", "encapsulate"),
-            ("kem_decaps", "decapsulate"),
-        ):
+        for op, label in (("kem_keygen", "keygen"), ("kem_encaps", "encapsulate"),
+                          ("kem_decaps", "decapsulate")):
             rows.append([label] + [fmt_med_p95(c.get(suite, backend, op)) for c in cols])
         lines += [f"## {suite} (P2P handshake), through {backend}", ""]
         lines += _table(["Operation"] + [c.label for c in cols], rows) + [""]
@@ -394,36 +356,24 @@ def _kem(cols: list[Column]) -> list[str]:
 
 def _invalid(cols: list[Column], profile: Profile | None) -> list[str]:
     ops = [("verify_invalid", b) for b in _backends(cols, "verify_invalid")]
-    ops += [
-        (o, b) for o in ("dual_enforce_invalid", "dual_shadow_invalid") for b in _backends(cols, o)
-    ]
+    ops += [(o, b) for o in ("dual_enforce_invalid", "dual_shadow_invalid")
+            for b in _backends(cols, o)]
     if not ops:
         return []
     suites = _suites(cols, profile, tuple(o for o, _b in ops))
     header = ["Suite"] + [
         f"{o.replace('_invalid', '').replace('verify', b).replace('_', ' ')}"
-        + (f" ({b})" if o != "verify_invalid" else "")
-        + " "
-        + " / ".join(c.label for c in cols)
+        + (f" ({b})" if o != "verify_invalid" else "") + " " + " / ".join(c.label for c in cols)
         for o, b in ops
     ]
     rows = []
     for s in suites:
-        rows.append(
-            [s]
-            + [
-                " / ".join(fmt_ns(r.median_ns) if (r := c.get(s, b, o)) else "-" for c in cols)
-                for o, b in ops
-            ]
-        )
+        rows.append([s] + [" / ".join(fmt_ns(r.median_ns) if (r := c.get(s, b, o)) else "-"
+                                      for c in cols) for o, b in ops])
     lines = ["## Invalid signatures (one byte flipped)", ""] + _table(header, rows)
-    lines += [
-        "",
-        "Median of the round medians. In enforce mode the second verifier is not "
-        "called when liboqs rejects, so an invalid signature costs what it cost before; "
-        "shadow mode runs both.",
-        "",
-    ]
+    lines += ["", "Median of the round medians. In enforce mode the second verifier is not "
+              "called when liboqs rejects, so an invalid signature costs what it cost before; "
+              "shadow mode runs both.", ""]
     return lines
 
 
@@ -458,12 +408,8 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
             rows.append(r)
         lines += [f"## Both verifiers, valid signatures ({pair.replace('+', ' then ')})", ""]
         lines += _table(header, rows)
-        lines += [
-            "",
-            f"The percentage is against {first} alone in the same run. A valid "
-            "signature costs the sum of both verifiers.",
-            "",
-        ]
+        lines += ["", f"The percentage is against {first} alone in the same run. A valid "
+                  "signature costs the sum of both verifiers.", ""]
     return lines
 
 
@@ -498,15 +444,11 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
             r.append(fmt_ns(nsig * med) if med else "-")
         if any_value:
             rows.append(r)
-    lines = [
-        "## Worst-case block estimate",
-        "",
-        f"A block holding as many signatures of one suite as MAX_BLOCK_VERIFY_UNITS "
-        f"({profile.max_block_verify_units:,}) allows, times the median of one signature, "
-        "on one core. An estimate, not a measured block; validation on several cores "
-        "takes less.",
-        "",
-    ]
+    lines = ["## Worst-case block estimate", "",
+             f"A block holding as many signatures of one suite as MAX_BLOCK_VERIFY_UNITS "
+             f"({profile.max_block_verify_units:,}) allows, times the median of one signature, "
+             "on one core. An estimate, not a measured block; validation on several cores "
+             "takes less.", ""]
     lines += _table(header, rows) + [""]
     worst, worst_suite = 0.0, None
     for suite in profile.suites:
@@ -520,18 +462,13 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
         text = f"- Slowest worst-case block here: {fmt_ns(worst)} ({worst_suite})"
         ref_med = ref.verify_median_ns.get(worst_suite) if ref else None
         if ref and ref_med:
-            ref_block = (
-                profile.max_block_verify_units // profile.verify_units[worst_suite]
-            ) * ref_med
-            text += (
-                f"; the same block on the reference core {ref.name}: {fmt_ns(ref_block)} "
-                f"({worst / ref_block:.2f}×)"
-            )
+            ref_block = (profile.max_block_verify_units
+                         // profile.verify_units[worst_suite]) * ref_med
+            text += (f"; the same block on the reference core {ref.name}: {fmt_ns(ref_block)} "
+                     f"({worst / ref_block:.2f}×)")
         if profile.target_block_interval_s:
-            text += (
-                f"; {100 * worst / (profile.target_block_interval_s * 1e9):.2f} % of the "
-                f"target block interval ({profile.target_block_interval_s:.0f} s)"
-            )
+            text += (f"; {100 * worst / (profile.target_block_interval_s * 1e9):.2f} % of the "
+                     f"target block interval ({profile.target_block_interval_s:.0f} s)")
         lines += [text + ".", ""]
     return lines
 
@@ -544,10 +481,8 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         if not reds:
             continue
         spread = max(reds, key=lambda r: r.spread_bp)
-        text = (
-            f"- {c.label}: largest spread between rounds {spread.spread_bp:.0f} bp "
-            f"({spread.suite} {spread.backend} {spread.operation})"
-        )
+        text = (f"- {c.label}: largest spread between rounds {spread.spread_bp:.0f} bp "
+                f"({spread.suite} {spread.backend} {spread.operation})")
         for b in _backends(cols, "verify"):
             u = c.get(unit, b, "verify")
             d = unit_drift_bp(u) if u else None
@@ -558,30 +493,21 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         if mlspread:
             worst = max(r.spread_bp for r in mlspread)
             if worst > 100:
-                lines.append(
-                    f"  - ML-DSA round spread above 100 bp ({worst:.0f} bp): the machine "
-                    "was not quiet; treat estimates near a constant with care."
-                )
+                lines.append(f"  - ML-DSA round spread above 100 bp ({worst:.0f} bp): the machine "
+                             "was not quiet; treat estimates near a constant with care.")
                 for b in _backends(cols, "verify"):
                     u = c.get(unit, b, "verify")
                     if u is None or not u.p10_ns:
                         continue
-                    alt = [
-                        f"{r.suite} {vu_estimate(r.p10_ns, u.p10_ns)}"
-                        for r in reds
-                        if r.backend == b
-                        and r.operation == "verify"
-                        and r.suite != unit
-                        and r.p10_ns
-                    ]
+                    alt = [f"{r.suite} {vu_estimate(r.p10_ns, u.p10_ns)}" for r in reds
+                           if r.backend == b and r.operation == "verify" and r.suite != unit
+                           and r.p10_ns]
                     if alt:
-                        lines.append(
-                            f"  - Estimates from the 10th percentile ({b}; the speed "
-                            "when nothing else ran, not the rule): " + ", ".join(alt)
-                        )
+                        lines.append(f"  - Estimates from the 10th percentile ({b}; the speed "
+                                     "when nothing else ran, not the rule): " + ", ".join(alt))
                     pairs = []
                     for r in reds:
-                        if r.backend != b or r.operation != "verify" or r.suite == unit:
+                        if (r.backend != b or r.operation != "verify" or r.suite == unit):
                             continue
                         pr = paired_ratios(r, u)
                         if pr is not None and pr.by_round:
@@ -590,15 +516,13 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
                                 f"{len(pr.quiet_fraction)} rounds, per round "
                                 f"{100 * min(pr.by_round.values()):.1f}-"
                                 f"{100 * max(pr.by_round.values()):.1f}, "
-                                f"{pr.spread_bp:.0f} bp apart)"
-                            )
+                                f"{pr.spread_bp:.0f} bp apart)")
                     if pairs:
-                        lines.append(
-                            f"  - Estimates from quiet-turn pairs ({b}; interleaved "
-                            "rounds, each suite turn against the unit turns on both "
-                            "sides where all three ran at the quiet speed; what `qprof "
-                            "check` uses on a busy host, not the rule): " + ", ".join(pairs)
-                        )
+                        lines.append(f"  - Estimates from quiet-turn pairs ({b}; interleaved "
+                                     "rounds, each suite turn against the unit turns on both "
+                                     "sides where all three ran at the quiet speed; what `qprof "
+                                     "check` uses on a busy host, not the rule): "
+                                     + ", ".join(pairs))
         capped = sorted({r for red in reds for r in red.capped_rounds})
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None
@@ -610,15 +534,11 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         e = c.run.end
         if e is not None:
             if e.disagreements:
-                lines.append(
-                    f"- `{Path(c.run.path).name}`: {e.disagreements} of {e.checks:,} "
-                    "checks DISAGREED (see the disagreement records)."
-                )
+                lines.append(f"- `{Path(c.run.path).name}`: {e.disagreements} of {e.checks:,} "
+                             "checks DISAGREED (see the disagreement records).")
             elif e.checks:
-                lines.append(
-                    f"- `{Path(c.run.path).name}`: {e.checks:,} checks with two "
-                    "verifiers, they never disagreed."
-                )
+                lines.append(f"- `{Path(c.run.path).name}`: {e.checks:,} checks with two "
+                             "verifiers, they never disagreed.")
         for n in c.run.notes:
             # Caps, drift and agreement are summarized above from the records themselves.
             if n.kind not in ("cap", "drift", "agreement"):
@@ -631,7 +551,7 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
 def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
     """Blocks verified for real (``qprof block --json``), beside the estimate above."""
     header = ["Suite (signatures)", "Mode", "Scope (CPUs)", "Wall", "1-core estimate",
-              "Speed-up", "% of interval", "Verdicts"]  # fmt: skip
+              "Speed-up", "% of interval", "Verdicts"]
     rows = []
     for b in blocks:
         interval = f"{100 * b.interval_fraction:.3f} %" if b.interval_fraction else "-"
@@ -641,7 +561,7 @@ def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
             f"{b.scope} ({format_cpulist(b.cpus)})", fmt_ns(b.wall_s * 1e9),
             fmt_ns(b.single_core_estimate_s * 1e9), f"{b.speedup:.2f}×", interval,
             "all right" if b.all_verified else f"{len(b.wrong_verdicts)} wrong",
-        ])  # fmt: skip
+        ])
     return [
         "## Measured worst-case blocks",
         "",
@@ -653,9 +573,8 @@ def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
     ]
 
 
-def render_report(
-    runs: list[RunData], profile: Profile | None = None, blocks: list[BlockResult] = ()
-) -> str:
+def render_report(runs: list[RunData], profile: Profile | None = None,
+                  blocks: list[BlockResult] = ()) -> str:
     cols = build_columns(runs)
     lines = ["# Post-quantum verification cost per core", ""]
     if profile:

@@ -28,9 +28,8 @@ STATISTIC_TEXT = {
 STEADY_SPREAD_BP = 100.0
 
 
-def paired_for(
-    reduced: dict, cpu: int, backend: str, operation: str, unit_suite: str
-) -> dict[str, Paired]:
+def paired_for(reduced: dict, cpu: int, backend: str, operation: str,
+               unit_suite: str) -> dict[str, Paired]:
     """suite -> its quiet-turn pairing with the unit (interleaved rounds only)."""
     unit = reduced.get((cpu, unit_suite, backend, operation))
     out: dict[str, Paired] = {}
@@ -55,12 +54,8 @@ def paired_spread(paired: dict[str, Paired], suite: str, unit_suite: str) -> flo
 
 
 def choose_statistic(
-    reduced: dict,
-    cpu: int,
-    backend: str,
-    operation: str = "verify",
-    max_spread_bp: float = STEADY_SPREAD_BP,
-    unit_suite: str = "ML-DSA-44",
+    reduced: dict, cpu: int, backend: str, operation: str = "verify",
+    max_spread_bp: float = STEADY_SPREAD_BP, unit_suite: str = "ML-DSA-44",
 ) -> tuple[str, str]:
     """(statistic, why) for ``statistic="auto"`` on one CPU and backend.
 
@@ -84,20 +79,19 @@ def choose_statistic(
     # rounds of its own (SLH-DSA on a very busy host) falls back to its 10th percentile,
     # said on its line.
     ml = {s for _m, _p, s in spreads if s != unit_suite}
-    if (
-        paired
-        and any(p.by_round for p in paired.values())
-        and ml <= {s for s, p in paired.items() if p.by_round}
-    ):
+    if paired and any(p.by_round for p in paired.values()) and ml <= {
+            s for s, p in paired.items() if p.by_round}:
         worst = max((paired_spread(paired, s, unit_suite) or 0.0) for _m, _p, s in spreads)
         contended = max(len(p.contended) for s, p in paired.items() if s in ml or not ml)
         rounds = max(len(p.quiet_fraction) for p in paired.values())
         return "paired", (
             f"ML-DSA round medians {worst_median:.0f} bp apart (a busy or shared host); "
             f"from quiet turns only, ML-DSA rounds {worst:.0f} bp apart"
-            + (f"; {contended} of {rounds} rounds under contention left out" if contended else "")
+            + (f"; {contended} of {rounds} rounds under contention left out" if contended
+               else "")
         )
-    worst_p10 = max((p if p is not None else float("inf") for _m, p, _s in spreads), default=0.0)
+    worst_p10 = max((p if p is not None else float("inf") for _m, p, _s in spreads),
+                    default=0.0)
     if worst_p10 < worst_median:
         return "p10", (
             f"ML-DSA round medians {worst_median:.0f} bp apart (a busy or shared host); "
@@ -107,9 +101,7 @@ def choose_statistic(
 
 
 def evaluate(
-    profile: Profile,
-    measurements: Iterable[Measurement],
-    operation: str = "verify",
+    profile: Profile, measurements: Iterable[Measurement], operation: str = "verify",
     statistic: str = "median",
 ) -> list[tuple[CoverageResult, dict[str, Any]]]:
     """(result, extras) per (cpu, backend, suite); extras: n, rounds, spread_bp, ratio CI.
@@ -129,29 +121,20 @@ def evaluate(
     for (cpu, suite, backend, _op), red in reduced.items():
         used, why = statistic, "asked for"
         if statistic == "auto":
-            used, why = choose_statistic(
-                reduced, cpu, backend, operation, unit_suite=profile.unit_suite
-            )
+            used, why = choose_statistic(reduced, cpu, backend, operation,
+                                         unit_suite=profile.unit_suite)
         if (cpu, backend) not in paired_cache:
-            paired_cache[(cpu, backend)] = paired_for(
-                reduced, cpu, backend, operation, profile.unit_suite
-            )
+            paired_cache[(cpu, backend)] = paired_for(reduced, cpu, backend, operation,
+                                                      profile.unit_suite)
         paired = paired_cache[(cpu, backend)]
         unit = reduced.get((cpu, profile.unit_suite, backend, operation))
         is_unit = suite == profile.unit_suite
         pair = paired.get(suite)
         anyp = next((p for p in paired.values() if p.by_round), None)
-        if used == "paired" and (
-            anyp is None or (not is_unit and (pair is None or not pair.by_round))
-        ):
-            used, why = (
-                "p10",
-                (
-                    "no round of this suite had enough quiet turns"
-                    if pair is not None
-                    else "rounds not interleaved"
-                ),
-            )
+        if used == "paired" and (anyp is None or (not is_unit and (pair is None
+                                                                   or not pair.by_round))):
+            used, why = "p10", ("no round of this suite had enough quiet turns"
+                                if pair is not None else "rounds not interleaved")
         ci = None
         if used == "paired":
             assert anyp is not None
@@ -165,34 +148,23 @@ def evaluate(
             rounds_used = len(anyp.unit_by_round if is_unit else pair.by_round)  # type: ignore[union-attr]
         else:
             q = 0.5 if used == "median" else 0.1
-            ci = ratio_ci(red, unit, quantile=q) if unit is not None and not is_unit else None
+            ci = (ratio_ci(red, unit, quantile=q)
+                  if unit is not None and not is_unit else None)
             value = red.median_ns if used == "median" else (red.p10_ns or red.median_ns)
-            spread = (
-                red.p10_spread_bp
-                if used == "p10" and red.p10_spread_bp is not None
-                else red.spread_bp
-            )
+            spread = (red.p10_spread_bp if used == "p10" and red.p10_spread_bp is not None
+                      else red.spread_bp)
             rounds_used = len(red.round_medians)
-        medians.append(
-            SuiteMedian(cpu, backend, suite, value, red.capped, red.cap_factor, ci, red.n)
-        )
+        medians.append(SuiteMedian(cpu, backend, suite, value, red.capped,
+                                   red.cap_factor, ci, red.n))
         if used == "paired":
-            by_round = (
-                {
-                    str(r): round(100 * profile.unit_vu / 100 * v, 1)
-                    for r, v in pair.by_round.items()
-                }  # type: ignore[union-attr]
-                if not is_unit
-                else None
-            )
+            by_round = ({str(r): round(100 * profile.unit_vu / 100 * v, 1)
+                         for r, v in pair.by_round.items()}  # type: ignore[union-attr]
+                        if not is_unit else None)
         else:
             by_round = (
-                {
-                    str(k): round(v, 1)
-                    for k, v in vu_by_round(red, unit, profile.unit_vu, used).items()
-                }
-                if unit is not None and not is_unit
-                else None
+                {str(k): round(v, 1) for k, v in
+                 vu_by_round(red, unit, profile.unit_vu, used).items()}
+                if unit is not None and not is_unit else None
             )
         ref = pair if pair is not None else anyp
         extras[(cpu, backend, suite)] = {
@@ -211,41 +183,32 @@ def evaluate(
             # percentiles, or (paired) the per-round ratios / the unit's quiet speed.
             "round_spread_bp": round(spread, 1) if spread is not None else None,
             "spread_bp": round(red.spread_bp, 1),
-            "p10_spread_bp": (
-                round(red.p10_spread_bp, 1) if red.p10_spread_bp is not None else None
-            ),
+            "p10_spread_bp": (round(red.p10_spread_bp, 1)
+                              if red.p10_spread_bp is not None else None),
             "ratio_ci": list(ci) if ci else None,
             # Rounds (0-based, as the keys of vu_by_round) without enough quiet turns: for
             # the unit, rounds where it rarely ran at its quiet speed; for a suite, also
             # where the suite did not.
             "contended_rounds": (
-                unit_quiet(unit)[2]
-                if is_unit and unit is not None
-                else list(ref.contended)
-                if ref is not None
-                else []
-            ),
-            "quiet_turns": (
-                {"quiet": ref.quiet_turns, "of": ref.turns}
-                if ref is not None and not is_unit
-                else None
-            ),
+                unit_quiet(unit)[2] if is_unit and unit is not None
+                else list(ref.contended) if ref is not None else []),
+            "quiet_turns": ({"quiet": ref.quiet_turns, "of": ref.turns}
+                            if ref is not None and not is_unit else None),
             # Both rules side by side, whichever the verdict used: a busy machine shows
             # as the two disagreeing, a real change as both moving.
             "vu_estimate_median": (
                 vu_estimate(red.median_ns, unit.median_ns, profile.unit_vu)
-                if unit is not None
-                else None
+                if unit is not None else None
             ),
             "vu_estimate_p10": (
                 vu_estimate(red.p10_ns, unit.p10_ns, profile.unit_vu)
-                if unit is not None and red.p10_ns and unit.p10_ns
-                else None
+                if unit is not None and red.p10_ns and unit.p10_ns else None
             ),
             "vu_estimate_paired": (
-                vu_estimate(pair.ratio * pair.unit_quiet_ns, pair.unit_quiet_ns, profile.unit_vu)
-                if pair is not None and pair.by_round
-                else (profile.unit_vu if is_unit and anyp is not None else None)
+                vu_estimate(pair.ratio * pair.unit_quiet_ns, pair.unit_quiet_ns,
+                            profile.unit_vu)
+                if pair is not None and pair.by_round else (
+                    profile.unit_vu if is_unit and anyp is not None else None)
             ),
             "vu_by_round": by_round,
         }

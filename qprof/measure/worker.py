@@ -268,12 +268,8 @@ class Replay:
 
 
 def interleave(
-    funcs: list[TimeFunc],
-    budgets: list[float],
-    counts: list[int | None],
-    min_n: list[int],
-    max_n: list[int],
-    block_s: float,
+    funcs: list[TimeFunc], budgets: list[float], counts: list[int | None],
+    min_n: list[int], max_n: list[int], block_s: float,
     before_timing: Callable[[], None] | None = None,
 ) -> tuple[list[list[float]], list[float], list[int]]:
     """Time the tasks of one round in turns of about ``block_s`` each: (values, warmups).
@@ -332,9 +328,8 @@ def parent_gone(parent: Any) -> bool:
     return isinstance(parent, int) and parent > 0 and os.getppid() != parent
 
 
-def write_result(
-    path: Path, cpu: int, results: list[dict[str, Any]], failures: list[dict[str, Any]]
-) -> None:
+def write_result(path: Path, cpu: int, results: list[dict[str, Any]],
+                 failures: list[dict[str, Any]]) -> None:
     """Rewritten after every task (atomically: a stopped worker leaves a whole file)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
@@ -403,9 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         write_result(result_path, cpu, results, failures)
 
     if block_s > 0:
-        code = _run_interleaved(
-            runner, job, tasks, fixtures, cpu, timer, block_s, results, failures, chosen, save
-        )
+        code = _run_interleaved(runner, job, tasks, fixtures, cpu, timer, block_s, results,
+                                failures, chosen, save)
         # "serve": stay for the engine's adaptive rounds. A new process has its own quiet
         # speed (memory placement), up to ~100 bp from another's, so extra rounds timed
         # here agree with the base rounds where a new worker's would widen the spread.
@@ -422,38 +416,19 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_BAD_JOB
             start = len(tasks)
             tasks.extend(more)
-            code = _run_interleaved(
-                runner,
-                job,
-                tasks,
-                fixtures,
-                cpu,
-                timer,
-                block_s,
-                results,
-                failures,
-                chosen,
-                save,
-                start,
-            )
+            code = _run_interleaved(runner, job, tasks, fixtures, cpu, timer, block_s,
+                                    results, failures, chosen, save, start)
     else:
-        code = _run_sequential(
-            runner, job, tasks, fixtures, cpu, timer, results, failures, chosen, save
-        )
+        code = _run_sequential(runner, job, tasks, fixtures, cpu, timer, results, failures,
+                               chosen, save)
     if code:
         return code
     save()
     return 0
 
 
-def _metadata(
-    task: dict[str, Any],
-    job: dict[str, Any],
-    cpu: int,
-    timer: str,
-    name: str,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+def _metadata(task: dict[str, Any], job: dict[str, Any], cpu: int, timer: str, name: str,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "qprof_suite": task["suite"],
         "qprof_backend": task["backend"],
@@ -467,9 +442,8 @@ def _metadata(
     }
 
 
-def _to_pyperf(
-    runner: Any, name: str, time_func: TimeFunc, n: int, warmups: int, metadata: dict[str, Any]
-) -> None:
+def _to_pyperf(runner: Any, name: str, time_func: TimeFunc, n: int, warmups: int,
+               metadata: dict[str, Any]) -> None:
     runner.args.values = n
     runner.args.warmups = warmups
     # Several rounds of one benchmark in one process: each round is one pyperf *run* of
@@ -481,9 +455,8 @@ def _to_pyperf(
     runner.bench_time_func(name, time_func, metadata=metadata)
 
 
-def _result(
-    index: int, name: str, n: int, warmups: int, started: float, state: TaskState
-) -> dict[str, Any]:
+def _result(index: int, name: str, n: int, warmups: int, started: float,
+            state: TaskState) -> dict[str, Any]:
     return {
         "index": index,
         "name": name,
@@ -508,28 +481,17 @@ def _moved(cpu: int, name: str) -> bool:
     if os.sched_getaffinity(0) != {cpu}:
         # A CPU going offline makes the kernel widen the affinity and move us: the
         # values since then were not measured on that CPU.
-        print(
-            f"qprof worker: CPU {cpu} went offline or the pinning was changed during "
-            f"{name}; its values are not kept",
-            file=sys.stderr,
-        )
+        print(f"qprof worker: CPU {cpu} went offline or the pinning was changed during "
+              f"{name}; its values are not kept", file=sys.stderr)
         return True
     return False
 
 
 def _run_interleaved(
-    runner: Any,
-    job: dict[str, Any],
-    tasks: list[dict[str, Any]],
-    fixtures: dict,
-    cpu: int,
-    timer: str,
-    block_s: float,
-    results: list[dict[str, Any]],
-    failures: list[dict[str, Any]],
-    chosen: dict[tuple[str, str, str], int],
-    save: Callable[[], None],
-    start: int = 0,
+    runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
+    timer: str, block_s: float, results: list[dict[str, Any]],
+    failures: list[dict[str, Any]], chosen: dict[tuple[str, str, str], int],
+    save: Callable[[], None], start: int = 0,
 ) -> int:
     """Each round's tasks (from ``start``) timed together, in turns of ``block_s``
     (see :func:`interleave`)."""
@@ -547,13 +509,13 @@ def _run_interleaved(
             try:
                 live.append((index, name, make_time_func(task, fixtures, state), state))
             except Exception as exc:  # a backend that fails here fails this task only
-                failures.append(
-                    {"index": index, "name": name, "error": f"{type(exc).__name__}: {exc}"}
-                )
+                failures.append({"index": index, "name": name,
+                                 "error": f"{type(exc).__name__}: {exc}"})
                 _emit({"event": "failed", "index": index, "name": name, "error": str(exc)})
         if not live:
             continue
-        keys = [(tasks[i]["suite"], tasks[i]["backend"], tasks[i]["operation"]) for i, *_ in live]
+        keys = [(tasks[i]["suite"], tasks[i]["backend"], tasks[i]["operation"])
+                for i, *_ in live]
         values, warm, per_turn = interleave(
             [f for _i, _n, f, _s in live],
             [float(tasks[i]["budget_s"]) for i, *_ in live],
@@ -567,22 +529,14 @@ def _run_interleaved(
             live, values, warm, keys, per_turn, strict=True
         ):
             chosen[key] = len(vals)
-            meta = _metadata(
-                tasks[index],
-                job,
-                cpu,
-                timer,
-                name,
-                {
-                    "qprof_turn_size": k,
-                    # pyperf's own "duration" of such a run is the replay's, not the timing's.
-                    "qprof_replayed": "values timed by qprof in turns, then handed to pyperf",
-                    "qprof_interleaved": f"turns of {block_s * 1e3:.0f} ms with "
-                    + ", ".join(
-                        f"{t['suite']} {t['operation']}" for t in (tasks[i] for i, *_ in live)
-                    ),
-                },
-            )
+            meta = _metadata(tasks[index], job, cpu, timer, name, {
+                "qprof_turn_size": k,
+                # pyperf's own "duration" of such a run is the replay's, not the timing's.
+                "qprof_replayed": "values timed by qprof in turns, then handed to pyperf",
+                "qprof_interleaved": f"turns of {block_s * 1e3:.0f} ms with "
+                + ", ".join(f"{t['suite']} {t['operation']}" for t in
+                            (tasks[i] for i, *_ in live)),
+            })
             _to_pyperf(runner, name, Replay([w, *vals]), len(vals), 1, meta)
             results.append(dict(_result(index, name, len(vals), 1, started, state), turn_size=k))
             save()
@@ -593,16 +547,9 @@ def _run_interleaved(
 
 
 def _run_sequential(
-    runner: Any,
-    job: dict[str, Any],
-    tasks: list[dict[str, Any]],
-    fixtures: dict,
-    cpu: int,
-    timer: str,
-    results: list[dict[str, Any]],
-    failures: list[dict[str, Any]],
-    chosen: dict[tuple[str, str, str], int],
-    save: Callable[[], None],
+    runner: Any, job: dict[str, Any], tasks: list[dict[str, Any]], fixtures: dict, cpu: int,
+    timer: str, results: list[dict[str, Any]], failures: list[dict[str, Any]],
+    chosen: dict[tuple[str, str, str], int], save: Callable[[], None],
 ) -> int:
     """One task after the other (the seeds' rounds: A, then B, then A...)."""
     for index, task in enumerate(tasks):

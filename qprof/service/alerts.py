@@ -139,32 +139,20 @@ class AlertCommand:
     def run_one(self, alert: Alert) -> bool:
         try:
             proc = subprocess.run(
-                self.argv,
-                input=alert.to_json().encode(),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                timeout=self.timeout_s,
-                check=False,
+                self.argv, input=alert.to_json().encode(), stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, timeout=self.timeout_s, check=False,
             )
         except subprocess.TimeoutExpired:
-            log.warning(
-                "alert command %s timed out after %.0f s (alert %s)",
-                self.argv[0],
-                self.timeout_s,
-                alert.kind,
-            )
+            log.warning("alert command %s timed out after %.0f s (alert %s)",
+                        self.argv[0], self.timeout_s, alert.kind)
             return False
         except OSError as exc:
             log.warning("alert command %s failed to start: %s", self.argv[0], exc)
             return False
         if proc.returncode != 0:
             err = proc.stderr.decode(errors="replace").strip().splitlines()
-            log.warning(
-                "alert command %s exited %d%s",
-                self.argv[0],
-                proc.returncode,
-                f": {err[-1]}" if err else "",
-            )
+            log.warning("alert command %s exited %d%s", self.argv[0], proc.returncode,
+                        f": {err[-1]}" if err else "")
             return False
         return True
 
@@ -177,26 +165,10 @@ class AlertDispatcher:
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def emit(
-        self,
-        kind: str,
-        severity: str,
-        message: str,
-        *,
-        cpu: int | None = None,
-        cluster: int | None = None,
-        ts: float | None = None,
-        **details: Any,
-    ) -> Alert:
-        alert = Alert(
-            ts=time.time() if ts is None else ts,
-            kind=kind,
-            severity=severity,
-            message=message,
-            cpu=cpu,
-            cluster=cluster,
-            details=details,
-        )
+    def emit(self, kind: str, severity: str, message: str, *, cpu: int | None = None,
+             cluster: int | None = None, ts: float | None = None, **details: Any) -> Alert:
+        alert = Alert(ts=time.time() if ts is None else ts, kind=kind, severity=severity,
+                      message=message, cpu=cpu, cluster=cluster, details=details)
         self.send(alert)
         return alert
 
@@ -204,8 +176,7 @@ class AlertDispatcher:
         with self._lock:
             self.counts[alert.kind] = self.counts.get(alert.kind, 0) + 1
         level = {"critical": logging.CRITICAL, "warning": logging.WARNING}.get(
-            alert.severity, logging.INFO
-        )
+            alert.severity, logging.INFO)
         log.log(level, "alert %s: %s", alert.kind, alert.message)
         for sink in self.sinks:
             try:

@@ -53,11 +53,9 @@ class DaemonConfig:
 
     def retention(self) -> Retention:
         day = 24 * 3600.0
-        return Retention(
-            keep_s=self.keep_days * day,
-            keep_samples_s=self.keep_samples_days * day,
-            keep_freq_s=self.keep_freq_days * day,
-        )
+        return Retention(keep_s=self.keep_days * day,
+                         keep_samples_s=self.keep_samples_days * day,
+                         keep_freq_s=self.keep_freq_days * day)
 
     def listen_address(self) -> tuple[str, int] | None:
         if self.listen is None:
@@ -65,19 +63,9 @@ class DaemonConfig:
         return parse_listen(self.listen)
 
 
-_NUMBERS = {
-    "interval",
-    "retry",
-    "max_load",
-    "max_busy",
-    "alert_timeout",
-    "cap_hold_seconds",
-    "watch_interval",
-    "first_cycle_delay",
-    "keep_days",
-    "keep_samples_days",
-    "keep_freq_days",
-}
+_NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
+            "watch_interval", "first_cycle_delay", "keep_days", "keep_samples_days",
+            "keep_freq_days"}
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
@@ -182,7 +170,8 @@ def parse_cpu_list(text: str) -> list[int]:
             continue
         lo, sep, hi = part.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ConfigError(f"expected 'clusters', 'all' or a list like 0,2-3; got {text!r}")
+            raise ConfigError(f"expected 'clusters', 'all' or a list like 0,2-3; "
+                              f"got {text!r}")
         a, b = int(lo), int(hi) if sep else int(lo)
         if b < a:
             raise ConfigError(f"range {part!r} runs backwards")

@@ -48,19 +48,12 @@ def load_engine() -> tuple[Any, Callable[..., Any]]:
 WARM_TIMEOUT_S = 600.0  # a cold numba compile of every kernel takes ~1 min
 
 # --quick: the verdict's operations only, short budgets, fixed rounds (tests, small boxes).
-QUICK_SETTINGS = {
-    "budget_s": 0.1,
-    "rounds": 3,
-    "max_rounds": 3,
-    "adaptive": False,
-    "min_n": 10,
-    "max_n": 500,
-}
+QUICK_SETTINGS = {"budget_s": 0.1, "rounds": 3, "max_rounds": 3, "adaptive": False,
+                  "min_n": 10, "max_n": 500}
 
 
-def bench_config(
-    config_cls: Any, cfg: DaemonConfig, cpu: int, backend: str, profile: str | None = None
-) -> Any:
+def bench_config(config_cls: Any, cfg: DaemonConfig, cpu: int, backend: str,
+                 profile: str | None = None) -> Any:
     """A BenchConfig for one CPU: 'check' mode (what the VU verdict needs) at nice 10.
 
     ``profile`` is the profile the daemon loaded (its name goes into the run's Meta, so
@@ -94,16 +87,10 @@ def bench_config(
 
 
 class CycleRunner:
-    def __init__(
-        self,
-        cfg: DaemonConfig,
-        store: Store,
-        alerts: AlertDispatcher,
-        state: MetricsState,
-        backend: str,
-        capped_now: Callable[[], dict[int, float | None]],
-        online_now: Callable[[int], bool],
-    ) -> None:
+    def __init__(self, cfg: DaemonConfig, store: Store, alerts: AlertDispatcher,
+                 state: MetricsState, backend: str,
+                 capped_now: Callable[[], dict[int, float | None]],
+                 online_now: Callable[[int], bool]) -> None:
         self.cfg = cfg
         self.store = store
         self.alerts = alerts
@@ -123,9 +110,8 @@ class CycleRunner:
 
     def refresh_results(self, announce: bool = True) -> None:
         """Re-read results from the store into the metrics; alert on coverage changes."""
-        results = summarize(
-            self.store.newest_run_measurements("verify"), profile=self.state.profile
-        )
+        results = summarize(self.store.newest_run_measurements("verify"),
+                            profile=self.state.profile)
         coverage = self.state.set_results(results)
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
@@ -137,35 +123,20 @@ class CycleRunner:
                 continue
             profile = self.state.profile.name if self.state.profile else "?"
             if c.covered:
-                self.alerts.emit(
-                    "coverage_regained",
-                    "info",
-                    f"cpu {c.cpu} {c.suite} ({c.backend}): covered again by "
-                    f"{profile}: estimate {c.vu_estimate} <= constant "
-                    f"{c.vu_constant}",
-                    cpu=c.cpu,
-                    suite=c.suite,
-                    backend=c.backend,
-                    estimate=c.vu_estimate,
-                    constant=c.vu_constant,
-                    profile=profile,
-                )
+                self.alerts.emit("coverage_regained", "info",
+                                 f"cpu {c.cpu} {c.suite} ({c.backend}): covered again by "
+                                 f"{profile}: estimate {c.vu_estimate} <= constant "
+                                 f"{c.vu_constant}", cpu=c.cpu, suite=c.suite,
+                                 backend=c.backend, estimate=c.vu_estimate,
+                                 constant=c.vu_constant, profile=profile)
             else:
-                self.alerts.emit(
-                    "coverage_lost",
-                    "critical",
-                    f"cpu {c.cpu} {c.suite} ({c.backend}): NOT covered by "
-                    f"{profile}: estimate {c.vu_estimate} > constant "
-                    f"{c.vu_constant}",
-                    cpu=c.cpu,
-                    suite=c.suite,
-                    backend=c.backend,
-                    estimate=c.vu_estimate,
-                    constant=c.vu_constant,
-                    profile=profile,
-                    capped=c.capped,
-                    cap_factor=c.cap_factor,
-                )
+                self.alerts.emit("coverage_lost", "critical",
+                                 f"cpu {c.cpu} {c.suite} ({c.backend}): NOT covered by "
+                                 f"{profile}: estimate {c.vu_estimate} > constant "
+                                 f"{c.vu_constant}", cpu=c.cpu, suite=c.suite,
+                                 backend=c.backend, estimate=c.vu_estimate,
+                                 constant=c.vu_constant, profile=profile,
+                                 capped=c.capped, cap_factor=c.cap_factor)
 
     # -- the sink ------------------------------------------------------------------------
 
@@ -177,37 +148,23 @@ class CycleRunner:
             self.store.add(record)
         except sqlite3.Error as exc:
             if not self._store_failed:
-                log.error(
-                    "store write failed (%s): results are measured but NOT saved; "
-                    "metrics still show them until restart",
-                    exc,
-                )
+                log.error("store write failed (%s): results are measured but NOT saved; "
+                          "metrics still show them until restart", exc)
                 with self.state.lock:
                     self.state.degraded["store"] = f"write failed: {exc}"
             self._store_failed = True
         if isinstance(record, Disagreement):
-            self.alerts.emit(
-                "disagreement",
-                "critical",
-                f"cpu {record.cpu} {record.suite}: verifiers disagree {record.backends}",
-                cpu=record.cpu,
-                suite=record.suite,
-                run_id=record.run_id,
-                backends=record.backends,
-                public_key_hex=record.public_key_hex[:64] + "...",
-                signature_hex=record.signature_hex[:64] + "...",
-            )
+            self.alerts.emit("disagreement", "critical",
+                             f"cpu {record.cpu} {record.suite}: verifiers disagree "
+                             f"{record.backends}", cpu=record.cpu, suite=record.suite,
+                             run_id=record.run_id, backends=record.backends,
+                             public_key_hex=record.public_key_hex[:64] + "...",
+                             signature_hex=record.signature_hex[:64] + "...")
         if isinstance(record, Note) and record.kind == "wrong_verdict":
             # One verifier got a signature's verdict wrong (valid rejected or invalid
             # accepted): a disagreement with the signer, as serious as one between two.
-            self.alerts.emit(
-                "disagreement",
-                "critical",
-                f"{record.text}",
-                cpu=record.cpu,
-                run_id=record.run_id,
-                note=record.kind,
-            )
+            self.alerts.emit("disagreement", "critical", f"{record.text}", cpu=record.cpu,
+                             run_id=record.run_id, note=record.kind)
         if isinstance(record, End):
             self.current_run = None
 
@@ -219,7 +176,8 @@ class CycleRunner:
             config_cls, run_bench = load_engine()
         except EngineMissing as exc:
             log.error("%s: cycle skipped", exc)
-            self.alerts.emit("cycle_skipped", "warning", f"cycle skipped: {exc}", reason=str(exc))
+            self.alerts.emit("cycle_skipped", "warning", f"cycle skipped: {exc}",
+                             reason=str(exc))
             return "skipped"
         if not self._warmed:
             self._warm_numba(stop)
@@ -264,18 +222,15 @@ class CycleRunner:
                 if suite not in self._blocks:
                     self._blocks[suite] = build_block(suite, block_signatures(profile, suite))
                 for mode in modes:
-                    results.append(
-                        verify_block(self._blocks[suite], cpus, self.backend, mode,
-                                     block_interval_s=profile.target_block_interval_s)
-                    )  # fmt: skip
+                    results.append(verify_block(self._blocks[suite], cpus, self.backend, mode,
+                                                block_interval_s=profile.target_block_interval_s))
             except (BlockError, OSError, ValueError) as exc:
                 log.warning("block %s: not verified: %s", suite, exc)
         with self.state.lock:
             self.state.blocks = results
 
-    def _measure_cpu(
-        self, config_cls: Any, run_bench: Callable[..., Any], cpu: int, stop: threading.Event
-    ) -> str:
+    def _measure_cpu(self, config_cls: Any, run_bench: Callable[..., Any], cpu: int,
+                     stop: threading.Event) -> str:
         self.current_cpu = cpu
         self.current_run = self.last_run = None
         caps_before = self.capped_now()
@@ -283,11 +238,8 @@ class CycleRunner:
         error: str | None = None
         try:
             profile = self.state.profile.name if self.state.profile is not None else None
-            summary = run_bench(
-                bench_config(config_cls, self.cfg, cpu, self.backend, profile),
-                self._sink,
-                stop=stop,
-            )
+            summary = run_bench(bench_config(config_cls, self.cfg, cpu, self.backend,
+                                             profile), self._sink, stop=stop)
             status = str(getattr(summary, "status", "finished") or "finished")
             if status != "finished":
                 error = getattr(summary, "reason", None)
@@ -297,27 +249,20 @@ class CycleRunner:
         if stop.is_set() and status not in ("finished",):
             status = "aborted"
         if self.current_run is not None:  # the engine ended without an End record
-            reason = error or (
-                "daemon stopping" if stop.is_set() else "engine returned without an end record"
-            )
-            self._finish(
-                self.current_run, status if status in ("finished", "partial") else "aborted", reason
-            )
+            reason = error or ("daemon stopping" if stop.is_set() else "engine returned "
+                               "without an end record")
+            self._finish(self.current_run,
+                         status if status in ("finished", "partial") else "aborted", reason)
         run_id = self.last_run
         self.current_run = None
         self.current_cpu = None
         if status == "partial" and error:
             log.warning("cpu %d: run %s partial: %s", cpu, run_id, error)
         if status == "aborted":
-            self.alerts.emit(
-                "cycle_aborted",
-                "warning",
-                f"cpu {cpu}: measurement aborted"
-                f" ({error or ('daemon stopping' if stop.is_set() else status)})",
-                cpu=cpu,
-                run_id=run_id,
-                reason=error,
-            )
+            self.alerts.emit("cycle_aborted", "warning",
+                             f"cpu {cpu}: measurement aborted"
+                             f" ({error or ('daemon stopping' if stop.is_set() else status)})",
+                             cpu=cpu, run_id=run_id, reason=error)
             return "aborted" if stop.is_set() else "failed"
         self._check_skew(cpu, caps_before, run_id)
         self.refresh_results()
@@ -336,23 +281,18 @@ class CycleRunner:
         if self.backend != "numba" and not (self.cfg.dual and self.backend == "liboqs"):
             return
         suites = list(self.cfg.suites) or (
-            list(self.state.profile.suites)
-            if self.state.profile is not None
-            else ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"]
-        )
-        code = (
-            "import os, sys\nos.nice(10)\nfrom qprof.verify import availability, warm_up\n"
-            "st = availability.available_backends().get('numba')\n"
-            "if st is None or not st.available: sys.exit(0)\n"
-            "for s in sys.argv[1:]:\n"
-            "    if s in st.suites: warm_up('numba', s)\n"
-        )
+            list(self.state.profile.suites) if self.state.profile is not None
+            else ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
+        code = ("import os, sys\nos.nice(10)\nfrom qprof.verify import availability, warm_up\n"
+                "st = availability.available_backends().get('numba')\n"
+                "if st is None or not st.available: sys.exit(0)\n"
+                "for s in sys.argv[1:]:\n"
+                "    if s in st.suites: warm_up('numba', s)\n")
         started = time.monotonic()
         with tempfile.TemporaryFile() as errfile:  # not a pipe: nobody reads while it runs
             try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", code, *suites], stdout=subprocess.DEVNULL, stderr=errfile
-                )
+                proc = subprocess.Popen([sys.executable, "-c", code, *suites],
+                                        stdout=subprocess.DEVNULL, stderr=errfile)
             except OSError as exc:
                 log.warning("numba warm-up did not start: %s", exc)
                 return
@@ -360,19 +300,14 @@ class CycleRunner:
                 if stop.wait(0.2) or time.monotonic() - started > WARM_TIMEOUT_S:
                     proc.kill()
                     proc.wait()
-                    log.info(
-                        "numba warm-up cut short (%s)",
-                        "stopping" if stop.is_set() else f"over {WARM_TIMEOUT_S:.0f} s",
-                    )
+                    log.info("numba warm-up cut short (%s)", "stopping" if stop.is_set()
+                             else f"over {WARM_TIMEOUT_S:.0f} s")
                     return
             errfile.seek(0)
             err = errfile.read().decode(errors="replace").strip()
         if proc.returncode != 0:
-            log.warning(
-                "numba warm-up failed (exit %d)%s",
-                proc.returncode,
-                f": {err.splitlines()[-1]}" if err else "",
-            )
+            log.warning("numba warm-up failed (exit %d)%s", proc.returncode,
+                        f": {err.splitlines()[-1]}" if err else "")
         else:
             log.info("numba kernels ready (%.1f s)", time.monotonic() - started)
 
@@ -389,9 +324,8 @@ class CycleRunner:
             self._finish(run_id, "aborted", reason)
         return run_id
 
-    def _check_skew(
-        self, cpu: int, caps_before: dict[int, float | None], run_id: str | None
-    ) -> None:
+    def _check_skew(self, cpu: int, caps_before: dict[int, float | None],
+                    run_id: str | None) -> None:
         """A result measured under a cap is slower than the core: say so."""
         factors: list[float] = []
         capped = cpu in caps_before or cpu in self.capped_now()
@@ -409,21 +343,15 @@ class CycleRunner:
                 factors.append(source[cpu])  # type: ignore[arg-type]
         if capped:
             factor = max(factors) if factors else None
-            self.alerts.emit(
-                "result_skewed",
-                "warning",
-                f"cpu {cpu}: results of run {run_id} were measured under a cap"
-                + (f" ({factor:.2f}x)" if factor else "")
-                + "; times are slower than the core can do",
-                cpu=cpu,
-                run_id=run_id,
-                factor=factor,
-            )
+            self.alerts.emit("result_skewed", "warning",
+                             f"cpu {cpu}: results of run {run_id} were measured under a cap"
+                             + (f" ({factor:.2f}x)" if factor else "")
+                             + "; times are slower than the core can do",
+                             cpu=cpu, run_id=run_id, factor=factor)
 
 
-def select_cpus(
-    spec: str, clusters: dict[int, list[int]], online: dict[int, bool]
-) -> tuple[list[int], list[str]]:
+def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, bool]
+                ) -> tuple[list[int], list[str]]:
     """CPUs a cycle measures, and warnings (unknown/offline CPUs asked for)."""
     warnings: list[str] = []
     if spec == "all":
@@ -449,3 +377,4 @@ def select_cpus(
         else:
             out.append(c)
     return out, warnings
+

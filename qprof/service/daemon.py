@@ -64,9 +64,8 @@ class Daemon:
         with self.state.lock:
             self.state.degraded[what] = why
         if self._ready:
-            self.alerts.emit(
-                "degraded", "warning", f"degraded: {what}: {why}", what=what, reason=why
-            )
+            self.alerts.emit("degraded", "warning", f"degraded: {what}: {why}", what=what,
+                             reason=why)
         else:  # start-up: logged now, one alert once the sinks are attached (run())
             log.warning("degraded: %s: %s", what, why)
 
@@ -85,25 +84,15 @@ class Daemon:
             self.alert_command = AlertCommand(cfg.alert_command, cfg.alert_timeout)
             self.alerts.sinks.append(self.alert_command)
         assert self.store is not None
-        self.cycles = CycleRunner(
-            cfg,
-            self.store,
-            self.alerts,
-            self.state,
-            self.backend or "",
-            capped_now=self.watcher.capped_cpus,
-            online_now=self._online,
-        )
+        self.cycles = CycleRunner(cfg, self.store, self.alerts, self.state, self.backend or "",
+                                  capped_now=self.watcher.capped_cpus,
+                                  online_now=self._online)
         # Serve the last stored results at once, and don't re-alert on old coverage.
         self.cycles.refresh_results(announce=False)
         for run_id in self.store.mark_unfinished_runs_aborted():
-            self.alerts.emit(
-                "cycle_aborted",
-                "warning",
-                f"run {run_id} was cut short by a crash or kill; marked aborted",
-                run_id=run_id,
-                reason="found unfinished at start-up",
-            )
+            self.alerts.emit("cycle_aborted", "warning",
+                             f"run {run_id} was cut short by a crash or kill; marked aborted",
+                             run_id=run_id, reason="found unfinished at start-up")
         self._start_metrics()
         self.next_cycle = time.time() + cfg.first_cycle_delay
 
@@ -133,9 +122,8 @@ class Daemon:
         from qprof.service.watch import Watcher
 
         try:
-            self.watcher = Watcher(
-                self.cfg.root, self.alerts, self.cfg.cap_hold_samples, self.cfg.cap_hold_seconds
-            )
+            self.watcher = Watcher(self.cfg.root, self.alerts, self.cfg.cap_hold_samples,
+                                   self.cfg.cap_hold_seconds)
         except (NotLinuxRoot, OSError) as exc:
             raise ConfigError(f"--root {self.cfg.root}: {exc}") from None
 
@@ -150,11 +138,8 @@ class Daemon:
             self._maintain()
             log.info("store: %s", path)
         except (StoreError, OSError, sqlite3.Error) as exc:
-            self.degrade(
-                "store",
-                f"{path} not usable ({exc}); results are kept in memory "
-                "only and lost when the daemon stops",
-            )
+            self.degrade("store", f"{path} not usable ({exc}); results are kept in memory "
+                         "only and lost when the daemon stops")
             self.store = Store(":memory:")
 
     def _maintain(self) -> None:
@@ -163,14 +148,9 @@ class Daemon:
         self._next_maintenance = time.time() + MAINTAIN_EVERY_S
         removed = self.store.maintain(self.cfg.retention())
         if any(removed.values()):
-            log.info(
-                "store retention: removed %d runs and %d alerts, per-sample timings of "
-                "%d runs, %d frequency samples",
-                removed["runs"],
-                removed["alerts"],
-                removed["stripped_runs"],
-                removed["freq_samples"],
-            )
+            log.info("store retention: removed %d runs and %d alerts, per-sample timings of "
+                     "%d runs, %d frequency samples", removed["runs"], removed["alerts"],
+                     removed["stripped_runs"], removed["freq_samples"])
 
     def _choose_backend(self) -> None:
         from qprof.verify import availability
@@ -186,26 +166,18 @@ class Daemon:
             liboqs = statuses.get("liboqs")
             if self.backend != "liboqs":
                 why = liboqs.reason if liboqs is not None else "not registered"
-                self.degrade(
-                    "liboqs",
-                    f"liboqs unavailable ({why}); measuring with "
-                    f"{self.backend or 'nothing'} instead",
-                )
+                self.degrade("liboqs", f"liboqs unavailable ({why}); measuring with "
+                             f"{self.backend or 'nothing'} instead")
         else:
             st = statuses.get(wanted)
             if st is None:
-                raise ConfigError(
-                    f"--backend: unknown backend {wanted!r} (known: "
-                    f"{', '.join(sorted(statuses))}, auto)"
-                )
+                raise ConfigError(f"--backend: unknown backend {wanted!r} (known: "
+                                  f"{', '.join(sorted(statuses))}, auto)")
             if st.available:
                 self.backend = wanted
             else:
-                self.degrade(
-                    "measurement",
-                    f"backend {wanted} unavailable ({st.reason}); "
-                    "measurement cycles are off, watching and metrics continue",
-                )
+                self.degrade("measurement", f"backend {wanted} unavailable ({st.reason}); "
+                             "measurement cycles are off, watching and metrics continue")
         if self.backend is None and "measurement" not in self.state.degraded:
             self.degrade("measurement", "no verifier backend available; cycles are off")
 
@@ -218,10 +190,8 @@ class Daemon:
         try:
             self.metrics_server, _ = serve_metrics(self.state, host, port)
         except OSError as exc:
-            self.degrade(
-                "metrics",
-                f"cannot listen on {host}:{port} ({exc.strerror or exc}); metrics are off",
-            )
+            self.degrade("metrics", f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                         "metrics are off")
             return
         actual = self.metrics_server.server_address[1]
         log.info("metrics: http://%s:%d/metrics", host, actual)
@@ -250,14 +220,8 @@ class Daemon:
             degraded = dict(self.state.degraded)
         self._ready = True
         for what, why in sorted(degraded.items()):
-            self.alerts.emit(
-                "degraded",
-                "warning",
-                f"started degraded: {what}: {why}",
-                what=what,
-                reason=why,
-                at_startup=True,
-            )
+            self.alerts.emit("degraded", "warning", f"started degraded: {what}: {why}",
+                             what=what, reason=why, at_startup=True)
         self.notifier.ready(self.status_line())
         log.info("qprof daemon started: %s", self.status_line())
         watchdog_every = self.notifier.watchdog_interval_s
@@ -303,12 +267,8 @@ class Daemon:
             self.state.freqs = dict(tick.cpus)
         assert self.store is not None
         try:
-            self.store.add_freq_samples(
-                [
-                    (c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz, c.capped)
-                    for c in tick.cpus.values()
-                ]
-            )
+            self.store.add_freq_samples([(c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz,
+                                          c.capped) for c in tick.cpus.values()])
         except sqlite3.Error as exc:
             if not self._freq_write_failed:
                 self.degrade("store", f"writing frequency history failed: {exc}")
@@ -319,12 +279,11 @@ class Daemon:
         tick = self.watcher.last
         if tick is None:
             return "no hardware reading yet"
-        per_cpu = (tick.load.load1 / tick.load.online_cpus) if tick.load.load1 is not None else None
+        per_cpu = (tick.load.load1 / tick.load.online_cpus) if tick.load.load1 is not None \
+            else None
         if per_cpu is not None and per_cpu > self.cfg.max_load:
-            return (
-                f"load {tick.load.load1:.2f} over {tick.load.online_cpus} CPUs "
-                f"({per_cpu:.2f} per CPU) is above --max-load {self.cfg.max_load:g}"
-            )
+            return (f"load {tick.load.load1:.2f} over {tick.load.online_cpus} CPUs "
+                    f"({per_cpu:.2f} per CPU) is above --max-load {self.cfg.max_load:g}")
         busy = tick.load.busy_pct
         if busy is not None and busy > self.cfg.max_busy:
             return f"CPUs {busy:.0f} % busy, above --max-busy {self.cfg.max_busy:g} %"
@@ -339,13 +298,8 @@ class Daemon:
         if why is not None:
             retry = min(self.cfg.retry, self.cfg.interval)
             if not self.skipping:
-                self.alerts.emit(
-                    "cycle_skipped",
-                    "info",
-                    f"measurement cycle skipped: {why}",
-                    reason=why,
-                    retry_in_s=retry,
-                )
+                self.alerts.emit("cycle_skipped", "info", f"measurement cycle skipped: {why}",
+                                 reason=why, retry_in_s=retry)
             else:
                 log.info("cycle skipped again: %s", why)
             self.skipping = True
@@ -363,9 +317,8 @@ class Daemon:
         if not cpus:
             log.warning("cycle: no CPU to measure")
             return
-        self.cycle_thread = threading.Thread(
-            target=self._cycle, args=(cpus,), name="measure", daemon=True
-        )
+        self.cycle_thread = threading.Thread(target=self._cycle, args=(cpus,),
+                                             name="measure", daemon=True)
         self.cycle_thread.start()
 
     def _cycle(self, cpus: list[int]) -> None:
@@ -402,7 +355,8 @@ class Daemon:
         if thread is not None and thread.is_alive():
             thread.join(STOP_JOIN_S)
             if thread.is_alive() and self.cycles is not None:
-                run_id = self.cycles.abort_current("daemon stopped before the measurement finished")
+                run_id = self.cycles.abort_current("daemon stopped before the measurement "
+                                                   "finished")
                 log.warning("stopping while measuring: run %s marked aborted", run_id)
                 self._terminate_workers()
         if self.metrics_server is not None:

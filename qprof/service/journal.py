@@ -85,9 +85,8 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
         if not isinstance(sys.stderr, PriorityStream):
             sys.stderr = PriorityStream(sys.stderr)  # type: ignore[assignment]
     else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S")
-        )
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
+                                               "%Y-%m-%dT%H:%M:%S"))
     logger = logging.getLogger("qprof")
     logger.handlers[:] = [handler]
     logger.setLevel(level)

@@ -50,12 +50,8 @@ class SuiteResult:
     p10_ns: float | None = None
 
 
-def summarize(
-    measurements: Iterable[Measurement],
-    operation: str = "verify",
-    profile: Profile | None = None,
-    statistic: str = "auto",
-) -> list[SuiteResult]:
+def summarize(measurements: Iterable[Measurement], operation: str = "verify",
+              profile: Profile | None = None, statistic: str = "auto") -> list[SuiteResult]:
     """Group measurements of one operation by (cpu, suite, backend), newest run each,
     and reduce them exactly as the check verdict does.
 
@@ -79,10 +75,8 @@ def summarize(
     if profile is not None:
         for cov, extras in evaluate(profile, rows, operation, statistic=statistic):
             from_verdict[(cov.cpu, cov.suite, cov.backend)] = (
-                float(cov.median_ns),
-                str(extras.get("statistic_used", statistic)),
-                str(extras.get("statistic_why", "")),
-            )
+                float(cov.median_ns), str(extras.get("statistic_used", statistic)),
+                str(extras.get("statistic_why", "")))
     out = []
     for (cpu, suite, backend), ms in sorted(newest.items()):
         red = reduced[(cpu, suite, backend, operation)]
@@ -96,23 +90,12 @@ def summarize(
                 used, value = "p10", red.p10_ns
             else:
                 used, value = "median", red.median_ns
-        out.append(
-            SuiteResult(
-                cpu=cpu,
-                suite=suite,
-                backend=backend,
-                median_ns=value,
-                run_id=ms[0].run_id,
-                rounds=len(red.round_medians),
-                capped=red.capped,
-                cap_factor=red.cap_factor,
-                finished_at=max((m.finished_at or 0.0) for m in ms) or None,
-                statistic=used,
-                statistic_why=why,
-                p50_ns=red.median_ns,
-                p10_ns=red.p10_ns,
-            )
-        )
+        out.append(SuiteResult(
+            cpu=cpu, suite=suite, backend=backend, median_ns=value, run_id=ms[0].run_id,
+            rounds=len(red.round_medians), capped=red.capped, cap_factor=red.cap_factor,
+            finished_at=max((m.finished_at or 0.0) for m in ms) or None,
+            statistic=used, statistic_why=why, p50_ns=red.median_ns, p10_ns=red.p10_ns,
+        ))
     return out
 
 
@@ -120,20 +103,9 @@ def coverage_of(profile: Profile | None, results: list[SuiteResult]) -> list[Cov
     """The profile's verdicts over these results (empty without a profile)."""
     if profile is None:
         return []
-    return coverage(
-        profile,
-        [
-            SuiteMedian(
-                cpu=r.cpu,
-                backend=r.backend,
-                suite=r.suite,
-                median_ns=r.median_ns,
-                capped=r.capped,
-                cap_factor=r.cap_factor,
-            )
-            for r in results
-        ],
-    )
+    return coverage(profile, [
+        SuiteMedian(cpu=r.cpu, backend=r.backend, suite=r.suite, median_ns=r.median_ns,
+                    capped=r.capped, cap_factor=r.cap_factor) for r in results])
 
 
 @dataclass
@@ -174,28 +146,21 @@ class QprofCollector(Collector):
             degraded = dict(s.degraded)
             blocks = list(s.blocks)
 
-        cur = GaugeMetricFamily(
-            "qprof_cpu_frequency_hertz", "Current CPU frequency", labels=["cpu"]
-        )
-        mx = GaugeMetricFamily(
-            "qprof_cpu_max_frequency_hertz",
-            "Highest frequency the CPU may run at now (caps applied)",
-            labels=["cpu"],
-        )
-        hw = GaugeMetricFamily(
-            "qprof_cpu_hardware_max_frequency_hertz",
-            "Highest frequency the CPU can do (cpuinfo_max_freq)",
-            labels=["cpu"],
-        )
-        capped = GaugeMetricFamily(
-            "qprof_cpu_capped", "1 when the CPU is held below its hardware maximum", labels=["cpu"]
-        )
-        online = GaugeMetricFamily(
-            "qprof_cpu_online",
-            "1 when the CPU is online (present even where the "
-            "kernel gives no frequency data, e.g. a VM)",
-            labels=["cpu"],
-        )
+        cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
+                                labels=["cpu"])
+        mx = GaugeMetricFamily("qprof_cpu_max_frequency_hertz",
+                               "Highest frequency the CPU may run at now (caps applied)",
+                               labels=["cpu"])
+        hw = GaugeMetricFamily("qprof_cpu_hardware_max_frequency_hertz",
+                               "Highest frequency the CPU can do (cpuinfo_max_freq)",
+                               labels=["cpu"])
+        capped = GaugeMetricFamily("qprof_cpu_capped",
+                                   "1 when the CPU is held below its hardware maximum",
+                                   labels=["cpu"])
+        online = GaugeMetricFamily("qprof_cpu_online",
+                                   "1 when the CPU is online (present even where the "
+                                   "kernel gives no frequency data, e.g. a VM)",
+                                   labels=["cpu"])
         for cpu, f in sorted(freqs.items()):
             label = [str(cpu)]
             online.add_metric(label, 1.0 if f.online else 0.0)
@@ -209,43 +174,36 @@ class QprofCollector(Collector):
                 capped.add_metric(label, 1.0 if f.capped else 0.0)
         yield from (online, cur, mx, hw, capped)
 
-        verify = GaugeMetricFamily(
-            "qprof_verify_seconds",
-            "Verify time of a valid signature (newest run), the "
-            "statistic the coverage verdict uses (see "
-            "qprof_verify_statistic_info)",
-            labels=["cpu", "suite", "backend"],
-        )
-        stat = GaugeMetricFamily(
-            "qprof_verify_statistic_info",
-            "1 for the statistic qprof_verify_seconds holds: median, "
-            "or a quiet-speed estimate (p10, paired) on a busy or "
-            "shared host, as qprof check --statistic auto picks it",
-            labels=["cpu", "suite", "backend", "statistic"],
-        )
+        verify = GaugeMetricFamily("qprof_verify_seconds",
+                                   "Verify time of a valid signature (newest run), the "
+                                   "statistic the coverage verdict uses (see "
+                                   "qprof_verify_statistic_info)",
+                                   labels=["cpu", "suite", "backend"])
+        stat = GaugeMetricFamily("qprof_verify_statistic_info",
+                                 "1 for the statistic qprof_verify_seconds holds: median, "
+                                 "or a quiet-speed estimate (p10, paired) on a busy or "
+                                 "shared host, as qprof check --statistic auto picks it",
+                                 labels=["cpu", "suite", "backend", "statistic"])
         for r in results:
             verify.add_metric([str(r.cpu), r.suite, r.backend], r.median_ns / 1e9)
             stat.add_metric([str(r.cpu), r.suite, r.backend, r.statistic], 1.0)
         yield from (verify, stat)
 
-        est = GaugeMetricFamily(
-            "qprof_vu_estimate",
-            "Verify Units this CPU's times imply: ceil(100 x suite/unit)",
-            labels=["cpu", "suite", "backend"],
-        )
-        covered = GaugeMetricFamily(
-            "qprof_vu_covered",
-            "1 when the profile's constant covers the estimate (worst backend measured on the CPU)",
-            labels=["cpu", "suite", "profile"],
-        )
+        est = GaugeMetricFamily("qprof_vu_estimate",
+                                "Verify Units this CPU's times imply: ceil(100 x suite/unit)",
+                                labels=["cpu", "suite", "backend"])
+        covered = GaugeMetricFamily("qprof_vu_covered",
+                                    "1 when the profile's constant covers the estimate "
+                                    "(worst backend measured on the CPU)",
+                                    labels=["cpu", "suite", "profile"])
         verdicts: dict[tuple[int, str], bool] = {}
         for c in cov:
             est.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_estimate))
             key = (c.cpu, c.suite)
             verdicts[key] = verdicts.get(key, True) and c.covered
-        const_metric = GaugeMetricFamily(
-            "qprof_vu_constant", "The profile's Verify-Unit constant", labels=["suite", "profile"]
-        )
+        const_metric = GaugeMetricFamily("qprof_vu_constant",
+                                         "The profile's Verify-Unit constant",
+                                         labels=["suite", "profile"])
         if profile is not None:
             for suite, value in profile.verify_units.items():
                 const_metric.add_metric([suite, profile.name], float(value))
@@ -258,23 +216,18 @@ class QprofCollector(Collector):
         for kind in sorted(set(KINDS) | set(alert_counts)):
             alerts.add_metric([kind], float(alert_counts.get(kind, 0)))
         yield alerts
-        cyc = CounterMetricFamily(
-            "qprof_cycles",
-            "Measurement cycles by outcome (since the daemon started)",
-            labels=["status"],
-        )
+        cyc = CounterMetricFamily("qprof_cycles", "Measurement cycles by outcome "
+                                  "(since the daemon started)", labels=["status"])
         for status, n in sorted(cycles.items()):
             cyc.add_metric([status], float(n))
         yield cyc
-        last = GaugeMetricFamily(
-            "qprof_last_cycle_timestamp_seconds", "Unix time the last measurement run finished"
-        )
+        last = GaugeMetricFamily("qprof_last_cycle_timestamp_seconds",
+                                 "Unix time the last measurement run finished")
         if last_cycle is not None:
             last.add_metric([], last_cycle)
         yield last
-        deg = GaugeMetricFamily(
-            "qprof_degraded", "1 for each part running degraded", labels=["what", "reason"]
-        )
+        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded",
+                                labels=["what", "reason"])
         for what, why in sorted(degraded.items()):
             deg.add_metric([what, why], 1.0)
         yield deg
@@ -294,9 +247,8 @@ def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
     )
     for b in blocks:
         wall.add_metric([b.suite, b.mode, b.scope], b.wall_s)
-    for (suite, mode), seconds in {
-        (b.suite, b.mode): b.single_core_estimate_s for b in blocks
-    }.items():
+    estimates = {(b.suite, b.mode): b.single_core_estimate_s for b in blocks}
+    for (suite, mode), seconds in estimates.items():
         estimate.add_metric([suite, mode], seconds)
     yield from (wall, estimate)
 

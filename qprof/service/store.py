@@ -75,7 +75,6 @@ class Retention:
     max_runs: int = 50
     max_freq_span_s: float = 2 * DAY_S
 
-
 _MIGRATIONS: list[str] = [
     # 0 -> 1
     """
@@ -168,6 +167,7 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 READABLE_FROM = 1
 
 
+
 def _measurements(rows: list[tuple[str]]) -> list[Measurement]:
     """Decode ``SELECT rec.json`` rows of the measurements table."""
     out = []
@@ -176,7 +176,6 @@ def _measurements(rows: list[tuple[str]]) -> list[Measurement]:
         assert isinstance(rec, Measurement)
         out.append(rec)
     return out
-
 
 class StoreError(RuntimeError):
     """The store cannot be opened or written (message says which file and why)."""
@@ -252,15 +251,12 @@ class Store:
         if self.readonly and version >= READABLE_FROM:
             return  # readers use only what version 1 has: an older daemon's store is fine
         if self.readonly:
-            raise StoreError(
-                f"{self.path}: schema version {version} needs migrating; "
-                "run the daemon once or open it writable"
-            )
+            raise StoreError(f"{self.path}: schema version {version} needs migrating; "
+                             "run the daemon once or open it writable")
         with self._lock:
             for step in range(version, SCHEMA_VERSION):
-                self._db.executescript(
-                    "BEGIN;" + _MIGRATIONS[step] + f"PRAGMA user_version={step + 1}; COMMIT;"
-                )
+                self._db.executescript("BEGIN;" + _MIGRATIONS[step]
+                                       + f"PRAGMA user_version={step + 1}; COMMIT;")
 
     def schema_version(self) -> int:
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
@@ -298,20 +294,11 @@ class Store:
                     "INSERT INTO measurements(record_id, run_id, cpu, suite, backend, "
                     "operation, round, median_ns, p95_ns, finished_at, capped, cap_factor) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        record_id,
-                        record.run_id,
-                        record.cpu,
-                        record.suite,
-                        record.backend,
-                        record.operation,
-                        record.round,
-                        record.median_ns,
-                        record.p95_ns,
-                        record.finished_at if record.finished_at is not None else time.time(),
-                        None if record.capped is None else int(record.capped),
-                        record.cap_factor,
-                    ),
+                    (record_id, record.run_id, record.cpu, record.suite, record.backend,
+                     record.operation, record.round, record.median_ns, record.p95_ns,
+                     record.finished_at if record.finished_at is not None else time.time(),
+                     None if record.capped is None else int(record.capped),
+                     record.cap_factor),
                 )
             elif isinstance(record, Note):
                 self._db.execute(
@@ -325,31 +312,19 @@ class Store:
                     (record_id, record.run_id, record.cpu, record.suite, record.found_at),
                 )
             elif isinstance(record, End):
-                self._set_finished(
-                    record.run_id,
-                    record.status,
-                    record.reason,
-                    record.finished_at,
-                    record.checks,
-                    record.disagreements,
-                )
+                self._set_finished(record.run_id, record.status, record.reason,
+                                   record.finished_at, record.checks, record.disagreements)
             elif isinstance(record, FreqSample):
-                self._add_freq(
-                    record.cpu,
-                    record.taken_at,
-                    record.cur_khz,
-                    record.max_khz,
-                    record.hw_max_khz,
-                    record.capped,
-                    force=False,
-                )
+                self._add_freq(record.cpu, record.taken_at, record.cur_khz, record.max_khz,
+                               record.hw_max_khz, record.capped, force=False)
 
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         """Close a run that did not end with its own End record (adds one, for export)."""
         if status not in RUN_STATUSES or status == "running":
             raise ValueError(f"run status must be finished, partial or aborted, not {status!r}")
         with self._lock, self._db:
-            row = self._db.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
                 raise KeyError(run_id)
             if row[0] != "running":
@@ -358,12 +333,12 @@ class Store:
             self._insert_record(end)
             self._set_finished(run_id, status, reason, end.finished_at, None, None)
 
-    def mark_unfinished_runs_aborted(
-        self, reason: str = "daemon stopped during the run (crash, kill or power loss)"
-    ) -> list[str]:
+    def mark_unfinished_runs_aborted(self, reason: str = "daemon stopped during the run "
+                                     "(crash, kill or power loss)") -> list[str]:
         """At start-up: runs still 'running' were cut short; close them as aborted."""
         with self._lock:
-            ids = [r[0] for r in self._db.execute("SELECT run_id FROM runs WHERE status='running'")]
+            ids = [r[0] for r in self._db.execute(
+                "SELECT run_id FROM runs WHERE status='running'")]
         for run_id in ids:
             self.finish_run(run_id, "aborted", reason)
         return ids
@@ -383,15 +358,8 @@ class Store:
         )
         return int(cur.lastrowid or 0)
 
-    def _set_finished(
-        self,
-        run_id: str,
-        status: str,
-        reason: str | None,
-        finished_at: float,
-        checks: int | None,
-        disagreements: int | None,
-    ) -> None:
+    def _set_finished(self, run_id: str, status: str, reason: str | None, finished_at: float,
+                      checks: int | None, disagreements: int | None) -> None:
         self._db.execute(
             "UPDATE runs SET status=?, reason=?, finished_at=?, "
             "checks=COALESCE(?, checks), disagreements=COALESCE(?, disagreements) "
@@ -405,28 +373,15 @@ class Store:
                 "SELECT r.run_id, r.started_at, r.finished_at, r.status, r.reason, r.profile, "
                 "r.cpus, (SELECT COUNT(*) FROM measurements m WHERE m.run_id=r.run_id), "
                 "r.checks, r.disagreements FROM runs r ORDER BY r.started_at DESC, r.rowid "
-                "DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
-        return [
-            RunInfo(
-                run_id=r[0],
-                started_at=r[1],
-                finished_at=r[2],
-                status=r[3],
-                reason=r[4],
-                profile=r[5],
-                cpus=json.loads(r[6] or "[]"),
-                measurements=r[7],
-                checks=r[8],
-                disagreements=r[9],
-            )
-            for r in rows
-        ]
+                "DESC LIMIT ?", (limit,)).fetchall()
+        return [RunInfo(run_id=r[0], started_at=r[1], finished_at=r[2], status=r[3],
+                        reason=r[4], profile=r[5], cpus=json.loads(r[6] or "[]"),
+                        measurements=r[7], checks=r[8], disagreements=r[9]) for r in rows]
 
     def run_status(self, run_id: str) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            row = self._db.execute("SELECT status FROM runs WHERE run_id=?",
+                                   (run_id,)).fetchone()
         return row[0] if row else None
 
     def run_records(self, run_id: str) -> Iterator[Record]:
@@ -435,14 +390,12 @@ class Store:
             raise KeyError(run_id)
         with self._lock:
             rows = self._db.execute(
-                "SELECT json FROM records WHERE run_id=? ORDER BY id", (run_id,)
-            ).fetchall()
+                "SELECT json FROM records WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
         for (text,) in rows:
             yield record_from_dict(json.loads(text))
 
-    def latest_measurements(
-        self, cpu: int | None = None, backend: str | None = None
-    ) -> list[Measurement]:
+    def latest_measurements(self, cpu: int | None = None,
+                            backend: str | None = None) -> list[Measurement]:
         """Newest measurement per (cpu, suite, backend, operation) of finished/partial runs."""
         where = [f"r.status IN {_RESULT_SQL}"]
         params: list[Any] = []
@@ -489,11 +442,9 @@ class Store:
 
     # -- frequency history ------------------------------------------------------------
 
-    def add_freq_samples(
-        self,
-        samples: list[tuple[int, float, int | None, int | None, int | None, bool | None]],
-        force: bool = False,
-    ) -> int:
+    def add_freq_samples(self, samples: list[tuple[int, float, int | None, int | None,
+                                                   int | None, bool | None]],
+                         force: bool = False) -> int:
         """Store (cpu, ts, cur_khz, max_khz, hw_max_khz, capped) samples, downsampled.
 
         A sample is kept when its CPU has none in the last FREQ_MIN_SPACING_S seconds or
@@ -505,26 +456,13 @@ class Store:
                 kept += self._add_freq(cpu, ts, cur, mx, hw, capped, force)
         return kept
 
-    def _add_freq(
-        self,
-        cpu: int,
-        ts: float,
-        cur: int | None,
-        mx: int | None,
-        hw: int | None,
-        capped: bool | None,
-        force: bool,
-    ) -> int:
+    def _add_freq(self, cpu: int, ts: float, cur: int | None, mx: int | None,
+                  hw: int | None, capped: bool | None, force: bool) -> int:
         if cur is None and mx is None and hw is None and capped is None:
             return 0  # no cpufreq data (a VM): a row would say nothing
         last = self._last_freq.get(cpu)
-        if (
-            not force
-            and last is not None
-            and ts - last[0] < FREQ_MIN_SPACING_S
-            and last[1] == mx
-            and last[2] == (None if capped is None else int(capped))
-        ):
+        if (not force and last is not None and ts - last[0] < FREQ_MIN_SPACING_S
+                and last[1] == mx and last[2] == (None if capped is None else int(capped))):
             return 0
         self._db.execute(
             "INSERT INTO freq_samples(cpu, ts, cur_khz, max_khz, hw_max_khz, capped) "
@@ -536,9 +474,8 @@ class Store:
 
     def prune_freq_history(self, older_than_s: float = FREQ_KEEP_S) -> int:
         with self._lock, self._db:
-            cur = self._db.execute(
-                "DELETE FROM freq_samples WHERE ts < ?", (time.time() - older_than_s,)
-            )
+            cur = self._db.execute("DELETE FROM freq_samples WHERE ts < ?",
+                                   (time.time() - older_than_s,))
         return cur.rowcount
 
     # -- retention ------------------------------------------------------------------------
@@ -549,13 +486,11 @@ class Store:
             "SELECT DISTINCT m.run_id FROM measurements m WHERE m.id IN ("
             " SELECT MAX(m2.id) FROM measurements m2 JOIN runs r ON r.run_id=m2.run_id "
             f" WHERE r.status IN {_RESULT_SQL} "
-            " GROUP BY m2.cpu, m2.suite, m2.backend, m2.operation)"
-        ).fetchall()
+            " GROUP BY m2.cpu, m2.suite, m2.backend, m2.operation)").fetchall()
         return {r[0] for r in rows}
 
-    def maintain(
-        self, retention: Retention | None = None, now: float | None = None
-    ) -> dict[str, int]:
+    def maintain(self, retention: Retention | None = None, now: float | None = None
+                 ) -> dict[str, int]:
         """Apply the retention policy; returns what it removed (counts by kind).
 
         Always writes (a watermark), so it doubles as the start-up check that the store
@@ -567,50 +502,33 @@ class Store:
         with self._lock, self._db:
             keep = self._result_run_ids()
             if ret.keep_s > 0:
-                old = [
-                    r[0]
-                    for r in self._db.execute(
-                        "SELECT run_id FROM runs WHERE status!='running' AND started_at<? "
-                        "ORDER BY started_at",
-                        (now - ret.keep_s,),
-                    )
-                    if r[0] not in keep
-                ]
-                old = old[: ret.max_runs]
+                old = [r[0] for r in self._db.execute(
+                    "SELECT run_id FROM runs WHERE status!='running' AND started_at<? "
+                    "ORDER BY started_at", (now - ret.keep_s,)) if r[0] not in keep]
+                old = old[:ret.max_runs]
                 for table in ("measurements", "disagreements", "notes", "records", "runs"):
-                    self._db.executemany(f"DELETE FROM {table} WHERE run_id=?", [(r,) for r in old])
+                    self._db.executemany(f"DELETE FROM {table} WHERE run_id=?",
+                                         [(r,) for r in old])
                 out["runs"] = len(old)
-                counts = self._db.execute(
-                    "SELECT kind, COUNT(*) FROM alerts WHERE ts<? GROUP BY kind",
-                    (now - ret.keep_s,),
-                ).fetchall()
+                counts = self._db.execute("SELECT kind, COUNT(*) FROM alerts WHERE ts<? "
+                                          "GROUP BY kind", (now - ret.keep_s,)).fetchall()
                 for kind, n in counts:
                     self._db.execute(
                         "INSERT INTO alert_totals(kind, pruned) VALUES (?, ?) ON CONFLICT"
-                        "(kind) DO UPDATE SET pruned=pruned+excluded.pruned",
-                        (kind, n),
-                    )
+                        "(kind) DO UPDATE SET pruned=pruned+excluded.pruned", (kind, n))
                 self._db.execute("DELETE FROM alerts WHERE ts<?", (now - ret.keep_s,))
                 out["alerts"] = sum(n for _, n in counts)
             if ret.keep_samples_s > 0:
-                strip = [
-                    r[0]
-                    for r in self._db.execute(
-                        "SELECT run_id FROM runs WHERE status!='running' AND samples_stripped=0 "
-                        "AND started_at<? ORDER BY started_at",
-                        (now - ret.keep_samples_s,),
-                    )
-                    if r[0] not in keep
-                ][: ret.max_runs]
+                strip = [r[0] for r in self._db.execute(
+                    "SELECT run_id FROM runs WHERE status!='running' AND samples_stripped=0 "
+                    "AND started_at<? ORDER BY started_at", (now - ret.keep_samples_s,))
+                    if r[0] not in keep][:ret.max_runs]
                 # Round medians, p95 etc. stay; the samples (most of the bytes) go.
                 self._db.executemany(
                     "UPDATE records SET json=json_set(json, '$.samples_ns', json('null')) "
-                    "WHERE run_id=? AND type='measurement'",
-                    [(r,) for r in strip],
-                )
-                self._db.executemany(
-                    "UPDATE runs SET samples_stripped=1 WHERE run_id=?", [(r,) for r in strip]
-                )
+                    "WHERE run_id=? AND type='measurement'", [(r,) for r in strip])
+                self._db.executemany("UPDATE runs SET samples_stripped=1 WHERE run_id=?",
+                                     [(r,) for r in strip])
                 out["stripped_runs"] = len(strip)
             out["freq_samples"] = self._thin_freq(ret, now)
         return out
@@ -618,12 +536,10 @@ class Store:
     def _thin_freq(self, ret: Retention, now: float) -> int:
         removed = 0
         if ret.keep_freq_s > 0:
-            removed += self._db.execute(
-                "DELETE FROM freq_samples WHERE ts<?", (now - ret.keep_freq_s,)
-            ).rowcount
+            removed += self._db.execute("DELETE FROM freq_samples WHERE ts<?",
+                                        (now - ret.keep_freq_s,)).rowcount
         row = self._db.execute(
-            "SELECT value FROM store_meta WHERE key='freq_thinned_until'"
-        ).fetchone()
+            "SELECT value FROM store_meta WHERE key='freq_thinned_until'").fetchone()
         start = float(row[0]) if row else 0.0
         if ret.keep_freq_s > 0:
             start = max(start, now - ret.keep_freq_s)
@@ -637,10 +553,8 @@ class Store:
             last: dict[int, tuple[int, Any, Any]] = {}
             drop: list[tuple[int]] = []
             for rowid, cpu, ts, mx, capped in self._db.execute(
-                "SELECT rowid, cpu, ts, max_khz, capped FROM freq_samples "
-                "WHERE ts>=? AND ts<? ORDER BY cpu, ts",
-                (start, end),
-            ):
+                    "SELECT rowid, cpu, ts, max_khz, capped FROM freq_samples "
+                    "WHERE ts>=? AND ts<? ORDER BY cpu, ts", (start, end)):
                 bucket = int(ts // ret.freq_bucket_s)
                 prev = last.get(cpu)
                 if prev is not None and prev == (bucket, mx, capped):
@@ -649,20 +563,16 @@ class Store:
                     last[cpu] = (bucket, mx, capped)
             self._db.executemany("DELETE FROM freq_samples WHERE rowid=?", drop)
             removed += len(drop)
-        self._db.execute(
-            "INSERT OR REPLACE INTO store_meta(key, value) VALUES ('freq_thinned_until', ?)",
-            (str(max(start, end)),),
-        )
+        self._db.execute("INSERT OR REPLACE INTO store_meta(key, value) "
+                         "VALUES ('freq_thinned_until', ?)", (str(max(start, end)),))
         return removed
 
-    def freq_history(
-        self, cpu: int, since: float = 0.0
-    ) -> list[tuple[float, int | None, int | None]]:
+    def freq_history(self, cpu: int, since: float = 0.0) -> list[tuple[float, int | None,
+                                                                        int | None]]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT ts, cur_khz, max_khz FROM freq_samples WHERE cpu=? AND ts>=? ORDER BY ts",
-                (cpu, since),
-            ).fetchall()
+                "SELECT ts, cur_khz, max_khz FROM freq_samples WHERE cpu=? AND ts>=? "
+                "ORDER BY ts", (cpu, since)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
     # -- alerts -------------------------------------------------------------------------
@@ -672,36 +582,17 @@ class Store:
             self._db.execute(
                 "INSERT INTO alerts(ts, kind, severity, cpu, cluster, message, details) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (
-                    alert.ts,
-                    alert.kind,
-                    alert.severity,
-                    alert.cpu,
-                    alert.cluster,
-                    alert.message,
-                    json.dumps(alert.details, default=str),
-                ),
+                (alert.ts, alert.kind, alert.severity, alert.cpu, alert.cluster,
+                 alert.message, json.dumps(alert.details, default=str)),
             )
 
     def recent_alerts(self, limit: int = 50) -> list[Alert]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT ts, kind, severity, cpu, cluster, message, details FROM alerts "
-                "ORDER BY ts DESC, id DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
-        return [
-            Alert(
-                ts=r[0],
-                kind=r[1],
-                severity=r[2],
-                cpu=r[3],
-                cluster=r[4],
-                message=r[5],
-                details=json.loads(r[6] or "{}"),
-            )
-            for r in rows
-        ]
+                "ORDER BY ts DESC, id DESC LIMIT ?", (limit,)).fetchall()
+        return [Alert(ts=r[0], kind=r[1], severity=r[2], cpu=r[3], cluster=r[4],
+                      message=r[5], details=json.loads(r[6] or "{}")) for r in rows]
 
     def alert_counts(self) -> dict[str, int]:
         """Alerts ever stored, per kind (so qprof_alerts_total survives restarts),
@@ -713,6 +604,5 @@ class Store:
         with self._lock:
             rows = self._db.execute(
                 "SELECT kind, SUM(n) FROM (SELECT kind, COUNT(*) AS n FROM alerts GROUP BY "
-                "kind UNION ALL SELECT kind, pruned FROM alert_totals) GROUP BY kind"
-            )
+                "kind UNION ALL SELECT kind, pruned FROM alert_totals) GROUP BY kind")
             return {k: int(n) for k, n in rows}

@@ -76,14 +76,8 @@ def read_cpu_jiffies(root: Path) -> tuple[int, int] | None:
 
 
 class Watcher:
-    def __init__(
-        self,
-        root: Path,
-        alerts: AlertDispatcher,
-        cap_samples: int = 3,
-        cap_hold_s: float = 5.0,
-        busy_window_ticks: int = 10,
-    ) -> None:
+    def __init__(self, root: Path, alerts: AlertDispatcher, cap_samples: int = 3,
+                 cap_hold_s: float = 5.0, busy_window_ticks: int = 10) -> None:
         self.root = Path(root)
         self.alerts = alerts
         self.caps = Hysteresis(cap_samples, cap_hold_s)
@@ -101,24 +95,14 @@ class Watcher:
     def tick(self, now: float | None = None) -> WatchTick:
         now = time.time() if now is None else now
         reading = read_frequencies(self.root, self.topology)
-        if {f.cpu: f.online for f in reading.cpus} != {c.cpu: c.online for c in self.topology.cpus}:
+        if {f.cpu: f.online for f in reading.cpus} != {c.cpu: c.online
+                                                       for c in self.topology.cpus}:
             # A CPU went on/offline: re-read the topology (clusters' online members).
             self.topology = read_topology(self.root)
-        cpus = {
-            f.cpu: CpuView(
-                cpu=f.cpu,
-                cluster=f.cluster,
-                online=f.online is not False,
-                cur_khz=f.cur_khz,
-                max_khz=f.max_khz,
-                hw_max_khz=f.hw_max_khz,
-                governor=f.governor,
-                capped=f.capped,
-                cap_factor=f.cap_factor,
-                cap_cause=f.cap_cause,
-            )
-            for f in reading.cpus
-        }
+        cpus = {f.cpu: CpuView(
+            cpu=f.cpu, cluster=f.cluster, online=f.online is not False, cur_khz=f.cur_khz,
+            max_khz=f.max_khz, hw_max_khz=f.hw_max_khz, governor=f.governor, capped=f.capped,
+            cap_factor=f.cap_factor, cap_cause=f.cap_cause) for f in reading.cpus}
         jiff = read_cpu_jiffies(self.root)
         if jiff is not None:
             self._jiffies.append(jiff)
@@ -126,9 +110,8 @@ class Watcher:
         if len(self._jiffies) >= 2 and self._jiffies[-1][1] > self._jiffies[0][1]:
             (b0, t0), (b1, t1) = self._jiffies[0], self._jiffies[-1]
             busy = 100.0 * (b1 - b0) / (t1 - t0)
-        load = LoadView(
-            read_loadavg(self.root), busy, sum(1 for v in cpus.values() if v.online) or 1
-        )
+        load = LoadView(read_loadavg(self.root), busy,
+                        sum(1 for v in cpus.values() if v.online) or 1)
         tick = WatchTick(now, cpus, load, list(reading.problems))
         self._compare(tick, reading.clusters)
         self.last = tick
@@ -141,13 +124,11 @@ class Watcher:
             was = self._online.get(cpu)
             if was is not None and was != view.online:
                 if view.online:
-                    self.alerts.emit(
-                        "cpu_online", "info", f"cpu {cpu} came back online", cpu=cpu, ts=tick.ts
-                    )
+                    self.alerts.emit("cpu_online", "info", f"cpu {cpu} came back online",
+                                     cpu=cpu, ts=tick.ts)
                 else:
-                    self.alerts.emit(
-                        "cpu_offline", "warning", f"cpu {cpu} went offline", cpu=cpu, ts=tick.ts
-                    )
+                    self.alerts.emit("cpu_offline", "warning", f"cpu {cpu} went offline",
+                                     cpu=cpu, ts=tick.ts)
             self._online[cpu] = view.online
         # Caps and governors per cluster (a cpufreq policy spans a cluster).
         for cl in clusters:
@@ -158,54 +139,31 @@ class Watcher:
     def _check_governor(self, cl: ClusterFreq, label: str, ts: float) -> None:
         if cl.id in self._governors and self._governors[cl.id] != cl.governor:
             old = self._governors[cl.id]
-            self.alerts.emit(
-                "governor_changed",
-                "warning",
-                f"{label}: governor changed from {old} to {cl.governor}",
-                ts=ts,
-                cluster=cl.id,
-                old=old,
-                new=cl.governor,
-            )
+            self.alerts.emit("governor_changed", "warning",
+                             f"{label}: governor changed from {old} to {cl.governor}",
+                             ts=ts, cluster=cl.id, old=old, new=cl.governor)
         self._governors[cl.id] = cl.governor
 
     def _check_cap(self, cl: ClusterFreq, label: str, ts: float) -> None:
         if cl.capped is None:
             return  # unknown: say nothing rather than guess
-        details = {
-            "factor": cl.cap_factor,
-            "cause": cl.cap_cause,
-            "max_khz": cl.max_khz,
-            "hw_max_khz": cl.hw_max_khz,
-        }
+        details = {"factor": cl.cap_factor, "cause": cl.cap_cause, "max_khz": cl.max_khz,
+                   "hw_max_khz": cl.hw_max_khz}
         if self._first:
             # The state found at start-up is reported once, not as a change.
             self.caps.set_active(cl.id, cl.capped)
             if cl.capped:
-                self.alerts.emit(
-                    "cap_started",
-                    "warning",
-                    f"{label}: capped at start-up ({self._cap_text(cl)})",
-                    ts=ts,
-                    cluster=cl.id,
-                    at_startup=True,
-                    **details,
-                )
+                self.alerts.emit("cap_started", "warning",
+                                 f"{label}: capped at start-up ({self._cap_text(cl)})",
+                                 ts=ts, cluster=cl.id, at_startup=True, **details)
             return
         change = self.caps.update(cl.id, cl.capped, ts)
         if change is True:
-            self.alerts.emit(
-                "cap_started",
-                "warning",
-                f"{label}: capped ({self._cap_text(cl)})",
-                ts=ts,
-                cluster=cl.id,
-                **details,
-            )
+            self.alerts.emit("cap_started", "warning", f"{label}: capped ({self._cap_text(cl)})",
+                             ts=ts, cluster=cl.id, **details)
         elif change is False:
-            self.alerts.emit(
-                "cap_ended", "info", f"{label}: cap ended, back to full speed", ts=ts, cluster=cl.id
-            )
+            self.alerts.emit("cap_ended", "info", f"{label}: cap ended, back to full speed",
+                             ts=ts, cluster=cl.id)
 
     @staticmethod
     def _cap_text(cl: ClusterFreq) -> str:

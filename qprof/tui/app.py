@@ -49,9 +49,8 @@ class MonitorApp(App[int]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(
-        self, config: MonitorConfig | None = None, collector: Collector | None = None
-    ) -> None:
+    def __init__(self, config: MonitorConfig | None = None,
+                 collector: Collector | None = None) -> None:
         super().__init__()
         self.config = config or MonitorConfig()
         self.collector = collector or Collector(self.config)
@@ -73,7 +72,8 @@ class MonitorApp(App[int]):
         yield CoveragePanel(id="coverage")
         with Horizontal(id="bottom"):
             with Vertical(id="history-box"):
-                yield Static("Frequency history (GHz)", classes="panel-title")
+                yield Static("Frequency history (GHz)",
+                             classes="panel-title")
                 yield FreqHistory(id="history")
             with Vertical(id="alerts-box"):
                 yield Static("Alerts (newest first)", classes="panel-title")
@@ -114,9 +114,8 @@ class MonitorApp(App[int]):
         self.frame = frame
         self.query_one(MachineHeader).show(frame.machine)
         self.query_one(CoreTable).show(frame.cores, self.collector.profile.suites)
-        self.query_one(CoveragePanel).show(
-            frame.coverage, frame.machine.profile, frame.machine.backend, frame.coverage_note
-        )
+        self.query_one(CoveragePanel).show(frame.coverage, frame.machine.profile,
+                                           frame.machine.backend, frame.coverage_note)
         self.query_one(FreqHistory).show(frame.history)
         self.query_one(AlertsLog).show(frame.alerts)
         self.query_one(MeasureProgress).show(self.progress)
@@ -202,9 +201,8 @@ class MonitorApp(App[int]):
             status = dict(available_backends())
         except Exception as exc:  # noqa: BLE001 - a broken backend must not kill the UI
             status = {}
-            self.call_from_thread(
-                self.collector.add_alert, "degraded", "warning", f"backend probe failed: {exc}"
-            )
+            self.call_from_thread(self.collector.add_alert, "degraded", "warning",
+                                  f"backend probe failed: {exc}")
         self.call_from_thread(self._backends_known, status, then_choose)
 
     def _backends_known(self, status: dict[str, Any], then_choose: bool) -> None:
@@ -232,18 +230,11 @@ class MonitorApp(App[int]):
                 label += f" — unavailable: {getattr(st, 'reason', '')}"
             choices.append((name, label, ok))
         if not choices:
-            self.notify(
-                "No verifier backend could be checked (see the alerts).",
-                severity="warning",
-                timeout=5,
-            )
+            self.notify("No verifier backend could be checked (see the alerts).",
+                        severity="warning", timeout=5)
             return
-        self.push_screen(
-            ChoiceScreen(
-                "Verifier backend (Enter selects, Esc cancels)", choices, self.collector.backend
-            ),
-            self._backend_chosen,
-        )
+        self.push_screen(ChoiceScreen("Verifier backend (Enter selects, Esc cancels)",
+                                      choices, self.collector.backend), self._backend_chosen)
 
     def _backend_chosen(self, name: str | None) -> None:
         if name and name != self.collector.backend:
@@ -257,12 +248,8 @@ class MonitorApp(App[int]):
 
         names = profile_names()
         choices = [(n, n, True) for n in names]
-        self.push_screen(
-            ChoiceScreen(
-                "Chain profile (Enter selects, Esc cancels)", choices, self.collector.profile.name
-            ),
-            self._profile_chosen,
-        )
+        self.push_screen(ChoiceScreen("Chain profile (Enter selects, Esc cancels)", choices,
+                                      self.collector.profile.name), self._profile_chosen)
 
     def _profile_chosen(self, name: str | None) -> None:
         if name and name != self.collector.profile.name:
@@ -280,22 +267,15 @@ class MonitorApp(App[int]):
 
     def start_measurement(self, cpu: int | None, why: str) -> bool:
         if not self.collector.measurable:
-            self.notify(
-                "Cannot measure here: this is a snapshot of another machine "
-                "(--root) or a read-only store.",
-                severity="warning",
-                timeout=5,
-            )
+            self.notify("Cannot measure here: this is a snapshot of another machine "
+                        "(--root) or a read-only store.", severity="warning", timeout=5)
             return False
         if cpu is None:
             self.notify("No core selected.", severity="warning")
             return False
         if self.measuring_cpu is not None:
-            self.notify(
-                f"Already measuring CPU {self.measuring_cpu}; wait for it to finish.",
-                severity="warning",
-                timeout=4,
-            )
+            self.notify(f"Already measuring CPU {self.measuring_cpu}; wait for it to finish.",
+                        severity="warning", timeout=4)
             return False
         if self.collector.backend is None:
             self.notify("Still checking which backends work here…", timeout=3)
@@ -307,12 +287,9 @@ class MonitorApp(App[int]):
         self.measuring_cpu = cpu
         self.progress = Progress(0.0, None, f"CPU {cpu} (starting)")
         self.query_one(MeasureProgress).show(self.progress)
-        self.collector.add_alert(
-            "measure_started",
-            "info",
-            f"{why}: {self.collector.backend}, profile {self.collector.profile.name}",
-            f"CPU {cpu}",
-        )
+        self.collector.add_alert("measure_started", "info",
+                                 f"{why}: {self.collector.backend}, profile "
+                                 f"{self.collector.profile.name}", f"CPU {cpu}")
         self._measure(cpu, self.collector.backend, self.collector.profile.suites)
         return True
 
@@ -320,20 +297,14 @@ class MonitorApp(App[int]):
     def _measure(self, cpu: int, backend: str, suites: tuple[str, ...]) -> None:
         from qprof.tui.sources.measure import MeasureSource
 
-        source = MeasureSource(
-            self.collector.sources.store_path,  # type: ignore[arg-type]
-            root=self.config.root,
-            profile=self.collector.profile.location,
-            mode=self.config.measure_mode,
-        )
+        source = MeasureSource(self.collector.sources.store_path,  # type: ignore[arg-type]
+                               root=self.config.root, profile=self.collector.profile.location,
+                               mode=self.config.measure_mode)
         try:
             summary = source.measure(
-                cpu,
-                suites,
-                backend,
+                cpu, suites, backend,
                 progress=lambda p: self.call_from_thread(self._on_progress, p),
-                stop=self._stop,
-            )
+                stop=self._stop)
             error = None
         except Exception as exc:  # noqa: BLE001 - report, keep the UI alive
             summary, error = None, f"{type(exc).__name__}: {exc}"
@@ -349,7 +320,8 @@ class MonitorApp(App[int]):
         self.progress = None
         if error:
             self.collector.add_alert("measure_failed", "warning", error, f"CPU {cpu}")
-            self.notify(f"Measurement of CPU {cpu} failed: {error}", severity="error", timeout=8)
+            self.notify(f"Measurement of CPU {cpu} failed: {error}", severity="error",
+                        timeout=8)
         else:
             self.collector.add_alert("measured", "info", summary or "done", f"CPU {cpu}")
             self.notify(f"CPU {cpu} measured.", timeout=3)

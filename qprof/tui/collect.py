@@ -105,17 +105,11 @@ def resolve_sources(config: MonitorConfig) -> Sources:
         path = Path(config.store_path)
         mode = SNAPSHOT if not hardware.live else STANDALONE
         label = f"store {path}" + ("" if hardware.live else f" · --root {root}")
-        return Sources(
-            mode,
-            label,
-            hardware,
-            load,
-            StoreSource(path, readonly=False),
-            path if hardware.live else None,
-            notes,
-        )
+        return Sources(mode, label, hardware, load, StoreSource(path, readonly=False),
+                       path if hardware.live else None, notes)
     if not hardware.live and config.state_dir is None:
-        return Sources(SNAPSHOT, f"snapshot --root {root}", hardware, load, None, None, notes)
+        return Sources(SNAPSHOT, f"snapshot --root {root}",
+                       hardware, load, None, None, notes)
     state_dir = Path(config.state_dir) if config.state_dir else state_dir_default()
     daemon_db = state_dir / DAEMON_DB
     if daemon_db.exists():
@@ -123,38 +117,18 @@ def resolve_sources(config: MonitorConfig) -> Sources:
         if not hardware.live:
             label += f" · --root {root}"
         writable = hardware.live and os.access(daemon_db, os.W_OK)
-        return Sources(
-            DAEMON,
-            label,
-            hardware,
-            load,
-            StoreSource(daemon_db, readonly=True),
-            daemon_db if writable else None,
-            notes,
-        )
+        return Sources(DAEMON, label, hardware, load, StoreSource(daemon_db, readonly=True),
+                       daemon_db if writable else None, notes)
     if not _writable_dir(state_dir):
         notes.append(f"state dir {state_dir} is not writable; using a temporary store")
         state_dir = Path(tempfile.mkdtemp(prefix="qprof-monitor-"))
     path = state_dir / MONITOR_DB
     if not hardware.live:
-        return Sources(
-            SNAPSHOT,
-            f"store {path} · --root {root}",
-            hardware,
-            load,
-            StoreSource(path, readonly=False) if path.exists() else None,
-            None,
-            notes,
-        )
-    return Sources(
-        STANDALONE,
-        f"standalone (store {path})",
-        hardware,
-        load,
-        StoreSource(path, readonly=False),
-        path,
-        notes,
-    )
+        return Sources(SNAPSHOT, f"store {path} · --root {root}", hardware, load,
+                       StoreSource(path, readonly=False) if path.exists() else None,
+                       None, notes)
+    return Sources(STANDALONE, f"standalone (store {path})", hardware, load,
+                   StoreSource(path, readonly=False), path, notes)
 
 
 def _cpus_label(group: list[CpuFacts]) -> str:
@@ -204,8 +178,7 @@ class Collector:
 
     def add_alert(self, kind: str, severity: str, message: str, where: str = "") -> None:
         self._local_alerts.appendleft(
-            AlertView(self.config.clock(), kind, severity, where, message)
-        )
+            AlertView(self.config.clock(), kind, severity, where, message))
 
     @property
     def measurable(self) -> bool:
@@ -224,13 +197,9 @@ class Collector:
         if self.sources.store is not None and self.sources.store.error:
             problems.append(self.sources.store.error)
         return MachineView(
-            model=info["model"],
-            designs=info["designs"],
-            arch=info.get("arch"),
-            profile=profile,
-            backend=self.backend or "choosing…",
-            source=self.sources.label,
-            measurable=self.measurable,
+            model=info["model"], designs=info["designs"], arch=info.get("arch"),
+            profile=profile, backend=self.backend or "choosing…",
+            source=self.sources.label, measurable=self.measurable,
             problems=tuple(problems),
         )
 
@@ -258,9 +227,8 @@ class Collector:
             return None
         return key
 
-    def evaluate(
-        self, key: EvalKey, in_child: bool = True, stop: threading.Event | None = None
-    ) -> Evaluation:
+    def evaluate(self, key: EvalKey, in_child: bool = True,
+                 stop: threading.Event | None = None) -> Evaluation:
         """`qprof check`'s verdict for ``key``: slow (bootstrap CIs), blocking; in a
         child process by default so that the UI process stays responsive."""
         store = self.sources.store
@@ -308,10 +276,10 @@ class Collector:
         self._record_history(cpus, clusters, now)
         missing = "not measured here"
         if self.sources.store is not None:
-            missing = "evaluating…" if evaluating and evaluation is None else "not measured yet"
+            missing = "evaluating…" if evaluating and evaluation is None else \
+                "not measured yet"
         coverage: tuple[CoverageView, ...] = coverage_rows(
-            evaluation, self.profile, clusters, self.backend, missing=missing
-        )
+            evaluation, self.profile, clusters, self.backend, missing=missing)
         note = None
         if self.sources.store is None:
             note = "snapshot of another machine: costs not measured here"
@@ -320,11 +288,8 @@ class Collector:
         elif evaluating and evaluation is None:
             note = "evaluating the stored measurements…"
         elif not (evaluation and evaluation.results):
-            note = (
-                "not measured yet — press b to measure the selected core"
-                if self.measurable
-                else "not measured yet"
-            )
+            note = ("not measured yet — press b to measure the selected core"
+                    if self.measurable else "not measured yet")
         return Frame(
             taken_at=now,
             machine=self.machine(),
@@ -335,32 +300,16 @@ class Collector:
             coverage_note=note,
         )
 
-    def _core_view(
-        self,
-        c: CpuFacts,
-        load: float | None,
-        cost: tuple[dict[str, float], dict[str, int], str | None] | None,
-    ) -> CoreView:
+    def _core_view(self, c: CpuFacts, load: float | None,
+                   cost: tuple[dict[str, float], dict[str, int], str | None] | None
+                   ) -> CoreView:
         medians, vu, statistic = cost if cost else ({}, {}, None)
         return CoreView(
-            cpu=c.cpu,
-            online=c.online,
-            cluster=c.cluster,
-            design=c.design,
-            part=c.part,
-            core_class=c.core_class,
-            governor=c.governor,
-            cur_khz=c.cur_khz,
-            max_khz=c.max_khz,
-            hw_max_khz=c.hw_max_khz,
-            capped=c.capped,
-            cap_factor=c.cap_factor,
-            cap_cause=c.cap_cause,
-            estimated=c.estimated,
-            load_pct=load,
-            medians_ns=medians,
-            vu=vu,
-            statistic=statistic,
+            cpu=c.cpu, online=c.online, cluster=c.cluster, design=c.design, part=c.part,
+            core_class=c.core_class, governor=c.governor, cur_khz=c.cur_khz,
+            max_khz=c.max_khz, hw_max_khz=c.hw_max_khz, capped=c.capped,
+            cap_factor=c.cap_factor, cap_cause=c.cap_cause, estimated=c.estimated,
+            load_pct=load, medians_ns=medians, vu=vu, statistic=statistic,
             est_khz=self.estimated_khz.get(c.cpu) if c.cur_khz is None else None,
         )
 
@@ -397,19 +346,15 @@ class Collector:
         for group in started.values():
             c = group[0]
             factor = f" ×{c.cap_factor:.2f}" if c.cap_factor else ""
-            self.add_alert(
-                "cap_started",
-                "warning",
-                f"max frequency capped{factor} ({c.cap_cause or 'cause unknown'})",
-                _cpus_label(group),
-            )
+            self.add_alert("cap_started", "warning",
+                           f"max frequency capped{factor} ({c.cap_cause or 'cause unknown'})",
+                           _cpus_label(group))
         for group in ended.values():
             self.add_alert("cap_ended", "info", "cap lifted", _cpus_label(group))
 
     # ------------------------------------------------------------------ history
-    def _record_history(
-        self, cpus: list[CpuFacts], clusters: list[ClusterFacts], now: float
-    ) -> None:
+    def _record_history(self, cpus: list[CpuFacts], clusters: list[ClusterFacts],
+                        now: float) -> None:
         if not self._seeded_history:
             self._seeded_history = True
             self._seed_history_from_store(clusters, now)
@@ -417,9 +362,8 @@ class Collector:
             return  # a snapshot does not move: one point is the whole story
         by_cpu = {c.cpu: c for c in cpus}
         for key, members in self._cluster_members(clusters, cpus):
-            values = [
-                by_cpu[m].cur_khz for m in members if m in by_cpu and by_cpu[m].cur_khz is not None
-            ]
+            values = [by_cpu[m].cur_khz for m in members
+                      if m in by_cpu and by_cpu[m].cur_khz is not None]
             if values:
                 ring = self._history.setdefault(key, deque(maxlen=self.config.history_len))
                 ring.append(max(values))  # the fastest core shows a cap first
@@ -437,21 +381,20 @@ class Collector:
                 ring.append(khz)
 
     @staticmethod
-    def _cluster_members(
-        clusters: list[ClusterFacts], cpus: list[CpuFacts]
-    ) -> list[tuple[int | None, tuple[int, ...]]]:
+    def _cluster_members(clusters: list[ClusterFacts], cpus: list[CpuFacts]
+                         ) -> list[tuple[int | None, tuple[int, ...]]]:
         if clusters:
             return [(c.id, c.cpus) for c in clusters]
         return [(None, tuple(c.cpu for c in cpus))]
 
-    def _histories(
-        self, clusters: list[ClusterFacts], cpus: list[CpuFacts]
-    ) -> tuple[ClusterHistory, ...]:
+    def _histories(self, clusters: list[ClusterFacts], cpus: list[CpuFacts]
+                   ) -> tuple[ClusterHistory, ...]:
         out = []
         hw_max = {c.cpu: c.hw_max_khz or c.max_khz for c in cpus}
         for key, members in self._cluster_members(clusters, cpus):
             design = next((short_design(c.design) for c in clusters if c.id == key), None)
-            label = (f"cl{key} {design}" if key is not None else "all") + f" {cpu_ranges(members)}"
+            label = (f"cl{key} {design}" if key is not None else "all") + \
+                f" {cpu_ranges(members)}"
             scale = max((hw_max[m] for m in members if hw_max.get(m)), default=None)
             out.append(ClusterHistory(key, label, tuple(self._history.get(key, ())), scale))
         return tuple(out)
@@ -467,22 +410,12 @@ class Collector:
                 self._store_alerts_at = now
             for a in self._store_alerts:
                 cpu, cluster = field_of(a, "cpu"), field_of(a, "cluster")
-                where = (
-                    f"CPU {cpu}"
-                    if cpu is not None
-                    else f"cluster {cluster}"
-                    if cluster is not None
-                    else ""
-                )
-                merged.append(
-                    AlertView(
-                        ts=float(field_of(a, "ts") or 0.0),
-                        kind=str(field_of(a, "kind") or "?"),
-                        severity=str(field_of(a, "severity") or "info"),
-                        where=where,
-                        message=str(field_of(a, "message") or ""),
-                    )
-                )
+                where = (f"CPU {cpu}" if cpu is not None
+                         else f"cluster {cluster}" if cluster is not None else "")
+                merged.append(AlertView(
+                    ts=float(field_of(a, "ts") or 0.0), kind=str(field_of(a, "kind") or "?"),
+                    severity=str(field_of(a, "severity") or "info"), where=where,
+                    message=str(field_of(a, "message") or "")))
         merged.sort(key=lambda a: a.ts, reverse=True)
         return tuple(merged[:ALERTS_SHOWN])
 

@@ -177,9 +177,8 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-def fmt_covered(
-    covered: bool | None, missing: str = "not measured yet", confidence: str | None = None
-) -> str:
+def fmt_covered(covered: bool | None, missing: str = "not measured yet",
+                confidence: str | None = None) -> str:
     if covered is None:
         return missing
     word = f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"

@@ -32,37 +32,17 @@ def report_markdown(frame: Frame, profile: str) -> str:
     measured = {s for c in frame.cores for s in c.medians_ns}
     suites = [s for s in order if s in measured] + sorted(measured - set(order))
     lines += ["", "## Cores", ""]
-    head = [
-        "CPU",
-        "Cluster",
-        "Design",
-        "Part",
-        "Class",
-        "Governor",
-        "Cur GHz",
-        "Max GHz",
-        "HW max GHz",
-        "Cap",
-        "Statistic",
-    ] + [f"{s} µs (VU)" for s in suites]
+    head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
+            "HW max GHz", "Cap", "Statistic"] + [f"{s} µs (VU)" for s in suites]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in frame.cores:
         cur = fmt_ghz(c.cur_khz)
         if c.cur_khz is None and c.est_khz is not None:
             cur = f"~{fmt_ghz(c.est_khz)} (estimated)"
-        cells = [
-            str(c.cpu),
-            "?" if c.cluster is None else str(c.cluster),
-            c.design or "?",
-            c.part or "?",
-            c.core_class or "?",
-            c.governor or "—",
-            cur,
-            fmt_ghz(c.max_khz),
-            fmt_ghz(c.hw_max_khz),
-            fmt_cap(c) or "no",
-            c.statistic or "—",
-        ]
+        cells = [str(c.cpu), "?" if c.cluster is None else str(c.cluster), c.design or "?",
+                 c.part or "?", c.core_class or "?", c.governor or "—", cur,
+                 fmt_ghz(c.max_khz), fmt_ghz(c.hw_max_khz), fmt_cap(c) or "no",
+                 c.statistic or "—"]
         for s in suites:
             med = c.medians_ns.get(s)
             vu = c.vu.get(s)
@@ -71,53 +51,29 @@ def report_markdown(frame: Frame, profile: str) -> str:
     lines += ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
         lines += [f"_{frame.coverage_note}_", ""]
-    head = [
-        "Suite",
-        "Where",
-        "Verify",
-        "Statistic",
-        "Estimate",
-        "Constant",
-        "Margin",
-        "Covered",
-        "Worst-case block",
-        "Capped",
-    ]
+    head = ["Suite", "Where", "Verify", "Statistic", "Estimate", "Constant", "Margin",
+            "Covered", "Worst-case block", "Capped"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in frame.coverage:
         where = r.where + (f" (CPU {r.cpu})" if r.cpu is not None else "")
-        capped = (
-            ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else ""))
-            if r.capped
+        capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
             else ("unknown" if r.capped is None and r.median_ns else "no")
-        )
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    r.suite,
-                    where,
-                    fmt_duration(r.median_ns),
-                    fmt_stat(r.statistic) if r.median_ns else "—",
-                    "—" if r.vu_estimate is None else str(r.vu_estimate),
-                    "—" if r.vu_constant is None else str(r.vu_constant),
-                    "—" if r.margin is None else f"{r.margin:+d}",
-                    fmt_covered(r.covered, r.note or "not measured yet", r.confidence),
-                    fmt_duration(r.worst_block_ns),
-                    capped if r.median_ns else "—",
-                ]
-            )
-            + " |"
-        )
-    lines += [
-        "",
-        "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
-        "backend, as `qprof check` computes it (--statistic auto): t is the median "
-        "while the ML-DSA rounds agree within 100 bp, else a steadier statistic "
-        "(quiet-turn pairs or the 10th percentile: a busy or shared host). "
-        "Worst-case block = (max block Verify Units / constant) signatures × t, on "
-        "one core: an estimate, not a measured block.",
-    ]
+        lines.append("| " + " | ".join([
+            r.suite, where, fmt_duration(r.median_ns),
+            fmt_stat(r.statistic) if r.median_ns else "—",
+            "—" if r.vu_estimate is None else str(r.vu_estimate),
+            "—" if r.vu_constant is None else str(r.vu_constant),
+            "—" if r.margin is None else f"{r.margin:+d}",
+            fmt_covered(r.covered, r.note or "not measured yet", r.confidence),
+            fmt_duration(r.worst_block_ns),
+            capped if r.median_ns else "—",
+        ]) + " |")
+    lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
+              "backend, as `qprof check` computes it (--statistic auto): t is the median "
+              "while the ML-DSA rounds agree within 100 bp, else a steadier statistic "
+              "(quiet-turn pairs or the 10th percentile: a busy or shared host). "
+              "Worst-case block = (max block Verify Units / constant) signatures × t, on "
+              "one core: an estimate, not a measured block."]
     # Per core, which statistic and why, with the other rule's estimate beside it.
     whys = {}
     for r in frame.coverage:
@@ -130,24 +86,20 @@ def report_markdown(frame: Frame, profile: str) -> str:
         line = f"- CPU {cpu}: {r.statistic} — {r.statistic_why}"
         if r.statistic != "median":
             line += "; by the median rule: " + ", ".join(
-                f"{x.suite} {x.vu_median_rule}" for x in rows if x.vu_median_rule is not None
-            )
+                f"{x.suite} {x.vu_median_rule}" for x in rows if x.vu_median_rule is not None)
         lines.append(line)
     if frame.history:
         lines += ["", "## Frequencies", ""]
         for h in frame.history:
             if not h.samples_khz:
-                lines.append(
-                    f"- {h.label}: no cpufreq data (the system reports no frequency, e.g. a VM)"
-                )
+                lines.append(f"- {h.label}: no cpufreq data (the system reports no "
+                             "frequency, e.g. a VM)")
                 continue
             last = h.samples_khz[-1] if h.samples_khz else None
             low = min(h.samples_khz) if h.samples_khz else None
-            lines.append(
-                f"- {h.label}: now {fmt_ghz(last)} GHz, lowest seen "
-                f"{fmt_ghz(low)} GHz, hardware max {fmt_ghz(h.max_khz)} GHz "
-                f"({len(h.samples_khz)} samples)"
-            )
+            lines.append(f"- {h.label}: now {fmt_ghz(last)} GHz, lowest seen "
+                         f"{fmt_ghz(low)} GHz, hardware max {fmt_ghz(h.max_khz)} GHz "
+                         f"({len(h.samples_khz)} samples)")
     lines += ["", "## Alerts (newest first)", ""]
     if not frame.alerts:
         lines.append("none")

@@ -88,13 +88,8 @@ def mutations(
     """The valid case followed by broken variants (all expected False)."""
     cases = [Case("valid", public_key, message, signature, context, True)]
 
-    def bad(
-        label: str,
-        pk: bytes = public_key,
-        msg: bytes = message,
-        sig: bytes = signature,
-        ctx: bytes = context,
-    ) -> None:
+    def bad(label: str, pk: bytes = public_key, msg: bytes = message,
+            sig: bytes = signature, ctx: bytes = context) -> None:
         cases.append(Case(label, pk, msg, sig, ctx, False))
 
     # Signature bytes: both ends plus random positions, random bit masks.

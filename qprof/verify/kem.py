@@ -75,6 +75,7 @@ class LiboqsKem:
         return shared.raw
 
 
+
 def get_kem(backend: str = "liboqs", name: str = "ML-KEM-1024") -> LiboqsKem:
     """A KEM object; ``BackendUnavailable`` when liboqs is not installed here."""
     if backend not in _KEM_BACKENDS:

@@ -16,12 +16,8 @@ class ChildStopped(Exception):
     """The stop event was set: the child was killed, its output thrown away."""
 
 
-def run_child(
-    cmd: list[str],
-    stop: threading.Event | None = None,
-    timeout_s: float = 300.0,
-    poll_s: float = 0.2,
-) -> tuple[int, str, str]:
+def run_child(cmd: list[str], stop: threading.Event | None = None,
+              timeout_s: float = 300.0, poll_s: float = 0.2) -> tuple[int, str, str]:
     """(returncode, stdout, stderr) of ``cmd``; raises :class:`ChildStopped` when
     ``stop`` is set first and ``subprocess.TimeoutExpired`` after ``timeout_s``."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -85,9 +85,8 @@ class Evaluation:
     error: str | None = None
 
 
-def evaluate_measurements(
-    measurements: Iterable[Any], info: ProfileInfo, backend: str | None
-) -> Evaluation:
+def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
+                          backend: str | None) -> Evaluation:
     """Every round of the newest run per (cpu, suite, backend) -> the verdict, through
     :func:`qprof.measure.verdict.evaluate` with ``statistic="auto"``, exactly as
     `qprof check` computes it (median while the ML-DSA rounds agree, else the 10th
@@ -101,7 +100,8 @@ def evaluate_measurements(
     results: list[tuple[Any, dict[str, Any]]] = []
     seen: set[tuple[int, str, str]] = set()
     for operation in VERIFY_OPERATIONS:  # the plain verify first, as `qprof check`
-        for r, extras in evaluate(info.profile, ms, operation=operation, statistic=STATISTIC):
+        for r, extras in evaluate(info.profile, ms, operation=operation,
+                                  statistic=STATISTIC):
             if (r.cpu, r.suite, r.backend) not in seen:
                 seen.add((r.cpu, r.suite, r.backend))
                 results.append((r, extras))
@@ -120,9 +120,8 @@ def evaluate_store(path: Path, info: ProfileInfo, backend: str | None) -> Evalua
 
         store = Store(path, readonly=True)
         try:
-            measurements = [
-                m for op in VERIFY_OPERATIONS for m in store.newest_run_measurements(op)
-            ]
+            measurements = [m for op in VERIFY_OPERATIONS
+                             for m in store.newest_run_measurements(op)]
         finally:
             store.close()
         return evaluate_measurements(measurements, info, backend)
@@ -131,15 +130,12 @@ def evaluate_store(path: Path, info: ProfileInfo, backend: str | None) -> Evalua
 
 
 def evaluation_to_json(evaluation: Evaluation) -> str:
-    return json.dumps(
-        {
-            "results": [[r.to_dict(), extras] for r, extras in evaluation.results],
-            "measured_at": [
-                [cpu, suite, ts] for (cpu, suite), ts in evaluation.measured_at.items()
-            ],
-            "error": evaluation.error,
-        }
-    )
+    return json.dumps({
+        "results": [[r.to_dict(), extras] for r, extras in evaluation.results],
+        "measured_at": [[cpu, suite, ts] for (cpu, suite), ts in
+                        evaluation.measured_at.items()],
+        "error": evaluation.error,
+    })
 
 
 def evaluation_from_json(text: str) -> Evaluation:
@@ -148,32 +144,23 @@ def evaluation_from_json(text: str) -> Evaluation:
     data = json.loads(text)
     return Evaluation(
         results=tuple((CoverageResult(**r), extras) for r, extras in data["results"]),
-        measured_at={(int(cpu), str(suite)): float(ts) for cpu, suite, ts in data["measured_at"]},
+        measured_at={(int(cpu), str(suite)): float(ts) for cpu, suite, ts in
+                     data["measured_at"]},
         error=data.get("error"),
     )
 
 
-def evaluate_store_in_child(
-    path: Path,
-    info: ProfileInfo,
-    backend: str | None,
-    stop: threading.Event | None = None,
-    timeout_s: float = 300.0,
-) -> Evaluation:
+def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
+                            stop: threading.Event | None = None,
+                            timeout_s: float = 300.0) -> Evaluation:
     """:func:`evaluate_store` in a child process. In a thread it would hold the UI's
     GIL for seconds (pure-Python statistics and a bootstrap: keys answered ~3.5 s late
     on this 2-vCPU VM); a child leaves the UI process idle. Blocking: from a worker;
     ``stop`` kills the child (raises ChildStopped)."""
     from qprof.tui.sources.child import run_child
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "qprof.tui.sources.consensus",
-        str(path),
-        info.location,
-        backend or "",
-    ]
+    cmd = [sys.executable, "-m", "qprof.tui.sources.consensus", str(path), info.location,
+           backend or ""]
     try:
         rc, out, err = run_child(cmd, stop, timeout_s)
         if rc != 0:
@@ -184,9 +171,8 @@ def evaluate_store_in_child(
         return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
 
 
-def core_costs(
-    evaluation: Evaluation | None,
-) -> dict[int, tuple[dict[str, float], dict[str, int], str | None]]:
+def core_costs(evaluation: Evaluation | None
+               ) -> dict[int, tuple[dict[str, float], dict[str, int], str | None]]:
     """cpu -> (suite -> verify ns, suite -> VU estimate, statistic) for the per-core
     table: the figure the verdict used (median or 10th percentile)."""
     out: dict[int, tuple[dict[str, float], dict[str, int], str | None]] = {}
@@ -218,46 +204,25 @@ def coverage_rows(
         for cluster_id, where, cpus in groups:
             candidates = [(r, x) for r, x in results if r.suite == suite and r.cpu in cpus]
             if not candidates:
-                rows.append(
-                    CoverageView(
-                        suite=suite,
-                        where=where,
-                        cluster=cluster_id,
-                        cpu=None,
-                        backend=backend,
-                        median_ns=None,
-                        vu_estimate=None,
-                        vu_constant=info.constant(suite),
-                        margin=None,
-                        covered=None,
-                        note=missing,
-                    )
-                )
+                rows.append(CoverageView(
+                    suite=suite, where=where, cluster=cluster_id, cpu=None, backend=backend,
+                    median_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
+                    margin=None, covered=None, note=missing))
                 continue
             r, x = max(candidates, key=lambda rx: (rx[0].vu_estimate, rx[0].median_ns))
-            rows.append(
-                CoverageView(
-                    suite=suite,
-                    where=where,
-                    cluster=cluster_id,
-                    cpu=r.cpu,
-                    backend=r.backend,
-                    median_ns=r.median_ns,
-                    vu_estimate=r.vu_estimate,
-                    vu_constant=r.vu_constant,
-                    margin=r.margin,
-                    covered=r.covered,
-                    capped=r.capped,
-                    cap_factor=r.cap_factor if r.capped else None,
-                    worst_block_ns=r.worst_block_ns,
-                    measured_at=measured_at.get((r.cpu, suite)),
-                    note=r.verdict or None,
-                    statistic=x.get("statistic_used"),
-                    statistic_why=x.get("statistic_why"),
-                    confidence=r.confidence,
-                    vu_median_rule=x.get("vu_estimate_median"),
-                )
-            )
+            rows.append(CoverageView(
+                suite=suite, where=where, cluster=cluster_id, cpu=r.cpu, backend=r.backend,
+                median_ns=r.median_ns, vu_estimate=r.vu_estimate, vu_constant=r.vu_constant,
+                margin=r.margin, covered=r.covered, capped=r.capped,
+                cap_factor=r.cap_factor if r.capped else None,
+                worst_block_ns=r.worst_block_ns,
+                measured_at=measured_at.get((r.cpu, suite)),
+                note=r.verdict or None,
+                statistic=x.get("statistic_used"),
+                statistic_why=x.get("statistic_why"),
+                confidence=r.confidence,
+                vu_median_rule=x.get("vu_estimate_median"),
+            ))
     return tuple(rows)
 
 

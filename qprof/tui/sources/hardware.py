@@ -210,9 +210,8 @@ def _model_from_cpuinfo(root: Path) -> str | None:
     return found.get("hardware") or found.get("model name")
 
 
-def estimate_clocks(
-    cpus: list[int], stop: threading.Event | None = None, timeout_s: float = 60.0
-) -> tuple[dict[int, int], list[str]]:
+def estimate_clocks(cpus: list[int], stop: threading.Event | None = None,
+                    timeout_s: float = 60.0) -> tuple[dict[int, int], list[str]]:
     """cpu -> estimated kHz (``qprof freq``'s estimate: a timed dependent-instruction
     loop, ~100 ms per CPU) for machines without cpufreq; with the problems met.
     Blocking: call it from a worker thread, once; ``stop`` kills the child (raises
@@ -223,8 +222,7 @@ def estimate_clocks(
         return {}, []
     try:
         rc, stdout, stderr = run_child(
-            [sys.executable, "-c", _ESTIMATE_SCRIPT, *map(str, cpus)], stop, timeout_s
-        )
+            [sys.executable, "-c", _ESTIMATE_SCRIPT, *map(str, cpus)], stop, timeout_s)
         answers = json.loads(stdout or "{}")
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         return {}, [f"clock estimate failed: {exc}"]

@@ -38,24 +38,19 @@ def progress_of(event: Any) -> Progress:
     cpu, rnd, rounds = field_of(event, "cpu"), field_of(event, "round"), field_of(event, "rounds")
     parts = [
         f"CPU {cpu}" if cpu is not None else "",
-        (f"round {rnd + 1}/{rounds}" if rounds else f"round {rnd + 1}") if rnd is not None else "",
+        (f"round {rnd + 1}/{rounds}" if rounds else f"round {rnd + 1}")
+        if rnd is not None else "",
         field_of(event, "suite") or "",
         field_of(event, "operation") or "",
         field_of(event, "message") or "",
     ]
     item = " ".join(p for p in parts if p) or "…"
-    return Progress(max(0.0, min(1.0, float(fraction))), None if eta is None else float(eta), item)
+    return Progress(max(0.0, min(1.0, float(fraction))),
+                    None if eta is None else float(eta), item)
 
 
-def bench_config(
-    config_cls: type,
-    cpu: int,
-    suites: Iterable[str],
-    backend: str,
-    profile: str,
-    root: Path,
-    mode: str | None = None,
-) -> Any:
+def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str,
+                 profile: str, root: Path, mode: str | None = None) -> Any:
     """A BenchConfig for one CPU, filling only the fields the engine defines."""
     wanted: dict[str, Any] = {
         "cpus": [cpu],
@@ -75,35 +70,24 @@ def bench_config(
 
 
 class MeasureSource:
-    def __init__(
-        self,
-        store_path: Path,
-        root: Path = Path("/"),
-        profile: str = "qanum",
-        mode: str | None = None,
-    ) -> None:
+    def __init__(self, store_path: Path, root: Path = Path("/"),
+                 profile: str = "qanum", mode: str | None = None) -> None:
         self.store_path = Path(store_path)
         self.mode = mode
         self.root = Path(root)
         self.profile = profile
 
-    def measure(
-        self,
-        cpu: int,
-        suites: Iterable[str],
-        backend: str,
-        progress: Callable[[Progress], None] | None = None,
-        stop: threading.Event | None = None,
-    ) -> str:
+    def measure(self, cpu: int, suites: Iterable[str], backend: str,
+                progress: Callable[[Progress], None] | None = None,
+                stop: threading.Event | None = None) -> str:
         """Measure verify of ``suites`` on ``cpu``; returns a one-line summary."""
         from qprof.measure.engine import BenchConfig, run_bench
         from qprof.service.store import Store
 
         store = Store(self.store_path)
         try:
-            config = bench_config(
-                BenchConfig, cpu, suites, backend, self.profile, self.root, self.mode
-            )
+            config = bench_config(BenchConfig, cpu, suites, backend, self.profile, self.root,
+                                  self.mode)
 
             def on_progress(event: Any) -> None:
                 if progress is not None:

@@ -25,9 +25,8 @@ class ChoiceScreen(ModalScreen[str | None]):
     ChoiceScreen OptionList { height: auto; max-height: 16; }
     """
 
-    def __init__(
-        self, title: str, choices: list[tuple[str, str, bool]], current: str | None = None
-    ) -> None:
+    def __init__(self, title: str, choices: list[tuple[str, str, bool]],
+                 current: str | None = None) -> None:
         """choices: (key, label, enabled)."""
         super().__init__()
         self.title_text = title
@@ -37,12 +36,8 @@ class ChoiceScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self.title_text, id="choice-title", markup=False)
-            yield OptionList(
-                *[
-                    Option(Text(label), id=key, disabled=not enabled)
-                    for key, label, enabled in self.choices
-                ]
-            )
+            yield OptionList(*[Option(Text(label), id=key, disabled=not enabled)
+                               for key, label, enabled in self.choices])
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

@@ -15,18 +15,8 @@ from qprof.tui.model import (
 )
 
 # "Stat": the statistic `qprof check` compared on that core (med, or p10 on a busy host).
-BASE_COLUMNS = (
-    "CPU",
-    "Cl",
-    "Design",
-    "Class",
-    "Governor",
-    "Cur GHz",
-    "Max GHz",
-    "Cap",
-    "Load",
-    "Stat",
-)
+BASE_COLUMNS = ("CPU", "Cl", "Design", "Class", "Governor", "Cur GHz", "Max GHz", "Cap",
+                "Load", "Stat")
 CLASS_SHORT = {"performance": "perf", "efficiency": "eff", "prime": "prime"}
 
 
@@ -38,20 +28,8 @@ def short_suite(suite: str) -> str:
 def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
     design = core.design or core.part or UNKNOWN
     if core.online is False:
-        return (
-            str(core.cpu),
-            _opt(core.cluster),
-            design,
-            "offline",
-            "",
-            "",
-            "",
-            "",
-            "",
-            "",
-            *("" for _ in suites),
-            core.part or "",
-        )
+        return (str(core.cpu), _opt(core.cluster), design, "offline", "", "", "", "", "",
+                "", *("" for _ in suites), core.part or "")
     cur = fmt_ghz(core.cur_khz)
     if core.estimated and core.cur_khz is not None:
         cur = "~" + cur  # from /proc/cpuinfo, not cpufreq
@@ -64,9 +42,8 @@ def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
     for suite in suites:
         median = core.medians_ns.get(suite)
         vu = core.vu.get(suite)
-        costs.append(
-            "—" if median is None else f"{fmt_us(median)}" + (f" ({vu})" if vu is not None else "")
-        )
+        costs.append("—" if median is None else
+                     f"{fmt_us(median)}" + (f" ({vu})" if vu is not None else ""))
     return (
         str(core.cpu),
         _opt(core.cluster),
@@ -114,12 +91,8 @@ class CoreTable(DataTable):
             for i, (new, was) in enumerate(zip(cells, old or (), strict=False)):
                 if new != was:
                     # Re-measuring column widths relayouts the table: only when it grows.
-                    self.update_cell(
-                        str(core.cpu),
-                        self._column_keys[i],
-                        new,
-                        update_width=len(new) > self._widths.get(i, 0),
-                    )
+                    self.update_cell(str(core.cpu), self._column_keys[i], new,
+                                     update_width=len(new) > self._widths.get(i, 0))
                     self._widths[i] = max(self._widths.get(i, 0), len(new))
             self._cells[core.cpu] = cells
 
@@ -127,7 +100,8 @@ class CoreTable(DataTable):
         row = self.cursor_row
         self.clear(columns=True)
         labels = (*BASE_COLUMNS, *(f"{short_suite(s)} µs (VU)" for s in suites), "Part")
-        self._column_keys = [self.add_column(label, key=f"c{i}") for i, label in enumerate(labels)]
+        self._column_keys = [self.add_column(label, key=f"c{i}")
+                             for i, label in enumerate(labels)]
         self._cells = {}
         self._widths = {i: len(label) for i, label in enumerate(labels)}
         for core in cores:

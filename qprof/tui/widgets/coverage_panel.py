@@ -19,34 +19,15 @@ from qprof.tui.widgets.core_table import short_suite
 # Cap before the worst block: at 80 columns the last column is the one cut off.
 # "Verify" is the time `qprof check` compared: the median, or the 10th percentile when
 # "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host).
-COLUMNS = (
-    "Suite",
-    "Where",
-    "Verify",
-    "Stat",
-    "Est",
-    "Const",
-    "Margin",
-    "Covered",
-    "Cap",
-    "Worst block",
-)
+COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
+           "Worst block")
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     if row.covered is None and row.median_ns is None:
-        return (
-            short_suite(row.suite),
-            row.where,
-            "—",
-            "—",
-            "—",
-            "—" if row.vu_constant is None else str(row.vu_constant),
-            "—",
-            row.note or "not measured yet",
-            "",
-            "—",
-        )
+        return (short_suite(row.suite), row.where, "—", "—", "—",
+                "—" if row.vu_constant is None else str(row.vu_constant), "—",
+                row.note or "not measured yet", "", "—")
     cap = ""
     if row.capped:
         cap = f"{CAP_MARK} capped" + (f" ×{row.cap_factor:.2f}" if row.cap_factor else "")
@@ -106,9 +87,8 @@ class CoveragePanel(Vertical):
         self._rows: tuple[tuple[str, ...], ...] | None = None
         self._title = ""
 
-    def show(
-        self, rows: tuple[CoverageView, ...], profile: str, backend: str, note: str | None
-    ) -> None:
+    def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
+             note: str | None) -> None:
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
         covered = sum(1 for r in rows if r.covered is True)
         not_covered = sum(1 for r in rows if r.covered is False)
@@ -118,9 +98,8 @@ class CoveragePanel(Vertical):
             title += f" · {note}"
         if title != self._title:
             self._title = title
-            self.query_one("#coverage-title", Static).update(
-                Text(title, no_wrap=True, overflow="ellipsis")
-            )
+            self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
+                                                                  overflow="ellipsis"))
         why = statistic_line(rows)
         why_widget = self.query_one("#coverage-why", Static)
         why_widget.set_class(bool(why), "-shown")

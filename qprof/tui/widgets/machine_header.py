@@ -25,19 +25,13 @@ class MachineHeader(Static):
         if machine == self._shown:
             return  # nothing changed: no repaint
         self._shown = machine
-        line1 = Text.assemble(
-            ("qprof", "bold"), " · ", (machine.model, "bold"), " · ", machine.designs
-        )
+        line1 = Text.assemble(("qprof", "bold"), " · ", (machine.model, "bold"), " · ",
+                              machine.designs)
         if machine.arch:
             line1.append(f" · {machine.arch}")
         line2 = Text.assemble(
-            "profile ",
-            (machine.profile, "bold"),
-            " · backend ",
-            (machine.backend, "bold"),
-            " · ",
-            machine.source,
-        )
+            "profile ", (machine.profile, "bold"), " · backend ", (machine.backend, "bold"),
+            " · ", machine.source)
         if machine.problems:
             line2.append(f" · {CAUTION} {machine.problems[0]}")
         both = Text("\n").join([line1, line2])

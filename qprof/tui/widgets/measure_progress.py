@@ -29,6 +29,5 @@ class MeasureProgress(Horizontal):
         eta = "" if progress.eta_s is None else f" · ETA {progress.eta_s:.0f} s"
         label = f"measuring {progress.item} · {progress.fraction * 100:.0f}%{eta}"
         self.query_one("#progress-label", Static).update(
-            Text(label, no_wrap=True, overflow="ellipsis")
-        )
+            Text(label, no_wrap=True, overflow="ellipsis"))
         self.query_one(ProgressBar).update(progress=round(progress.fraction * 1000))

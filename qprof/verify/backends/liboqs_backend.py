@@ -87,16 +87,8 @@ class LiboqsVerifier(Verifier):
         self._fn = _bound(
             oqs,
             "OQS_SIG_verify_with_ctx_str",
-            [
-                ct.c_void_p,
-                ct.c_char_p,
-                ct.c_size_t,
-                ct.c_char_p,
-                ct.c_size_t,
-                ct.c_char_p,
-                ct.c_size_t,
-                ct.c_char_p,
-            ],
+            [ct.c_void_p, ct.c_char_p, ct.c_size_t, ct.c_char_p, ct.c_size_t,
+             ct.c_char_p, ct.c_size_t, ct.c_char_p],
         )
 
     def verify(
@@ -118,14 +110,8 @@ class LiboqsVerifier(Verifier):
                 return False
             return (
                 self._fn(
-                    self._ptr,
-                    message,
-                    len(message),
-                    signature,
-                    len(signature),
-                    context or None,
-                    len(context),
-                    public_key,
+                    self._ptr, message, len(message), signature, len(signature),
+                    context or None, len(context), public_key,
                 )
                 == _OQS_SUCCESS
             )
@@ -134,17 +120,12 @@ class LiboqsVerifier(Verifier):
     def _verify(self, public_key: bytes, message: bytes, signature: bytes, context: bytes) -> bool:
         return (
             self._fn(
-                self._ptr,
-                message,
-                len(message),
-                signature,
-                len(signature),
-                context or None,
-                len(context),
-                public_key,
+                self._ptr, message, len(message), signature, len(signature),
+                context or None, len(context), public_key,
             )
             == _OQS_SUCCESS
         )
+
 
 
 class LiboqsSigner(Signer):

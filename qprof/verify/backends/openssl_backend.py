@@ -34,37 +34,25 @@ def probe() -> BackendStatus:
     version = distribution_version("cryptography")
     if version is None:
         return BackendStatus(
-            NAME,
-            False,
-            "openssl: python package 'cryptography' is not installed; "
-            "pip install 'cryptography>=46'",
+            NAME, False, "openssl: python package 'cryptography' is not installed; "
+            "pip install 'cryptography>=46'"
         )
     if _version_tuple(version) < _MIN_CRYPTOGRAPHY:
         return BackendStatus(
-            NAME,
-            False,
-            f"openssl: cryptography {version} has no ML-DSA; pip install 'cryptography>=46'",
-            version=f"cryptography {version}",
+            NAME, False, f"openssl: cryptography {version} has no ML-DSA; "
+            "pip install 'cryptography>=46'", version=f"cryptography {version}"
         )
     from cryptography.hazmat.backends.openssl.backend import backend
 
     full_version = f"cryptography {version}; {backend.openssl_version_text()}"
     if not backend.mldsa_supported():
         return BackendStatus(
-            NAME,
-            False,
-            "openssl: the OpenSSL linked by cryptography has no ML-DSA "
-            "(needs OpenSSL >= 3.5 or the wheel's bundled OpenSSL)",
-            version=full_version,
+            NAME, False, "openssl: the OpenSSL linked by cryptography has no ML-DSA "
+            "(needs OpenSSL >= 3.5 or the wheel's bundled OpenSSL)", version=full_version
         )
     suites = tuple(name for name, s in SUITES.items() if s.openssl_name is not None)
     return BackendStatus(
-        NAME,
-        True,
-        "ok",
-        full_version,
-        suites,
-        can_sign=True,
+        NAME, True, "ok", full_version, suites, can_sign=True,
         details={"SLH-DSA": "cryptography exposes ML-DSA only"},
     )
 

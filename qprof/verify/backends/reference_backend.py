@@ -56,11 +56,8 @@ def probe() -> BackendStatus:
         details["SLH-DSA"] = "pip install slh-dsa"
     if not suites:
         return BackendStatus(
-            NAME,
-            False,
-            "reference: neither 'dilithium-py' nor 'slh-dsa' is installed; "
-            "pip install dilithium-py slh-dsa",
-            details=details,
+            NAME, False, "reference: neither 'dilithium-py' nor 'slh-dsa' is installed; "
+            "pip install dilithium-py slh-dsa", details=details,
         )
     return BackendStatus(
         NAME, True, "ok", "; ".join(versions), suites, can_sign=True, details=details

@@ -58,17 +58,14 @@ def probe() -> BackendStatus:
     version = distribution_version("pqcrypto")
     if version is None:
         return BackendStatus(
-            NAME,
-            False,
-            "rustcrypto: python package 'pqcrypto' is not installed; pip install 'pqcrypto>=0.3'",
+            NAME, False, "rustcrypto: python package 'pqcrypto' is not installed; "
+            "pip install 'pqcrypto>=0.3'"
         )
     try:
         importlib.import_module("pqcrypto.sign")
     except Exception as exc:
         return BackendStatus(
-            NAME,
-            False,
-            f"rustcrypto: pqcrypto {version} failed to import: {exc}",
+            NAME, False, f"rustcrypto: pqcrypto {version} failed to import: {exc}",
             version=f"pqcrypto {version}",
         )
     suites: list[str] = []
@@ -87,17 +84,13 @@ def probe() -> BackendStatus:
         limit = context_limit(family)
         if limit < MAX_CONTEXT_LEN:
             details["context_limit"] = (
-                details.get("context_limit", "")
-                + ("; " if "context_limit" in details else "")
+                details.get("context_limit", "") + ("; " if "context_limit" in details else "")
                 + f"{family}: contexts over {limit} bytes rejected (FIPS allows 255)"
             )
     if not suites:
         return BackendStatus(
-            NAME,
-            False,
-            f"rustcrypto: pqcrypto {version} implements none of the qprof suites",
-            version=f"pqcrypto {version}",
-            details=details,
+            NAME, False, f"rustcrypto: pqcrypto {version} implements none of the qprof suites",
+            version=f"pqcrypto {version}", details=details,
         )
     return BackendStatus(
         NAME, True, "ok", f"pqcrypto {version}", tuple(suites), can_sign=True, details=details
