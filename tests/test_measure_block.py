@@ -144,3 +144,13 @@ def test_daemon_exports_the_blocks_it_verified(tmp_path) -> None:  # noqa: ANN00
     text = generate_latest(registry).decode()
     assert f'qprof_block_verify_seconds{{mode="single",scope="all",suite="{SUITE}"}}' in text
     assert f'qprof_block_single_core_estimate_seconds{{mode="single",suite="{SUITE}"}}' in text
+
+
+def test_cli_bad_input_is_a_clear_error(capsys) -> None:  # noqa: ANN001
+    from qprof.cli import main
+
+    assert main(["block", "--suites", "ML-DSA-99"]) == 2
+    assert "unknown suite ML-DSA-99" in capsys.readouterr().err
+    assert main(["block", "--profile", "/nonexistent.toml"]) == 2
+    assert main(["block", "--cpus", "zero"]) == 2
+    assert "--cpus" in capsys.readouterr().err

@@ -96,9 +96,12 @@ def run(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         return fail(str(exc))
     suites = args.suites or profile.suites
-    unknown = [s for s in suites if s not in SUITES or s not in profile.verify_units]
-    if unknown and not args.signatures:
-        return fail(f"no Verify-Unit constant in {profile.name} for {', '.join(unknown)}")
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        return fail(f"unknown suite {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    unpriced = [s for s in suites if s not in profile.verify_units]
+    if unpriced and not args.signatures:
+        return fail(f"no Verify-Unit constant in {profile.name} for {', '.join(unpriced)}")
     try:
         cpus = resolve_cpus(args.cpus, args.root) or []
     except ValueError as exc:
