@@ -8,6 +8,7 @@ signatures; dual enforce/shadow; worst-case block; notes on caps, drift and agre
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -574,7 +575,7 @@ def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
 
 
 def render_report(runs: list[RunData], profile: Profile | None = None,
-                  blocks: list[BlockResult] = ()) -> str:
+                  blocks: Sequence[BlockResult] = ()) -> str:
     cols = build_columns(runs)
     lines = ["# Post-quantum verification cost per core", ""]
     if profile:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 _FIELDS = ("public_key", "message", "context", "signature")
 
@@ -72,12 +73,13 @@ def slhdsa_cases(path: Path) -> list[VerifyCase]:
             raise ValueError(f"{path}: unknown tampered part {part!r}")
         changed = bytearray(getattr(valid, part))
         changed[offset] ^= xor
+        field_change: dict[str, Any] = {part: bytes(changed)}
         out.append(
             replace(
                 valid,
                 label=f"{data['params']} {part}[{offset}] ^= {xor:#x}",
                 expected=False,
-                **{part: bytes(changed)},
+                **field_change,
             )
         )
     return out

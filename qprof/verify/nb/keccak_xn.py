@@ -26,10 +26,12 @@ from qprof.verify.nb.keccak import ROUND_CONSTANTS
 
 def _vector_ways() -> int:
     """8 when numba compiles for AVX-512F (512-bit vectors), else 4."""
+    from numba.core import config
     from numba.core.codegen import get_host_cpu_features
-    from numba.core.config import CPU_FEATURES
 
-    features = CPU_FEATURES if CPU_FEATURES is not None else get_host_cpu_features()
+    # numba's own rule for the features it compiles for (JITCPUCodegen).
+    chosen = config.CPU_FEATURES  # type: ignore[attr-defined]  # set at numba import
+    features = chosen if chosen is not None else get_host_cpu_features()
     return 8 if "+avx512f" in features.split(",") else 4
 
 
