@@ -132,7 +132,7 @@ def build_block(
     own message (default: all distinct for ML-DSA, a pool of SLOW_SIGNING_POOL for
     SLH-DSA), repeated in turn to fill the block; items at ``invalid`` indexes get one
     byte of the signature flipped. Signing is spread over threads like verification."""
-    from qprof.verify import SUITES
+    from qprof.verify import SUITES, get_signer
 
     if signatures < 1:
         raise BlockError("a block needs at least one signature")
@@ -143,14 +143,17 @@ def build_block(
     if not found:
         raise BlockError(f"no backend can sign {suite} here ({'; '.join(reasons)})")
     backend = found[0][0]
-    from qprof.verify import get_signer
+    errors: list[Exception] = []
 
     def sign_some(indexes: range, out: list) -> None:
-        signer = get_signer(backend, suite)  # one per thread: not thread-safe
-        for i in indexes:
-            pk, sk = signer.keypair()
-            msg = os.urandom(32)  # a transaction sighash
-            out[i] = (pk, msg, signer.sign(sk, msg, CONTEXT))
+        try:
+            signer = get_signer(backend, suite)  # one per thread: not thread-safe
+            for i in indexes:
+                pk, sk = signer.keypair()
+                msg = os.urandom(32)  # a transaction sighash
+                out[i] = (pk, msg, signer.sign(sk, msg, CONTEXT))
+        except Exception as exc:  # reported below, with the backend's name
+            errors.append(exc)
 
     pool: list = [None] * distinct
     workers = max(1, min(len(os.sched_getaffinity(0)), distinct))
@@ -162,8 +165,8 @@ def build_block(
         t.start()
     for t in threads:
         t.join()
-    if any(p is None for p in pool):
-        raise BlockError(f"{backend} failed to sign {suite}")
+    if errors or any(p is None for p in pool):
+        raise BlockError(f"{backend} failed to sign {suite}: {errors[0] if errors else '?'}")
     bad = set(invalid)
     items = []
     for i in range(signatures):
