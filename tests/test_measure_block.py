@@ -57,22 +57,39 @@ def test_a_wrong_verdict_is_reported(block) -> None:  # noqa: ANN001
     assert not result.all_verified and result.wrong_verdicts == [5]
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-def test_threads_run_at_the_same_time_on_their_own_cpus(block) -> None:  # noqa: ANN001
-    result = verify_block(block, _cpus(), "numba")
-    assert sorted(t.cpu for t in result.threads) == _cpus()
+def _overlapped(result) -> bool:  # noqa: ANN001
     first, second = result.threads
-    # The intervals intersect: numba's kernels release the GIL.
-    assert first.start_s < second.end_s and second.start_s < first.end_s
-    assert result.overlap_s > 0
+    return first.start_s < second.end_s and second.start_s < first.end_s
 
 
-def test_liboqs_threads_overlap_too(block, liboqs_available) -> None:  # noqa: ANN001
+@pytest.fixture(scope="module")
+def big_block():  # noqa: ANN201
+    return build_block(SUITE, 2000, distinct=16)
+
+
+def _overlap_in_three_tries(block, backend: str, mode: str = "single") -> None:  # noqa: ANN001
+    # Each thread gets ~1,000 verifications (tens of ms): on a loaded host a pinned
+    # thread can wait a few scheduler slices for its CPU, so allow three tries.
+    results = [verify_block(block, _cpus(), backend, mode, second="numba") for _ in range(3)]
+    for result in results:
+        assert sorted(t.cpu for t in result.threads) == _cpus()
+        assert result.all_verified
+    assert any(_overlapped(r) and r.overlap_s > 0 for r in results)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_threads_run_at_the_same_time_on_their_own_cpus(big_block) -> None:  # noqa: ANN001
+    _overlap_in_three_tries(big_block, "numba")  # numba's kernels release the GIL
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_liboqs_threads_overlap_too(big_block, liboqs_available) -> None:  # noqa: ANN001
+    _overlap_in_three_tries(big_block, "liboqs", "enforce")  # ctypes releases the GIL
+
+
+def test_liboqs_enforce_reports_the_invalid_ones(block, liboqs_available) -> None:  # noqa: ANN001
     result = verify_block(block, _cpus(), "liboqs", "enforce", second="numba")
-    assert result.all_verified and result.rejected == len(INVALID)
-    if len(result.threads) == 2:
-        first, second = result.threads
-        assert first.start_s < second.end_s and second.start_s < first.end_s
+    assert result.verdicts == [i not in INVALID for i in range(400)]
 
 
 def test_bad_arguments_raise_block_error(block) -> None:  # noqa: ANN001
