@@ -157,7 +157,7 @@ def test_daemon_exports_the_blocks_it_verified(tmp_path) -> None:  # noqa: ANN00
     [result] = state.blocks
     assert result.signatures == 30 and result.all_verified and result.scope == "all"
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QprofCollector(state))
+    registry.register(QprofCollector(state, {"qprof": "test"}))
     text = generate_latest(registry).decode()
     assert f'qprof_block_verify_seconds{{mode="single",scope="all",suite="{SUITE}"}}' in text
     assert f'qprof_block_single_core_estimate_seconds{{mode="single",suite="{SUITE}"}}' in text

@@ -15,17 +15,14 @@ import argparse
 import json
 import sys
 
+from qprof.commands.options import add_backend, add_cpus, add_suites
 from qprof.measure.block import MODES
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
-    parser.add_argument(
-        "--suites", nargs="+", metavar="SUITE", help="suites (default: the profile's)"
-    )
-    parser.add_argument(
-        "--cpus", default="all", metavar="LIST|all", help="CPUs a node uses (default: all)"
-    )
+    add_suites(parser, "the profile's")
+    add_cpus(parser, "all")
     parser.add_argument(
         "--mode",
         choices=MODES,
@@ -33,9 +30,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         help="single: one verifier (enforce-only node); enforce: the second verifier "
         "also checks what the first accepts; shadow: both always, the first decides",
     )
-    parser.add_argument(
-        "--backend", help="the (first) verifier (default: liboqs if it works here, else numba)"
-    )
+    add_backend(parser, "liboqs if it works here, else numba")
     parser.add_argument("--second", default="numba", help="second verifier in enforce/shadow modes")
     parser.add_argument(
         "--signatures", type=int, help="signatures per block (default: the profile's worst case)"
@@ -103,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
     if unpriced and not args.signatures:
         return fail(f"no Verify-Unit constant in {profile.name} for {', '.join(unpriced)}")
     try:
-        cpus = resolve_cpus(args.cpus, args.root) or []
+        cpus = resolve_cpus(args.cpus or "all", args.root) or []
     except ValueError as exc:
         return fail(f"--cpus: {exc}")
     if not cpus:
-        return fail(f"--cpus {args.cpus}: no CPU to verify on")
+        return fail(f"--cpus {args.cpus or 'all'}: no CPU to verify on")
     backend = args.backend or _default_backend()
     results = []
     for suite in suites:
