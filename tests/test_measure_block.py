@@ -171,3 +171,16 @@ def test_cli_bad_input_is_a_clear_error(capsys) -> None:  # noqa: ANN001
     assert main(["block", "--profile", "/nonexistent.toml"]) == 2
     assert main(["block", "--cpus", "zero"]) == 2
     assert "--cpus" in capsys.readouterr().err
+
+
+def test_median_run_keeps_every_wall_time_and_any_wrong_verdict(block) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    from qprof.measure.block import median_run
+
+    runs = [verify_block(block, _cpus()[:1], "numba") for _ in range(3)]
+    runs[2] = replace(runs[2], all_verified=False, wrong_verdicts=[7])
+    chosen = median_run(runs)
+    assert chosen.wall_s == sorted(r.wall_s for r in runs)[1]
+    assert chosen.wall_runs_s == [r.wall_s for r in runs]
+    assert not chosen.all_verified and chosen.wrong_verdicts == [7]

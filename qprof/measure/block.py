@@ -23,7 +23,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,7 @@ class BlockResult:
     disagreements: int  # dual modes: both verifiers ran and differed
     threads: list[ThreadSpan] = field(default_factory=list)
     verdicts: list[bool] = field(default_factory=list, repr=False)
+    wall_runs_s: list[float] = field(default_factory=list)  # every run (median_run)
 
     @property
     def overlap_s(self) -> float:
@@ -114,6 +115,20 @@ class BlockResult:
         data = {k: v for k, v in d.items() if k in known}
         data["threads"] = [ThreadSpan(**t) for t in d.get("threads", [])]
         return cls(**data)
+
+
+def median_run(runs: Sequence[BlockResult]) -> BlockResult:
+    """The run with the median wall time (the lower middle for an even count), with
+    every run's wall time in ``wall_runs_s``; all_verified only when every run was
+    right. On a shared host one short block is easily slowed by a neighbour."""
+    if not runs:
+        raise BlockError("no runs")
+    ordered = sorted(runs, key=lambda r: r.wall_s)
+    chosen = replace(ordered[(len(ordered) - 1) // 2])
+    chosen.wall_runs_s = [r.wall_s for r in runs]
+    chosen.all_verified = all(r.all_verified for r in runs)
+    chosen.wrong_verdicts = sorted({i for r in runs for i in r.wrong_verdicts})
+    return chosen
 
 
 def load_block_results(path: str | Path) -> list[BlockResult]:
