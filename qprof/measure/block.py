@@ -160,7 +160,9 @@ def build_block(
     backend = found[0][0]
     errors: list[Exception] = []
 
-    def sign_some(indexes: range, out: list) -> None:
+    Signed = tuple[bytes, bytes, bytes]  # public key, message, signature
+
+    def sign_some(indexes: range, out: list[Signed | None]) -> None:
         try:
             signer = get_signer(backend, suite)  # one per thread: not thread-safe
             for i in indexes:
@@ -170,7 +172,7 @@ def build_block(
         except Exception as exc:  # reported below, with the backend's name
             errors.append(exc)
 
-    pool: list = [None] * distinct
+    pool: list[Signed | None] = [None] * distinct
     workers = max(1, min(len(os.sched_getaffinity(0)), distinct))
     threads = [
         threading.Thread(target=sign_some, args=(range(w, distinct, workers), pool))
@@ -184,8 +186,9 @@ def build_block(
         raise BlockError(f"{backend} failed to sign {suite}: {errors[0] if errors else '?'}")
     bad = set(invalid)
     items = []
+    signed = [p for p in pool if p is not None]
     for i in range(signatures):
-        pk, msg, sig = pool[i % distinct]
+        pk, msg, sig = signed[i % distinct]
         items.append(BlockItem(pk, msg, flip_one_byte(sig) if i in bad else sig, CONTEXT,
                                i not in bad))  # fmt: skip
     return Block(suite, tuple(items), backend, distinct)

@@ -64,7 +64,7 @@ def slhdsa_cases(path: Path) -> list[VerifyCase]:
         label=f"{data['params']} valid",
         suite=data["params"],
         expected=True,
-        **{key: bytes.fromhex(data[key]) for key in _FIELDS},  # type: ignore[arg-type]
+        **{key: bytes.fromhex(data[key]) for key in _FIELDS},
     )
     out = [valid]
     for flip in data.get("tampered", []):
