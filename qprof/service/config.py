@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import tomllib
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from qprof.service.store import Retention
+from qprof.tomlfile import TomlFileError, read_toml
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
@@ -80,7 +81,8 @@ def parse_listen(text: str) -> tuple[str, int] | None:
 
 def _coerce(key: str, value: Any, where: str) -> Any:
     if key in _NUMBERS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < 0):
             raise ConfigError(f"{where}: {key} must be a non-negative number, got {value!r}")
         return float(value)
     if key in _INTS:
@@ -123,12 +125,9 @@ def _coerce(key: str, value: Any, where: str) -> Any:
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML file ([daemon] table or top-level keys) into checked settings."""
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        data = read_toml(path)
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
     table = data.get("daemon", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [daemon] must be a table")
