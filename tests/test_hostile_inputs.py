@@ -148,3 +148,66 @@ def test_liboqs_search_without_a_home_directory(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     found = find_liboqs({"OQS_INSTALL_PATH": "/nonexistent"})
     assert isinstance(found, str) or found.source == "system"
+
+
+# -- 6. untrusted --root snapshots -----------------------------------------------------------
+
+SEEDS_HW = Path(__file__).resolve().parent / "fixtures" / "hw" / "seeds-arm"
+CPU_DIR = "sys/devices/system/cpu"
+
+
+def test_cpulist_bounded() -> None:
+    from qprof.hw.sysfs import parse_cpulist
+
+    huge = ",".join(f"{i * 65536}-{i * 65536 + 65535}" for i in range(1500))
+    cpus, problem = parse_cpulist(huge, "online")
+    assert cpus is None and problem is not None and "65536" in problem
+    assert len(problem) < 200
+    cpus, problem = parse_cpulist("0-3,99999999", "online")
+    assert cpus is None and problem is not None
+    assert parse_cpulist("0-3,6", "online") == ({0, 1, 2, 3, 6}, None)
+
+
+def test_hexmask_linear_and_bounded() -> None:
+    from qprof.hw.sysfs import parse_hexmask
+
+    cpus, problem = parse_hexmask("f" * (1 << 20), "core_siblings")  # 4 M bits: too many
+    assert cpus is None and problem is not None and len(problem) < 200
+    cpus, problem = parse_hexmask("ff," * 2000 + "ff", "core_siblings")  # 16 k bits: linear
+    assert problem is None and cpus is not None and len(cpus) == 8 * 2001
+    assert parse_hexmask("00000000,000000f0") == ({4, 5, 6, 7}, None)
+
+
+def test_problem_messages_truncate_the_bad_token() -> None:
+    from qprof.hw.sysfs import parse_cpulist, parse_int
+
+    _, problem = parse_cpulist("x" * 20_000_000, "online")
+    assert problem is not None and len(problem) < 200
+    _, problem = parse_int("9" * 100_000, "scaling_max_freq")
+    assert problem is not None and len(problem) < 200
+
+
+@pytest.mark.parametrize("value", ["-1000", "0", "999999999999"])
+def test_bad_frequencies_rejected_with_a_reason(tmp_path: Path, value: str) -> None:
+    import shutil
+
+    from qprof.hw import read_frequencies, read_topology
+
+    root = tmp_path / "root"
+    shutil.copytree(SEEDS_HW, root)
+    (root / CPU_DIR / "cpu6/cpufreq/scaling_max_freq").write_text(value + "\n")
+    freq = read_frequencies(root, read_topology(root)).to_dict()
+    cpu6 = freq["cpus"][6]
+    assert cpu6["max_khz"] is None and cpu6["capped"] is None
+    assert any("scaling_max_freq" in p and "kHz" in p for p in freq["problems"])
+
+
+def test_env_json_stays_small_on_a_huge_token(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(SEEDS_HW, root)
+    (root / CPU_DIR / "online").write_text("0-" + "7" * 3_000_000 + "\n")
+    r = qprof("env", "--root", str(root))
+    assert "Traceback" not in r.stderr
+    assert len(r.stdout) < 200_000
