@@ -4,6 +4,7 @@ clean degraded state, and nothing recorded is lost."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,283 @@ def test_env_json_stays_small_on_a_huge_token(tmp_path: Path) -> None:
     r = qprof("env", "--root", str(root))
     assert "Traceback" not in r.stderr
     assert len(r.stdout) < 200_000
+
+
+# -- the daemon: 3 state-dir lock, 4 locked store / full disk, 5 alert command group, 7 signals
+
+def _daemon_helpers():  # type: ignore[no-untyped-def]
+    from test_service_daemon import FAST_CYCLE, NO_CYCLE, DaemonProc, wait_for
+    from test_service_watch import cap, make_root
+
+    return FAST_CYCLE, NO_CYCLE, DaemonProc, wait_for, cap, make_root
+
+
+@pytest.fixture
+def daemon_procs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    _f, _n, DaemonProc, *_ = _daemon_helpers()
+    started: list = []
+
+    def start(*args: str, **kw: object):  # type: ignore[no-untyped-def]
+        d = DaemonProc(tmp_path, *args, **kw)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
+
+
+@pytest.fixture(scope="module")
+def kernels() -> None:
+    from qprof.verify import warm_up
+
+    warm_up("numba", "ML-DSA-44")
+
+
+def test_second_daemon_on_the_same_state_dir_exits_2_naming_the_holder(
+        tmp_path: Path, daemon_procs, kernels) -> None:  # type: ignore[no-untyped-def]
+    FAST_CYCLE, _n, _D, wait_for, _c, _m = _daemon_helpers()
+    first = daemon_procs(*FAST_CYCLE)
+    running = wait_for("a running run", lambda: first.runs_with("running"), timeout=120)
+    second = daemon_procs(*FAST_CYCLE, wait_started=False)
+    assert second.wait_exit(30) == 2
+    line = one_line(second.log)
+    assert f"pid {first.proc.pid}" in line and str(first.state_dir) in line
+    assert first.proc.poll() is None
+    assert not first.runs_with("aborted")
+    assert running[0] in first.runs_with("running") + first.runs_with("finished")
+    assert "cycle_aborted" not in [a.kind for a in first.store().recent_alerts()]
+
+
+def _lock_store(path: Path):  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from qprof.service.store import Store
+
+    Store(path).close()
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.execute("BEGIN EXCLUSIVE")
+    return con
+
+
+def test_store_locked_at_start_waits_then_uses_the_real_store(
+        tmp_path: Path, daemon_procs) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    _f, NO_CYCLE, _D, _w, _c, make_root = _daemon_helpers()
+    state = tmp_path / "state"
+    con = _lock_store(state / "qprof.db")
+    threading.Timer(8.0, con.rollback).start()  # a backup that takes 8 s
+    d = daemon_procs("--root", str(make_root(tmp_path)), *NO_CYCLE, "--store-wait", "60",
+                     state_dir=state, wait_started=False)
+    d.wait_log("qprof daemon started", timeout=60)
+    assert "in memory" not in d.log
+    assert "locked" in d.log
+    assert 'qprof_degraded{' not in d.scrape() or 'what="store"' not in d.scrape()
+
+
+def test_store_locked_for_good_exits_for_a_retry(tmp_path: Path,
+                                                 daemon_procs) -> None:  # type: ignore[no-untyped-def]
+    _f, NO_CYCLE, _D, _w, _c, make_root = _daemon_helpers()
+    state = tmp_path / "state"
+    con = _lock_store(state / "qprof.db")
+    try:
+        d = daemon_procs("--root", str(make_root(tmp_path)), *NO_CYCLE, "--store-wait", "3",
+                         state_dir=state, wait_started=False)
+        rc = d.wait_exit(40)
+    finally:
+        con.rollback()
+    assert rc not in (0, 2)  # systemd restarts it (Restart=on-failure), not a config error
+    assert "locked" in d.log and "in memory" not in d.log
+
+
+def test_disk_filling_later_sets_qprof_degraded(tmp_path: Path) -> None:
+    """Alert writes failing (the disk filled after start) mark the store degraded."""
+    import contextlib
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.service.alerts import Alert
+    from qprof.service.config import DaemonConfig
+    from qprof.service.daemon import Daemon
+    from qprof.service.metrics import QprofCollector
+    from qprof.service.store import Store
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip()}")
+    daemon = Daemon(DaemonConfig(state_dir=mnt))
+    try:
+        daemon.store = Store(mnt / "qprof.db")
+        with open(mnt / "filler", "wb") as fh, contextlib.suppress(OSError):
+            fh.write(b"\0" * 4 * 1024 * 1024)
+        for i in range(20):
+            daemon._alert_to_store(Alert(ts=float(i), kind="cap_started", severity="warning",
+                                         message="x" * 20_000))
+        assert "store" in daemon.state.degraded
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(QprofCollector(daemon.state))
+        assert 'what="store"' in generate_latest(registry).decode()
+    finally:
+        if daemon.store is not None:
+            daemon.store.close()
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_alert_command_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    import time
+
+    from qprof.service.alerts import Alert, AlertCommand
+
+    pids = tmp_path / "pids"
+    script = tmp_path / "hang.sh"
+    script.write_text(f"#!/bin/sh\nsleep 300 &\necho $! >> {pids}\n"
+                      f"(sleep 300; true) &\necho $! >> {pids}\nsleep 300\n")
+    script.chmod(0o755)
+    cmd = AlertCommand(str(script), timeout_s=1.0)
+    try:
+        start = time.monotonic()
+        assert cmd.run_one(Alert(ts=0.0, kind="test", severity="info", message="m")) is False
+        assert time.monotonic() - start < 10
+        children = [int(p) for p in pids.read_text().split()]
+        assert len(children) == 2
+        deadline = time.monotonic() + 5
+        alive = children
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in children if _alive(p)]
+            time.sleep(0.1)
+        assert not alive, f"orphans left: {alive}"
+    finally:
+        cmd.close(wait_s=0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie waiting for init is gone for us
+        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("signame", ["SIGHUP", "SIGUSR1", "SIGUSR2"])
+def test_hup_usr1_usr2_never_kill_the_daemon_uncleanly(
+        tmp_path: Path, daemon_procs, kernels, signame: str) -> None:  # type: ignore[no-untyped-def]
+    import signal
+
+    FAST_CYCLE, _n, _D, wait_for, _c, _m = _daemon_helpers()
+    d = daemon_procs(*FAST_CYCLE)
+    wait_for("a running run", lambda: d.runs_with("running"), timeout=120)
+    d.signal(getattr(signal, signame))
+    if signame == "SIGHUP":  # stop cleanly (systemd sends no HUP; a terminal closing does)
+        assert d.wait_exit(10) == 0
+        assert not d.runs_with("running")
+        assert "SIGHUP" in d.log
+    else:  # a status line in the log, nothing else
+        d.wait_log(f"{signame}: ", timeout=10)
+        assert d.proc.poll() is None
+        assert d.runs_with("running") or d.runs_with("finished")
+
+
+# -- 8. damaged store, read-only filesystem, odd profile paths, interrupted bench ------------
+
+def _store_with_a_run(path: Path) -> str:
+    from qprof.measure.records import End
+    from qprof.service.store import Store
+
+    store = Store(path)
+    meta = _meta()
+    store.add(meta)
+    for rnd in range(40):
+        store.add(Measurement(run_id="r", cpu=0, suite="ML-DSA-44", backend="numba",
+                              operation="verify", round=rnd, n=3, median_ns=10.0 + rnd,
+                              p95_ns=12.0 + rnd, samples_ns=[float(i) for i in range(500)]))
+    store.add(End(run_id="r", finished_at=2.0, status="finished"))
+    store.close()
+    return meta.run_id
+
+
+def test_history_and_export_on_damaged_pages_exit_2_with_one_line(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    _store_with_a_run(state / "qprof.db")
+    db = state / "qprof.db"
+    data = bytearray(db.read_bytes())
+    assert len(data) > 8 * 4096
+    for page in range(2, len(data) // 4096):  # keep the header page, damage the rest
+        data[page * 4096 + 100: page * 4096 + 400] = b"\xa5" * 300
+    db.write_bytes(bytes(data))
+    for args in (["history"], ["history", "--json"], ["export", "latest"]):
+        r = qprof(*args, "--state-dir", str(state))
+        assert r.returncode == 2, (args, r.stdout[-500:], r.stderr[-2000:])
+        assert "damaged" in one_line(r.stderr) or "malformed" in one_line(r.stderr)
+    assert db.read_bytes() == bytes(data)  # left as it was
+
+
+def test_wal_store_on_a_read_only_filesystem_is_read(tmp_path: Path) -> None:
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        _store_with_a_run(mnt / "qprof.db")
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        r = qprof("history", "--json", "--state-dir", str(mnt))
+        assert r.returncode == 0, r.stderr
+        assert [run["run_id"] for run in json.loads(r.stdout)["runs"]] == ["r"]
+        assert "read-only" in r.stderr
+        r = qprof("export", "r", "--state-dir", str(mnt))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.count('"type": "measurement"') == 40
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo"])
+def test_profile_path_that_is_a_directory_or_fifo_says_so(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "p.toml"
+    if kind == "dir":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    r = qprof("check", "--profile", str(path), "--quiet", timeout=30)
+    assert r.returncode == 2
+    assert ("a directory" if kind == "dir" else "a FIFO") in one_line(r.stderr)
+    r = qprof("daemon", "--config", str(path), timeout=30)
+    assert r.returncode == 2
+    assert ("a directory" if kind == "dir" else "a FIFO") in one_line(r.stderr)
+
+
+def test_interrupted_bench_keeps_every_finished_measurement(tmp_path: Path, kernels) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import time
+
+    out = tmp_path / "run.jsonl"
+    proc = subprocess.Popen(
+        [*QPROF, "bench", "--cpus", "0", "--suites", "ML-DSA-44", "--backends", "numba",
+         "--rounds", "3", "--no-adaptive", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pyperf_dir = tmp_path / "run.pyperf"
+        deadline = time.monotonic() + 300
+        # Interrupt once the worker has finished a task of its block (its pyperf file
+        # exists), long before the block ends.
+        while time.monotonic() < deadline and not any(pyperf_dir.glob("*.json*")):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    run = read_run(out)
+    assert run.bad_lines == 0, run.problems
+    assert run.measurements, "the finished measurements of the block in flight were lost"
+    assert run.end is not None and run.end.status == "aborted"

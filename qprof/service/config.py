@@ -41,6 +41,9 @@ class DaemonConfig:
     watch_interval: float = 1.0
     root: Path = Path("/")
     first_cycle_delay: float = 60.0  # let the machine settle after boot/restart
+    # A store locked by another process at start (a backup, a VACUUM) is waited for this
+    # long, then the daemon exits for its supervisor to retry (under TimeoutStartSec=).
+    store_wait: float = 60.0
     log_level: str = "info"
     # Retention (days; 0 keeps for ever): runs and alerts, the per-sample timings inside
     # runs, frequency history. The runs behind the newest results are always kept.
@@ -61,8 +64,8 @@ class DaemonConfig:
 
 
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
-            "watch_interval", "first_cycle_delay", "keep_days", "keep_samples_days",
-            "keep_freq_days"}
+            "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
+            "keep_samples_days", "keep_freq_days"}
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
