@@ -3,10 +3,12 @@ clean degraded state, and nothing recorded is lost."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,20 @@ QPROF = [sys.executable, "-m", "qprof"]
 def qprof(*args: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*QPROF, *args], capture_output=True, text=True, timeout=timeout,
                           **kw)  # type: ignore[call-overload]
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A small tmpfs mounted at ``where`` for the test (skips when mounting is refused)."""
+    where.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 def one_line(text: str) -> str:
@@ -304,8 +320,6 @@ def test_store_locked_for_good_exits_for_a_retry(tmp_path: Path,
 
 def test_disk_filling_later_sets_qprof_degraded(tmp_path: Path) -> None:
     """Alert writes failing (the disk filled after start) mark the store degraded."""
-    import contextlib
-
     from prometheus_client import CollectorRegistry, generate_latest
 
     from qprof.service.alerts import Alert
@@ -314,28 +328,21 @@ def test_disk_filling_later_sets_qprof_degraded(tmp_path: Path) -> None:
     from qprof.service.metrics import QprofCollector
     from qprof.service.store import Store
 
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip()}")
-    daemon = Daemon(DaemonConfig(state_dir=mnt))
-    try:
+    with tmpfs(tmp_path / "small", "1m") as mnt:
+        daemon = Daemon(DaemonConfig(state_dir=mnt))
         daemon.store = Store(mnt / "qprof.db")
-        with open(mnt / "filler", "wb") as fh, contextlib.suppress(OSError):
-            fh.write(b"\0" * 4 * 1024 * 1024)
-        for i in range(20):
-            daemon._alert_to_store(Alert(ts=float(i), kind="cap_started", severity="warning",
-                                         message="x" * 20_000))
-        assert "store" in daemon.state.degraded
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(QprofCollector(daemon.state))
-        assert 'what="store"' in generate_latest(registry).decode()
-    finally:
-        if daemon.store is not None:
+        try:
+            with open(mnt / "filler", "wb") as fh, contextlib.suppress(OSError):
+                fh.write(b"\0" * 4 * 1024 * 1024)
+            for i in range(20):
+                daemon._alert_to_store(Alert(ts=float(i), kind="cap_started",
+                                             severity="warning", message="x" * 20_000))
+        finally:
             daemon.store.close()
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    assert "store" in daemon.state.degraded
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(daemon.state))
+    assert 'what="store"' in generate_latest(registry).decode()
 
 
 def test_alert_command_timeout_kills_the_whole_group(tmp_path: Path) -> None:
@@ -428,13 +435,7 @@ def test_history_and_export_on_damaged_pages_exit_2_with_one_line(tmp_path: Path
 
 
 def test_wal_store_on_a_read_only_filesystem_is_read(tmp_path: Path) -> None:
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "ro", "8m") as mnt:
         _store_with_a_run(mnt / "qprof.db")
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         r = qprof("history", "--json", "--state-dir", str(mnt))
@@ -444,8 +445,6 @@ def test_wal_store_on_a_read_only_filesystem_is_read(tmp_path: Path) -> None:
         r = qprof("export", "r", "--state-dir", str(mnt))
         assert r.returncode == 0, r.stderr
         assert r.stdout.count('"type": "measurement"') == 40
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 @pytest.mark.parametrize("kind", ["dir", "fifo"])
