@@ -341,7 +341,7 @@ def test_disk_filling_later_sets_qprof_degraded(tmp_path: Path) -> None:
             daemon.store.close()
     assert "store" in daemon.state.degraded
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QprofCollector(daemon.state))
+    registry.register(QprofCollector(daemon.state, {}))
     assert 'what="store"' in generate_latest(registry).decode()
 
 
