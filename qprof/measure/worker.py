@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -316,7 +317,6 @@ def die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
 
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -334,6 +334,25 @@ def write_result(path: Path, cpu: int, results: list[dict[str, Any]],
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"cpu": cpu, "results": results, "failures": failures}))
     os.replace(tmp, path)
+    if _STOP_PENDING[0]:  # SIGTERM came while pyperf wrote: both files are whole now
+        raise SystemExit(128 + signal.SIGTERM)
+
+
+# Set when SIGTERM arrives while pyperf rewrites its JSON file in place: pyperf truncates
+# and rewrites the whole file after each task, so dying then would lose every value of
+# the block. The worker leaves right after the task's result is saved instead.
+_STOP_PENDING = [False]
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """The engine stopping: leave at once, unless pyperf is in the middle of a write."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "dump" and os.sep + "pyperf" + os.sep in code.co_filename:
+            _STOP_PENDING[0] = True
+            return
+        frame = frame.f_back
+    raise SystemExit(128 + signum)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -368,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         print("qprof worker: the engine that started this worker is gone", file=sys.stderr)
         return EXIT_ORPHAN
 
+    signal.signal(signal.SIGTERM, _on_sigterm)
     error = _pin(cpu)
     if error:
         print(f"qprof worker: {error}", file=sys.stderr)

@@ -24,7 +24,7 @@ from typing import Any
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, select_cpus
-from qprof.service.metrics import Degradation, DegradedReason, MetricsState, serve_metrics
+from qprof.service.metrics import DegradedReason, MetricsState, serve_metrics
 from qprof.service.notify import Notifier
 from qprof.service.store import (
     DB_NAME,
@@ -79,8 +79,7 @@ class Daemon:
     # -- start-up ---------------------------------------------------------------------
 
     def degrade(self, what: str, reason: DegradedReason, why: str) -> None:
-        with self.state.lock:
-            self.state.degraded[what] = Degradation(reason, why)
+        self.state.set_degraded(what, reason, why)
         if self._ready:
             self.alerts.emit("degraded", "warning", f"degraded: {what}: {why}", what=what,
                              reason=why)
@@ -281,9 +280,8 @@ class Daemon:
             if not self._store_write_failed:
                 log.error("store: writing alerts failed (%s); alerts still reach the log, "
                           "metrics and the alert command", exc)
-                with self.state.lock:
-                    self.state.degraded["store"] = Degradation(
-                        DegradedReason.STORE_WRITE_FAILED, f"writing alerts failed: {exc}")
+                self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
+                                        f"writing alerts failed: {exc}")
             self._store_write_failed = True
 
     def _alert_to_metrics(self, alert: Alert) -> None:
