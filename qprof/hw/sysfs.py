@@ -19,6 +19,10 @@ MAX_READ_BYTES = 4 * 1024 * 1024
 MAX_KHZ = 100_000_000  # 100 GHz
 
 
+CpuSet = set[int]  # (named outside SysRoot, whose method `int` shadows the type there)
+Khz = int  # (likewise)
+
+
 class SysRoot:
     """A root directory (``/`` or a snapshot) that reads files and collects problems."""
 
@@ -57,7 +61,7 @@ class SysRoot:
             return None, problem
         return parse_int(text, rel)
 
-    def khz(self, rel: str) -> tuple[int | None, str | None]:
+    def khz(self, rel: str) -> tuple[Khz | None, str | None]:
         """A frequency file: a positive kHz value a CPU can have, else a problem (a bad
         value must not pass as a maximum and hide, or fake, a cap)."""
         value, problem = self.int(rel)
@@ -65,7 +69,7 @@ class SysRoot:
             return None, f"{rel}: {value} kHz is not a CPU frequency (1..{MAX_KHZ}): ignored"
         return value, problem
 
-    def cpulist(self, rel: str) -> tuple[set[int] | None, str | None]:
+    def cpulist(self, rel: str) -> tuple[CpuSet | None, str | None]:
         text, problem = self.text(rel)
         if text is None:
             return None, problem
@@ -247,3 +251,14 @@ def problems_by_cpu(problems: list[str], domains: dict[int, list[int]] | None = 
         for cpu in cpus:
             out.setdefault(cpu, []).append(problem)
     return out
+
+
+def parse_cpu_arg(text: str) -> list[int]:
+    """A CPU list a user typed (``0,2-3``), through :func:`parse_cpulist`: the sorted CPUs.
+    ValueError saying what is wrong (not a list, a backwards range, nothing in it)."""
+    cpus, problem = parse_cpulist(text, "CPU list")
+    if problem:
+        raise ValueError(problem)
+    if not cpus:
+        raise ValueError(f"no CPUs in {text!r}")
+    return sorted(cpus)

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, TextIO, TypeVar
 
 from qprof.measure.records import (
     Disagreement,
@@ -54,6 +54,8 @@ class JsonlSink:
         self.close()
 
 
+R = TypeVar("R", bound=Record)
+
 @dataclass
 class RunData:
     path: Path
@@ -63,7 +65,7 @@ class RunData:
     bad_lines: int = 0
     complete: bool = True  # False: reading stopped before the end of the file
 
-    def _of(self, cls: type) -> list:
+    def _of(self, cls: type[R]) -> list[R]:
         return [r for r in self.records if isinstance(r, cls)]
 
     @property
