@@ -469,17 +469,16 @@ def test_interrupted_bench_keeps_every_finished_measurement(tmp_path: Path, kern
     out = tmp_path / "run.jsonl"
     proc = subprocess.Popen(
         [*QPROF, "bench", "--cpus", "0", "--suites", "ML-DSA-44", "--backends", "numba",
-         "--rounds", "3", "--no-adaptive", "-o", str(out)],
+         "--rounds", "15", "--no-adaptive", "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         pyperf_dir = tmp_path / "run.pyperf"
         deadline = time.monotonic() + 300
         # Interrupt once the worker has finished a task of its block (its pyperf file
-        # exists), long before the block ends.
-        while time.monotonic() < deadline and not any(pyperf_dir.glob("*.json*")):
+        # exists), long before its 15 rounds end.
+        while time.monotonic() < deadline and not any(pyperf_dir.glob("*.json")):
             assert proc.poll() is None, proc.communicate()
-            time.sleep(0.2)
-        time.sleep(1.0)
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _stdout, stderr = proc.communicate(timeout=60)
     finally:
