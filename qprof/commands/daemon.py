@@ -27,6 +27,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="after a skipped cycle, try again this soon (default 300)")
     parser.add_argument("--first-cycle-delay", type=float, metavar="SECONDS",
                         help="wait before the first cycle (default 60)")
+    parser.add_argument("--store-wait", type=float, metavar="SECONDS",
+                        help="a store locked by another process at start (a backup, a "
+                        "VACUUM): wait this long, then exit 75 for the supervisor to "
+                        "retry (default 60)")
     add_cpus(parser, default="clusters, one CPU each", clusters=True)
     parser.add_argument("--profile", metavar="NAME",
                         help="chain profile for Verify-Unit coverage (default qanum)")

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         for problem in run_data.problems:
             print(f"qprof report: {problem}", file=sys.stderr)
+        failed = failed or not run_data.complete
         runs.append(run_data)
     blocks = []
     for name in args.block:

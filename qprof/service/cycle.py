@@ -29,7 +29,7 @@ from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
-from qprof.service.metrics import Degradation, DegradedReason, MetricsState, summarize
+from qprof.service.metrics import DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 
 log = logging.getLogger("qprof.daemon")
@@ -131,9 +131,8 @@ class CycleRunner:
             if not self._store_failed:
                 log.error("store write failed (%s): results are measured but NOT saved; "
                           "metrics still show them until restart", exc)
-                with self.state.lock:
-                    self.state.degraded["store"] = Degradation(
-                        DegradedReason.STORE_WRITE_FAILED, f"write failed: {exc}")
+                self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
+                                        f"write failed: {exc}")
             self._store_failed = True
         if isinstance(record, Disagreement):
             self.state.count_disagreement(record.cpu, record.suite)

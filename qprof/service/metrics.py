@@ -146,6 +146,10 @@ class MetricsState:
     cycle_interval_s: float | None = None  # the configured rest between cycles
     blocks: list[BlockResult] = field(default_factory=list)  # newest worst-case blocks
 
+    def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
+        with self.lock:
+            self.degraded[what] = Degradation(reason, detail)
+
     def count_disagreement(self, cpu: int, suite: str) -> None:
         with self.lock:
             self.disagreements[(cpu, suite)] = self.disagreements.get((cpu, suite), 0) + 1
