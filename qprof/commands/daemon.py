@@ -38,6 +38,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_suites(parser, default="the engine's")
     parser.add_argument("--quick", action="store_true", default=None,
                         help="shorter measurements")
+    parser.add_argument("--block", action="store_true", default=None,
+                        help="after each cycle, verify each profile suite's worst-case block "
+                        "on all online CPUs (exported as qprof_block_verify_seconds)")
     parser.add_argument("--no-dual", dest="dual", action="store_false", default=None,
                         help="with liboqs, do not also run the shadow pair (liboqs + a "
                         "second verifier on valid and invalid signatures) that detects "

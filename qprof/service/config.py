@@ -35,6 +35,10 @@ class DaemonConfig:
     # With liboqs: also time the shadow pair (liboqs + a second verifier on each sample),
     # which is what detects a verifier disagreement. 12 timed tasks per round, not 4.
     dual: bool = True
+    # After each finished cycle, verify each profile suite's worst-case block on all
+    # online CPUs (qprof block; exported as qprof_block_verify_seconds). Off by
+    # default: it loads every core for a moment and signs the blocks once per process.
+    block: bool = False
     max_load: float = 0.5  # 1-minute load average per online CPU, at most
     max_busy: float = 30.0  # percent of all CPUs busy over the last watch window, at most
     alert_command: str | None = None
@@ -99,7 +103,7 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str | Path) or not str(value):
             raise ConfigError(f"{where}: {key} must be a path string, got {value!r}")
         return Path(value)
-    if key in ("quick", "dual"):
+    if key in ("quick", "dual", "block"):
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
         return value
