@@ -8,14 +8,18 @@ turns into a silently wrong verdict.
 
 from __future__ import annotations
 
+import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from qprof.tomlfile import TomlFileError, read_toml
 from qprof.verify.suites import SUITES
+
+# What a profile without a `verifier` key is held to: the node's verifier (qanum-core).
+DEFAULT_VERIFIER = "liboqs"
 
 
 class ProfileError(ValueError):
@@ -49,6 +53,9 @@ class Profile:
     suites_in_use: tuple[str, ...] = ()
     description: str = ""
     reference_cores: tuple[ReferenceCore, ...] = field(default_factory=tuple)
+    # The verifier backend the constants are held to (a node's own verifier): only its
+    # figures, alone or as the first of a dual pair, get a coverage verdict.
+    verifier: str = DEFAULT_VERIFIER
 
     @property
     def unit_vu(self) -> int:
@@ -87,10 +94,10 @@ def available_profiles() -> list[str]:
 def find_profile(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
     candidate = Path(text).expanduser()
-    if candidate.suffix == ".toml" or os.sep in text or candidate.is_file():
-        if not candidate.is_file():
+    if candidate.suffix == ".toml" or os.sep in text or candidate.exists():
+        if not candidate.exists():
             raise ProfileError(f"{candidate}: profile file not found")
-        return candidate
+        return candidate  # a directory or FIFO is named as such by load_profile
     for d in profile_dirs():
         path = d / f"{text}.toml"
         if path.is_file():
@@ -112,8 +119,10 @@ def _int(path: Path, key: str, value: Any, minimum: int = 1) -> int:
 
 
 def _number(path: Path, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ProfileError(f"{path}: {key}: expected a positive number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value <= 0):
+        raise ProfileError(f"{path}: {key}: expected a positive finite number, "
+                           f"got {value!r}")
     return float(value)
 
 
@@ -136,12 +145,9 @@ def _opt_str(path: Path, key: str, value: Any) -> str | None:
 def load_profile(name_or_path: str | Path) -> Profile:
     path = find_profile(name_or_path)
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = read_toml(path)
+    except TomlFileError as exc:
+        raise ProfileError(str(exc)) from None
     return profile_from_dict(data, path)
 
 
@@ -223,6 +229,14 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
     refs = [_reference_core(path, f"reference_cores[{i}]", ref, suites)
             for i, ref in enumerate(refs_raw)]
 
+    verifier = data.get("verifier", DEFAULT_VERIFIER)
+    # "+" joins the two verifiers of a dual pair (backend "liboqs+numba"): not one verifier.
+    if not isinstance(verifier, str) or not verifier or "+" in verifier:
+        raise ProfileError(
+            f"{path}: verifier: expected the backend name of the node's verifier "
+            f"(e.g. {DEFAULT_VERIFIER!r}), got {verifier!r}"
+        )
+
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ProfileError(f"{path}: description: expected a string")
@@ -237,4 +251,5 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
         suites_in_use=in_use,
         description=description,
         reference_cores=tuple(refs),
+        verifier=verifier,
     )
