@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage, vu_estimate
+from qprof.measure.clock import steady_measurements
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import (
     Paired,
@@ -114,7 +115,10 @@ def evaluate(
     """
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
-    reduced = reduce_measurements(m for m in measurements if m.operation == operation)
+    # Rounds timed at one clock: a cap that came or went mid-run is left out (when enough
+    # rounds remain; the run's note says which, or that it could not).
+    steady, _changes = steady_measurements(measurements, profile.unit_suite)
+    reduced = reduce_measurements(m for m in steady if m.operation == operation)
     medians: list[SuiteMedian] = []
     extras: dict[tuple[int, str, str], dict[str, Any]] = {}
     paired_cache: dict[tuple[int, str], dict[str, Paired]] = {}
