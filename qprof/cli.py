@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
     "history": ("history", "runs and results recorded by the daemon"),
     "export": ("export", "export a recorded run as JSONL"),
+    "completion": ("completion", "print a bash or zsh completion script"),
 }
 
 
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_module(name: str):
+def command_module(name: str):
     module_name, _ = COMMANDS[name]
     return importlib.import_module(f"qprof.commands.{module_name}")
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         top.parse_args(argv)  # handles --help/--version/unknown command (exits)
         return 2
     name, rest = argv[0], argv[1:]
-    module = _command_module(name)
+    module = command_module(name)
     parser = argparse.ArgumentParser(prog=f"qprof {name}", description=COMMANDS[name][1])
     module.add_parser(parser)
     args = parser.parse_args(rest)

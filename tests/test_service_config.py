@@ -91,3 +91,21 @@ def test_every_key_of_the_example_config_is_a_setting_and_retention_follows() ->
     cfg = build_config(parse("--keep-days", "0", "--keep-samples-days", "2", "--no-dual"))
     ret = cfg.retention()
     assert ret.keep_s == 0 and ret.keep_samples_s == 2 * 86400 and cfg.dual is False
+
+
+def test_systemd_configuration_directory_is_read_by_default(tmp_path: Path) -> None:
+    """ConfigurationDirectory=qprof sets $CONFIGURATION_DIRECTORY=/etc/qprof: its qprof.toml
+    is read without --config; --config and flags still win; no file, no error."""
+    (tmp_path / "qprof.toml").write_text("interval = 120\nmax_load = 2.0\n")
+    env = {"CONFIGURATION_DIRECTORY": str(tmp_path)}
+    cfg = build_config(parse("--max-load", "3"), environ=env)
+    assert (cfg.interval, cfg.max_load) == (120.0, 3.0)
+    other = tmp_path / "other.toml"
+    other.write_text("interval = 60\n")
+    assert build_config(parse("--config", str(other)), environ=env).interval == 60.0
+    assert build_config(parse(), environ={}).interval == 3600.0
+    empty = {"CONFIGURATION_DIRECTORY": str(tmp_path / "nothing-here")}
+    assert build_config(parse(), environ=empty).interval == 3600.0
+    unit = (Path(__file__).resolve().parents[1] / "systemd" / "qprof.service").read_text()
+    assert "ConfigurationDirectory=qprof\n" in unit
+    assert "Documentation=file:/opt/qprof/share/doc/qprof/README.md\n" in unit

@@ -126,13 +126,15 @@ def test_keys_do_what_the_help_says(tmp_path: Path) -> None:
             assert app.collector.profile.name == "qanum"
             slh = next(r for r in coverage_rows(app) if r[0] == "SLH-128s")
             assert (slh[5], slh[7]) == ("1600", "✓ yes")
-            # e exports a Markdown report and says where.
+            # e exports a Markdown report, the HTML page beside it, and says where.
             await pilot.press("e")
             assert app.last_export is not None and app.last_export.parent == (
                 tmp_path / "reports").resolve()
             text = app.last_export.read_text()
             assert "SLH-DSA-SHAKE-128s" in text and "✓ yes" in text and "Cortex-A77" in text
             assert any("report written to" in a.message for a in app.frame.alerts)
+            page = app.last_export.with_suffix(".html").read_text()  # charts beside it
+            assert page.count("<svg ") >= 3 and "SLH-DSA-SHAKE-128s" in page
             # b on a --root snapshot with an explicit store: cannot measure another machine.
             await pilot.press("b")
             assert app.measuring_cpu is None

@@ -12,17 +12,13 @@ import threading
 import time
 from pathlib import Path
 
+from qprof.commands.options import add_backends, add_cpus, add_suites
 from qprof.measure.config import MODES, TIMERS, ProgressEvent
-
-
-def split_list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by `qprof bench` and `qprof check`."""
-    parser.add_argument("--cpus", metavar="LIST|all",
-                        help="CPUs to measure, e.g. 0,4-5 or all (default: one per cluster)")
+    add_cpus(parser, default="one per cluster")
     parser.add_argument("--timer", choices=TIMERS, default="auto",
                         help="wall = perf_counter (the seeds' clock); cpu = CPU time of the "
                         "worker thread; auto = cpu when the machine is busy (default)")
@@ -40,10 +36,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
-    parser.add_argument("--suites", type=split_list, metavar="LIST",
-                        help="comma-separated suites (default: the profile's)")
-    parser.add_argument("--backends", type=split_list, metavar="LIST",
-                        help="comma-separated verifier backends (default: liboqs, else numba)")
+    add_suites(parser, default="the profile's")
+    add_backends(parser, default="liboqs, else numba")
     parser.add_argument("--profile", default="qanum",
                         help="chain profile, name or path (default: qanum)")
     speed = parser.add_mutually_exclusive_group()

@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+from qprof.commands.options import add_backend
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
     add_common(parser)
-    parser.add_argument("--backend",
-                        help="verifier backend (default: liboqs if available, else numba)")
+    add_backend(parser, default="liboqs if available, else numba")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
     parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
                         help="add no rounds that would end after S seconds (default 50)")

@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from qprof.commands.options import add_backend, add_cpus, add_suites
 from qprof.service.config import DEFAULT_LISTEN
 
 
@@ -26,14 +27,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="after a skipped cycle, try again this soon (default 300)")
     parser.add_argument("--first-cycle-delay", type=float, metavar="SECONDS",
                         help="wait before the first cycle (default 60)")
-    parser.add_argument("--cpus", metavar="LIST|clusters|all",
-                        help="CPUs each cycle measures (default: clusters, one CPU each)")
+    add_cpus(parser, default="clusters, one CPU each", clusters=True)
     parser.add_argument("--profile", metavar="NAME",
                         help="chain profile for Verify-Unit coverage (default qanum)")
-    parser.add_argument("--backend", metavar="NAME",
-                        help="verifier backend (default auto: liboqs, else numba)")
-    parser.add_argument("--suites", metavar="LIST",
-                        help="comma-separated suites to measure (default: the engine's)")
+    add_backend(parser, default="auto: liboqs, else numba")
+    add_suites(parser, default="the engine's")
     parser.add_argument("--quick", action="store_true", default=None,
                         help="shorter measurements")
     parser.add_argument("--no-dual", dest="dual", action="store_false", default=None,

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from qprof.commands.options import add_backend
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=Path("/"), metavar="DIR",
@@ -25,9 +27,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="read (and write measurements to) this SQLite store file")
     parser.add_argument("--profile", default="qanum",
                         help="chain profile with the Verify-Unit constants (default: qanum)")
-    parser.add_argument("--backend", default=None,
-                        help="verifier backend to show and measure (default: liboqs when "
-                        "available, else the first that works)")
+    add_backend(parser, default="liboqs when available, else the first that works")
     parser.add_argument("--refresh", type=float, default=1.0, metavar="SECONDS",
                         help="refresh interval (default: 1)")
     parser.add_argument("--measure-every", type=float, default=60.0, metavar="MINUTES",

@@ -1,4 +1,5 @@
 """`qprof report FILE...`: Markdown tables from JSONL runs; several files side by side.
+With ``--html PAGE`` also one self-contained HTML page with SVG charts of the same runs.
 
 Bad lines are reported on stderr as ``file:line: reason`` and skipped (and listed in the
 report's notes); a file that cannot be read is an error (exit 2).
@@ -16,6 +17,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile",
                         help="chain profile for VU coverage (default: the runs' own, else qanum)")
     parser.add_argument("-o", "--output", metavar="FILE.md", help="write here instead of stdout")
+    parser.add_argument("--html", metavar="PAGE.html",
+                        help="also write one self-contained HTML page with charts (no "
+                        "network, no JavaScript); the Markdown then goes to stdout only "
+                        "with -o -")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,8 +53,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
     text = render_report(runs, profile)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    try:
+        if args.html:
+            from qprof.measure.report_html import render_html
+
+            Path(args.html).write_text(render_html(runs, profile), encoding="utf-8")
+        if args.output and args.output != "-":
+            Path(args.output).write_text(text, encoding="utf-8")
+        elif args.output == "-" or not args.html:
+            sys.stdout.write(text)
+    except OSError as exc:
+        print(f"qprof report: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     return 2 if failed else 0

@@ -18,7 +18,7 @@ from qprof.hw.format import (
     table,
 )
 from qprof.hw.freq import FreqReading, read_frequencies
-from qprof.hw.sysfs import format_cpulist, problems_by_cpu
+from qprof.hw.sysfs import format_cpulist, parse_cpulist, problems_by_cpu
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
 
@@ -27,7 +27,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="root directory holding proc/ and sys/ (default: this machine; "
                              "a `qprof snapshot` directory inspects another machine)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--cpus", action="store_true", help="also list every CPU")
+    # The same LIST|all shape as the measuring commands; bare --cpus lists them all.
+    parser.add_argument("--cpus", nargs="?", const="all", metavar="LIST|all",
+                        help="also list these CPUs, e.g. 0,4-5 (bare or all: every CPU)")
 
 
 def combined_dict(topo: Topology, freq: FreqReading) -> dict[str, Any]:
@@ -54,7 +56,8 @@ def combined_dict(topo: Topology, freq: FreqReading) -> dict[str, Any]:
     return data
 
 
-def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
+def render(topo: Topology, freq: FreqReading, with_cpus: set[int] | None = None) -> str:
+    """The cluster table, and a row per CPU in ``with_cpus`` (None: no CPU rows)."""
     online = sum(1 for c in topo.cpus if c.online)
     head = topo.model_name or topo.hardware or "unknown CPU"
     lines = [f"{head} ({topo.arch or 'unknown arch'}): {len(topo.cpus)} CPUs, {online} online, "
@@ -82,10 +85,10 @@ def render(topo: Topology, freq: FreqReading, with_cpus: bool = False) -> str:
     lines.append("")
     lines.append(table(["Cluster", "CPUs", "Online", "Core design", "Part", "Class",
                         "Freq range", "Governor", "ISA", "Cap"], rows))
-    if with_cpus:
+    if with_cpus is not None:
         fby = {f.cpu: f for f in freq.cpus}
         cpu_rows = []
-        for c in topo.cpus:
+        for c in (c for c in topo.cpus if c.cpu in with_cpus):
             f = fby.get(c.cpu)
             ident = c.midr or (f"{c.vendor_id} {c.family}/{c.model}/{c.stepping}"
                                if c.vendor_id else "-")
@@ -111,7 +114,15 @@ def run(args: argparse.Namespace) -> int:
     except NotLinuxRoot as exc:
         print(f"qprof topology: {exc}", file=sys.stderr)
         return 2
+    listed: set[int] | None = None
+    if args.cpus == "all":
+        listed = {c.cpu for c in topo.cpus}
+    elif args.cpus is not None:
+        listed, problem = parse_cpulist(args.cpus, "--cpus")
+        if listed is None:
+            print(f"qprof topology: {problem}", file=sys.stderr)
+            return 2
     freq = read_frequencies(args.root, topo)
     emit(json.dumps(combined_dict(topo, freq), indent=2) if args.json
-         else render(topo, freq, args.cpus))
+         else render(topo, freq, listed))
     return 0

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from qprof.commands.options import add_backends, add_suites
 from qprof.verify import (
     BACKEND_NAMES,
     SIGNING_BACKENDS,
@@ -61,11 +62,8 @@ class SuiteTiming:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu", type=int, default=None,
                         help="CPU to pin to (default: the highest-numbered allowed CPU)")
-    parser.add_argument("--suites", nargs="+", default=None, metavar="SUITE",
-                        help=f"suites to time (default: all): {', '.join(SUITES)}")
-    parser.add_argument("--backends", nargs="+", default=None, metavar="BACKEND",
-                        help=f"backends to time (default: all available): "
-                        f"{', '.join(BACKEND_NAMES)}")
+    add_suites(parser, default="all")
+    add_backends(parser, default="all available")
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds per suite")
     parser.add_argument("--round-ms", type=float, default=20.0,
                         help="target duration of one backend's batch in a round (ms)")

@@ -389,17 +389,22 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
+def liboqs_linked_version(status: Any) -> str | None:
+    """The liboqs library version in a liboqs BackendStatus, None when it did not load."""
+    if status is None or not status.version:
+        return None
+    # BackendStatus.version: "liboqs 0.16.0; liboqs-python 0.16.0.1"
+    for part in status.version.split(";"):
+        part = part.strip()
+        if part.startswith("liboqs "):
+            return part.split(" ", 1)[1]
+    return None
+
+
 def collect_versions(statuses: dict[str, Any]) -> dict[str, str | None]:
     import ssl
 
-    liboqs = statuses.get("liboqs")
-    linked = None
-    if liboqs is not None and liboqs.version:
-        # BackendStatus.version: "liboqs 0.16.0; liboqs-python 0.16.0.1"
-        for part in liboqs.version.split(";"):
-            part = part.strip()
-            if part.startswith("liboqs "):
-                linked = part.split(" ", 1)[1]
+    linked = liboqs_linked_version(statuses.get("liboqs"))
     openssl = statuses.get("openssl")
     return {
         "qprof": __version__,

@@ -17,9 +17,9 @@ from qprof.measure.jsonl import RunData
 from qprof.measure.reduce import (
     Reduced,
     paired_ratios,
-    ratio_ci,
     reduce_measurements,
     unit_drift_bp,
+    vu_estimate_ci,
 )
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
@@ -260,15 +260,8 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                 if red is None or u is None:
                     ests.append("-")
                     continue
-                est = 100 if suite == unit else vu_estimate(red.median_ns, u.median_ns)
-                text = str(est)
-                if suite != unit:
-                    ci = ratio_ci(red, u)
-                    if ci:
-                        lo, hi = math.ceil(100 * ci[0] - 1e-9), math.ceil(100 * ci[1] - 1e-9)
-                        if lo != hi:
-                            text += f" ({lo}-{hi})"
-                ests.append(text)
+                est, ci = vu_estimate_ci(red, u, suite == unit)
+                ests.append(f"{est} ({ci[0]}-{ci[1]})" if ci and ci[0] != ci[1] else str(est))
                 if profile and suite in profile.verify_units:
                     covered.append(est <= profile.verify_units[suite])
             r.append(" / ".join(ests))

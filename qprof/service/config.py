@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -139,11 +141,22 @@ def load_config_file(path: Path) -> dict[str, Any]:
     return out
 
 
-def build_config(args: argparse.Namespace) -> DaemonConfig:
-    """Defaults, then the --config file, then flags the user gave (not None)."""
+def default_config_file(environ: Mapping[str, str]) -> Path | None:
+    """Under systemd (the unit's ConfigurationDirectory=qprof): qprof.toml in
+    $CONFIGURATION_DIRECTORY, i.e. /etc/qprof/qprof.toml, when it exists."""
+    directory = environ.get("CONFIGURATION_DIRECTORY", "").split(":")[0]
+    path = Path(directory) / "qprof.toml" if directory else None
+    return path if path is not None and path.is_file() else None
+
+
+def build_config(args: argparse.Namespace,
+                 environ: Mapping[str, str] = os.environ) -> DaemonConfig:
+    """Defaults, then the --config file (else the systemd default), then flags the user
+    gave (not None)."""
     settings: dict[str, Any] = {}
-    if getattr(args, "config", None):
-        settings.update(load_config_file(Path(args.config)))
+    config = getattr(args, "config", None) or default_config_file(environ)
+    if config:
+        settings.update(load_config_file(Path(config)))
     names = {f.name for f in fields(DaemonConfig)}
     for key in names:
         value = getattr(args, key, None)

@@ -26,7 +26,7 @@ from qprof.measure.clock import clock_changes
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import DaemonConfig, parse_cpu_list
-from qprof.service.metrics import MetricsState, summarize
+from qprof.service.metrics import Degradation, DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 
 log = logging.getLogger("qprof.daemon")
@@ -150,9 +150,11 @@ class CycleRunner:
                 log.error("store write failed (%s): results are measured but NOT saved; "
                           "metrics still show them until restart", exc)
                 with self.state.lock:
-                    self.state.degraded["store"] = f"write failed: {exc}"
+                    self.state.degraded["store"] = Degradation(
+                        DegradedReason.STORE_WRITE_FAILED, f"write failed: {exc}")
             self._store_failed = True
         if isinstance(record, Disagreement):
+            self.state.count_disagreement(record.cpu, record.suite)
             self.alerts.emit("disagreement", "critical",
                              f"cpu {record.cpu} {record.suite}: verifiers disagree "
                              f"{record.backends}", cpu=record.cpu, suite=record.suite,

@@ -23,7 +23,7 @@ from typing import Any
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, select_cpus
-from qprof.service.metrics import MetricsState, serve_metrics
+from qprof.service.metrics import Degradation, DegradedReason, MetricsState, serve_metrics
 from qprof.service.notify import Notifier
 from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
 
@@ -42,7 +42,7 @@ class Daemon:
         self.cfg = cfg
         self.stop = threading.Event()
         self.notifier = Notifier(environ)
-        self.state = MetricsState()
+        self.state = MetricsState(cycle_interval_s=cfg.interval)
         self.alerts = AlertDispatcher()
         self.store: Store | None = None
         self.watcher: Any = None
@@ -60,9 +60,9 @@ class Daemon:
 
     # -- start-up ---------------------------------------------------------------------
 
-    def degrade(self, what: str, why: str) -> None:
+    def degrade(self, what: str, reason: DegradedReason, why: str) -> None:
         with self.state.lock:
-            self.state.degraded[what] = why
+            self.state.degraded[what] = Degradation(reason, why)
         if self._ready:
             self.alerts.emit("degraded", "warning", f"degraded: {what}: {why}", what=what,
                              reason=why)
@@ -115,7 +115,8 @@ class Daemon:
         except ProfileError as exc:
             if self.cfg.profile:
                 raise ConfigError(str(exc)) from None
-            self.degrade("coverage", f"default profile unavailable: {exc}")
+            self.degrade("coverage", DegradedReason.PROFILE_UNAVAILABLE,
+                         f"default profile unavailable: {exc}")
 
     def _open_watcher(self) -> None:
         from qprof.hw.topology import NotLinuxRoot
@@ -138,8 +139,9 @@ class Daemon:
             self._maintain()
             log.info("store: %s", path)
         except (StoreError, OSError, sqlite3.Error) as exc:
-            self.degrade("store", f"{path} not usable ({exc}); results are kept in memory "
-                         "only and lost when the daemon stops")
+            self.degrade("store", DegradedReason.STORE_UNUSABLE,
+                         f"{path} not usable ({exc}); results are kept in memory only and "
+                         "lost when the daemon stops")
             self.store = Store(":memory:")
 
     def _maintain(self) -> None:
@@ -166,7 +168,8 @@ class Daemon:
             liboqs = statuses.get("liboqs")
             if self.backend != "liboqs":
                 why = liboqs.reason if liboqs is not None else "not registered"
-                self.degrade("liboqs", f"liboqs unavailable ({why}); measuring with "
+                self.degrade("liboqs", DegradedReason.LIBOQS_UNAVAILABLE,
+                             f"liboqs unavailable ({why}); measuring with "
                              f"{self.backend or 'nothing'} instead")
         else:
             st = statuses.get(wanted)
@@ -176,10 +179,12 @@ class Daemon:
             if st.available:
                 self.backend = wanted
             else:
-                self.degrade("measurement", f"backend {wanted} unavailable ({st.reason}); "
+                self.degrade("measurement", DegradedReason.BACKEND_UNAVAILABLE,
+                             f"backend {wanted} unavailable ({st.reason}); "
                              "measurement cycles are off, watching and metrics continue")
         if self.backend is None and "measurement" not in self.state.degraded:
-            self.degrade("measurement", "no verifier backend available; cycles are off")
+            self.degrade("measurement", DegradedReason.NO_BACKEND,
+                         "no verifier backend available; cycles are off")
 
     def _start_metrics(self) -> None:
         address = self.cfg.listen_address()
@@ -190,7 +195,8 @@ class Daemon:
         try:
             self.metrics_server, _ = serve_metrics(self.state, host, port)
         except OSError as exc:
-            self.degrade("metrics", f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+            self.degrade("metrics", DegradedReason.LISTEN_FAILED,
+                         f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
                          "metrics are off")
             return
         actual = self.metrics_server.server_address[1]
@@ -220,8 +226,8 @@ class Daemon:
             degraded = dict(self.state.degraded)
         self._ready = True
         for what, why in sorted(degraded.items()):
-            self.alerts.emit("degraded", "warning", f"started degraded: {what}: {why}",
-                             what=what, reason=why, at_startup=True)
+            self.alerts.emit("degraded", "warning", f"started degraded: {what}: {why.detail}",
+                             what=what, reason=why.detail, at_startup=True)
         self.notifier.ready(self.status_line())
         log.info("qprof daemon started: %s", self.status_line())
         watchdog_every = self.notifier.watchdog_interval_s
@@ -271,7 +277,8 @@ class Daemon:
                                           c.capped) for c in tick.cpus.values()])
         except sqlite3.Error as exc:
             if not self._freq_write_failed:
-                self.degrade("store", f"writing frequency history failed: {exc}")
+                self.degrade("store", DegradedReason.FREQ_HISTORY_WRITE_FAILED,
+                             f"writing frequency history failed: {exc}")
             self._freq_write_failed = True
 
     def idle_reason(self) -> str | None:

@@ -11,10 +11,11 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
@@ -107,6 +108,26 @@ def coverage_of(profile: Profile | None, results: list[SuiteResult]) -> list[Cov
                     capped=r.capped, cap_factor=r.cap_factor) for r in results])
 
 
+class DegradedReason(StrEnum):
+    """Why a part runs degraded: the fixed values of qprof_degraded's ``reason`` label
+    (a free-text message would make a new series for every exception text)."""
+
+    PROFILE_UNAVAILABLE = "profile_unavailable"
+    STORE_UNUSABLE = "store_unusable"
+    STORE_WRITE_FAILED = "store_write_failed"
+    FREQ_HISTORY_WRITE_FAILED = "freq_history_write_failed"
+    LIBOQS_UNAVAILABLE = "liboqs_unavailable"
+    BACKEND_UNAVAILABLE = "backend_unavailable"
+    NO_BACKEND = "no_backend"
+    LISTEN_FAILED = "listen_failed"
+
+
+@dataclass(frozen=True)
+class Degradation:
+    reason: DegradedReason  # the metric's label
+    detail: str  # the message for the log, STATUS= and alerts
+
+
 @dataclass
 class MetricsState:
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -117,7 +138,15 @@ class MetricsState:
     alert_counts: dict[str, int] = field(default_factory=dict)
     last_cycle_ts: float | None = None
     cycles: dict[str, int] = field(default_factory=dict)  # status -> count (this process)
-    degraded: dict[str, str] = field(default_factory=dict)  # what -> why
+    degraded: dict[str, Degradation] = field(default_factory=dict)  # by what
+    # Verifier disagreements seen by this process, per (cpu, suite): the alerting rules
+    # name the CPU and suite from these labels.
+    disagreements: dict[tuple[int, str], int] = field(default_factory=dict)
+    cycle_interval_s: float | None = None  # the configured rest between cycles
+
+    def count_disagreement(self, cpu: int, suite: str) -> None:
+        with self.lock:
+            self.disagreements[(cpu, suite)] = self.disagreements.get((cpu, suite), 0) + 1
 
     def set_results(self, results: list[SuiteResult]) -> list[CoverageResult]:
         cov = coverage_of(self.profile, results)
@@ -127,11 +156,28 @@ class MetricsState:
         return cov
 
 
+def build_info() -> dict[str, str]:
+    """qprof_build_info's labels: what this daemon's figures were measured with."""
+    from qprof import __version__
+    from qprof.measure.engine import liboqs_linked_version
+    from qprof.verify import backend_status
+    from qprof.verify.availability import distribution_version
+
+    return {"version": __version__,
+            "numba": distribution_version("numba") or "none",
+            "liboqs": liboqs_linked_version(backend_status("liboqs")) or "none"}
+
+
 class QprofCollector(Collector):
-    def __init__(self, state: MetricsState) -> None:
+    def __init__(self, state: MetricsState, build: dict[str, str]) -> None:
         self.state = state
+        self.build = build
 
     def collect(self) -> Iterable[Any]:
+        info = InfoMetricFamily("qprof_build", "Versions of qprof and of the numba and "
+                                "liboqs it verifies with ('none': not available)")
+        info.add_metric([], self.build)
+        yield info
         s = self.state
         with s.lock:
             freqs = dict(s.freqs)
@@ -142,6 +188,8 @@ class QprofCollector(Collector):
             last_cycle = s.last_cycle_ts
             cycles = dict(s.cycles)
             degraded = dict(s.degraded)
+            disagreements = dict(s.disagreements)
+            interval = s.cycle_interval_s
 
         cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
                                 labels=["cpu"])
@@ -222,16 +270,32 @@ class QprofCollector(Collector):
         if last_cycle is not None:
             last.add_metric([], last_cycle)
         yield last
-        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded",
+        every = GaugeMetricFamily("qprof_cycle_interval_seconds",
+                                  "Configured rest between measurement cycles (rules compare "
+                                  "the age of the last cycle with it)")
+        if interval is not None:
+            every.add_metric([], interval)
+        yield every
+        dis = CounterMetricFamily("qprof_verifier_disagreements",
+                                  "Signatures the verifiers judged differently, by CPU "
+                                  "and suite, since the daemon started",
+                                  labels=["cpu", "suite"])
+        for (cpu, suite), n in sorted(disagreements.items()):
+            dis.add_metric([str(cpu), suite], float(n))
+        yield dis
+        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded, with "
+                                "why as one of a fixed set of reasons",
                                 labels=["what", "reason"])
         for what, why in sorted(degraded.items()):
-            deg.add_metric([what, why], 1.0)
+            deg.add_metric([what, why.reason], 1.0)
         yield deg
 
 
 def serve_metrics(state: MetricsState, host: str, port: int):
     """Start the exposition HTTP server; returns (server, thread). OSError if bind fails."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QprofCollector(state))
+    registry.register(QprofCollector(state, build_info()))
+    # process_start_time_seconds, memory, CPU time, open files (Linux /proc).
+    ProcessCollector(registry=registry)
     server, thread = start_http_server(port, addr=host, registry=registry)
     return server, thread

@@ -356,12 +356,15 @@ class MonitorApp(App[int]):
             return
         directory = self.config.export_dir or Path.cwd()
         try:
-            path = write_report(self.frame, directory, self.collector.profile.name)
+            info = self.collector.profile
+            interval = info.profile.target_block_interval_s if info.profile else None
+            path = write_report(self.frame, directory, info.name, interval)
         except OSError as exc:
             self.notify(f"Export failed: {exc}", severity="error", timeout=8)
             return
         self.last_export = path
-        self.collector.add_alert("exported", "info", f"report written to {path}")
+        self.collector.add_alert("exported", "info", f"report written to {path} "
+                                 f"(charts: {path.with_suffix('.html').name})")
         self.notify(f"Report written to {path}", timeout=8)
         self.refresh_frame()
 

@@ -1,4 +1,5 @@
-"""Markdown report of what the monitor shows (the `e` key)."""
+"""Markdown report of what the monitor shows (the `e` key; the HTML page beside it
+comes from :mod:`qprof.tui.report_html`)."""
 
 from __future__ import annotations
 
@@ -109,7 +110,12 @@ def report_markdown(frame: Frame, profile: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(frame: Frame, directory: Path, profile: str) -> Path:
+def write_report(frame: Frame, directory: Path, profile: str,
+                 block_interval_s: float | None = None) -> Path:
+    """Write the Markdown report and, beside it with the same name, the HTML page with
+    charts; returns the Markdown's path."""
+    from qprof.tui.report_html import report_html
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(frame.taken_at))
@@ -119,4 +125,6 @@ def write_report(frame: Frame, directory: Path, profile: str) -> Path:
         n += 1
         path = directory / f"qprof-monitor-{stamp}-{n}.md"
     path.write_text(report_markdown(frame, profile), encoding="utf-8")
+    path.with_suffix(".html").write_text(report_html(frame, profile, block_interval_s),
+                                         encoding="utf-8")
     return path.resolve()
