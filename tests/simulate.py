@@ -1,12 +1,13 @@
 """Noise simulator: check-mode runs with a known true ratio, on a host shaped like this one.
 
-A simulated run is what ``qprof check`` records on one CPU: ``Measurement`` records of
-interleaved rounds (the worker's own :func:`qprof.measure.worker.interleave` schedules the
-turns, here with time functions that return simulated durations), built as the engine's
-``_collect`` builds them (values in ns rounded to 0.1, ``stats.summarize``, ``turn_size``,
-``finished_at``, per-round ``capped``/``cap_factor`` from the frequency sampler), with the
-``FreqSample`` and ``Note`` records a real run has. They then go through the same reduction
-and verdict code as real runs, through :func:`estimate` (the one adapter to the estimator).
+A simulated run is what ``qprof check`` records on one CPU, made by the engine's own parts:
+its ``Task`` s, the worker's :func:`qprof.measure.timing.interleave` scheduling the turns
+(with time functions that return simulated durations), the worker's ``TaskResult`` and the
+engine's :func:`qprof.measure.collect.collect` turning them into ``Measurement`` records
+(per-round cap state as the frequency sampler gives it), and, with ``Config.adaptive``, the
+engine's stopping rule adding B/A pairs within the time limit. ``FreqSample`` and ``Note``
+records come as a real run has them. The records then go through the same reduction and
+verdict code as real runs, through :func:`estimate` (the one adapter to the estimator).
 
 The host (``Host``): every operation costs its suite's quiet cost times the host's speed at
 that moment (drift x cap x contention burst), times a small lognormal jitter, plus timer and
@@ -27,10 +28,15 @@ from functools import cache
 
 import numpy as np
 
-from qprof.consensus import Profile
+from qprof.consensus import Profile, load_profile
 from qprof.measure import stats
+from qprof.measure.adaptive import StoppingRule, pair_fits
+from qprof.measure.collect import Where, collect
+from qprof.measure.config import MODE_SETTINGS
+from qprof.measure.freqwatch import CapState
+from qprof.measure.protocol import Task, TaskResult, WorkerResult
 from qprof.measure.records import FreqSample, Measurement, Note, Record
-from qprof.measure.worker import interleave
+from qprof.measure.timing import interleave
 
 RUN_ID = "sim"
 EPOCH = 1_790_000_000.0  # unix time of a simulated run's start
@@ -168,15 +174,23 @@ def true_ratio(suite: str) -> float:
     return med(suite) / med(UNIT)
 
 
+CHECK = MODE_SETTINGS["check"]
+
+
 @dataclass
 class Config:
     """The check mode's settings (qprof.measure.config.MODE_SETTINGS["check"])."""
 
-    rounds: int = 7
-    budget_s: float = 0.3
-    min_n: int = 30
-    max_n: int = 4000
-    block_s: float = 0.004
+    rounds: int = CHECK.rounds
+    budget_s: float = CHECK.budget_s
+    min_n: int = CHECK.min_n
+    max_n: int = CHECK.max_n
+    block_s: float = CHECK.interleave_block_s
+    # Extra B/A pairs by the engine's stopping rule (statistic "auto", as `qprof check`),
+    # up to max_rounds or the time limit (`qprof check --time-limit`, simulated seconds).
+    adaptive: bool = False
+    max_rounds: int = CHECK.max_rounds
+    time_limit_s: float = 50.0
     cpu: int = 1
     backend: str = "liboqs"
     suites: tuple[str, ...] = tuple(QUIET_COST_S)
@@ -209,44 +223,59 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
     ops = [Operation(host, s) for s in cfg.suites]
     records: list[Record] = []
     fixed_n: dict[str, int] = {}
-    kept: list[Measurement] = []
+    mine: list[Measurement] = []
+    rule = StoppingRule(cfg.suites[0], cfg.rounds, "auto", profile=load_profile("qanum"))
+    pair_budget = 2 * cfg.budget_s * len(cfg.suites)
+    seconds: list[float] = []
 
-    def freq(rnd: int) -> None:
+    def freq(rnd: int) -> bool:
+        cap = host.capped(host.t)
         if shape.cpufreq:
-            cap = host.capped(host.t)
             cur = round(HW_MAX_KHZ / shape.cap_factor) if cap else HW_MAX_KHZ
             records.append(FreqSample(RUN_ID, EPOCH + host.t, cfg.cpu, cur, cur, HW_MAX_KHZ,
                                       cap, "policy" if cap else None, rnd))
+        return cap
+
+    def one_round(rnd: int) -> None:
+        started = host.t
+        tasks = [Task(s, cfg.backend, "verify", cfg.budget_s, cfg.min_n, cfg.max_n, rnd,
+                      fixed_n.get(s)) for s in cfg.suites]
+        seen = [freq(rnd)]
+        timed = interleave(ops, tasks, [t.n for t in tasks], cfg.block_s)
+        seen.append(freq(rnd))
+        host.t += ROUND_GAP_S
+        results = [TaskResult(i, t.name, len(v), 1, EPOCH + started, EPOCH + host.t,
+                              tuple(v), turn_size=k)
+                   for i, (t, v, k) in enumerate(zip(tasks, timed.values, timed.per_turn,
+                                                     strict=True))]
+        # As the frequency sampler: a round is capped when any of its samples was.
+        caps: dict[int, CapState] = {rnd: (any(seen), shape.cap_factor if any(seen) else None,
+                                           None) if shape.cpufreq else (None, None, None)}
+        got = collect(Where(RUN_ID, cfg.cpu, None, 5000), tasks,
+                      WorkerResult(cfg.cpu, results), caps)
+        for m in got.measurements:
+            fixed_n.setdefault(m.suite, m.n)
+        mine.extend(got.measurements)
+        seconds.append(host.t - started)
 
     try:
-        for rnd in range(cfg.rounds):
-            freq(rnd)
-            seen_cap = [host.capped(host.t)]
-            values, _warm, per_turn = interleave(
-                ops, [cfg.budget_s] * len(ops), [fixed_n.get(s) for s in cfg.suites],
-                [cfg.min_n] * len(ops), [cfg.max_n] * len(ops), cfg.block_s)
-            seen_cap.append(host.capped(host.t))
-            freq(rnd)
-            host.t += ROUND_GAP_S
-            capped = any(seen_cap) if shape.cpufreq else None
-            factor = shape.cap_factor if capped else None
-            for suite, vals, k in zip(cfg.suites, values, per_turn, strict=True):
-                fixed_n.setdefault(suite, len(vals))
-                ns = [round(v * 1e9, 1) for v in vals]
-                s = stats.summarize(ns)
-                kept.append(Measurement(
-                    run_id=RUN_ID, cpu=cfg.cpu, suite=suite, backend=cfg.backend,
-                    operation="verify", round=rnd, n=s.n, median_ns=s.median_ns,
-                    p95_ns=s.p95_ns, mean_ns=s.mean_ns, stdev_ns=s.stdev_ns, min_ns=s.min_ns,
-                    max_ns=s.max_ns, samples_ns=ns, finished_at=EPOCH + host.t,
-                    capped=capped, cap_factor=factor, turn_size=k))
+        target = cfg.rounds
+        rnd = 0
+        while rnd < target:
+            one_round(rnd)
+            rnd += 1
+            if (rnd == target and cfg.adaptive and target + 2 <= cfg.max_rounds
+                    and rule.needs_more(mine, cfg.cpu)
+                    and pair_fits(host.t, cfg.time_limit_s, pair_budget, seconds,
+                                  [cfg.budget_s * len(cfg.suites)] * len(seconds), 0.0)):
+                target += 2
     except CpuOffline:
         # The worker exits on the lost pinning and the engine keeps nothing of it
-        # (engine._run_worker: a non-zero exit aborts the CPU without collecting).
-        kept = []
+        # (a non-zero exit aborts the CPU without collecting).
+        mine = []
         records.append(Note(RUN_ID, "error", f"CPU {cfg.cpu} aborted: CPU {cfg.cpu} went "
                             "offline or the pinning was changed", cfg.cpu, "cpu_aborted"))
-    records.extend(kept)
+    records.extend(mine)
     return SimRun(shape, seed, records, {s: true_ratio(s) for s in cfg.suites})
 
 

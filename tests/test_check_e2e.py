@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure import hwinfo
 
 pytestmark = pytest.mark.slow
@@ -151,10 +152,9 @@ def test_cpu_problems(tmp_path: Path):
         (d / "online").write_text(online + "\n")
     assert "offline" in (hwinfo.cpu_problem(1, root) or "")
     assert "does not exist" in (hwinfo.cpu_problem(7, root) or "")
-    assert hwinfo.parse_cpus("0,2-3") == [0, 2, 3]
-    assert hwinfo.parse_cpus("all") is None
+    assert parse_cpu_arg("0,2-3") == [0, 2, 3]
     with pytest.raises(ValueError):
-        hwinfo.parse_cpus("3-1")
+        parse_cpu_arg("3-1")
     assert hwinfo.format_cpus([0, 1, 2, 5]) == "0-2,5"
 
 
@@ -191,19 +191,16 @@ def test_bad_profile_is_exit_2_with_the_reason(tmp_path: Path):
 
 def test_worker_refusing_affinity_exits_3_with_the_reason(tmp_path: Path):
     job = tmp_path / "job.json"
-    job.write_text(json.dumps({"cpu": 99, "round": 0, "result": str(tmp_path / "r.json"),
-                               "tasks": []}))
+    job.write_text(json.dumps({"cpu": 99, "result": str(tmp_path / "r.json"),
+                               "pyperf": str(tmp_path / "p.json"), "tasks": []}))
     res = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job), "--worker",
-         "--loops", "1", "--warmups", "1", "--values", "1", "--affinity", "99", "--quiet",
-         "-o", str(tmp_path / "p.json")],
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job)],
         capture_output=True, text=True, timeout=60)
     assert res.returncode == 3
     assert "cannot pin to CPU 99" in res.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     res = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad), "--worker",
-         "--loops", "1", "--warmups", "1", "--values", "1", "--quiet"],
+        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad)],
         capture_output=True, text=True, timeout=60)
     assert res.returncode == 4 and "bad job file" in res.stderr

@@ -19,6 +19,7 @@ from qprof.consensus import load_profile
 from qprof.measure.clock import clock_changes, steady_measurements
 from qprof.measure.records import FreqSample, Measurement, Note, Record
 from qprof.measure.verdict import evaluate
+from qprof.service import cycle
 from qprof.service.alerts import Alert, AlertDispatcher
 from qprof.service.config import DaemonConfig
 from qprof.service.cycle import CycleRunner
@@ -111,7 +112,8 @@ def test_a_cap_that_starts_under_the_running_engine(seeds: Path, tmp_path: Path,
                                      rounds=8, max_rounds=8, adaptive=False)
         return run_bench(config, sink, stop=stop)
 
-    status = runner._measure_cpu(BenchConfig, short_run, cpu, threading.Event())
+    monkeypatch.setattr(cycle, "run_bench", short_run)
+    status = runner._measure_cpu(cpu, threading.Event())
     assert status == "finished"
     caps = {m.round: m.capped for m in records if isinstance(m, Measurement)}
     assert [caps[r] for r in range(3)] == [False, False, False]

@@ -60,6 +60,20 @@ def test_profile_by_path(tmp_path: Path):
     assert load_profile(str(copy)).name == "qanum"
 
 
+def test_profiles_ship_inside_the_package_and_qprof_profiles_overrides(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import qprof
+
+    shipped = load_profile("qanum").path
+    assert shipped.parent == Path(qprof.__file__).resolve().parent / "profiles"
+    mine = tmp_path / "qanum.toml"
+    mine.write_text(shipped.read_text().replace("max_block_verify_units = 200000",
+                                                "max_block_verify_units = 150000"))
+    monkeypatch.setenv("QPROF_PROFILES", str(tmp_path))
+    p = load_profile("qanum")
+    assert p.path == mine and p.max_block_verify_units == 150_000
+
+
 GOOD = """
 name = "t"
 unit_suite = "ML-DSA-44"

@@ -12,7 +12,7 @@ import pytest
 from qprof.cli import main
 from qprof.hw import CapWatch, read_frequencies, read_topology, take_env_snapshot
 from qprof.hw.cpuinfo import parse_cpuinfo
-from qprof.hw.format import cap_text
+from qprof.hw.format import cap_cell
 from qprof.hw.sysfs import problems_by_cpu
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
@@ -108,7 +108,7 @@ def test_every_cpu_row_carries_its_problems(tmp_path: Path,
         assert any("scaling_cur_freq: empty" in p for p in rows[0]["problems"])
         assert rows[3]["problems"] == []
     reading = read_frequencies(root)
-    assert cap_text(reading.cpu(6)) == "unknown (hardware max unreadable)"  # type: ignore
+    assert cap_cell(reading.cpu(6)) == "unknown (hardware max unreadable)"  # type: ignore
 
 
 def test_problems_by_cpu_understands_lists_and_policies() -> None:
@@ -120,7 +120,7 @@ def test_problems_by_cpu_understands_lists_and_policies() -> None:
 
 def test_offline_cpu_cap_says_offline() -> None:
     reading = read_frequencies(FIXTURES / "arm-offline")
-    assert cap_text(reading.cpu(5)) == "- (offline)"  # type: ignore[arg-type]
+    assert cap_cell(reading.cpu(5)) == "- (offline)"  # type: ignore[arg-type]
 
 
 def test_active_acpi_processor_cooling_is_thermal(tmp_path: Path) -> None:

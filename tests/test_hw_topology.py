@@ -43,6 +43,17 @@ def test_x86_hybrid_p_and_e_cores() -> None:
     assert cpu0.vendor == "Intel" and cpu0.family == 6 and cpu0.model == 154
 
 
+def test_x86_policies_are_clusters_even_across_l2_modules() -> None:
+    """Goldmont pairs cores on an L2, but policies 0-3 and 4-7 are the frequency domains:
+    two clusters of four, not four modules of two."""
+    topo = read_topology(FIXTURES / "x86-atom-2x4")
+    assert [(c.cpus, c.uarch) for c in topo.clusters] == [
+        ([0, 1, 2, 3], "Goldmont"), ([4, 5, 6, 7], "Goldmont")]
+    assert all(c.grouped_by == "cpufreq" for c in topo.clusters)
+    assert all(c.cpus == t.freq_domain for c in topo.clusters for t in topo.cpus
+               if t.cluster == c.id)
+
+
 def test_offline_cpu_keeps_its_cluster_and_design() -> None:
     topo = read_topology(FIXTURES / "arm-offline")
     cpu5 = topo.cpu(5)
@@ -60,6 +71,27 @@ def test_vm_snapshot_without_cpufreq() -> None:
     assert len(topo.clusters) == 1 and topo.clusters[0].cpus == [0, 1]
     assert topo.clusters[0].max_khz is None
     assert any("no cpufreq" in p for p in topo.problems)
+    # The guest's family/model are the hypervisor's CPU model: labelled as reported.
+    assert topo.clusters[0].uarch == "Zen 3, VM-reported"
+    assert {c.uarch_source for c in topo.cpus} == {"hypervisor cpu model"}
+    assert any("hypervisor's CPU model (family 25 model 1)" in p for p in topo.problems)
+
+
+def test_vm_model_contradicted_by_flags_says_what_the_flags_suggest() -> None:
+    """A guest whose CPU model says Rocket Lake while its flags show AMX: not Rocket Lake."""
+    topo = read_topology(FIXTURES / "vm-amx-rocketlake")
+    [cluster] = topo.clusters
+    assert cluster.uarch == "Sapphire Rapids+, by flags"
+    assert all(c.uarch_source == "flags" and "Rocket Lake" not in (c.uarch or "")
+               for c in topo.cpus)
+    [note] = [p for p in topo.problems if "under a hypervisor" in p]
+    assert "says Rocket Lake" in note and "amx_tile" in note and "Sapphire Rapids" in note
+
+
+def test_bare_metal_design_is_not_relabelled() -> None:
+    topo = read_topology(FIXTURES / "x86-hybrid")
+    assert {c.uarch_source for c in topo.cpus} == {"cpuid"}
+    assert not any("hypervisor" in p for p in topo.problems)
 
 
 def test_live_machine_reads() -> None:

@@ -127,8 +127,9 @@ def test_auto_timer_follows_load(tmp_path):
 def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     """Two verifiers that disagree (a stand-in: real ones never have in our runs)."""
     import qprof.verify
-    from qprof.measure import worker
     from qprof.measure.fixtures import MESSAGE, Fixture, flip_one_byte
+    from qprof.measure.protocol import Task
+    from qprof.measure.timing import Clock, TaskState, make_time_func
 
     class Always:
         def __init__(self, answer: bool) -> None:
@@ -141,12 +142,10 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     monkeypatch.setattr(qprof.verify, "get_verifier", lambda b, s: Always(answers[b]))
     fx = Fixture("ML-DSA-44", b"p", MESSAGE, b"sig", flip_one_byte(b"sig"), b"", "test")
     for op, calls, checks in (("dual_shadow", 4, 4), ("dual_enforce", 4, 4)):
-        state = worker.TaskState()
-        task = {"suite": "ML-DSA-44", "backend": "liboqs+numba", "operation": op,
-                "dual": ["liboqs", "numba"]}
-        func = worker.make_time_func(task, {"ML-DSA-44": fx}, state)
-        state.checks = state.disagreements = 0
-        state.examples.clear()
+        state = TaskState()
+        task = Task("ML-DSA-44", "liboqs+numba", op, 0.1, 1, 10, dual=("liboqs", "numba"))
+        func = make_time_func(task, {"ML-DSA-44": fx}, state, Clock.of("wall"))
+        state.reset()
         assert func(calls) > 0
         assert state.checks == checks and state.disagreements == checks
         ex = state.examples[0]
@@ -154,11 +153,11 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
         assert ex["signature_hex"] == b"sig".hex() and ex["message_hex"] == MESSAGE.hex()
     # enforce on an invalid signature: the first verifier rejects, the second is skipped.
     answers["liboqs"] = False
-    state = worker.TaskState()
-    task = {"suite": "ML-DSA-44", "backend": "liboqs+numba",
-            "operation": "dual_enforce_invalid", "dual": ["liboqs", "numba"]}
-    func = worker.make_time_func(task, {"ML-DSA-44": fx}, state)
-    state.checks = 0
+    state = TaskState()
+    task = Task("ML-DSA-44", "liboqs+numba", "dual_enforce_invalid", 0.1, 1, 10,
+                dual=("liboqs", "numba"))
+    func = make_time_func(task, {"ML-DSA-44": fx}, state, Clock.of("wall"))
+    state.reset()
     func(5)
     assert state.checks == 0 and state.disagreements == 0 and state.wrong_verdicts == 0
 
@@ -317,22 +316,29 @@ def test_extra_rounds_time_only_the_verdict_and_progress_is_honest():
     assert extra and all(e.fraction < 1.0 for e in extra)
 
 
-def test_eta_expects_more_extra_rounds_within_the_time_limit():
-    from qprof.measure.engine import _Run
+def test_one_pyperf_file_per_run_and_cpu_compare_to_works(tmp_path):
+    """Two runs: one pyperf file each for the CPU; pyperf compare_to reads them, and the
+    timer metadata names the clock that timed the values."""
+    import subprocess
+    import sys
 
-    run = _Run(_config(time_limit_s=None), lambda r: None, None, threading.Event())
-    run.pair_work, run.max_pairs = 10.0, 5
-    run.cpus_pending, run.cur_open = 1, True
-    assert run._expected_extra(0.0, 1.0, 0.0) == 0.0  # no pair needed yet: none expected
-    run.cur_pairs = 2  # this CPU needed two pairs: two more expected, and the next CPU 4
-    assert run._expected_extra(0.0, 1.0, 0.0) == (2 + 4) * 10.0
-    run.cur_pairs = 4  # at most max_pairs per CPU
-    assert run._expected_extra(0.0, 1.0, 0.0) == (1 + 5) * 10.0
-    run.cur_open, run.pairs_done, run.cur_pairs = False, [3], 0
-    assert run._expected_extra(0.0, 1.0, 0.0) == 3 * 10.0  # the next CPU as the last one
-    run.config.time_limit_s = 25.0  # no round starts past the limit
-    assert run._expected_extra(5.0, 1.0, 15.0) == 5.0
-    assert run._expected_extra(30.0, 1.0, 15.0) == 0.0
+    import pyperf
+
+    files = []
+    for timer in ("wall", "cpu"):
+        out = tmp_path / timer
+        summary = run_bench(_config(pyperf_dir=out, record_base=out, timer=timer), lambda r: None)
+        assert summary.status == "finished"
+        (path,) = out.iterdir()
+        assert path.name == f"{summary.run_id}-cpu{summary.cpus[0]}.json"
+        clock = "thread_time" if timer == "cpu" else "perf_counter"
+        for bench in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks():
+            assert all(clock in r.get_metadata()["timer"] for r in bench.get_runs())
+        files.append(str(path))
+    res = subprocess.run([sys.executable, "-m", "pyperf", "compare_to", *files],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "ML-DSA-87" in res.stdout
 
 
 def test_interleaved_extra_rounds_run_in_the_base_rounds_worker(tmp_path):

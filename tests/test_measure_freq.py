@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qprof.hw.caps import cap_message
 from qprof.measure import hwinfo
-from qprof.measure.engine import FreqWatch
+from qprof.measure.freqwatch import FreqWatch
 from qprof.measure.records import FreqSample
 
 
@@ -36,9 +37,8 @@ def test_capped_cpu_is_seen_with_its_factor(tmp_path):
     assert f.capped is True
     assert f.hw_max_khz == 2419200 and f.max_khz == 1080000
     assert abs(f.cap_factor - 2419200 / 1080000) < 0.01
-    text = hwinfo.cap_text(f.hw_max_khz, f.max_khz, f.cap_factor)
-    assert text == ("held at 1.08 GHz instead of 2.42 GHz: absolute times about 2.2× slower; "
-                    "ratios measured on the same core at the same time are not affected")
+    text = cap_message(f.max_khz, f.hw_max_khz, f.cap_factor, f.cap_cause)
+    assert text == "held at 1.08 GHz instead of 2.42 GHz (×2.24 slower, cause policy)"
 
 
 def test_freq_watch_marks_the_round(tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher, Hysteresis
+from qprof.hw.caps import Hysteresis
+from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 
 
 def feed(h: Hysteresis, seq: list[bool], step: float = 1.0) -> list[tuple[int, bool]]:

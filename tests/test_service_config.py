@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from qprof.commands import daemon as daemon_cmd
-from qprof.service.config import ConfigError, build_config, parse_cpu_list, parse_listen
+from qprof.hw.sysfs import parse_cpu_arg
+from qprof.service.config import ConfigError, build_config, parse_listen
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -64,10 +65,10 @@ def test_listen_and_cpu_lists() -> None:
     assert parse_listen("[::1]:9464") == ("::1", 9464)
     with pytest.raises(ConfigError):
         parse_listen("localhost:http")
-    assert parse_cpu_list("0,2-3,3") == [0, 2, 3]
+    assert parse_cpu_arg("0,2-3,3") == [0, 2, 3]
     for bad in ("x", "3-1", ""):
-        with pytest.raises(ConfigError):
-            parse_cpu_list(bad)
+        with pytest.raises(ValueError):
+            parse_cpu_arg(bad)
 
 
 def test_example_config_in_systemd_dir_parses() -> None:

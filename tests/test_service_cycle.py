@@ -1,5 +1,5 @@
 """What a cycle makes of its records: coverage lost/regained, disagreements, skew, and
-which CPUs a cycle measures. Real store, real profile (profiles/qanum.toml), real records.
+which CPUs a cycle measures. Real store, real profile (qprof/profiles/qanum.toml), real records.
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def test_result_measured_under_a_cap_is_flagged(tmp_path: Path) -> None:
 def test_select_cpus() -> None:
     clusters = {0: [0, 1, 2, 3], 1: [4, 5, 6], 2: [7]}
     online = {c: c != 4 and c != 7 for c in range(8)}
-    assert select_cpus("clusters", clusters, online) == ([0, 5], ["cluster 2 has no online CPU"])
+    # The highest online CPU of each cluster (qprof.hw.choose: CPU 0 takes more interrupts).
+    assert select_cpus("clusters", clusters, online) == ([3, 6], ["cluster 2 has no online CPU"])
     assert select_cpus("all", clusters, online)[0] == [0, 1, 2, 3, 5, 6]
     assert select_cpus("0,4,9", clusters, online) == ([0], ["cpu 4 is offline",
                                                             "cpu 9 does not exist"])
@@ -101,10 +102,9 @@ def test_select_cpus() -> None:
 
 
 def test_bench_config_is_check_mode_on_one_cpu() -> None:
-    from qprof.measure.config import BenchConfig
 
     cfg = DaemonConfig(suites=["ML-DSA-44"], quick=True, profile="qanum")
-    bc = bench_config(BenchConfig, cfg, 4, "numba")
+    bc = bench_config(cfg, 4, "numba")
     assert (bc.cpus, bc.backends, bc.mode, bc.nice, bc.suites) == (
         [4], ["numba"], "check", 10, ["ML-DSA-44"])
     assert bc.adaptive is False and bc.rounds == 3
@@ -154,14 +154,13 @@ def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -
 
 
 def test_bench_config_matches_check_and_adds_the_shadow_pair() -> None:
-    from qprof.measure.config import BenchConfig
 
-    bc = bench_config(BenchConfig, DaemonConfig(), 0, "liboqs", profile="qanum")
+    bc = bench_config(DaemonConfig(), 0, "liboqs", profile="qanum")
     assert bc.statistic == "auto" and bc.profile == "qanum"
     assert bc.operations == ["verify", "dual_shadow", "dual_shadow_invalid"]
-    assert bench_config(BenchConfig, DaemonConfig(dual=False), 0, "liboqs").operations is None
+    assert bench_config(DaemonConfig(dual=False), 0, "liboqs").operations is None
     # numba alone has no pair to compare.
-    assert bench_config(BenchConfig, DaemonConfig(), 0, "numba").operations is None
+    assert bench_config(DaemonConfig(), 0, "numba").operations is None
 
 
 def test_wrong_verdict_note_alerts_as_a_disagreement(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def _run(store: Store, run_id: str, t: float, suites: dict[str, float], cpu: int
 
 
 def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
-    from qprof.service.store import DAY_S, Retention
+    from qprof.service.retention import DAY_S, Retention
 
     store = Store(tmp_path / "qprof.db")
     now = 1000 * DAY_S
@@ -218,7 +218,7 @@ def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
 
 
 def test_retention_zero_keeps_for_ever(tmp_path: Path) -> None:
-    from qprof.service.store import DAY_S, Retention
+    from qprof.service.retention import DAY_S, Retention
 
     store = Store(tmp_path / "qprof.db")
     now = 1000 * DAY_S
@@ -230,7 +230,7 @@ def test_retention_zero_keeps_for_ever(tmp_path: Path) -> None:
 
 
 def test_freq_history_is_thinned_with_age_but_keeps_cap_edges(tmp_path: Path) -> None:
-    from qprof.service.store import DAY_S, Retention
+    from qprof.service.retention import DAY_S, Retention
 
     store = Store(tmp_path / "qprof.db")
     now = 100 * DAY_S
@@ -268,7 +268,7 @@ def test_no_cpufreq_samples_are_not_stored(tmp_path: Path) -> None:
 
 
 def test_version_1_store_is_migrated_and_readable_before(tmp_path: Path) -> None:
-    from qprof.service.store import _MIGRATIONS
+    from qprof.service.schema import MIGRATIONS as _MIGRATIONS
 
     path = tmp_path / "qprof.db"
     con = sqlite3.connect(path)
@@ -291,7 +291,7 @@ def test_version_1_store_is_migrated_and_readable_before(tmp_path: Path) -> None
 
 
 def test_retention_works_off_a_backlog_a_bounded_step_at_a_time(tmp_path: Path) -> None:
-    from qprof.service.store import DAY_S, Retention
+    from qprof.service.retention import DAY_S, Retention
 
     store = Store(tmp_path / "qprof.db")
     now = 1000 * DAY_S

@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 
 from qprof.cli import main as qprof_main
 from qprof.tui.app import MonitorApp
+from qprof.tui.model import Progress
 from qprof.tui.widgets.choice_screen import ChoiceScreen
 from qprof.tui.widgets.core_table import CoreTable
 from qprof.tui.widgets.help_screen import HelpScreen
@@ -232,18 +233,26 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
     async def scenario() -> None:
         app = MonitorApp(config)
         seen_progress: list[str] = []
+        show_progress = app._on_progress
+
+        def on_progress(progress: Progress) -> None:  # every event the engine sends
+            seen_progress.append(progress.item)
+            show_progress(progress)
+
+        app._on_progress = on_progress  # type: ignore[method-assign]
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.pause()
             cpu = app.query_one(CoreTable).selected_cpu()
             await pilot.press("b")
             assert app.measuring_cpu == cpu
+            # The bar shows at once (a quick measurement may end before the loop below).
+            assert app.progress is not None
+            seen_progress.append(app.progress.item)
             # The UI keeps answering while the engine works: help opens and closes.
             await pilot.press("question_mark")
             assert isinstance(app.screen, HelpScreen)
             await pilot.press("escape")
             for _ in range(900):  # bounded: at most ~90 s
-                if app.progress is not None:
-                    seen_progress.append(app.progress.item)
                 if app.measuring_cpu is None:
                     break
                 await pilot.pause(0.1)
@@ -275,6 +284,70 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
         assert {m.suite for m in stored} >= {"ML-DSA-44", "ML-DSA-87"}
 
     run(scenario())
+
+
+@pytest.mark.timeout(240)
+def test_first_run_measures_one_cpu_per_cluster_by_itself(tmp_path: Path) -> None:
+    """Standalone, nothing stored: without a key press the monitor measures the first CPU
+    of every cluster (quick mode, one at a time), says so in the header, then shows the
+    costs; `b` still measures afterwards. Works with liboqs or, without it, numba."""
+    from qprof.service.store import Store
+    from qprof.verify import backend_status
+
+    backend = "liboqs" if backend_status("liboqs").available else "numba"
+    db = tmp_path / "monitor.db"
+    config = frozen_config(Path("/"), store=db, profile=str(TINY_PROFILE), live=True,
+                           backend=backend, auto_measure=True, refresh_s=0.5)
+
+    async def scenario() -> None:
+        app = MonitorApp(config)
+        headers: list[str] = []
+        measured: list[int] = []
+        async with app.run_test(size=(120, 36)) as pilot:
+            for _ in range(2000):  # bounded: at most ~200 s
+                await pilot.pause(0.1)
+                if app.measuring_cpu is not None and app.measuring_cpu not in measured:
+                    measured.append(app.measuring_cpu)
+                if app.frame is not None and app.frame.machine.activity:
+                    headers.append(app.frame.machine.activity)
+                if app._first_run is None and app._first_run_decided \
+                        and app.measuring_cpu is None:
+                    break
+            firsts = app._cluster_firsts()
+            assert measured == firsts, (measured, firsts)
+            assert headers and headers[0].startswith("first run: measuring one CPU per "
+                                                     "cluster (quick, nice 10")
+            assert app.frame is not None and app.frame.machine.activity is None
+            await settle(pilot)
+            rows = {r[0]: r for r in coverage_rows(app)}
+            assert rows["ML-DSA-87"][4].isdigit(), rows  # an estimate, measured here
+            # `b` still measures (in the monitor's own mode) once the first run is done.
+            await pilot.press("b")
+            assert app.measuring_cpu is not None  # stopped when the app exits
+        stored = Store(db, readonly=True)
+        for cpu in firsts:
+            assert {m.suite for m in stored.latest_measurements(cpu=cpu, backend=backend)} \
+                >= {"ML-DSA-44", "ML-DSA-87"}
+
+    run(scenario())
+
+
+def test_no_auto_measure_and_stored_results_leave_the_first_run_alone(tmp_path: Path) -> None:
+    db = seed_store(tmp_path / "q.db", cpu=0)
+
+    async def scenario(config) -> None:  # noqa: ANN001
+        app = MonitorApp(config)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            app.refresh_frame()
+            assert app._first_run_decided and app._first_run is None
+            assert app.measuring_cpu is None and app.frame.machine.activity is None
+
+    # Results stored already: nothing to do at start.
+    run(scenario(frozen_config(Path("/"), store=db, live=True, auto_measure=True)))
+    # Nothing stored, but the user opted out.
+    run(scenario(frozen_config(Path("/"), store=tmp_path / "empty.db", live=True,
+                               auto_measure=False)))
 
 
 def test_attaches_to_a_daemon_store_and_lists_alerts_newest_first(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def frozen_config(root: Path, store: Path | None = None, **overrides: object) ->
     """No timer, no schedule, a fixed clock and backend: the screen depends on data only."""
     settings: dict[str, object] = dict(
         root=root, store_path=store, profile="qanum-2026-10-14", backend="liboqs",
-        refresh_s=0.0, measure_every_s=0.0, clock=lambda: FROZEN_AT,
+        refresh_s=0.0, measure_every_s=0.0, auto_measure=False, clock=lambda: FROZEN_AT,
     )
     settings.update(overrides)
     return MonitorConfig(**settings)  # type: ignore[arg-type]

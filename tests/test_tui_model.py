@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from test_tui_helpers import seed_store
 
+from qprof.hw.load import read_proc_stat
+from qprof.measure.units import fmt_ns
 from qprof.service.store import Store
-from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered, fmt_duration
+from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered
 from qprof.tui.sources.consensus import (
     core_costs,
     coverage_rows,
@@ -16,15 +18,16 @@ from qprof.tui.sources.consensus import (
     load_profile_info,
 )
 from qprof.tui.sources.hardware import ClusterFacts
-from qprof.tui.sources.load import LoadSource, read_cpu_times
+from qprof.tui.sources.load import LoadSource
 from qprof.tui.widgets.freq_history import sparkline
 
 
 def test_formatting() -> None:
-    assert fmt_duration(190_750) == "190.8 µs"
-    assert fmt_duration(3_005_000) == "3.00 ms"
-    assert fmt_duration(1_257_000_000) == "1.26 s"
-    assert fmt_duration(None) == "—"
+    assert fmt_ns(190_750) == "190.8 µs"
+    assert fmt_ns(3_005_000) == "3.00 ms"
+    assert fmt_ns(1_257_000_000) == "1,257 ms"
+    assert fmt_ns(None, missing="—") == "—"
+    assert fmt_ns(3_095_400, "µs") == "3,095"
     assert cpu_ranges([0, 1, 2, 3, 6]) == "0-3,6"
     assert fmt_covered(True).startswith("✓") and fmt_covered(False).startswith("✗")
     assert fmt_covered(None) == "not measured yet"
@@ -50,7 +53,8 @@ def test_load_from_proc_stat(tmp_path: Path) -> None:
     stat.write_text("cpu  40 0 10 130 0 0 0 0 0 0\ncpu0 40 0 10 130 0 0 0 0 0 0\n")
     assert source.sample() == {0: pytest.approx(37.5)}  # 30 busy of 80 jiffies
     assert LoadSource(tmp_path, live=False).sample() == {}
-    assert read_cpu_times(tmp_path / "missing") == {}
+    assert read_proc_stat(tmp_path / "missing") is None
+    assert LoadSource(tmp_path / "missing").sample() == {}
 
 
 def test_coverage_from_seeded_store(tmp_path: Path) -> None:
@@ -114,7 +118,9 @@ def test_live_root_cap_edges_become_alerts_and_history(tmp_path: Path) -> None:
     gold = root / "sys/devices/system/cpu/cpu6/cpufreq"
     if not (gold / "scaling_max_freq").exists():
         pytest.skip("fixture layout changed: no per-CPU cpufreq directory for CPU 6")
-    collector = Collector(frozen_config(root, live=True))
+    # Every edge counts at once here (the frozen clock stands still; hysteresis is the
+    # tracker's, tested in test_service_alerts / test_service_watch).
+    collector = Collector(frozen_config(root, live=True, cap_samples=1, cap_hold_s=0.0))
     first = collector.frame()
     assert first.cores[6].capped is True and first.alerts == ()
     for name in ("scaling_max_freq", "scaling_cur_freq"):

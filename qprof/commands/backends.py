@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from qprof.hw.format import table
 from qprof.verify import SUITES, available_backends
 
 
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({name: s.to_dict() for name, s in statuses.items()}, indent=2))
         return 0
-    rows = [("BACKEND", "AVAILABLE", "VERSION", "SUITES / REASON")]
+    rows = []
     for name, status in statuses.items():
         if status.available:
             if set(status.suites) == set(SUITES):
@@ -41,8 +42,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             info = status.reason
         rows.append((name, "yes" if status.available else "no", status.version or "-", info))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+    print(table(("BACKEND", "AVAILABLE", "VERSION", "SUITES / REASON"), rows))
     # Exit 1 only when nothing at all can verify here.
     return 0 if any(s.available for s in statuses.values()) else 1

@@ -11,9 +11,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from qprof.commands.options import add_backends, add_cpus, add_suites
 from qprof.measure.config import MODES, TIMERS, ProgressEvent
+
+if TYPE_CHECKING:  # rich is imported only when a terminal shows the bar
+    from rich.progress import Progress, TaskID
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -51,21 +55,21 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
+    from qprof.hw.sysfs import parse_cpu_arg
     from qprof.measure import hwinfo
 
     if text is None:
         return None
-    cpus = hwinfo.parse_cpus(text)
-    if cpus is None:  # "all": every online CPU of the topology
+    if text.strip() == "all":  # every online CPU of the topology
         topo = hwinfo.topology(root)
-        cpus = sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
-    return cpus
+        return sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
+    return parse_cpu_arg(text)
 
 
 class ProgressLine:
     """One updating line on a terminal; occasional lines otherwise (logs stay readable)."""
 
-    def __init__(self, stream=sys.stderr) -> None:
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
         self.tty = stream.isatty()
         self.last_print = 0.0
@@ -73,14 +77,11 @@ class ProgressLine:
         self.width = 0
         self.rich = self._rich() if self.tty else None
 
-    def _rich(self):  # -> (Progress, task id) | None
-        """A rich progress bar with the engine's ETA on a terminal (rich comes with
-        textual); None when rich is missing: the plain updating line is used."""
-        try:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn
-        except ImportError:
-            return None
+    def _rich(self) -> tuple[Progress, TaskID]:
+        """A rich progress bar with the engine's ETA on a terminal."""
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
         bar = Progress(
             TextColumn("{task.percentage:>5.1f}%"), BarColumn(),
             TextColumn("ETA {task.fields[eta]}"), TextColumn("{task.description}"),

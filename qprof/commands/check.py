@@ -37,18 +37,18 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _ms(ns: float) -> str:
-    from qprof.measure.report import fmt_ns
+    from qprof.measure.units import fmt_ns
 
     return fmt_ns(ns)
 
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
+    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import EngineError, run_bench
-    from qprof.measure.hwinfo import cap_text
     from qprof.measure.jsonl import JsonlSink
-    from qprof.measure.records import Record
+    from qprof.measure.records import Meta, Note, Record
     from qprof.measure.verdict import evaluate
 
     def fail(text: str) -> int:
@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
     evaluated = evaluate(profile, summary.measurements, statistic=args.statistic)
     results = [r for r, _x in evaluated]
-    notes = [getattr(r, "text", "") for r in records
-             if getattr(r, "type", "") == "note" and r.level in ("warning", "error", "info")]
+    notes = [r.text for r in records
+             if isinstance(r, Note) and r.level in ("warning", "error", "info")]
     backend = ", ".join(sorted({r.backend for r in results})) or (args.backend or "?")
     if not results:
         return fail("nothing measured: " + ("; ".join(
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
                 for r, x in sorted(evaluated, key=lambda e: e[0].suite == profile.unit_suite)
             },
             "method": next((r.settings.get("interleaving") for r in records
-                            if getattr(r, "type", "") == "meta"), None),
+                            if isinstance(r, Meta)), None),
             "timer": next((r.settings.get("timer") for r in records
-                           if getattr(r, "type", "") == "meta"), None),
+                           if isinstance(r, Meta)), None),
             "results": [
                 {
                     "cpu": r.cpu, "suite": r.suite, "backend": r.backend,
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
           f"{summary.elapsed_s:.0f} s, status {summary.status}")
     for n in notes:
         print(f"note: {n}")
-    meta = next((r for r in records if getattr(r, "type", "") == "meta"), None)
+    meta = next((r for r in records if isinstance(r, Meta)), None)
     if meta is not None:
         print(f"method: {meta.settings.get('interleaving')}; timer "
               f"{meta.settings.get('timer_clock')}")
@@ -194,15 +194,15 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"CPU {cpu} {backend}: other statistics, for comparison: {alt}")
         if x["contended_rounds"]:
-            n = [r + 1 for r in x["contended_rounds"]]
-            print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
-                  f"{', '.join(map(str, n))} "
+            contended = [r + 1 for r in x["contended_rounds"]]
+            print(f"CPU {cpu} {backend}: round{'s' if len(contended) > 1 else ''} "
+                  f"{', '.join(map(str, contended))} "
                   f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
                   "speed in most turns): left out of the estimates; rounds were added while "
                   "time allowed")
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
-        print(f"CPU {cpu}: " + cap_text(None, None, factor))
+        print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
     worst = max(results, key=lambda r: r.worst_block_ns)
     ref = f"; on the reference core {worst.reference_core}: {_ms(worst.reference_block_ns)}" if (
         worst.reference_block_ns) else ""

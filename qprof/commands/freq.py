@@ -10,7 +10,7 @@ import sys
 import time
 from datetime import datetime
 
-from qprof.hw.format import cap_text, emit, ghz, problems_text, table
+from qprof.hw.format import cap_cell, emit, ghz, problems_text, table
 from qprof.hw.freq import CapWatch, FreqReading, read_frequencies
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
@@ -32,7 +32,7 @@ def render(reading: FreqReading, topo: Topology, watch: CapWatch | None = None) 
     rows = []
     for f in reading.cpus:
         t = by_cpu.get(f.cpu)
-        cap = cap_text(f)
+        cap = cap_cell(f)
         if watch is not None:
             state = watch.summary(f.cpu)
             if f.capped and state.since is not None:

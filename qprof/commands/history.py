@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from qprof.measure.units import fmt_ns
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
@@ -22,10 +24,6 @@ def _when(ts: float | None) -> str:
     if ts is None:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
-
-
-def _us(ns: float) -> str:
-    return f"{ns / 1000:.1f} µs"
 
 
 def _profile(runs: list[Any]) -> Any:
@@ -86,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         cap = f"  capped {r['cap_factor']:.2f}x" if r["capped"] and r["cap_factor"] else (
             "  capped" if r["capped"] else "")
         out.append(f"  cpu {r['cpu']:<3} {r['suite']:<20} {r['backend']:<8} "
-                   f"{_us(r['median_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
+                   f"{fmt_ns(r['median_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:

@@ -33,6 +33,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--measure-every", type=float, default=60.0, metavar="MINUTES",
                         help="standalone mode: measure one core per cluster in turn this "
                         "often (default: 60; 0 = only when `b` is pressed)")
+    parser.add_argument("--no-auto-measure", action="store_true",
+                        help="standalone with nothing stored yet: do not measure one core "
+                        "per cluster by itself at start (quick mode, nice 10); `b` still "
+                        "measures")
     parser.add_argument("--export-dir", type=Path, default=None, metavar="DIR",
                         help="where `e` writes the Markdown report (default: current dir)")
     # Hidden: append the time to the first frame to FILE on exit (for the ≤ 1.5 s budget;
@@ -63,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         refresh_s=max(0.2, args.refresh),
         measure_every_s=max(0.0, args.measure_every) * 60.0,
+        auto_measure=not args.no_auto_measure,
         export_dir=args.export_dir,
     )
     collector = Collector(config)

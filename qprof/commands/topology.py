@@ -9,7 +9,7 @@ from typing import Any
 
 from qprof.hw import isa
 from qprof.hw.format import (
-    cap_text,
+    cap_cell,
     emit,
     ghz,
     ghz_range,
@@ -81,7 +81,7 @@ def render(topo: Topology, freq: FreqReading, with_cpus: set[int] | None = None)
                      ghz_range(cl.min_khz, cl.max_khz),
                      (fc.governor if fc and fc.governor else "-"),
                      isa.short(cl.isa, cl.isa_missing, x86),
-                     cap_text(fc) if fc else "unknown"])
+                     cap_cell(fc) if fc else "unknown"])
     lines.append("")
     lines.append(table(["Cluster", "CPUs", "Online", "Core design", "Part", "Class",
                         "Freq range", "Governor", "ISA", "Cap"], rows))
@@ -94,7 +94,8 @@ def render(topo: Topology, freq: FreqReading, with_cpus: set[int] | None = None)
                                if c.vendor_id else "-")
             cpu_rows.append([str(c.cpu), "-" if c.cluster is None else str(c.cluster),
                              {True: "yes", False: "no", None: "?"}[c.online],
-                             c.uarch or "unknown", ident, c.midr_source or "-",
+                             c.uarch or "unknown", ident,
+                             c.midr_source or c.uarch_source or "-",
                              format_cpulist(c.smt_siblings) or "-",
                              " ".join(c.isa) if c.isa is not None else "unknown",
                              ghz(f.cur_khz, f.estimated) if f else "unknown"])

@@ -13,6 +13,7 @@ with its ratio to liboqs (or to rustcrypto when liboqs is absent).
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -23,6 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from qprof.commands.options import add_backends, add_suites
+from qprof.hw.format import table
+from qprof.measure.units import fmt_ns
 from qprof.verify import (
     BACKEND_NAMES,
     SIGNING_BACKENDS,
@@ -136,7 +139,7 @@ def time_suite(
         verifiers[backend] = verifier
     round_ns = round_ms * 1e6
     batches = {
-        name: _calibrate(lambda v=v: v.verify(pk, MESSAGE, sig, CONTEXT), round_ns)
+        name: _calibrate(functools.partial(v.verify, pk, MESSAGE, sig, CONTEXT), round_ns)
         for name, v in verifiers.items()
     }
     samples: dict[str, list[float]] = {name: [] for name in verifiers}
@@ -218,14 +221,10 @@ def run_verify_bench(
     return used_cpu, results
 
 
-def _fmt_us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1000:.1f}"
-
-
 def format_table(cpu: int, results: Sequence[SuiteTiming]) -> str:
     lines = [f"verify time per call on CPU {cpu} (median of interleaved rounds)", ""]
-    header = ("SUITE", "BACKEND", "MEDIAN us", "MIN us", "MAX us", "x BASE", "CALLS/RND")
-    rows: list[tuple[str, ...]] = [header]
+    header = ("SUITE", "BACKEND", "MEDIAN µs", "MIN µs", "MAX µs", "x BASE", "CALLS/RND")
+    rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for result in results:
         for t in result.timings:
@@ -235,13 +234,9 @@ def format_table(cpu: int, results: Sequence[SuiteTiming]) -> str:
             ratio = "-" if t.ratio is None else f"{t.ratio:.2f}"
             if t.backend == result.baseline:
                 ratio = "1.00 (base)"
-            rows.append((result.suite, t.backend, _fmt_us(t.median_ns), _fmt_us(t.min_ns),
-                         _fmt_us(t.max_ns), ratio, str(t.calls_per_round)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for row in rows:
-        lines.append("  ".join(
-            cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
-        ))
+            rows.append((result.suite, t.backend, fmt_ns(t.median_ns, "µs"), fmt_ns(t.min_ns, "µs"),
+                         fmt_ns(t.max_ns, "µs"), ratio, str(t.calls_per_round)))
+    lines.append(table(header, rows, right=range(2, len(header))))
     if notes:
         lines += ["", "not timed:"] + [f"  {n}" for n in notes]
     return "\n".join(lines)

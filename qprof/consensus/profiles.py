@@ -1,8 +1,9 @@
 """Chain profiles: a chain's Verify-Unit constants and block limits, in TOML.
 
-A profile is found by name in the repository's ``profiles/`` directory (or in
-``$QPROF_PROFILES``), or given as a path. Every error names the file, the key and what
-was expected, so a typo in a profile never turns into a silently wrong verdict.
+A profile is found by name in ``$QPROF_PROFILES`` (directories, searched first) or among
+the profiles shipped as package data (``qprof/profiles/*.toml``), or given as a path.
+Every error names the file, the key and what was expected, so a typo in a profile never
+turns into a silently wrong verdict.
 """
 
 from __future__ import annotations
@@ -10,21 +11,11 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-# The registry's names (qprof.verify.suites.SUITES); used when that module is not importable.
-_FALLBACK_SUITES = (
-    "ML-DSA-44",
-    "ML-DSA-65",
-    "ML-DSA-87",
-    "SLH-DSA-SHAKE-128s",
-    "SLH-DSA-SHAKE-128f",
-    "SLH-DSA-SHAKE-192s",
-    "SLH-DSA-SHAKE-192f",
-    "SLH-DSA-SHAKE-256s",
-    "SLH-DSA-SHAKE-256f",
-)
+from qprof.verify.suites import SUITES
 
 
 class ProfileError(ValueError):
@@ -73,22 +64,16 @@ class Profile:
         return self.reference_cores[0] if self.reference_cores else None
 
 
-def known_suites() -> tuple[str, ...]:
-    try:
-        from qprof.verify.suites import SUITES
-    except Exception:  # verify package missing or broken: the documented names still hold
-        return _FALLBACK_SUITES
-    return tuple(SUITES)
+def shipped_profile_dir() -> Path:
+    """The profiles installed with the package. qprof is always installed as files (numba
+    caches its kernels by source path), so the resource is a real directory."""
+    return Path(str(resources.files("qprof") / "profiles"))
 
 
 def profile_dirs() -> list[Path]:
-    dirs: list[Path] = []
-    env = os.environ.get("QPROF_PROFILES")
-    if env:
-        dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
-    # Editable install / source checkout: <repo>/profiles beside the qprof package.
-    dirs.append(Path(__file__).resolve().parents[2] / "profiles")
-    return dirs
+    """Where names are looked up, in order: $QPROF_PROFILES, then the shipped profiles."""
+    env = os.environ.get("QPROF_PROFILES", "")
+    return [*(Path(p) for p in env.split(os.pathsep) if p), shipped_profile_dir()]
 
 
 def available_profiles() -> list[str]:
@@ -160,8 +145,38 @@ def load_profile(name_or_path: str | Path) -> Profile:
     return profile_from_dict(data, path)
 
 
+def _reference_core(path: Path, key: str, ref: object,
+                    suites: tuple[str, ...]) -> ReferenceCore:
+    if not isinstance(ref, dict):
+        raise ProfileError(f"{path}: {key}: expected a table")
+    ref_name = ref.get("name")
+    if not isinstance(ref_name, str) or not ref_name:
+        raise ProfileError(f"{path}: {key}.name: expected a non-empty string")
+    medians_raw = ref.get("verify_median_ns", {})
+    if not isinstance(medians_raw, dict):
+        raise ProfileError(f"{path}: {key}.verify_median_ns: expected a table")
+    medians = {
+        _suite(path, f"{key}.verify_median_ns.{s!r}", s, suites): _number(
+            path, f"{key}.verify_median_ns.{s!r}", v
+        )
+        for s, v in medians_raw.items()
+    }
+    max_khz = ref.get("max_khz")
+    return ReferenceCore(
+        name=ref_name,
+        verify_median_ns=medians,
+        part_name=_opt_str(path, f"{key}.part_name", ref.get("part_name")),
+        uarch=_opt_str(path, f"{key}.uarch", ref.get("uarch")),
+        implementer=_opt_str(path, f"{key}.implementer", ref.get("implementer")),
+        part=_opt_str(path, f"{key}.part", ref.get("part")),
+        max_khz=None if max_khz is None else _int(path, f"{key}.max_khz", max_khz),
+        backend=_opt_str(path, f"{key}.backend", ref.get("backend")),
+        source=_opt_str(path, f"{key}.source", ref.get("source")),
+    )
+
+
 def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
-    suites = known_suites()
+    suites = tuple(SUITES)
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise ProfileError(f"{path}: name: expected a non-empty string, got {name!r}")
@@ -205,37 +220,8 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
     refs_raw = data.get("reference_cores", [])
     if not isinstance(refs_raw, list):
         raise ProfileError(f"{path}: reference_cores: expected an array of tables")
-    refs = []
-    for i, ref in enumerate(refs_raw):
-        key = f"reference_cores[{i}]"
-        if not isinstance(ref, dict):
-            raise ProfileError(f"{path}: {key}: expected a table")
-        ref_name = ref.get("name")
-        if not isinstance(ref_name, str) or not ref_name:
-            raise ProfileError(f"{path}: {key}.name: expected a non-empty string")
-        medians_raw = ref.get("verify_median_ns", {})
-        if not isinstance(medians_raw, dict):
-            raise ProfileError(f"{path}: {key}.verify_median_ns: expected a table")
-        medians = {
-            _suite(path, f"{key}.verify_median_ns.{s!r}", s, suites): _number(
-                path, f"{key}.verify_median_ns.{s!r}", v
-            )
-            for s, v in medians_raw.items()
-        }
-        max_khz = ref.get("max_khz")
-        refs.append(
-            ReferenceCore(
-                name=ref_name,
-                verify_median_ns=medians,
-                part_name=_opt_str(path, f"{key}.part_name", ref.get("part_name")),
-                uarch=_opt_str(path, f"{key}.uarch", ref.get("uarch")),
-                implementer=_opt_str(path, f"{key}.implementer", ref.get("implementer")),
-                part=_opt_str(path, f"{key}.part", ref.get("part")),
-                max_khz=None if max_khz is None else _int(path, f"{key}.max_khz", max_khz),
-                backend=_opt_str(path, f"{key}.backend", ref.get("backend")),
-                source=_opt_str(path, f"{key}.source", ref.get("source")),
-            )
-        )
+    refs = [_reference_core(path, f"reference_cores[{i}]", ref, suites)
+            for i, ref in enumerate(refs_raw)]
 
     description = data.get("description", "")
     if not isinstance(description, str):

@@ -137,9 +137,10 @@ def coverage(
         if unit is None:
             continue
         for suite in profile.suites:
-            m = by_suite.get(suite)
-            if m is None:
+            found = by_suite.get(suite)
+            if found is None:
                 continue
+            m = found
             constant = profile.verify_units[suite]
             estimate = (
                 profile.unit_vu

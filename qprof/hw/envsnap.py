@@ -17,6 +17,7 @@ from typing import Any
 
 from qprof.hw.format import merge_problems
 from qprof.hw.freq import read_frequencies
+from qprof.hw.load import parse_loadavg, parse_proc_stat
 from qprof.hw.sysfs import SysRoot
 from qprof.hw.thermal import read_hwmon
 from qprof.hw.topology import Topology, read_topology
@@ -27,20 +28,14 @@ def _loadavg(sr: SysRoot) -> dict[str, Any] | None:
     if text is None:
         sr.note(prob)
         return None
-    fields = text.split()
-    try:
-        load = {"1m": float(fields[0]), "5m": float(fields[1]), "15m": float(fields[2])}
-    except (IndexError, ValueError):
+    load = parse_loadavg(text)
+    if load is None:
         sr.note(f"/proc/loadavg: cannot parse {text.strip()[:40]!r}")
         return None
-    if len(fields) >= 4 and "/" in fields[3]:
-        running, _, total = fields[3].partition("/")
-        if running.isdigit() and total.isdigit():
-            load["running"], load["tasks"] = int(running), int(total)
-    return load
-
-
-_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    out: dict[str, Any] = {"1m": load.one, "5m": load.five, "15m": load.fifteen}
+    if load.running is not None:
+        out["running"], out["tasks"] = load.running, load.tasks
+    return out
 
 
 def _cpu_times(sr: SysRoot) -> dict[str, dict[str, int]] | None:
@@ -50,18 +45,10 @@ def _cpu_times(sr: SysRoot) -> dict[str, dict[str, int]] | None:
         if prob and not prob.endswith(": missing"):
             sr.note(prob)
         return None
-    out: dict[str, dict[str, int]] = {}
-    for line in text.splitlines():
-        if not line.startswith("cpu") or line.startswith("cpu "):
-            continue
-        name, *values = line.split()
-        try:
-            numbers = [int(v) for v in values[:len(_STAT_FIELDS)]]
-        except ValueError:
-            sr.note(f"/proc/stat: cannot parse {line[:40]!r}")
-            continue
-        out[name[3:]] = dict(zip(_STAT_FIELDS, numbers, strict=False))
-    return out or None
+    stat = parse_proc_stat(text)
+    for problem in stat.problems:
+        sr.note(problem)
+    return {str(cpu): dict(t.fields) for cpu, t in sorted(stat.cpus.items())} or None
 
 
 def _smt(sr: SysRoot) -> dict[str, Any] | None:

@@ -36,8 +36,9 @@ def ghz_range(lo: int | None, hi: int | None) -> str:
     return f"{lo / 1e6:.2f} - {ghz(hi)}"
 
 
-def cap_text(item: CpuFreq | ClusterFreq) -> str:
-    """``capped 2.42 -> 1.08 GHz by policy: 2.24x`` / ``no`` / ``unknown (...)``."""
+def cap_cell(item: CpuFreq | ClusterFreq) -> str:
+    """The cap column of a table: ``CAPPED 2.42 -> 1.08 GHz by policy: 2.24x`` / ``no`` /
+    ``unknown (...)`` (sentences about a cap: qprof.hw.caps.cap_message)."""
     if item.capped is None:
         if getattr(item, "online", None) is False:
             return "- (offline)"
@@ -54,15 +55,25 @@ def cap_text(item: CpuFreq | ClusterFreq) -> str:
             f"{cause}{factor}")
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [len(h) for h in headers]
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]],
+          right: Sequence[int] = ()) -> str:
+    """A plain-text table (rich.table, no borders or colour): columns two spaces apart,
+    numbers right-aligned in the columns listed in ``right``, never wrapped."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="",
+                 show_edge=False)
+    for i, h in enumerate(headers):
+        grid.add_column(Text(h), justify="right" if i in right else "left", no_wrap=True)
     for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
+        grid.add_row(*(Text(cell) for cell in row))  # Text: no markup in the cells
+    out = io.StringIO()
+    Console(file=out, width=100_000, color_system=None, highlight=False).print(grid)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
 def merge_problems(*lists: Sequence[str]) -> list[str]:
@@ -83,7 +94,7 @@ def problems_text(problems: Sequence[str], limit: int = 8) -> str:
 
 
 __all__ = [
-    "cap_text",
+    "cap_cell",
     "emit",
     "format_cpulist",
     "ghz",

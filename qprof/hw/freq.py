@@ -7,9 +7,9 @@ active cpufreq cooling device for that CPU means ``thermal``; boost/turbo switch
 means ``boost-off``; otherwise the policy maximum was lowered (``policy``). The factor
 is hardware max / allowed max (2.42 GHz / 1.08 GHz -> 2.24).
 
-:class:`CapWatch` samples readings over a time window (the daemon and TUI call it once a
-second) and says per CPU and per cluster whether a cap is on, since when, and when the
-last one ended.
+:class:`CapWatch` samples readings over a time window (``qprof freq --watch``) and says
+per CPU and per cluster whether a cap is on, since when, and when the last one ended; its
+start/end events come from the one cap tracker (:mod:`qprof.hw.caps`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qprof.hw.caps import CapSeen, CapTracker
 from qprof.hw.sysfs import SysRoot, problems_by_cpu
 from qprof.hw.thermal import ThermalState, read_thermal
 from qprof.hw.topology import CPU_DIR, PolicyMap, Topology, read_topology
@@ -154,6 +155,7 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
     any_freq = False
     shared: dict[tuple[int, ...], CpuFreq] = {}  # one complete read per policy
     for t in topology.cpus:
+        online: bool | None
         if online_list is not None:
             online = t.cpu in online_list
         else:
@@ -183,8 +185,8 @@ def read_frequencies(root: str | Path = "/", topology: Topology | None = None,
         cpus.append(f)
     if not any_freq:
         for cpu, mhz in cpuinfo_mhz(root).items():
-            if (f := next((c for c in cpus if c.cpu == cpu), None)) is not None:
-                f.reported_khz = int(mhz * 1000)
+            if (found := next((c for c in cpus if c.cpu == cpu), None)) is not None:
+                found.reported_khz = int(mhz * 1000)
         live = estimate and os.path.abspath(str(root)) == "/"
         sr.note("no cpufreq: the system exposes no CPU frequency (VM?); current frequency "
                 + ("estimated by measurement" if live else "unknown"))
@@ -352,14 +354,16 @@ class CapWatch:
     """
 
     def __init__(self, root: str | Path = "/", window_s: float = 60.0,
-                 topology: Topology | None = None, max_events: int = 1000) -> None:
+                 topology: Topology | None = None, max_events: int = 1000,
+                 tracker: CapTracker | None = None) -> None:
         self.root = root
         self.window_s = window_s
         self.topology = topology
         self._samples: dict[int, deque[_Sample]] = {}
         self._since: dict[int, float | None] = {}
         self._last_ended: dict[int, float | None] = {}
-        self._capped: dict[int, bool | None] = {}
+        # Every edge by default (the watch shows what the files say, sample by sample).
+        self.tracker = tracker or CapTracker(min_samples=1, hold_s=0.0)
         self.events: deque[CapEvent] = deque(maxlen=max_events)
         self.last: FreqReading | None = None
         self.first_at: float | None = None  # a cap "since" this was already on then
@@ -384,16 +388,15 @@ class CapWatch:
                              sum(counts.values()) if counts else None))
             while q and q[0].at < at - self.window_s:
                 q.popleft()
-            before = self._capped.get(f.cpu)
-            if f.capped is True and before is not True:
+            change = self.tracker.update(f.cpu, CapSeen(f.capped, f.cap_factor, f.cap_cause,
+                                                        f.max_khz, f.hw_max_khz), at)
+            if change is not None and change.started:
                 self._since[f.cpu] = at
                 self.events.append(CapEvent(at, f.cpu, "started", f.cap_factor, f.cap_cause))
-            elif f.capped is False and before is True:
+            elif change is not None:
                 self._since[f.cpu] = None
                 self._last_ended[f.cpu] = at
                 self.events.append(CapEvent(at, f.cpu, "ended", None, None))
-            if f.capped is not None:
-                self._capped[f.cpu] = f.capped
         self.last = reading
         return reading
 

@@ -408,6 +408,48 @@ def x86_part(vendor_id: str | None, family: int | None, model: int | None) -> X8
     return X86Part(vendor or vendor_id, uarch)
 
 
+@dataclass(frozen=True)
+class FlagHint:
+    """An x86 feature only some designs have: a CPU showing it is one of them."""
+
+    flag: str
+    designs: frozenset[str]
+    label: str  # short, for a design column: "Sapphire Rapids+"
+    suggests: str  # what a CPU with the flag is, in words
+
+
+_SPR_AND_LATER = frozenset({"Sapphire Rapids", "Emerald Rapids", "Granite Rapids",
+                            "Diamond Rapids"})
+# Most telling first. A hypervisor may hide features a design has, so only a feature the
+# named design never had contradicts it.
+_X86_FLAG_HINTS: dict[str, tuple[FlagHint, ...]] = {
+    "Intel": (
+        FlagHint("amx_tile", _SPR_AND_LATER, "Sapphire Rapids+",
+                 "a Xeon server core, Sapphire Rapids or later"),
+        FlagHint("avx512_fp16", _SPR_AND_LATER, "Sapphire Rapids+",
+                 "a Xeon server core, Sapphire Rapids or later"),
+        FlagHint("avx512f", _SPR_AND_LATER | {
+            "Skylake", "Cannon Lake", "Ice Lake", "Tiger Lake", "Rocket Lake",
+            "Knights Landing", "Knights Mill"}, "AVX-512 Intel core",
+                 "an AVX-512 core, Skylake-SP or later"),
+    ),
+    "AMD": (
+        FlagHint("avx512_vp2intersect", frozenset({"Zen 5"}), "Zen 5", "Zen 5"),
+        FlagHint("avx512f", frozenset({"Zen 4", "Zen 5"}), "Zen 4+", "Zen 4 or later"),
+    ),
+}
+
+
+def x86_flag_contradiction(vendor: str | None, uarch: str | None,
+                           flags: set[str]) -> FlagHint | None:
+    """The first feature in ``flags`` that the design ``uarch`` never had, if any (in a
+    VM, the hypervisor's CPU model can name an older design than the host's)."""
+    for hint in _X86_FLAG_HINTS.get(vendor or "", ()):
+        if hint.flag in flags and uarch not in hint.designs:
+            return hint
+    return None
+
+
 def intel_hybrid_designs(uarch: str | None) -> tuple[str, str] | None:
     """(P-core design, E-core design) of an Intel hybrid family, if known."""
     return _INTEL_HYBRID_CORES.get(uarch or "")

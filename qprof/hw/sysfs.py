@@ -18,6 +18,9 @@ from pathlib import Path
 MAX_READ_BYTES = 4 * 1024 * 1024
 
 
+CpuSet = set[int]  # (named outside SysRoot, whose method `int` shadows the type there)
+
+
 class SysRoot:
     """A root directory (``/`` or a snapshot) that reads files and collects problems."""
 
@@ -56,7 +59,7 @@ class SysRoot:
             return None, problem
         return parse_int(text, rel)
 
-    def cpulist(self, rel: str) -> tuple[set[int] | None, str | None]:
+    def cpulist(self, rel: str) -> tuple[CpuSet | None, str | None]:
         text, problem = self.text(rel)
         if text is None:
             return None, problem
@@ -221,3 +224,14 @@ def problems_by_cpu(problems: list[str], domains: dict[int, list[int]] | None = 
         for cpu in cpus:
             out.setdefault(cpu, []).append(problem)
     return out
+
+
+def parse_cpu_arg(text: str) -> list[int]:
+    """A CPU list a user typed (``0,2-3``), through :func:`parse_cpulist`: the sorted CPUs.
+    ValueError saying what is wrong (not a list, a backwards range, nothing in it)."""
+    cpus, problem = parse_cpulist(text, "CPU list")
+    if problem:
+        raise ValueError(problem)
+    if not cpus:
+        raise ValueError(f"no CPUs in {text!r}")
+    return sorted(cpus)

@@ -6,8 +6,8 @@ Snapdragon 625 kernels) is split and per-core domains of one cluster (Krait) are
 Where the kernel says nothing about some CPUs (offline cores on old Android kernels)
 the usual layouts (4+4+2, 4+4, 4+2, 4+1) are tried against whatever is known, then a
 sequential scan groups neighbours with matching details. MIDRs missing from
-/proc/cpuinfo are filled from the cluster, a chipset table or the big.LITTLE pairing,
-and every CPU says where its MIDR came from (``midr_source``).
+/proc/cpuinfo are filled by :mod:`qprof.hw.midr`, and every CPU says where its MIDR came
+from (``midr_source``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from qprof.hw import isa, parts
 from qprof.hw.cpuinfo import CpuinfoData, MidrParts, parse_cpuinfo
+from qprof.hw.midr import assign_midrs, fill_arm
 from qprof.hw.sysfs import SysRoot, format_cpulist, parse_hexmask, problems_by_cpu
 
 CPU_DIR = "/sys/devices/system/cpu"
@@ -52,7 +53,9 @@ class CpuTopo:
     revision: int | None = None
     midr: str | None = None  # "0x517f805e"
     midr_source: str | None = None  # "cpuinfo", "cluster", "chipset table", ...
-    # x86
+    # x86: "cpuid"; in a VM "hypervisor cpu model" (labelled as reported) or "flags" (the
+    # model named a design its flags contradict)
+    uarch_source: str | None = None
     vendor_id: str | None = None
     family: int | None = None
     model: int | None = None
@@ -248,8 +251,8 @@ def _read_proc(sr: SysRoot, cpu: int, policies: PolicyMap, info: CpuinfoData,
                     "its cpufreq files are ignored")
         else:
             p.related = related
-            p.related_strong = bool(related) and len(related) > 1
-            key = frozenset(related) if p.related_strong else None
+            p.related_strong = related is not None and len(related) > 1
+            key = frozenset(related) if related is not None and p.related_strong else None
             if key is not None and key in domains:
                 # Same policy as a CPU already read (one kernel object, one answer).
                 p.max_khz, p.min_khz = domains[key]
@@ -440,125 +443,25 @@ def _merge_singletons(groups: list[list[int]], procs: dict[int, _Proc]) -> list[
 
 def _split_x86_modules(groups: list[list[int]], procs: dict[int, _Proc],
                        cores_per_module: int) -> list[list[int]]:
-    """Atom-class x86: cores sharing an L2 form the cluster (module)."""
+    """Atom-class x86: cores sharing an L2 form the cluster (module), but a cluster never
+    splits a cpufreq policy narrower than the package: such a policy is a frequency domain
+    the kernel names (policies 0-3 and 4-7 on an 8-core SoC are two clusters of four). A
+    policy spanning the whole package names none, and the modules stand."""
     out: list[list[int]] = []
     for g in groups:
-        modules: dict[Any, list[int]] = {}
+        uf = _UnionFind(g)
+        first_of_module: dict[Any, int] = {}
         for c in g:
             p = procs[c]
             key = (p.package, p.core_id // cores_per_module) if p.core_id is not None else c
-            modules.setdefault(key, []).append(c)
-        out.extend(modules.values())
+            uf.union(first_of_module.setdefault(key, c), c)
+        for c in g:
+            p = procs[c]
+            if p.related_strong and p.siblings and not p.siblings <= p.related:  # type: ignore[operator]
+                for d in sorted(p.related & set(g)):  # type: ignore[operator]
+                    uf.union(c, d)
+        out.extend(uf.groups())
     return sorted(out)
-
-
-# --- MIDR assignment --------------------------------------------------------------------
-
-
-def _midr_matches(known: MidrParts | None, midr: int) -> bool:
-    if known is None:
-        return True
-    impl, var, part, rev = parts.midr_fields(midr)
-    for have, want in ((known.implementer, impl), (known.variant, var), (known.part, part),
-                       (known.revision, rev)):
-        if have is not None and have != want:
-            return False
-    return True
-
-
-def _midr_rank(midr: int) -> int:
-    impl, variant, part, _ = parts.midr_fields(midr)
-    return parts.design_rank(parts.arm_part(impl, part, variant).uarch)
-
-
-def _assign_midrs(groups: list[list[int]], procs: dict[int, _Proc], info: CpuinfoData,
-                  chipset: str | None, n_usable: int, max_of: dict[int, int | None],
-                  problems: list[str]) -> dict[int, tuple[int, str]]:
-    """cpu -> (midr, source) for every usable CPU whose MIDR can be known or inferred."""
-    result: dict[int, tuple[int, str]] = {}
-    cluster_midr: list[int | None] = []
-    for g in groups:
-        complete = [procs[c].midr.midr for c in g if procs[c].midr and procs[c].midr.complete]
-        if complete:
-            midr = Counter(complete).most_common(1)[0][0]
-            cluster_midr.append(midr)
-            for c in g:
-                pm = procs[c].midr
-                if pm is not None and pm.complete:
-                    result[c] = (pm.midr, "cpuinfo")  # type: ignore[assignment]
-                else:
-                    result[c] = (midr, "cluster")
-        else:
-            cluster_midr.append(None)
-    unknown = [i for i, m in enumerate(cluster_midr) if m is None]
-    if not unknown:
-        return result
-
-    def fill(i: int, midr: int, source: str) -> None:
-        cluster_midr[i] = midr
-        for c in groups[i]:
-            result[c] = (midr, source)
-
-    shared = [m for m in info.shared_midrs if m.complete]
-    known_leaders = {i: procs[groups[i][0]].midr for i in range(len(groups))}
-    table = parts.chipset_clusters(chipset)
-    if table is not None and table.cores == n_usable and len(table.cluster_cores) == len(
-            groups) and all(len(g) == n for g, n in zip(groups, table.cluster_cores, strict=True)):
-        verify = not shared
-        if not verify or all(_midr_matches(known_leaders[i], m)
-                             for i, m in enumerate(table.cluster_midr)):
-            for i in unknown:
-                fill(i, table.cluster_midr[i], f"chipset table ({chipset})")
-            return result
-    if shared and not any(m is not None for m in cluster_midr):
-        if len(groups) == 1:
-            fill(0, shared[0].midr, "cpuinfo")  # type: ignore[arg-type]
-            return result
-        if len(shared) == len(groups):
-            # "CPU part: 0xc07 & 0xc0f": the faster design goes to the faster cluster.
-            designs = sorted((m.midr for m in shared), key=_midr_rank)  # type: ignore[arg-type]
-            order = sorted(range(len(groups)), key=lambda i: (max_of[i] or 0, -i))
-            for i, midr in zip(order, designs, strict=True):
-                fill(i, midr, "cpuinfo (designs ordered by max frequency)")  # type: ignore
-            return result
-    known = [(i, m) for i, m in enumerate(cluster_midr) if m is not None]
-    big: int | None = None
-    if len(groups) == 2:
-        if shared and not known:
-            big = shared[0].midr
-        elif len(known) == 1:
-            big = known[0][1]
-            k, u = known[0][0], 1 - known[0][0]
-            if max_of[k] is not None and max_of[u] is not None and max_of[k] < max_of[u]:
-                # The design we know is the slower cluster's: the faster cluster's design
-                # cannot be derived from it (a LITTLE core has many possible big partners).
-                problems.append(f"MIDR of CPUs {format_cpulist(groups[u])} not reported "
-                                "(faster cluster than the one /proc/cpuinfo describes): "
-                                "core design unknown")
-                return result
-    if big is not None:
-        little_i = 0
-        if max_of[0] is not None and max_of[1] is not None and max_of[0] > max_of[1]:
-            little_i = 1
-        guess = {little_i: parts.little_for_big(big), 1 - little_i: big}
-        if all(_midr_matches(known_leaders[i], guess[i]) for i in unknown):
-            for i in unknown:
-                fill(i, guess[i], "big.LITTLE guess")
-            problems.append("MIDR of CPUs " + ", ".join(format_cpulist(groups[i]) for i in unknown)
-                            + " not reported; guessed from the big.LITTLE pairing")
-            return result
-    fallback = known[0][1] if known else (shared[0].midr if shared else None)
-    if fallback is None:
-        return result
-    previous: int | None = None
-    for i in range(len(groups)):
-        if cluster_midr[i] is not None:
-            previous = cluster_midr[i]
-        else:
-            fill(i, previous if previous is not None else fallback, "assumed same as neighbour")
-            problems.append(f"MIDR of CPUs {format_cpulist(groups[i])} not reported; assumed "
-                            "the same as the neighbouring cluster")
-    return result
 
 
 # --- public entry point -----------------------------------------------------------------
@@ -581,8 +484,8 @@ def read_topology(root: str | Path = "/") -> Topology:
     text, prob = sr.text("/proc/cpuinfo")
     sr.note(prob)
     info = parse_cpuinfo(text or "")
-    for p in info.problems:
-        sr.note(p)
+    for problem in info.problems:
+        sr.note(problem)
     arch = _detect_arch(sr, info)
     x86 = arch in ("x86", "x86_64")
 
@@ -633,16 +536,18 @@ def read_topology(root: str | Path = "/") -> Topology:
                                    _int_field(first, "model")).uarch
         module = parts.X86_MODULE_CORES.get(x86_uarch or "")
         if module and not hybrid:
-            groups = _split_x86_modules(groups, procs, module)
-            how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
+            split = _split_x86_modules(groups, procs, module)
+            if split != groups:
+                how = f"{how}, {x86_uarch} modules of {module} core(s) sharing L2"
+            groups = split
 
     cluster_of = {c: i for i, g in enumerate(groups) for c in g}
-    max_of = {i: max((procs[c].max_khz for c in g if procs[c].max_khz), default=None)
+    max_of = {i: max((k for c in g if (k := procs[c].max_khz)), default=None)
               for i, g in enumerate(groups)}
     chipset = parts.chipset_name(info.hardware)
     midrs: dict[int, tuple[int, str]] = {}
     if not x86:
-        midrs = _assign_midrs(groups, procs, info, chipset, len(usable), max_of, sr.problems)
+        midrs = assign_midrs(groups, procs, info, chipset, len(usable), max_of, sr.problems)
 
     cpus: list[CpuTopo] = []
     for c in all_cpus:
@@ -662,7 +567,7 @@ def read_topology(root: str | Path = "/") -> Topology:
         if x86:
             _fill_x86(t, x86_by_cpu.get(c, {}), hybrid, sr)
         else:
-            _fill_arm(t, midrs.get(c), p.midr, sr)
+            fill_arm(t, midrs.get(c), p.midr, sr)
         cpus.append(t)
     _fill_isa(cpus, groups, info, x86, arch, sr)
 
@@ -673,29 +578,6 @@ def read_topology(root: str | Path = "/") -> Topology:
                     hybrid=hybrid, problems=sr.problems)
 
 
-def _fill_arm(t: CpuTopo, assigned: tuple[int, str] | None, own: MidrParts | None,
-              sr: SysRoot) -> None:
-    if assigned is not None:
-        midr, source = assigned
-        impl, variant, part, rev = parts.midr_fields(midr)
-        t.midr, t.midr_source = f"0x{midr:08x}", source
-    elif own is not None and own.has_part:
-        impl, variant, part, rev = own.implementer, own.variant, own.part, own.revision  # type: ignore
-        t.midr_source = "cpuinfo (partial)"
-    else:
-        if t.present:
-            sr.note(f"cpu{t.cpu}: core design unknown (no MIDR in /proc/cpuinfo)")
-        return
-    t.implementer = f"0x{impl:02x}"
-    t.variant = f"0x{variant:x}" if variant is not None else None
-    t.part = f"0x{part:03x}"
-    t.revision = rev
-    decoded = parts.arm_part(impl, part, variant)
-    t.vendor, t.part_name, t.uarch = decoded.vendor, decoded.part_name, decoded.uarch
-    if decoded.problem:
-        sr.note(f"cpu{t.cpu}: {decoded.problem}")
-
-
 def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> None:
     t.vendor_id = fields.get("vendor_id")
     t.family = _int_field(fields, "cpu family")
@@ -704,8 +586,13 @@ def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> 
     t.model_name = fields.get("model name")
     decoded = parts.x86_part(t.vendor_id, t.family, t.model)
     t.vendor, t.uarch, t.part_name = decoded.vendor, decoded.uarch, t.model_name
+    t.uarch_source = "cpuid" if decoded.uarch else None
     if decoded.problem:
         sr.note(f"cpu{t.cpu}: {decoded.problem}")
+    flags = set(fields.get("flags", "").split())
+    if "hypervisor" in flags and decoded.uarch:
+        _label_vm_design(t, decoded.uarch, flags, sr)
+        return
     if hybrid and t.core_type:
         designs = parts.intel_hybrid_designs(decoded.uarch)
         if designs:
@@ -713,6 +600,22 @@ def _fill_x86(t: CpuTopo, fields: dict[str, str], hybrid: bool, sr: SysRoot) -> 
         else:
             kind = "P-core" if t.core_type == "cpu_core" else "E-core"
             t.uarch = f"{decoded.uarch or 'unknown'} {kind}"
+
+
+def _label_vm_design(t: CpuTopo, reported: str, flags: set[str], sr: SysRoot) -> None:
+    """Under a hypervisor, family/model are the hypervisor's CPU model, not necessarily the
+    host's design: label it as reported, and where the flags show a feature that design
+    never had, say what the flags suggest instead of naming it."""
+    ident = f"family {t.family} model {t.model}"
+    hint = parts.x86_flag_contradiction(t.vendor, reported, flags)
+    if hint is None:
+        t.uarch, t.uarch_source = f"{reported}, VM-reported", "hypervisor cpu model"
+        sr.note(f"under a hypervisor: core design {reported} is the hypervisor's CPU model "
+                f"({ident}), as reported; the host's design may differ")
+        return
+    t.uarch, t.uarch_source = f"{hint.label}, by flags", "flags"
+    sr.note(f"under a hypervisor: its CPU model ({ident}) says {reported}, but the flags "
+            f"show {hint.flag}, which {reported} never had: by the flags, {hint.suggests}")
 
 
 def _fill_isa(cpus: list[CpuTopo], groups: list[list[int]], info: CpuinfoData, x86: bool,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from qprof.measure.records import Measurement
 
@@ -41,7 +40,7 @@ MODE_SETTINGS: dict[str, ModeSettings] = {
     # slow spell; in turns of 4 ms the unit and the suites see the same spells.
     # 7 base rounds in one worker process: rounds from different processes differ by up to
     # ~100 bp here (each process has its own quiet speed), rounds of one process by ~30 bp;
-    # so the adaptive extra rounds are timed by that same process too (engine._serves).
+    # so the adaptive extra rounds are timed by that same process too (Plan.serves).
     "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 7, 25, False, 0.004),
     "quick": ModeSettings(
         VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.12, 0.1, 15, 1000, 5, 5, False
@@ -143,5 +142,3 @@ class RunSummary:
     wrong_verdicts: int = 0
     rounds: dict[int, int] = field(default_factory=dict)  # cpu -> rounds run
     notes: list[str] = field(default_factory=list)
-    ratio_ci: dict[tuple[int, str, str, str], tuple[float, float]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -9,25 +9,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from qprof.hw import Topology, read_frequencies, read_topology, take_env_snapshot
-from qprof.hw.sysfs import format_cpulist, parse_cpulist
-
-
-@dataclass
-class CpuFreq:
-    cpu: int
-    cur_khz: int | None
-    max_khz: int | None  # effective maximum now (policy/thermal cap applied)
-    hw_max_khz: int | None
-    capped: bool | None
-    cap_factor: float | None
-    cause: str | None
-    governor: str | None = None
-    min_khz: int | None = None
+from qprof.hw.choose import one_per_cluster
+from qprof.hw.freq import CpuFreq
+from qprof.hw.sysfs import format_cpulist
 
 
 def _allowed_cpus() -> list[int]:
@@ -59,19 +47,6 @@ def format_cpus(cpus: list[int]) -> str:
     return format_cpulist(cpus) if cpus else "none"
 
 
-def parse_cpus(text: str) -> list[int] | None:
-    """"0,2-3" -> [0, 2, 3]; "all" -> None (the caller decides). ValueError when bad."""
-    text = text.strip()
-    if text == "all":
-        return None
-    cpus, problem = parse_cpulist(text, "CPU list")
-    if problem:
-        raise ValueError(problem)
-    if not cpus:
-        raise ValueError(f"no CPUs in {text!r}")
-    return sorted(cpus)
-
-
 def topology(root: str | Path = "/") -> dict[str, Any]:
     """Topology as ``qprof.hw.Topology.to_dict()``; when the readers refuse the root, the
     CPUs this process may run on, one cluster, and why."""
@@ -90,13 +65,11 @@ def topology(root: str | Path = "/") -> dict[str, Any]:
 
 
 def default_cpus(topo: dict[str, Any]) -> list[int]:
-    """One CPU per cluster: the highest-numbered online one (CPU 0 takes more interrupts)."""
+    """One CPU per cluster (:func:`qprof.hw.choose.one_per_cluster`); without clusters,
+    the highest online CPU."""
     online = {r["cpu"] for r in topo.get("cpus", []) if r.get("online", True)}
-    chosen = []
-    for cluster in topo.get("clusters", []):
-        members = [c for c in cluster.get("cpus", []) if c in online]
-        if members:
-            chosen.append(max(members))
+    clusters = {c["id"]: c.get("cpus", []) for c in topo.get("clusters", [])}
+    chosen, _problems = one_per_cluster(clusters, online)
     if not chosen and online:
         chosen = [max(online)]
     return sorted(set(chosen)) or [0]
@@ -108,20 +81,13 @@ def frequencies(root: str | Path, cpus: list[int],
 
     Pass ``topology`` when calling in a loop: without it the reader reads it again.
     """
-    unknown = {cpu: CpuFreq(cpu, None, None, None, None, None, None) for cpu in cpus}
+    unknown = {cpu: CpuFreq(cpu, None) for cpu in cpus}
     try:
         reading = read_frequencies(root, topology)
     except Exception:  # a refused root: nothing known, which records say as None
         return unknown
     wanted = set(cpus)
-    for f in reading.cpus:
-        if f.cpu in wanted:
-            unknown[f.cpu] = CpuFreq(
-                cpu=f.cpu, cur_khz=f.cur_khz, max_khz=f.max_khz, hw_max_khz=f.hw_max_khz,
-                capped=f.capped, cap_factor=f.cap_factor, cause=f.cap_cause,
-                governor=f.governor, min_khz=f.min_khz,
-            )
-    return unknown
+    return {**unknown, **{f.cpu: f for f in reading.cpus if f.cpu in wanted}}
 
 
 def env_snapshot(root: str | Path = "/") -> dict[str, Any]:
@@ -130,20 +96,3 @@ def env_snapshot(root: str | Path = "/") -> dict[str, Any]:
     except Exception as exc:
         return {"taken_at": time.time(), "problems": [
             f"qprof.hw.take_env_snapshot failed ({type(exc).__name__}: {exc})"]}
-
-
-def cap_text(hw_max_khz: int | None, max_khz: int | None, factor: float | None) -> str:
-    """The sentence every record and report uses for a capped CPU."""
-    if hw_max_khz and max_khz:
-        return (
-            f"held at {max_khz / 1e6:.2f} GHz instead of {hw_max_khz / 1e6:.2f} GHz: absolute "
-            f"times about {factor or hw_max_khz / max_khz:.1f}× slower; ratios measured on the "
-            "same core at the same time are not affected"
-        )
-    return (
-        f"ran below its hardware maximum (factor {factor:.2f}): absolute times are slower; "
-        "ratios measured on the same core at the same time are not affected"
-        if factor
-        else "ran below its hardware maximum: absolute times are slower; ratios measured on "
-        "the same core at the same time are not affected"
-    )

@@ -7,7 +7,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from qprof.measure.records import (
     Disagreement,
@@ -53,6 +53,8 @@ class JsonlSink:
         self.close()
 
 
+R = TypeVar("R", bound=Record)
+
 @dataclass
 class RunData:
     path: Path
@@ -61,7 +63,7 @@ class RunData:
     problems: list[str] = field(default_factory=list)  # "file:line: reason"
     bad_lines: int = 0
 
-    def _of(self, cls: type) -> list:
+    def _of(self, cls: type[R]) -> list[R]:
         return [r for r in self.records if isinstance(r, cls)]
 
     @property

@@ -8,237 +8,43 @@ signatures; dual enforce/shadow; worst-case block; notes on caps, drift and agre
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
-from qprof.measure.hwinfo import cap_text
+from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.measure.jsonl import RunData
 from qprof.measure.reduce import (
-    Reduced,
     paired_ratios,
-    reduce_measurements,
     unit_drift_bp,
     vu_estimate_ci,
 )
+from qprof.measure.report_columns import (
+    Column,
+    backends_of,
+    build_columns,
+    fmt_med_p95,
+    fmt_range,
+    md_table,
+    suites_of,
+    unit_of,
+)
+from qprof.measure.report_machine import machine_section
+from qprof.measure.units import fmt_ns
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
-
-
-# ---------------------------------------------------------------- formatting
-
-
-def fmt_ns(ns: float | None) -> str:
-    """Seed style: 866 ns, 59.0 µs, 3.00 ms, 18.18 ms, 116 ms, 3,095 ms."""
-    if ns is None or not math.isfinite(ns):
-        return "-"
-    if ns < 1_000:
-        return f"{ns:.0f} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1e3:.1f} µs"
-    if ns < 100_000_000:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e6:,.0f} ms"
-
-
-def fmt_range(red: Reduced) -> str:
-    """The pooled median, or the range of round medians when they differ on display."""
-    if len(red.round_medians) > 1:
-        lo, hi = red.round_range
-        if fmt_ns(lo) != fmt_ns(hi):
-            return f"{fmt_ns(lo)}-{fmt_ns(hi)}"
-    return fmt_ns(red.median_ns)
-
-
-def fmt_med_p95(red: Reduced | None) -> str:
-    if red is None:
-        return "-"
-    return f"{fmt_ns(red.median_ns)} ({fmt_ns(red.p95_ns)})"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out
-
-
-# ---------------------------------------------------------------- model
-
-
-@dataclass
-class Column:
-    """One measured CPU of one run."""
-
-    run: RunData
-    cpu: int
-    label: str
-    reduced: dict = field(default_factory=dict)
-
-    def get(self, suite: str, backend: str, op: str) -> Reduced | None:
-        return self.reduced.get((self.cpu, suite, backend, op))
-
-    @property
-    def cpu_row(self) -> dict:
-        meta = self.run.meta
-        for row in meta.cpus if meta else []:
-            if row.get("cpu") == self.cpu:
-                return row
-        return {"cpu": self.cpu}
-
-
-def _core_name(row: dict) -> str | None:
-    return row.get("part_name") or row.get("uarch")
-
-
-def build_columns(runs: list[RunData]) -> list[Column]:
-    cols = []
-    many = len(runs) > 1
-    for run in runs:
-        reduced = reduce_measurements(run.measurements)
-        for cpu in sorted({m.cpu for m in run.measurements}):
-            stem = Path(run.path).stem
-            label = f"{stem} CPU {cpu}" if many else f"CPU {cpu}"
-            col = Column(run, cpu, label, reduced)
-            name = _core_name(col.cpu_row)
-            if name:
-                col.label += f" ({name})"
-            cols.append(col)
-    return cols
-
-
-def _backends(cols: list[Column], op: str) -> list[str]:
-    seen: list[str] = []
-    for c in cols:
-        for (cpu, _s, b, o) in c.reduced:
-            if cpu == c.cpu and o == op and b not in seen:
-                seen.append(b)
-    return seen
-
-
-def _suites(cols: list[Column], profile: Profile | None, ops: tuple[str, ...]) -> list[str]:
-    order = list(profile.suites) if profile else []
-    for c in cols:
-        for (cpu, s, _b, o) in sorted(c.reduced):
-            if cpu == c.cpu and o in ops and s not in order:
-                order.append(s)
-    present = {s for c in cols for (cpu, s, _b, o) in c.reduced if cpu == c.cpu and o in ops}
-    return [s for s in order if s in present]
-
-
-def _unit(profile: Profile | None, cols: list[Column]) -> str:
-    if profile:
-        return profile.unit_suite
-    for c in cols:
-        meta = c.run.meta
-        if meta and meta.settings.get("unit_suite"):
-            return meta.settings["unit_suite"]
-    return "ML-DSA-44"
 
 
 # ---------------------------------------------------------------- sections
 
 
-def _machine(cols: list[Column]) -> list[str]:
-    lines = ["## Machine and method", ""]
-    header = [""] + [c.label for c in cols]
-    rows: list[list[str]] = []
-
-    def row(name: str, fn) -> None:
-        rows.append([name] + [fn(c) for c in cols])
-
-    def meta(c: Column):
-        return c.run.meta
-
-    row("File", lambda c: f"`{Path(c.run.path).name}`")
-    row("Machine", lambda c: (meta(c).machine.get("cpu_model") or "?") + ", "
-        + (meta(c).machine.get("arch") or "?") if meta(c) else "?")
-    row("Kernel", lambda c: meta(c).machine.get("kernel") or "?" if meta(c) else "?")
-
-    def core(c: Column) -> str:
-        r = c.cpu_row
-        bits = [f"{c.cpu}"]
-        if r.get("part_name") or r.get("uarch"):
-            bits.append(" / ".join(x for x in (r.get("part_name"), r.get("uarch")) if x))
-        if r.get("part"):
-            bits.append(f"CPU part `{r['part']}`")
-        return ", ".join(bits)
-
-    row("Core (pinned)", core)
-
-    def freq(c: Column) -> str:
-        r = c.cpu_row
-        hw, mx = r.get("hw_max_khz"), r.get("scaling_max_khz")
-        if hw is None and mx is None:
-            return "unknown (no cpufreq data)"
-        text = f"{(mx or hw) / 1e6:.2f} GHz"
-        capped = [m for m in c.run.measurements if m.cpu == c.cpu and m.capped]
-        if r.get("capped") or capped:
-            text += " (capped by the system)"
-        return text
-
-    row("Max frequency at start", freq)
-    row("Governor", lambda c: str(c.cpu_row.get("governor") or "unknown"))
-
-    def runtime(c: Column) -> str:
-        m, e = c.run.meta, c.run.end
-        if not m or not e:
-            return "? (no end line)"
-        return f"{e.finished_at - m.started_at:.0f} s ({e.status})"
-
-    row("Run time (whole run)", runtime)
-
-    def versions(c: Column) -> str:
-        v = meta(c).versions if meta(c) else {}
-        parts = [
-            f"liboqs {v.get('liboqs_linked') or '-'} "
-            f"(liboqs-python {v.get('liboqs_python') or '-'})",
-            f"Python {v.get('python') or '-'}", f"numba {v.get('numba') or '-'}",
-            f"pyperf {v.get('pyperf') or '-'}",
-        ]
-        if v.get("qprof_commit"):
-            parts.append(f"qprof {v.get('qprof')} @{str(v['qprof_commit'])[:10]}")
-        return "; ".join(parts)
-
-    row("Versions", versions)
-
-    def method(c: Column) -> str:
-        s = meta(c).settings if meta(c) else {}
-        return (f"mode {s.get('mode', '?')}, {s.get('rounds', '?')} base rounds "
-                f"(up to {s.get('max_rounds', '?')}), nice {s.get('nice', '?')}")
-
-    row("Method", method)
-    lines += _table(header, rows)
-    lines += [
-        "",
-        "- One core, one job: each round ran in a pyperf worker process pinned to the core "
-        "(pyperf `--affinity`) under nice 10; one operation per sample (pyperf loops = 1).",
-        "- A/B/A/B/A rounds: A = the unit suite, B = the other suites, so a drift of the "
-        "machine affects all alike; extra B/A pairs were added while an estimate was unsure.",
-    ]
-    inter = sorted({str(c.run.meta.settings.get("interleaving")) for c in cols
-                    if c.run.meta and c.run.meta.settings.get("interleave_block_s")})
-    lines += [f"- Interleaving: {t}." for t in inter]
-    lines += [
-        "- Statistics: median and, in brackets, the 95th percentile of all samples of all "
-        "rounds; invalid signatures: median of the round medians. Every Verify-Unit "
-        "estimate in this report uses the median rule, ceil(100 x median(suite) / "
-        "median(unit)) on the same core, backend and run (`qprof check` may use another "
-        "statistic on a busy host and says which).",
-    ]
-    cmds = {" ".join(c.run.meta.command) for c in cols if c.run.meta}
-    for cmd in sorted(cmds):
-        lines.append(f"- Command: `{cmd}`")
-    return lines + [""]
-
-
 def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) -> list[str]:
-    backends = _backends(cols, op)
+    backends = backends_of(cols, op)
     if not backends:
         return []
-    unit = _unit(profile, cols)
+    unit = unit_of(profile, cols)
     lines = []
     for backend in backends:
-        suites = [s for s in _suites(cols, profile, (op,))
+        suites = [s for s in suites_of(cols, profile, (op,))
                   if any(c.get(s, backend, op) for c in cols)]
         if not suites:
             continue
@@ -274,7 +80,7 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                     r.append("yes" if all(covered) else
                              ("no" if not any(covered) else "no (some cores)"))
             rows.append(r)
-        lines += _table(header, rows) + [""]
+        lines += md_table(header, rows) + [""]
         if profile:
             lines += _coverage_bullets(cols, profile, backend, op)
     return lines
@@ -310,20 +116,20 @@ def _coverage_bullets(cols: list[Column], profile: Profile, backend: str, op: st
 
 
 def _wallet(cols: list[Column], profile: Profile | None) -> list[str]:
-    backends = [b for b in _backends(cols, "keygen") + _backends(cols, "sign")]
+    backends = [b for b in backends_of(cols, "keygen") + backends_of(cols, "sign")]
     backends = list(dict.fromkeys(backends))
     if not backends:
         return []
     lines = []
     for backend in backends:
-        suites = _suites(cols, profile, ("keygen", "sign"))
+        suites = suites_of(cols, profile, ("keygen", "sign"))
         header = ["Suite"] + [f"Keygen {c.label}" for c in cols] + [f"Sign {c.label}" for c in cols]
         rows = []
         for s in suites:
             rows.append([s] + [fmt_med_p95(c.get(s, backend, "keygen")) for c in cols]
                         + [fmt_med_p95(c.get(s, backend, "sign")) for c in cols])
         lines += [f"## Key generation and signing, what a wallet pays ({backend})", ""]
-        lines += _table(header, rows)
+        lines += md_table(header, rows)
         lines += ["", "SLH-DSA \"s\" signing (about a second each) is measured only with "
                   "`--full`; `-` = not measured.", ""]
     return lines
@@ -341,17 +147,17 @@ def _kem(cols: list[Column]) -> list[str]:
                           ("kem_decaps", "decapsulate")):
             rows.append([label] + [fmt_med_p95(c.get(suite, backend, op)) for c in cols])
         lines += [f"## {suite} (P2P handshake), through {backend}", ""]
-        lines += _table(["Operation"] + [c.label for c in cols], rows) + [""]
+        lines += md_table(["Operation"] + [c.label for c in cols], rows) + [""]
     return lines
 
 
 def _invalid(cols: list[Column], profile: Profile | None) -> list[str]:
-    ops = [("verify_invalid", b) for b in _backends(cols, "verify_invalid")]
+    ops = [("verify_invalid", b) for b in backends_of(cols, "verify_invalid")]
     ops += [(o, b) for o in ("dual_enforce_invalid", "dual_shadow_invalid")
-            for b in _backends(cols, o)]
+            for b in backends_of(cols, o)]
     if not ops:
         return []
-    suites = _suites(cols, profile, tuple(o for o, _b in ops))
+    suites = suites_of(cols, profile, tuple(o for o, _b in ops))
     header = ["Suite"] + [
         f"{o.replace('_invalid', '').replace('verify', b).replace('_', ' ')}"
         + (f" ({b})" if o != "verify_invalid" else "") + " " + " / ".join(c.label for c in cols)
@@ -361,7 +167,7 @@ def _invalid(cols: list[Column], profile: Profile | None) -> list[str]:
     for s in suites:
         rows.append([s] + [" / ".join(fmt_ns(r.median_ns) if (r := c.get(s, b, o)) else "-"
                                       for c in cols) for o, b in ops])
-    lines = ["## Invalid signatures (one byte flipped)", ""] + _table(header, rows)
+    lines = ["## Invalid signatures (one byte flipped)", ""] + md_table(header, rows)
     lines += ["", "Median of the round medians. In enforce mode the second verifier is not "
               "called when liboqs rejects, so an invalid signature costs what it cost before; "
               "shadow mode runs both.", ""]
@@ -369,14 +175,15 @@ def _invalid(cols: list[Column], profile: Profile | None) -> list[str]:
 
 
 def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
-    pairs = list(dict.fromkeys(_backends(cols, "dual_enforce") + _backends(cols, "dual_shadow")))
+    pairs = list(dict.fromkeys(backends_of(cols, "dual_enforce")
+                               + backends_of(cols, "dual_shadow")))
     if not pairs:
         return []
     lines = []
-    unit = _unit(profile, cols)
+    unit = unit_of(profile, cols)
     for pair in pairs:
         first = pair.split("+")[0]
-        suites = _suites(cols, profile, DUAL_VALID)
+        suites = suites_of(cols, profile, DUAL_VALID)
         header = ["Suite"] + [f"{m} {c.label}" for m in ("enforce", "shadow") for c in cols]
         header += [f"VU under enforce {' / '.join(c.label for c in cols)}"]
         rows = []
@@ -398,7 +205,7 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
             r.append(" / ".join(ests))
             rows.append(r)
         lines += [f"## Both verifiers, valid signatures ({pair.replace('+', ' then ')})", ""]
-        lines += _table(header, rows)
+        lines += md_table(header, rows)
         lines += ["", f"The percentage is against {first} alone in the same run. A valid "
                   "signature costs the sum of both verifiers.", ""]
     return lines
@@ -407,8 +214,8 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
 def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
     if profile is None:
         return []
-    ways = [(b, "verify") for b in _backends(cols, "verify")]
-    ways += [(b, "dual_enforce") for b in _backends(cols, "dual_enforce")]
+    ways = [(b, "verify") for b in backends_of(cols, "verify")]
+    ways += [(b, "dual_enforce") for b in backends_of(cols, "dual_enforce")]
     if not ways:
         return []
     ref = profile.reference_core()
@@ -440,7 +247,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
              f"({profile.max_block_verify_units:,}) allows, times the median of one signature, "
              "on one core. An estimate, not a measured block; validation on several cores "
              "takes less.", ""]
-    lines += _table(header, rows) + [""]
+    lines += md_table(header, rows) + [""]
     worst, worst_suite = 0.0, None
     for suite in profile.suites:
         nsig = profile.max_block_verify_units // profile.verify_units[suite]
@@ -466,7 +273,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
 
 def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
     lines = ["## Notes: caps, drift, agreement", ""]
-    unit = _unit(profile, cols)
+    unit = unit_of(profile, cols)
     for c in cols:
         reds = [r for k, r in c.reduced.items() if k[0] == c.cpu]
         if not reds:
@@ -474,7 +281,7 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         spread = max(reds, key=lambda r: r.spread_bp)
         text = (f"- {c.label}: largest spread between rounds {spread.spread_bp:.0f} bp "
                 f"({spread.suite} {spread.backend} {spread.operation})")
-        for b in _backends(cols, "verify"):
+        for b in backends_of(cols, "verify"):
             u = c.get(unit, b, "verify")
             d = unit_drift_bp(u) if u else None
             if d is not None:
@@ -486,7 +293,7 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
             if worst > 100:
                 lines.append(f"  - ML-DSA round spread above 100 bp ({worst:.0f} bp): the machine "
                              "was not quiet; treat estimates near a constant with care.")
-                for b in _backends(cols, "verify"):
+                for b in backends_of(cols, "verify"):
                     u = c.get(unit, b, "verify")
                     if u is None or not u.p10_ns:
                         continue
@@ -518,7 +325,8 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None
             row = c.cpu_row
-            text = cap_text(row.get("hw_max_khz"), row.get("scaling_max_khz"), factor)
+            text = (cap_message(row.get("scaling_max_khz"), row.get("hw_max_khz"), factor,
+                                row.get("cap_cause")) + f"; {RATIOS_UNAFFECTED}")
             rounds = ", ".join(str(x + 1) for x in capped)
             lines.append(f"  - Frequency cap: {text} (rounds {rounds}).")
     for c in {id(c.run): c for c in cols}.values():
@@ -549,7 +357,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None) -> str:
         for r in runs:
             lines += [f"- input problem: {p}" for p in r.problems]
         return "\n".join(lines) + "\n"
-    lines += _machine(cols)
+    lines += machine_section(cols)
     lines += _verify(cols, profile, "verify", "Signature verification and Verify Units")
     lines += _wallet(cols, profile)
     lines += _kem(cols)

@@ -16,13 +16,12 @@ from qprof.consensus import Profile
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
 from qprof.measure.reduce import vu_estimate_ci
-from qprof.measure.report import (
+from qprof.measure.report_columns import (
     Column,
-    _backends,
-    _suites,
-    _unit,
+    backends_of,
     build_columns,
-    fmt_ns,
+    suites_of,
+    unit_of,
 )
 from qprof.measure.report_html_svg import (
     Band,
@@ -37,13 +36,14 @@ from qprof.measure.report_html_svg import (
     row_chart,
 )
 from qprof.measure.stats import drift_bp
+from qprof.measure.units import fmt_ns
 
 
 def _estimates(cols: list[Column], profile: Profile | None) -> Section:
-    unit = _unit(profile, cols)
+    unit = unit_of(profile, cols)
     figures = []
-    for backend in _backends(cols, "verify"):
-        for suite in _suites(cols, profile, ("verify",)):
+    for backend in backends_of(cols, "verify"):
+        for suite in suites_of(cols, profile, ("verify",)):
             if suite == unit:
                 continue
             const = profile.verify_units.get(suite) if profile else None
@@ -57,7 +57,8 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
                 text = f"{est}" + (f" ({ci[0]}-{ci[1]})" if ci and ci[0] != ci[1] else "")
                 if const is not None:
                     text += f" > {const} ✗" if bad else f" ≤ {const} ✓"
-                rows.append(Row(c.label, est, *(ci or (None, None)), text=text, bad=bad))
+                lo, hi = ci or (None, None)
+                rows.append(Row(c.label, est, lo, hi, text=text, bad=bad))
             if rows:
                 ref = Reference(const, f"constant {const}") if const is not None else None
                 figures.append(row_chart(f"{suite} ({backend}): VU estimate per core",
@@ -141,8 +142,8 @@ def _frequencies(runs: list[RunData]) -> Section:
 def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
     if profile is None:
         return None
-    ways = [(b, "verify") for b in _backends(cols, "verify")]
-    ways += [(b, "dual_enforce") for b in _backends(cols, "dual_enforce")]
+    ways = [(b, "verify") for b in backends_of(cols, "verify")]
+    ways += [(b, "dual_enforce") for b in backends_of(cols, "dual_enforce")]
     interval = profile.target_block_interval_s
     figures = []
     for suite in profile.suites:

@@ -115,9 +115,9 @@ def bootstrap_ratio_ci(
         picked = rng.integers(0, k, size=(replicates, k))  # rounds, with replacement
         idx = (rng.random((replicates, k, m)) * sizes[picked][..., None]).astype(np.int64)
         values = padded[picked[..., None], idx].reshape(replicates, k * m)
-        if quantile == 0.5:
-            return np.median(values, axis=1)
-        return np.quantile(values, quantile, axis=1)
+        out: np.ndarray = (np.median(values, axis=1) if quantile == 0.5
+                           else np.quantile(values, quantile, axis=1))
+        return out
 
     ratios = medians(suite_rounds) / medians(unit_rounds)
     alpha = (1.0 - confidence) / 2.0

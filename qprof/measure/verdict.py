@@ -9,7 +9,9 @@ from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage, vu_e
 from qprof.measure.clock import steady_measurements
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import (
+    Key,
     Paired,
+    Reduced,
     paired_ci,
     paired_ratios,
     ratio_ci,
@@ -29,7 +31,7 @@ STATISTIC_TEXT = {
 STEADY_SPREAD_BP = 100.0
 
 
-def paired_for(reduced: dict, cpu: int, backend: str, operation: str,
+def paired_for(reduced: dict[Key, Reduced], cpu: int, backend: str, operation: str,
                unit_suite: str) -> dict[str, Paired]:
     """suite -> its quiet-turn pairing with the unit (interleaved rounds only)."""
     unit = reduced.get((cpu, unit_suite, backend, operation))
@@ -55,7 +57,7 @@ def paired_spread(paired: dict[str, Paired], suite: str, unit_suite: str) -> flo
 
 
 def choose_statistic(
-    reduced: dict, cpu: int, backend: str, operation: str = "verify",
+    reduced: dict[Key, Reduced], cpu: int, backend: str, operation: str = "verify",
     max_spread_bp: float = STEADY_SPREAD_BP, unit_suite: str = "ML-DSA-44",
 ) -> tuple[str, str]:
     """(statistic, why) for ``statistic="auto"`` on one CPU and backend.

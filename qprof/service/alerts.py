@@ -1,5 +1,5 @@
-"""Alerts: what they are, the hysteresis that keeps a flickering cap from flooding, and
-where they go (the log, the store, an optional command).
+"""Alerts: what they are and where they go (the log, the store, an optional command).
+(The hysteresis that keeps a flickering cap from flooding is qprof.hw.caps.)
 """
 
 from __future__ import annotations
@@ -50,56 +50,6 @@ class Alert:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), default=str, sort_keys=False)
-
-
-@dataclass
-class _Debounced:
-    active: bool = False
-    # First time the observed state differed from `active` in the current streak.
-    pending_since: float | None = None
-    pending_count: int = 0
-    last_value: Any = None
-
-
-class Hysteresis:
-    """Debounces a boolean per key (cluster, cpu...).
-
-    A change of state is reported only when the new state held for ``min_samples``
-    consecutive samples AND ``hold_s`` seconds; any sample back in the old state resets
-    the streak. So a cap that flickers on and off every second never starts, and a cap
-    that holds with one flicker-free gap shorter than hold_s never ends.
-    """
-
-    def __init__(self, min_samples: int = 3, hold_s: float = 5.0) -> None:
-        self.min_samples = max(1, min_samples)
-        self.hold_s = max(0.0, hold_s)
-        self._state: dict[Any, _Debounced] = {}
-
-    def active(self, key: Any) -> bool:
-        st = self._state.get(key)
-        return bool(st and st.active)
-
-    def update(self, key: Any, observed: bool, now: float, value: Any = None) -> bool | None:
-        """Feed one sample; returns True (started), False (ended) or None (no change)."""
-        st = self._state.setdefault(key, _Debounced())
-        if observed == st.active:
-            st.pending_since, st.pending_count = None, 0
-            if observed:
-                st.last_value = value
-            return None
-        if st.pending_since is None:
-            st.pending_since = now
-        st.pending_count += 1
-        if st.pending_count >= self.min_samples and now - st.pending_since >= self.hold_s:
-            st.active = observed
-            st.pending_since, st.pending_count = None, 0
-            st.last_value = value
-            return observed
-        return None
-
-    def set_active(self, key: Any, active: bool) -> None:
-        """Seed the state without an alert (e.g. the state found at start-up)."""
-        self._state[key] = _Debounced(active=active)
 
 
 class AlertCommand:

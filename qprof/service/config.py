@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from qprof.service.store import Retention
+from qprof.hw.sysfs import parse_cpu_arg
+from qprof.service.retention import Retention
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
@@ -113,9 +114,10 @@ def _coerce(key: str, value: Any, where: str) -> Any:
                 raise ConfigError(f"{where}: {exc}") from None
         if key == "cpus" and value not in ("clusters", "all"):
             try:
-                parse_cpu_list(value)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
+                parse_cpu_arg(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: cpus: expected 'clusters', 'all' or a list like "
+                                  f"0,2-3 ({exc})") from None
         if key == "log_level" and value.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError(f"{where}: log_level must be debug, info, warning or error")
         return value
@@ -169,22 +171,3 @@ def build_config(args: argparse.Namespace,
         raise ConfigError("interval must be above 0")
     return cfg
 
-
-def parse_cpu_list(text: str) -> list[int]:
-    """'0,2-3' -> [0, 2, 3] (ConfigError on anything else)."""
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ConfigError(f"expected 'clusters', 'all' or a list like 0,2-3; "
-                              f"got {text!r}")
-        a, b = int(lo), int(hi) if sep else int(lo)
-        if b < a:
-            raise ConfigError(f"range {part!r} runs backwards")
-        out.extend(range(a, b + 1))
-    if not out:
-        raise ConfigError(f"empty CPU list {text!r}")
-    return sorted(set(out))

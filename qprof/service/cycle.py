@@ -20,70 +20,51 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
+from qprof.hw.choose import one_per_cluster
+from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.clock import clock_changes
+from qprof.measure.config import BenchConfig
+from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
 from qprof.service.alerts import AlertDispatcher
-from qprof.service.config import DaemonConfig, parse_cpu_list
+from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.metrics import Degradation, DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 
 log = logging.getLogger("qprof.daemon")
 
 
-class EngineMissing(RuntimeError):
-    pass
-
-
-def load_engine() -> tuple[Any, Callable[..., Any]]:
-    """(BenchConfig, run_bench) from qprof.measure.engine."""
-    try:
-        from qprof.measure.engine import BenchConfig, run_bench
-    except ImportError as exc:
-        raise EngineMissing(f"measurement engine unavailable: {exc}") from None
-    return BenchConfig, run_bench
-
-
 WARM_TIMEOUT_S = 600.0  # a cold numba compile of every kernel takes ~1 min
 
-# --quick: the verdict's operations only, short budgets, fixed rounds (tests, small boxes).
-QUICK_SETTINGS = {"budget_s": 0.1, "rounds": 3, "max_rounds": 3, "adaptive": False,
-                  "min_n": 10, "max_n": 500}
 
-
-def bench_config(config_cls: Any, cfg: DaemonConfig, cpu: int, backend: str,
-                 profile: str | None = None) -> Any:
+def bench_config(cfg: DaemonConfig, cpu: int, backend: str,
+                 profile: str | None = None) -> BenchConfig:
     """A BenchConfig for one CPU: 'check' mode (what the VU verdict needs) at nice 10.
 
     ``profile`` is the profile the daemon loaded (its name goes into the run's Meta, so
     an export says what the verdict was against); ``cfg.profile`` wins when set.
     """
-    wanted: dict[str, Any] = {
-        "cpus": [cpu],
-        "backends": [backend],
-        "mode": "check",
-        "profile": cfg.profile or profile,
-        "root": str(cfg.root),
-        "nice": 10,
-        "command": ["qprof", "daemon"],
+    bc = BenchConfig(
+        cpus=[cpu], backends=[backend], mode="check", profile=cfg.profile or profile,
+        root=str(cfg.root), nice=10, command=["qprof", "daemon"],
         # A cycle must not run on for ever on a machine that got busy.
-        "time_limit_s": max(60.0, cfg.interval / 2),
+        time_limit_s=max(60.0, cfg.interval / 2),
         # As `qprof check` (its default --statistic auto): the adaptive rounds pin down
         # the statistic the verdict and the metrics will use.
-        "statistic": "auto",
-    }
-    if cfg.dual and backend == "liboqs":
+        statistic="auto",
+        suites=list(cfg.suites) if cfg.suites else None,
         # Check mode times verify alone; the shadow pair (liboqs + a second verifier on
         # every sample, valid and invalid signatures) is what finds a disagreement.
-        wanted["operations"] = ["verify", "dual_shadow", "dual_shadow_invalid"]
-    if cfg.suites:
-        wanted["suites"] = list(cfg.suites)
-    if cfg.quick:
-        wanted.update(QUICK_SETTINGS)
-    # Only fields this engine has (the daemon keeps working across engine versions).
-    names = {f.name for f in dataclasses.fields(config_cls)}
-    return config_cls(**{k: v for k, v in wanted.items() if k in names})
+        operations=(["verify", "dual_shadow", "dual_shadow_invalid"]
+                    if cfg.dual and backend == "liboqs" else None),
+    )
+    if not cfg.quick:
+        return bc
+    # --quick: the verdict's operations only, short budgets, fixed rounds (tests, small
+    # boxes).
+    return dataclasses.replace(bc, budget_s=0.1, rounds=3, max_rounds=3, adaptive=False,
+                               min_n=10, max_n=500)
 
 
 class CycleRunner:
@@ -173,13 +154,6 @@ class CycleRunner:
 
     def run_cycle(self, cpus: list[int], stop: threading.Event) -> str:
         """Measure each CPU; returns 'finished', 'partial' (some CPUs failed) or 'aborted'."""
-        try:
-            config_cls, run_bench = load_engine()
-        except EngineMissing as exc:
-            log.error("%s: cycle skipped", exc)
-            self.alerts.emit("cycle_skipped", "warning", f"cycle skipped: {exc}",
-                             reason=str(exc))
-            return "skipped"
         if not self._warmed:
             self._warm_numba(stop)
         outcome = "finished"
@@ -191,7 +165,7 @@ class CycleRunner:
                 log.warning("cpu %d is offline: not measured this cycle", cpu)
                 outcome = "partial"
                 continue
-            status = self._measure_cpu(config_cls, run_bench, cpu, stop)
+            status = self._measure_cpu(cpu, stop)
             if status == "aborted":
                 outcome = "aborted"
                 break
@@ -201,8 +175,7 @@ class CycleRunner:
             self.state.cycles[outcome] = self.state.cycles.get(outcome, 0) + 1
         return outcome
 
-    def _measure_cpu(self, config_cls: Any, run_bench: Callable[..., Any], cpu: int,
-                     stop: threading.Event) -> str:
+    def _measure_cpu(self, cpu: int, stop: threading.Event) -> str:
         self.current_cpu = cpu
         self.current_run = self.last_run = None
         caps_before = self.capped_now()
@@ -210,11 +183,11 @@ class CycleRunner:
         error: str | None = None
         try:
             profile = self.state.profile.name if self.state.profile is not None else None
-            summary = run_bench(bench_config(config_cls, self.cfg, cpu, self.backend,
-                                             profile), self._sink, stop=stop)
-            status = str(getattr(summary, "status", "finished") or "finished")
+            summary = run_bench(bench_config(self.cfg, cpu, self.backend, profile),
+                                self._sink, stop=stop)
+            status = summary.status
             if status != "finished":
-                error = getattr(summary, "reason", None)
+                error = summary.reason
         except Exception as exc:  # the engine failing must not take the daemon down
             status, error = "aborted", f"{type(exc).__name__}: {exc}"
             log.error("cpu %d: measurement failed: %s", cpu, error)
@@ -312,7 +285,7 @@ class CycleRunner:
         if not capped and not changes:
             return
         factors = [m.cap_factor for m in measured if m.capped and m.cap_factor]
-        factors += [source[cpu] for source in (caps_before, now) if source.get(cpu)]  # type: ignore[misc]
+        factors += [f for source in (caps_before, now) if (f := source.get(cpu))]
         factors += [c.factor for c in changes]
         factor = max(factors) if factors else None
         if changes:
@@ -336,17 +309,15 @@ def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, boo
     if spec == "all":
         return sorted(c for c, on in online.items() if on), warnings
     if spec == "clusters":
-        out = []
-        for cid, members in sorted(clusters.items()):
-            live = [c for c in sorted(members) if online.get(c, False)]
-            if live:
-                out.append(live[0])
-            else:
-                warnings.append(f"cluster {cid} has no online CPU")
+        out, warnings = one_per_cluster(clusters, {c for c, on in online.items() if on})
         if not out:  # no cluster info: every online CPU
             out = sorted(c for c, on in online.items() if on)
         return out, warnings
-    wanted = parse_cpu_list(spec)
+    try:
+        wanted = parse_cpu_arg(spec)
+    except ValueError as exc:
+        raise ConfigError(f"cpus: expected 'clusters', 'all' or a list like 0,2-3 "
+                          f"({exc})") from None
     out = []
     for c in wanted:
         if c not in online:

@@ -217,7 +217,7 @@ class Daemon:
     def _online(self, cpu: int) -> bool:
         tick = self.watcher.last
         view = tick.cpus.get(cpu) if tick is not None else None
-        return bool(view.online) if view is not None else False
+        return view.online is not False if view is not None else False
 
     def run(self) -> int:
         assert self.store is not None

@@ -83,7 +83,7 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
     if under_journal():
         handler.setFormatter(JournalFormatter())
         if not isinstance(sys.stderr, PriorityStream):
-            sys.stderr = PriorityStream(sys.stderr)  # type: ignore[assignment]
+            sys.stderr = PriorityStream(sys.stderr)
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
                                                "%Y-%m-%dT%H:%M:%S"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -19,11 +19,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
+from qprof.hw.freq import CpuFreq
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import reduce_measurements
 from qprof.measure.verdict import choose_statistic, evaluate
 from qprof.service.alerts import KINDS
-from qprof.service.watch import CpuView
 
 log = logging.getLogger("qprof.daemon")
 
@@ -131,7 +131,7 @@ class Degradation:
 @dataclass
 class MetricsState:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    freqs: dict[int, CpuView] = field(default_factory=dict)
+    freqs: dict[int, CpuFreq] = field(default_factory=dict)
     results: list[SuiteResult] = field(default_factory=list)
     profile: Profile | None = None
     coverage: list[CoverageResult] = field(default_factory=list)
@@ -159,7 +159,7 @@ class MetricsState:
 def build_info() -> dict[str, str]:
     """qprof_build_info's labels: what this daemon's figures were measured with."""
     from qprof import __version__
-    from qprof.measure.engine import liboqs_linked_version
+    from qprof.measure.runmeta import liboqs_linked_version
     from qprof.verify import backend_status
     from qprof.verify.availability import distribution_version
 
@@ -191,33 +191,7 @@ class QprofCollector(Collector):
             disagreements = dict(s.disagreements)
             interval = s.cycle_interval_s
 
-        cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
-                                labels=["cpu"])
-        mx = GaugeMetricFamily("qprof_cpu_max_frequency_hertz",
-                               "Highest frequency the CPU may run at now (caps applied)",
-                               labels=["cpu"])
-        hw = GaugeMetricFamily("qprof_cpu_hardware_max_frequency_hertz",
-                               "Highest frequency the CPU can do (cpuinfo_max_freq)",
-                               labels=["cpu"])
-        capped = GaugeMetricFamily("qprof_cpu_capped",
-                                   "1 when the CPU is held below its hardware maximum",
-                                   labels=["cpu"])
-        online = GaugeMetricFamily("qprof_cpu_online",
-                                   "1 when the CPU is online (present even where the "
-                                   "kernel gives no frequency data, e.g. a VM)",
-                                   labels=["cpu"])
-        for cpu, f in sorted(freqs.items()):
-            label = [str(cpu)]
-            online.add_metric(label, 1.0 if f.online else 0.0)
-            if f.cur_khz is not None:
-                cur.add_metric(label, f.cur_khz * 1000.0)
-            if f.max_khz is not None:
-                mx.add_metric(label, f.max_khz * 1000.0)
-            if f.hw_max_khz is not None:
-                hw.add_metric(label, f.hw_max_khz * 1000.0)
-            if f.capped is not None:
-                capped.add_metric(label, 1.0 if f.capped else 0.0)
-        yield from (online, cur, mx, hw, capped)
+        yield from _cpu_metrics(freqs)
 
         verify = GaugeMetricFamily("qprof_verify_seconds",
                                    "Verify time of a valid signature (newest run), the "
@@ -256,39 +230,78 @@ class QprofCollector(Collector):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
         yield from (est, const_metric, covered)
 
-        alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
-        for kind in sorted(set(KINDS) | set(alert_counts)):
-            alerts.add_metric([kind], float(alert_counts.get(kind, 0)))
-        yield alerts
-        cyc = CounterMetricFamily("qprof_cycles", "Measurement cycles by outcome "
-                                  "(since the daemon started)", labels=["status"])
-        for status, n in sorted(cycles.items()):
-            cyc.add_metric([status], float(n))
-        yield cyc
-        last = GaugeMetricFamily("qprof_last_cycle_timestamp_seconds",
-                                 "Unix time the last measurement run finished")
-        if last_cycle is not None:
-            last.add_metric([], last_cycle)
-        yield last
-        every = GaugeMetricFamily("qprof_cycle_interval_seconds",
-                                  "Configured rest between measurement cycles (rules compare "
-                                  "the age of the last cycle with it)")
-        if interval is not None:
-            every.add_metric([], interval)
-        yield every
-        dis = CounterMetricFamily("qprof_verifier_disagreements",
-                                  "Signatures the verifiers judged differently, by CPU "
-                                  "and suite, since the daemon started",
-                                  labels=["cpu", "suite"])
-        for (cpu, suite), n in sorted(disagreements.items()):
-            dis.add_metric([str(cpu), suite], float(n))
-        yield dis
-        deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded, with "
-                                "why as one of a fixed set of reasons",
-                                labels=["what", "reason"])
-        for what, why in sorted(degraded.items()):
-            deg.add_metric([what, why.reason], 1.0)
-        yield deg
+        yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
+                                    degraded)
+
+
+def _cpu_metrics(freqs: dict[int, CpuFreq]) -> Iterator[GaugeMetricFamily]:
+    cur = GaugeMetricFamily("qprof_cpu_frequency_hertz", "Current CPU frequency",
+                            labels=["cpu"])
+    mx = GaugeMetricFamily("qprof_cpu_max_frequency_hertz",
+                           "Highest frequency the CPU may run at now (caps applied)",
+                           labels=["cpu"])
+    hw = GaugeMetricFamily("qprof_cpu_hardware_max_frequency_hertz",
+                           "Highest frequency the CPU can do (cpuinfo_max_freq)",
+                           labels=["cpu"])
+    capped = GaugeMetricFamily("qprof_cpu_capped",
+                               "1 when the CPU is held below its hardware maximum",
+                               labels=["cpu"])
+    online = GaugeMetricFamily("qprof_cpu_online",
+                               "1 when the CPU is online (present even where the "
+                               "kernel gives no frequency data, e.g. a VM)",
+                               labels=["cpu"])
+    for cpu, f in sorted(freqs.items()):
+        label = [str(cpu)]
+        online.add_metric(label, 0.0 if f.online is False else 1.0)
+        if f.cur_khz is not None:
+            cur.add_metric(label, f.cur_khz * 1000.0)
+        if f.max_khz is not None:
+            mx.add_metric(label, f.max_khz * 1000.0)
+        if f.hw_max_khz is not None:
+            hw.add_metric(label, f.hw_max_khz * 1000.0)
+        if f.capped is not None:
+            capped.add_metric(label, 1.0 if f.capped else 0.0)
+    yield from (online, cur, mx, hw, capped)
+
+
+def _service_metrics(alert_counts: dict[str, int], cycles: dict[str, int],
+                     last_cycle: float | None, interval: float | None,
+                     disagreements: dict[tuple[int, str], int],
+                     degraded: dict[str, Degradation],
+                     ) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    alerts = CounterMetricFamily("qprof_alerts", "Alerts raised, by kind", labels=["kind"])
+    for kind in sorted(set(KINDS) | set(alert_counts)):
+        alerts.add_metric([kind], float(alert_counts.get(kind, 0)))
+    yield alerts
+    cyc = CounterMetricFamily("qprof_cycles", "Measurement cycles by outcome "
+                              "(since the daemon started)", labels=["status"])
+    for status, n in sorted(cycles.items()):
+        cyc.add_metric([status], float(n))
+    yield cyc
+    last = GaugeMetricFamily("qprof_last_cycle_timestamp_seconds",
+                             "Unix time the last measurement run finished")
+    if last_cycle is not None:
+        last.add_metric([], last_cycle)
+    yield last
+    every = GaugeMetricFamily("qprof_cycle_interval_seconds",
+                              "Configured rest between measurement cycles (rules compare "
+                              "the age of the last cycle with it)")
+    if interval is not None:
+        every.add_metric([], interval)
+    yield every
+    dis = CounterMetricFamily("qprof_verifier_disagreements",
+                              "Signatures the verifiers judged differently, by CPU "
+                              "and suite, since the daemon started",
+                              labels=["cpu", "suite"])
+    for (cpu, suite), n in sorted(disagreements.items()):
+        dis.add_metric([str(cpu), suite], float(n))
+    yield dis
+    deg = GaugeMetricFamily("qprof_degraded", "1 for each part running degraded, with "
+                            "why as one of a fixed set of reasons",
+                            labels=["what", "reason"])
+    for what, why in sorted(degraded.items()):
+        deg.add_metric([what, why.reason], 1.0)
+    yield deg
 
 
 def serve_metrics(state: MetricsState, host: str, port: int):

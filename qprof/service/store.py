@@ -7,7 +7,7 @@ is on disk before the next one starts, and a crash loses at most the one in flig
 Each run's records are kept verbatim (``records`` table, in arrival order) so an export
 is the same JSONL ``qprof bench`` writes; measurements, notes, disagreements also go to
 their own indexed tables for queries. ``PRAGMA user_version`` is the schema version;
-``_MIGRATIONS[i]`` takes a database from version i to i+1.
+``MIGRATIONS[i]`` takes a database from version i to i+1.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from qprof.measure.records import (
     record_from_dict,
 )
 from qprof.service.alerts import Alert
+from qprof.service.retention import FREQ_MIN_SPACING_S, Retention
+from qprof.service.schema import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION
 
 DB_NAME = "qprof.db"
 
@@ -43,128 +45,6 @@ RUN_STATUSES = ("running", "finished", "partial", "aborted")
 RESULT_STATUSES = ("finished", "partial")
 _RESULT_SQL = "(" + ", ".join(f"'{s}'" for s in RESULT_STATUSES) + ")"
 
-# Frequency history is downsampled: at most one stored sample per CPU per this many
-# seconds unless the value changed (a cap starting is kept at once).
-FREQ_MIN_SPACING_S = 30.0
-DAY_S = 24 * 3600.0
-# ... and kept this long (Retention.keep_freq_s, the default).
-FREQ_KEEP_S = 30 * DAY_S
-
-
-@dataclass(frozen=True)
-class Retention:
-    """How long the store keeps what (seconds; 0 keeps for ever). ``Store.maintain``
-    applies it, so a daemon left running for years stays within a bounded size.
-
-    Sizes that drove the defaults: a daemon run of one CPU (check mode, four suites,
-    with the shadow pair) is ~0.8-1 MB, nearly all of it the per-sample timings (up to
-    4000 per round); without them ~40 kB. Hourly on two clusters that is ~100 MB for two
-    days with samples plus ~170 MB for 90 days without: ~0.3 GB at steady state. SQLite
-    reuses the freed pages, so the file stops growing (it does not shrink by itself).
-    Runs that hold the newest result of some (cpu, suite, backend, operation) are never
-    touched: the metrics and ``qprof history`` after a restart come from them.
-    """
-
-    keep_s: float = 90 * DAY_S  # runs, their records, and alerts
-    keep_samples_s: float = 2 * DAY_S  # per-sample timings inside measurement records
-    keep_freq_s: float = FREQ_KEEP_S  # frequency samples at all...
-    freq_full_s: float = 1 * DAY_S  # ...at full resolution (FREQ_MIN_SPACING_S) this long,
-    freq_bucket_s: float = 600.0  # then one per CPU per bucket plus every cap/max change
-    # Work per maintain() call, so a large backlog (a store from before retention) is
-    # worked off over a few hourly calls instead of stalling start-up or the watch loop.
-    max_runs: int = 50
-    max_freq_span_s: float = 2 * DAY_S
-
-_MIGRATIONS: list[str] = [
-    # 0 -> 1
-    """
-    CREATE TABLE runs (
-        run_id TEXT PRIMARY KEY,
-        started_at REAL NOT NULL,
-        finished_at REAL,
-        status TEXT NOT NULL,
-        reason TEXT,
-        profile TEXT,
-        cpus TEXT NOT NULL DEFAULT '[]',
-        checks INTEGER NOT NULL DEFAULT 0,
-        disagreements INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE TABLE records (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL REFERENCES runs(run_id),
-        type TEXT NOT NULL,
-        json TEXT NOT NULL
-    );
-    CREATE INDEX records_run ON records(run_id, id);
-    CREATE TABLE measurements (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        record_id INTEGER NOT NULL REFERENCES records(id),
-        run_id TEXT NOT NULL,
-        cpu INTEGER NOT NULL,
-        suite TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        operation TEXT NOT NULL,
-        round INTEGER NOT NULL,
-        median_ns REAL NOT NULL,
-        p95_ns REAL NOT NULL,
-        finished_at REAL,
-        capped INTEGER,
-        cap_factor REAL
-    );
-    CREATE INDEX measurements_key ON measurements(cpu, suite, backend, operation, id);
-    CREATE TABLE notes (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL,
-        level TEXT NOT NULL,
-        kind TEXT,
-        cpu INTEGER,
-        text TEXT NOT NULL
-    );
-    CREATE TABLE disagreements (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        record_id INTEGER NOT NULL REFERENCES records(id),
-        run_id TEXT NOT NULL,
-        cpu INTEGER NOT NULL,
-        suite TEXT NOT NULL,
-        found_at REAL
-    );
-    CREATE TABLE freq_samples (
-        cpu INTEGER NOT NULL,
-        ts REAL NOT NULL,
-        cur_khz INTEGER,
-        max_khz INTEGER,
-        hw_max_khz INTEGER,
-        capped INTEGER
-    );
-    CREATE INDEX freq_cpu_ts ON freq_samples(cpu, ts);
-    CREATE TABLE alerts (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        ts REAL NOT NULL,
-        kind TEXT NOT NULL,
-        severity TEXT NOT NULL,
-        cpu INTEGER,
-        cluster INTEGER,
-        message TEXT NOT NULL,
-        details TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE INDEX alerts_ts ON alerts(ts);
-    """,
-    # 1 -> 2: retention (Store.maintain) deletes by run and by time; alerts it removes
-    # still count in alert_counts (qprof_alerts_total is a counter and must not drop).
-    """
-    CREATE INDEX measurements_run ON measurements(run_id);
-    CREATE INDEX notes_run ON notes(run_id);
-    CREATE INDEX disagreements_run ON disagreements(run_id);
-    CREATE INDEX runs_started ON runs(started_at);
-    CREATE INDEX freq_ts ON freq_samples(ts);
-    ALTER TABLE runs ADD COLUMN samples_stripped INTEGER NOT NULL DEFAULT 0;
-    CREATE TABLE alert_totals (kind TEXT PRIMARY KEY, pruned INTEGER NOT NULL DEFAULT 0);
-    CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT);
-    """,
-]
-SCHEMA_VERSION = len(_MIGRATIONS)
-# A read-only Store (history, export, the monitor) can read any version from this on.
-READABLE_FROM = 1
 
 
 
@@ -255,7 +135,7 @@ class Store:
                              "run the daemon once or open it writable")
         with self._lock:
             for step in range(version, SCHEMA_VERSION):
-                self._db.executescript("BEGIN;" + _MIGRATIONS[step]
+                self._db.executescript("BEGIN;" + MIGRATIONS[step]
                                        + f"PRAGMA user_version={step + 1}; COMMIT;")
 
     def schema_version(self) -> int:
@@ -471,12 +351,6 @@ class Store:
         )
         self._last_freq[cpu] = (ts, mx, None if capped is None else int(capped))
         return 1
-
-    def prune_freq_history(self, older_than_s: float = FREQ_KEEP_S) -> int:
-        with self._lock, self._db:
-            cur = self._db.execute("DELETE FROM freq_samples WHERE ts < ?",
-                                   (time.time() - older_than_s,))
-        return cur.rowcount
 
     # -- retention ------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
+from qprof.hw.choose import one_per_cluster
 from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
 from qprof.tui.model import Frame, Progress
 from qprof.tui.widgets.alerts_log import AlertsLog
@@ -32,6 +33,9 @@ from qprof.tui.widgets.freq_history import FreqHistory
 from qprof.tui.widgets.help_screen import HelpScreen
 from qprof.tui.widgets.machine_header import MachineHeader
 from qprof.tui.widgets.measure_progress import MeasureProgress
+
+if TYPE_CHECKING:  # the probe runs after the first frame (see probe_backends)
+    from qprof.verify import BackendStatus
 
 PREFERRED_BACKENDS = ("liboqs", "numba", "rustcrypto", "openssl", "reference")
 
@@ -57,13 +61,17 @@ class MonitorApp(App[int]):
         self.frame: Frame | None = None
         self.progress: Progress | None = None
         self.measuring_cpu: int | None = None
-        self.backend_status: dict[str, Any] = {}
+        self.backend_status: dict[str, BackendStatus] = {}
         self.last_export: Path | None = None
         self.first_frame_at: float | None = None  # monotonic, for the startup figure
         self._stop = threading.Event()
         self._next_scheduled: float | None = None
         self._schedule_index = 0
         self._evaluating: tuple | None = None  # key of the evaluation in flight
+        # First run: CPUs still to measure by themselves (None: not started or done).
+        self._first_run: list[int] | None = None
+        self._first_run_decided = False
+        self._first_run_total = 0
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -99,6 +107,7 @@ class MonitorApp(App[int]):
     def _mark_first_frame(self) -> None:
         self.first_frame_at = time.monotonic()
         # Slow work starts after the first frame so that it cannot delay it.
+        self._maybe_first_run()
         self._maybe_evaluate()
         cpus = self.collector.cpus_to_estimate()
         if cpus:
@@ -120,6 +129,7 @@ class MonitorApp(App[int]):
         self.query_one(AlertsLog).show(frame.alerts)
         self.query_one(MeasureProgress).show(self.progress)
         self._maybe_scheduled_measurement()
+        self._maybe_first_run()
         if self.first_frame_at is not None:
             self._maybe_evaluate()
 
@@ -205,10 +215,10 @@ class MonitorApp(App[int]):
                                   f"backend probe failed: {exc}")
         self.call_from_thread(self._backends_known, status, then_choose)
 
-    def _backends_known(self, status: dict[str, Any], then_choose: bool) -> None:
+    def _backends_known(self, status: dict[str, BackendStatus], then_choose: bool) -> None:
         self.backend_status = status
         if self.collector.backend is None:
-            usable = [n for n in PREFERRED_BACKENDS if getattr(status.get(n), "available", False)]
+            usable = [n for n in PREFERRED_BACKENDS if (st := status.get(n)) and st.available]
             self.collector.set_backend(usable[0] if usable else "liboqs")
         self.refresh_frame()
         if then_choose:
@@ -223,11 +233,10 @@ class MonitorApp(App[int]):
             return  # already open
         choices = []
         for name, st in self.backend_status.items():
-            ok = bool(getattr(st, "available", False))
-            version = getattr(st, "version", None)
+            ok, version = st.available, st.version
             label = f"{name}" + (f" ({version})" if ok and version else "")
             if not ok:
-                label += f" — unavailable: {getattr(st, 'reason', '')}"
+                label += f" — unavailable: {st.reason}"
             choices.append((name, label, ok))
         if not choices:
             self.notify("No verifier backend could be checked (see the alerts).",
@@ -265,7 +274,7 @@ class MonitorApp(App[int]):
         cpu = self.query_one(CoreTable).selected_cpu()
         self.start_measurement(cpu, why="on demand")
 
-    def start_measurement(self, cpu: int | None, why: str) -> bool:
+    def start_measurement(self, cpu: int | None, why: str, mode: str | None = None) -> bool:
         if not self.collector.measurable:
             self.notify("Cannot measure here: this is a snapshot of another machine "
                         "(--root) or a read-only store.", severity="warning", timeout=5)
@@ -290,16 +299,17 @@ class MonitorApp(App[int]):
         self.collector.add_alert("measure_started", "info",
                                  f"{why}: {self.collector.backend}, profile "
                                  f"{self.collector.profile.name}", f"CPU {cpu}")
-        self._measure(cpu, self.collector.backend, self.collector.profile.suites)
+        self._measure(cpu, self.collector.backend, self.collector.profile.suites,
+                      mode or self.config.measure_mode)
         return True
 
     @work(thread=True, group="measure")
-    def _measure(self, cpu: int, backend: str, suites: tuple[str, ...]) -> None:
+    def _measure(self, cpu: int, backend: str, suites: tuple[str, ...], mode: str) -> None:
         from qprof.tui.sources.measure import MeasureSource
 
         source = MeasureSource(self.collector.sources.store_path,  # type: ignore[arg-type]
                                root=self.config.root, profile=self.collector.profile.location,
-                               mode=self.config.measure_mode)
+                               mode=mode)
         try:
             summary = source.measure(
                 cpu, suites, backend,
@@ -326,7 +336,36 @@ class MonitorApp(App[int]):
             self.collector.add_alert("measured", "info", summary or "done", f"CPU {cpu}")
             self.notify(f"CPU {cpu} measured.", timeout=3)
         self.collector.invalidate()
+        if self._first_run is not None:
+            self._next_first_run()
         self.refresh_frame()
+
+    def _maybe_first_run(self) -> None:
+        """Nothing measured yet (standalone): measure one CPU per cluster by itself, once
+        the first frame is up and the backend is known, so the first screen fills
+        with costs without a key press (`--no-auto-measure` turns it off)."""
+        if self._first_run_decided or self.first_frame_at is None \
+                or self.collector.backend is None:
+            return
+        self._first_run_decided = True
+        if not self.config.auto_measure or not self.collector.first_run():
+            return
+        self._first_run = self._cluster_firsts()
+        self._first_run_total = len(self._first_run)
+        self._next_first_run()
+
+    def _next_first_run(self) -> None:
+        assert self._first_run is not None
+        while self._first_run:
+            cpu = self._first_run.pop(0)
+            done = self._first_run_total - len(self._first_run)
+            self.collector.activity = (
+                f"first run: measuring one CPU per cluster ({self.config.auto_measure_mode}, "
+                f"nice 10, one at a time): CPU {cpu}, {done}/{self._first_run_total}")
+            if self.start_measurement(cpu, why="first run", mode=self.config.auto_measure_mode):
+                return
+        self._first_run = None
+        self.collector.activity = None
 
     def _maybe_scheduled_measurement(self) -> None:
         """Standalone slow schedule: one core per cluster in turn."""
@@ -342,11 +381,16 @@ class MonitorApp(App[int]):
             self.start_measurement(cpu, why="scheduled")
 
     def _cluster_firsts(self) -> list[int]:
-        seen: dict[int | None, int] = {}
-        for core in self.frame.cores if self.frame else ():
-            if core.online is not False:
-                seen.setdefault(core.cluster, core.cpu)
-        return list(seen.values())
+        """One CPU per cluster, by the engine's and the daemon's rule (qprof.hw.choose)."""
+        cores = self.frame.cores if self.frame else ()
+        clusters: dict[int, list[int]] = {}
+        for core in cores:
+            # Cores without a known cluster count as one (-1 sorts before the real ids).
+            key = core.cluster if core.cluster is not None else -1
+            clusters.setdefault(key, []).append(core.cpu)
+        chosen, _problems = one_per_cluster(
+            clusters, {c.cpu for c in cores if c.online is not False})
+        return chosen
 
     # ------------------------------------------------------------------- export
     def action_export(self) -> None:

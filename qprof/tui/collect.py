@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qprof.hw.caps import CapSeen, CapTracker
+from qprof.service.store import default_state_dir
 from qprof.tui.model import (
     AlertView,
     ClusterHistory,
@@ -35,6 +37,7 @@ from qprof.tui.model import (
     Frame,
     MachineView,
     cpu_ranges,
+    short_design,
 )
 from qprof.tui.sources.consensus import (
     Evaluation,
@@ -45,9 +48,9 @@ from qprof.tui.sources.consensus import (
     evaluate_store_in_child,
     load_profile_info,
 )
-from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource, field_of
+from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource
 from qprof.tui.sources.load import LoadSource
-from qprof.tui.sources.store import DAEMON_DB, MONITOR_DB, StoreSource, state_dir_default
+from qprof.tui.sources.store import DAEMON_DB, MONITOR_DB, StoreSource
 
 STANDALONE = "standalone"
 DAEMON = "daemon"
@@ -72,9 +75,16 @@ class MonitorConfig:
     refresh_s: float = 1.0  # 0 = no timer (frozen screens for snapshot tests)
     measure_every_s: float = 3600.0  # standalone schedule; 0 = only on demand
     measure_mode: str = "check"  # the engine's mode for `b` and scheduled measurements
+    # Standalone with no stored result: measure one CPU per cluster at once, in the
+    # engine's quick mode, one at a time (at the engine's nice 10), without a key press.
+    auto_measure: bool = True
+    auto_measure_mode: str = "quick"
     history_len: int = 120
     export_dir: Path | None = None  # None = current directory
     clock: Callable[[], float] = time.time
+    # Cap alerts: the daemon's hysteresis (qprof.hw.caps), in refreshes and seconds.
+    cap_samples: int = 3
+    cap_hold_s: float = 5.0
 
 
 @dataclass
@@ -110,7 +120,7 @@ def resolve_sources(config: MonitorConfig) -> Sources:
     if not hardware.live and config.state_dir is None:
         return Sources(SNAPSHOT, f"snapshot --root {root}",
                        hardware, load, None, None, notes)
-    state_dir = Path(config.state_dir) if config.state_dir else state_dir_default()
+    state_dir = Path(config.state_dir) if config.state_dir else Path(default_state_dir())
     daemon_db = state_dir / DAEMON_DB
     if daemon_db.exists():
         label = f"daemon store {daemon_db}"
@@ -136,13 +146,6 @@ def _cpus_label(group: list[CpuFacts]) -> str:
     return f"CPU {cpus[0]}" if len(cpus) == 1 else f"CPUs {cpu_ranges(cpus)}"
 
 
-def short_design(design: str | None) -> str:
-    """'Cortex-A55' -> 'A55' (the column is narrow at 80×24); others unchanged."""
-    if not design:
-        return "?"
-    return design.removeprefix("Cortex-").removeprefix("ARM ")
-
-
 class Collector:
     """Keeps the sources, the frequency rings and the monitor's own alerts."""
 
@@ -153,7 +156,7 @@ class Collector:
         self.backend: str | None = config.backend
         self._history: dict[int | None, deque[int]] = {}
         self._local_alerts: deque[AlertView] = deque(maxlen=ALERTS_SHOWN)
-        self._last_capped: dict[int, bool | None] = {}
+        self._caps = CapTracker(config.cap_samples, config.cap_hold_s)
         self._evaluation: Evaluation | None = None
         self._evaluation_key: EvalKey | None = None
         self._marker: float | None = None  # the store's newest finished result
@@ -162,6 +165,7 @@ class Collector:
         self._seeded_history = False
         self._store_alerts: list[Any] = []
         self._store_alerts_at: float | None = None
+        self.activity: str | None = None  # what the monitor does by itself (header)
 
     # ----------------------------------------------------------------- switching
     def set_profile(self, name: str) -> None:
@@ -184,6 +188,13 @@ class Collector:
     def measurable(self) -> bool:
         return self.sources.store_path is not None
 
+    def first_run(self) -> bool:
+        """Standalone on this machine with nothing measured yet: the monitor's own store
+        holds no result (an attached daemon measures by itself)."""
+        store = self.sources.store
+        return (self.sources.mode == STANDALONE and self.measurable and store is not None
+                and store.last_change() is None)
+
     # -------------------------------------------------------------------- frame
     def machine(self) -> MachineView:
         try:
@@ -200,7 +211,7 @@ class Collector:
             model=info["model"], designs=info["designs"], arch=info.get("arch"),
             profile=profile, backend=self.backend or "choosing…",
             source=self.sources.label, measurable=self.measurable,
-            problems=tuple(problems),
+            problems=tuple(problems), activity=self.activity,
         )
 
     # --------------------------------------------------------------- evaluation
@@ -287,6 +298,8 @@ class Collector:
             note = evaluation.error
         elif evaluating and evaluation is None:
             note = "evaluating the stored measurements…"
+        elif self.activity and not (evaluation and evaluation.results):
+            note = f"not measured yet — {self.activity}"
         elif not (evaluation and evaluation.results):
             note = ("not measured yet — press b to measure the selected core"
                     if self.measurable else "not measured yet")
@@ -329,28 +342,25 @@ class Collector:
 
     # ------------------------------------------------------------ caps as alerts
     def _watch_caps(self, cpus: list[CpuFacts], now: float) -> None:
-        """The monitor's own cap alerts (standalone has no daemon to raise them); one per
-        cluster and edge, since the CPUs of a frequency domain change together."""
-        started: dict[int | None, list[CpuFacts]] = {}
-        ended: dict[int | None, list[CpuFacts]] = {}
+        """The monitor's own cap alerts (standalone has no daemon to raise them): the
+        daemon's tracker and hysteresis, one per cluster (a frequency domain changes
+        together). A cap present at start is in the table, not news."""
+        members: dict[int | None, list[CpuFacts]] = {}
         for c in cpus:
-            seen = c.cpu in self._last_capped
-            before = self._last_capped.get(c.cpu)
-            self._last_capped[c.cpu] = c.capped
-            if not seen:
-                continue  # a cap present at start is in the table, not news
-            if c.capped is True and before is not True:
-                started.setdefault(c.cluster, []).append(c)
-            elif before is True and c.capped is False:
-                ended.setdefault(c.cluster, []).append(c)
-        for group in started.values():
-            c = group[0]
-            factor = f" ×{c.cap_factor:.2f}" if c.cap_factor else ""
-            self.add_alert("cap_started", "warning",
-                           f"max frequency capped{factor} ({c.cap_cause or 'cause unknown'})",
+            if c.online is not False:
+                members.setdefault(c.cluster, []).append(c)
+        for cluster, group in members.items():
+            known = [c for c in group if c.capped is not None]
+            worst = max(known, key=lambda c: (bool(c.capped), c.cap_factor or 0.0), default=None)
+            seen = CapSeen(any(c.capped for c in known) if known else None,
+                           *((worst.cap_factor, worst.cap_cause, worst.max_khz, worst.hw_max_khz)
+                             if worst is not None and worst.capped else ()))
+            change = self._caps.update(cluster, seen, now)
+            if change is None or change.at_startup:
+                continue
+            self.add_alert("cap_started" if change.started else "cap_ended",
+                           "warning" if change.started else "info", change.message(),
                            _cpus_label(group))
-        for group in ended.values():
-            self.add_alert("cap_ended", "info", "cap lifted", _cpus_label(group))
 
     # ------------------------------------------------------------------ history
     def _record_history(self, cpus: list[CpuFacts], clusters: list[ClusterFacts],
@@ -362,8 +372,8 @@ class Collector:
             return  # a snapshot does not move: one point is the whole story
         by_cpu = {c.cpu: c for c in cpus}
         for key, members in self._cluster_members(clusters, cpus):
-            values = [by_cpu[m].cur_khz for m in members
-                      if m in by_cpu and by_cpu[m].cur_khz is not None]
+            values = [khz for m in members
+                      if m in by_cpu and (khz := by_cpu[m].cur_khz) is not None]
             if values:
                 ring = self._history.setdefault(key, deque(maxlen=self.config.history_len))
                 ring.append(max(values))  # the fastest core shows a cap first
@@ -395,7 +405,7 @@ class Collector:
             design = next((short_design(c.design) for c in clusters if c.id == key), None)
             label = (f"cl{key} {design}" if key is not None else "all") + \
                 f" {cpu_ranges(members)}"
-            scale = max((hw_max[m] for m in members if hw_max.get(m)), default=None)
+            scale = max((khz for m in members if (khz := hw_max.get(m))), default=None)
             out.append(ClusterHistory(key, label, tuple(self._history.get(key, ())), scale))
         return tuple(out)
 
@@ -409,13 +419,10 @@ class Collector:
                 self._store_alerts = store.alerts(ALERTS_SHOWN)
                 self._store_alerts_at = now
             for a in self._store_alerts:
-                cpu, cluster = field_of(a, "cpu"), field_of(a, "cluster")
-                where = (f"CPU {cpu}" if cpu is not None
-                         else f"cluster {cluster}" if cluster is not None else "")
-                merged.append(AlertView(
-                    ts=float(field_of(a, "ts") or 0.0), kind=str(field_of(a, "kind") or "?"),
-                    severity=str(field_of(a, "severity") or "info"), where=where,
-                    message=str(field_of(a, "message") or "")))
+                where = (f"CPU {a.cpu}" if a.cpu is not None
+                         else f"cluster {a.cluster}" if a.cluster is not None else "")
+                merged.append(AlertView(ts=a.ts, kind=a.kind, severity=a.severity,
+                                        where=where, message=a.message))
         merged.sort(key=lambda a: a.ts, reverse=True)
         return tuple(merged[:ALERTS_SHOWN])
 

@@ -31,6 +31,7 @@ class MachineView:
     source: str  # "standalone (store …)", "daemon store …", "snapshot --root …"
     measurable: bool  # False when replaying another machine's snapshot
     problems: tuple[str, ...] = ()
+    activity: str | None = None  # e.g. the first run's own measurements, in progress
 
 
 @dataclass(frozen=True)
@@ -137,27 +138,6 @@ def fmt_ghz(khz: int | None) -> str:
     return f"{khz / 1_000_000:.2f}"
 
 
-def fmt_duration(ns: float | None) -> str:
-    """µs below 1 ms, then ms, then s (the seeds' style: 190.6 µs, 3.00 ms, 1.26 s)."""
-    if ns is None:
-        return "—"
-    if ns < 1_000_000:
-        us = ns / 1000
-        return f"{us:.1f} µs" if us < 1000 else f"{us:.0f} µs"
-    if ns < 1_000_000_000:
-        ms = ns / 1_000_000
-        return f"{ms:.2f} ms" if ms < 100 else f"{ms:.0f} ms"
-    return f"{ns / 1_000_000_000:.2f} s"
-
-
-def fmt_us(ns: float | None) -> str:
-    """Median in µs for the per-core table (compact, fixed unit)."""
-    if ns is None:
-        return "—"
-    us = ns / 1000
-    return f"{us:.1f}" if us < 1000 else f"{us:,.0f}"
-
-
 def fmt_pct(value: float | None) -> str:
     return "—" if value is None else f"{value:3.0f}%"  # fixed width: no relayout per tick
 
@@ -197,3 +177,15 @@ def fmt_stat(statistic: str | None) -> str:
 def cpu_ranges(cpus: list[int] | tuple[int, ...]) -> str:
     """[0,1,2,3,6] -> '0-3,6' (the kernel's cpulist notation, as `qprof topology` prints)."""
     return format_cpulist(list(cpus))
+
+
+def bare_design(design: str | None) -> str | None:
+    """'Zen 3, VM-reported' -> 'Zen 3': the qualifier qprof.hw adds to a design it could
+    not confirm (VM-reported, by flags) is shown once, in the header's design line; the
+    columns keep the name so that 80 columns still fit."""
+    return design.split(", ", 1)[0] if design else design
+
+
+def short_design(design: str | None) -> str:
+    """'Cortex-A55' -> 'A55' for the narrowest columns (cluster labels at 80×24)."""
+    return (bare_design(design) or "?").removeprefix("Cortex-").removeprefix("ARM ")

@@ -6,18 +6,24 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
+    CoverageView,
     Frame,
     fmt_cap,
     fmt_covered,
-    fmt_duration,
     fmt_ghz,
     fmt_stat,
-    fmt_us,
 )
 
 
 def report_markdown(frame: Frame, profile: str) -> str:
+    lines = (_header(frame, profile) + _cores(frame) + _coverage(frame)
+             + _frequencies(frame) + _alerts(frame))
+    return "\n".join(lines) + "\n"
+
+
+def _header(frame: Frame, profile: str) -> list[str]:
     m = frame.machine
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(frame.taken_at))
     lines = [
@@ -27,12 +33,15 @@ def report_markdown(frame: Frame, profile: str) -> str:
         f"- Profile: {profile}; backend: {m.backend}",
         f"- Data source: {m.source}",
     ]
-    lines += [f"- Note: {p}" for p in m.problems]
+    return lines + [f"- Note: {p}" for p in m.problems]
+
+
+def _cores(frame: Frame) -> list[str]:
     # Suites in the profile's order (the coverage rows), then any other measured ones.
     order = list(dict.fromkeys(r.suite for r in frame.coverage))
     measured = {s for c in frame.cores for s in c.medians_ns}
     suites = [s for s in order if s in measured] + sorted(measured - set(order))
-    lines += ["", "## Cores", ""]
+    lines = ["", "## Cores", ""]
     head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
             "HW max GHz", "Cap", "Statistic"] + [f"{s} µs (VU)" for s in suites]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -47,9 +56,13 @@ def report_markdown(frame: Frame, profile: str) -> str:
         for s in suites:
             med = c.medians_ns.get(s)
             vu = c.vu.get(s)
-            cells.append("—" if med is None else fmt_us(med) + (f" ({vu})" if vu else ""))
+            cells.append("—" if med is None else fmt_ns(med, "µs") + (f" ({vu})" if vu else ""))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Verify-Unit coverage", ""]
+    return lines
+
+
+def _coverage(frame: Frame) -> list[str]:
+    lines = ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
         lines += [f"_{frame.coverage_note}_", ""]
     head = ["Suite", "Where", "Verify", "Statistic", "Estimate", "Constant", "Margin",
@@ -60,13 +73,13 @@ def report_markdown(frame: Frame, profile: str) -> str:
         capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
             else ("unknown" if r.capped is None and r.median_ns else "no")
         lines.append("| " + " | ".join([
-            r.suite, where, fmt_duration(r.median_ns),
+            r.suite, where, fmt_ns(r.median_ns, missing="—"),
             fmt_stat(r.statistic) if r.median_ns else "—",
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
             fmt_covered(r.covered, r.note or "not measured yet", r.confidence),
-            fmt_duration(r.worst_block_ns),
+            fmt_ns(r.worst_block_ns, missing="—"),
             capped if r.median_ns else "—",
         ]) + " |")
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
@@ -76,7 +89,7 @@ def report_markdown(frame: Frame, profile: str) -> str:
               "Worst-case block = (max block Verify Units / constant) signatures × t, on "
               "one core: an estimate, not a measured block."]
     # Per core, which statistic and why, with the other rule's estimate beside it.
-    whys = {}
+    whys: dict[int, list[CoverageView]] = {}
     for r in frame.coverage:
         if r.cpu is not None and r.statistic_why:
             whys.setdefault(r.cpu, []).append(r)
@@ -89,25 +102,32 @@ def report_markdown(frame: Frame, profile: str) -> str:
             line += "; by the median rule: " + ", ".join(
                 f"{x.suite} {x.vu_median_rule}" for x in rows if x.vu_median_rule is not None)
         lines.append(line)
-    if frame.history:
-        lines += ["", "## Frequencies", ""]
-        for h in frame.history:
-            if not h.samples_khz:
-                lines.append(f"- {h.label}: no cpufreq data (the system reports no "
-                             "frequency, e.g. a VM)")
-                continue
-            last = h.samples_khz[-1] if h.samples_khz else None
-            low = min(h.samples_khz) if h.samples_khz else None
-            lines.append(f"- {h.label}: now {fmt_ghz(last)} GHz, lowest seen "
-                         f"{fmt_ghz(low)} GHz, hardware max {fmt_ghz(h.max_khz)} GHz "
-                         f"({len(h.samples_khz)} samples)")
-    lines += ["", "## Alerts (newest first)", ""]
+    return lines
+
+
+def _frequencies(frame: Frame) -> list[str]:
+    if not frame.history:
+        return []
+    lines = ["", "## Frequencies", ""]
+    for h in frame.history:
+        if not h.samples_khz:
+            lines.append(f"- {h.label}: no cpufreq data (the system reports no "
+                         "frequency, e.g. a VM)")
+            continue
+        lines.append(f"- {h.label}: now {fmt_ghz(h.samples_khz[-1])} GHz, lowest seen "
+                     f"{fmt_ghz(min(h.samples_khz))} GHz, hardware max {fmt_ghz(h.max_khz)} "
+                     f"GHz ({len(h.samples_khz)} samples)")
+    return lines
+
+
+def _alerts(frame: Frame) -> list[str]:
+    lines = ["", "## Alerts (newest first)", ""]
     if not frame.alerts:
         lines.append("none")
     for a in frame.alerts:
         t = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(a.ts))
         lines.append(f"- {t} {a.severity} {a.where} {a.kind}: {a.message}".replace("  ", " "))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_report(frame: Frame, directory: Path, profile: str,

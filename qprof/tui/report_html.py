@@ -16,7 +16,8 @@ from qprof.measure.report_html_svg import (
     paragraph,
     row_chart,
 )
-from qprof.tui.model import CoverageView, Frame, fmt_duration
+from qprof.measure.units import fmt_ns
+from qprof.tui.model import CoverageView, Frame
 
 
 def _estimates(frame: Frame) -> Section:
@@ -60,7 +61,7 @@ def _frequencies(frame: Frame) -> Section:
 
 def _worst_block(frame: Frame, interval_s: float | None) -> Section | None:
     rows = [Row(f"{r.suite} {r.where}", r.worst_block_ns / 1e9,
-                text=fmt_duration(r.worst_block_ns)
+                text=fmt_ns(r.worst_block_ns, missing="—")
                 + (f" ({100 * r.worst_block_ns / 1e9 / interval_s:.2f} %)" if interval_s
                    else ""), bad=bool(interval_s and r.worst_block_ns / 1e9 > interval_s))
             for r in frame.coverage if r.worst_block_ns]

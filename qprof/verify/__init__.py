@@ -16,7 +16,6 @@ from qprof.verify.availability import (
     available_backends,
     backend_module,
     backend_status,
-    clear_cache,
     find_liboqs,
 )
 from qprof.verify.base import (
@@ -112,7 +111,6 @@ __all__ = [
     "Verifier",
     "available_backends",
     "backend_status",
-    "clear_cache",
     "find_liboqs",
     "get_kem",
     "get_signer",

@@ -171,9 +171,3 @@ def backend_status(name: str) -> BackendStatus:
 def available_backends() -> dict[str, BackendStatus]:
     """Every known backend with whether it works here, why not, versions and suites."""
     return {name: backend_status(name) for name in BACKEND_NAMES}
-
-
-def clear_cache() -> None:
-    """Forget probe results (tests; or after installing a library in-process)."""
-    with _status_lock:
-        _probe.cache_clear()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qprof.tui.model import CoverageView, cpu_ranges
+from qprof.tui.model import CoverageView, cpu_ranges, short_design
 from qprof.tui.sources.hardware import ClusterFacts
 
 # What a block's signature check costs: the plain verify, or both verifiers (enforce).
@@ -195,7 +195,7 @@ def coverage_rows(
     results = list(evaluation.results) if evaluation else []
     measured_at = evaluation.measured_at if evaluation else {}
     groups: list[tuple[int | None, str, tuple[int, ...]]] = [
-        (c.id, f"cl{c.id} {_short(c.design)} {cpu_ranges(c.cpus)}", c.cpus) for c in clusters
+        (c.id, f"cl{c.id} {short_design(c.design)} {cpu_ranges(c.cpus)}", c.cpus) for c in clusters
     ]
     if not groups:  # topology without clusters: one group per measured CPU
         groups = [(None, f"CPU {cpu}", (cpu,)) for cpu in sorted({r.cpu for r, _ in results})]
@@ -224,12 +224,6 @@ def coverage_rows(
                 vu_median_rule=x.get("vu_estimate_median"),
             ))
     return tuple(rows)
-
-
-def _short(design: str | None) -> str:
-    if not design:
-        return "?"
-    return design.removeprefix("Cortex-")
 
 
 if __name__ == "__main__":  # the child of evaluate_store_in_child: PATH PROFILE BACKEND

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qprof.hw.freq import CpuFreq, read_frequencies
+from qprof.hw.topology import CpuTopo, Topology, read_topology
+
 # Run in a child process: numba (the estimate's timing loop) never enters the UI
 # process, and the loop's ~100 ms per CPU never holds the UI's GIL.
 _ESTIMATE_SCRIPT = """
@@ -25,34 +28,75 @@ print(json.dumps({c: estimate_cpu_khz(int(c)) for c in sys.argv[1:]}))
 """
 
 
-def field_of(obj: Any, name: str, default: Any = None) -> Any:
-    """Attribute or mapping key: the hw dataclasses and their to_dict() both work."""
-    if obj is None:
-        return default
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
 @dataclass(frozen=True)
 class CpuFacts:
-    """What the monitor needs of one CPU, from topology + frequencies."""
+    """What the monitor shows of one CPU: a view over its topology row and its one
+    frequency reading (``qprof.hw.freq.CpuFreq``; None when none was read)."""
 
-    cpu: int
-    online: bool | None
-    cluster: int | None
-    design: str | None
-    part: str | None
-    vendor: str | None
-    core_class: str | None
-    governor: str | None = None
-    cur_khz: int | None = None
-    max_khz: int | None = None
-    hw_max_khz: int | None = None
-    capped: bool | None = None
-    cap_factor: float | None = None
-    cap_cause: str | None = None
-    estimated: bool = False
+    topo: CpuTopo
+    freq: CpuFreq | None = None
+
+    @property
+    def cpu(self) -> int:
+        return self.topo.cpu
+
+    @property
+    def online(self) -> bool | None:
+        return self.freq.online if self.freq is not None else self.topo.online
+
+    @property
+    def cluster(self) -> int | None:
+        return self.topo.cluster
+
+    @property
+    def design(self) -> str | None:
+        return self.topo.uarch
+
+    @property
+    def part(self) -> str | None:
+        return self.topo.part_name
+
+    @property
+    def vendor(self) -> str | None:
+        return self.topo.vendor
+
+    @property
+    def core_class(self) -> str | None:
+        return self.topo.core_class
+
+    @property
+    def governor(self) -> str | None:
+        return self.freq.governor if self.freq else None
+
+    @property
+    def cur_khz(self) -> int | None:
+        return self.freq.cur_khz if self.freq else None
+
+    @property
+    def max_khz(self) -> int | None:
+        if self.freq is not None and self.freq.max_khz is not None:
+            return self.freq.max_khz
+        return self.topo.max_khz
+
+    @property
+    def hw_max_khz(self) -> int | None:
+        return self.freq.hw_max_khz if self.freq else None
+
+    @property
+    def capped(self) -> bool | None:
+        return self.freq.capped if self.freq else None
+
+    @property
+    def cap_factor(self) -> float | None:
+        return self.freq.cap_factor if self.freq else None
+
+    @property
+    def cap_cause(self) -> str | None:
+        return self.freq.cap_cause if self.freq else None
+
+    @property
+    def estimated(self) -> bool:
+        return bool(self.freq and self.freq.estimated)
 
 
 @dataclass(frozen=True)
@@ -63,136 +107,67 @@ class ClusterFacts:
     max_khz: int | None
 
 
-def _per_cpu(reading: Any) -> dict[int, Any]:
-    """FreqReading -> {cpu: per-CPU entry}, whatever container the reader used."""
-    if reading is None:
-        return {}
-    entries = field_of(reading, "cpus")
-    if entries is None and hasattr(reading, "to_dict"):
-        entries = reading.to_dict().get("cpus")
-    if entries is None:
-        entries = reading
-    if isinstance(entries, dict):
-        return {int(k): v for k, v in entries.items()}
-    out: dict[int, Any] = {}
-    for entry in entries or ():
-        cpu = field_of(entry, "cpu")
-        if cpu is not None:
-            out[int(cpu)] = entry
-    return out
-
-
 class HardwareSource:
     def __init__(self, root: str | Path = "/", live: bool | None = None) -> None:
         self.root = Path(root)
         # A root other than "/" is another machine's snapshot: nothing in it moves.
         self.live = (self.root.resolve() == Path("/")) if live is None else live
         self.problems: list[str] = []
-        self._topology: Any = None
-        self._freq_cache: dict[int, Any] | None = None
+        self._topology: Topology | None = None
+        self._freq_cache: dict[int, CpuFreq] | None = None
         self._machine: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ topology
-    def topology(self) -> Any:
+    def topology(self) -> Topology:
         if self._topology is None:
-            from qprof.hw import read_topology  # light: file reads only
-
             self._topology = read_topology(self.root)
-            self.problems.extend(str(p) for p in (field_of(self._topology, "problems") or ()))
+            self.problems.extend(str(p) for p in self._topology.problems)
         return self._topology
 
     def clusters(self) -> list[ClusterFacts]:
-        out = []
-        for c in field_of(self.topology(), "clusters") or ():
-            cid = field_of(c, "id")
-            if cid is None:
-                continue
-            out.append(
-                ClusterFacts(
-                    id=int(cid),
-                    cpus=tuple(int(x) for x in field_of(c, "cpus") or ()),
-                    design=field_of(c, "uarch"),
-                    max_khz=field_of(c, "max_khz"),
-                )
-            )
-        return out
+        return [ClusterFacts(id=c.id, cpus=tuple(c.cpus), design=c.uarch, max_khz=c.max_khz)
+                for c in self.topology().clusters]
 
     def machine(self) -> dict[str, Any]:
         """Model name, arch and core designs for the header."""
         if self._machine is None:
             topo = self.topology()
-            model = (
-                field_of(topo, "chipset")
-                or field_of(topo, "hardware")
-                or field_of(topo, "model_name")
-                or _model_from_cpuinfo(self.root)
-                or "unknown CPU"
-            )
+            model = (topo.chipset or topo.hardware or topo.model_name
+                     or _model_from_cpuinfo(self.root) or "unknown CPU")
+            by_cpu = {c.cpu: c for c in topo.cpus}
             designs: list[str] = []
             for cluster in self.clusters():
-                first = self._topo_cpu(cluster.cpus[0]) if cluster.cpus else None
-                design = cluster.design or field_of(first, "uarch")
-                part = field_of(first, "part_name")
+                first = by_cpu.get(cluster.cpus[0]) if cluster.cpus else None
+                design = cluster.design or (first.uarch if first else None)
+                part = first.part_name if first else None
                 label = design or part or "unknown design"
                 if part and design and part != design:
                     label = f"{part} ({design})"
                 designs.append(f"{label} ×{len(cluster.cpus)}")
             self._machine = {
                 "model": str(model),
-                "arch": field_of(topo, "arch"),
+                "arch": topo.arch,
                 "designs": " + ".join(designs) or "unknown",
             }
         return self._machine
 
-    def _topo_cpu(self, cpu: int) -> Any:
-        for entry in field_of(self.topology(), "cpus") or ():
-            if field_of(entry, "cpu") == cpu:
-                return entry
-        return None
-
     # ---------------------------------------------------------------- frequencies
-    def frequencies(self) -> dict[int, Any]:
+    def frequencies(self) -> dict[int, CpuFreq]:
         if self._freq_cache is not None and not self.live:
             return self._freq_cache
-        from qprof.hw import read_frequencies
-
         try:
             reading = read_frequencies(self.root, self.topology())
+            self._freq_cache = {f.cpu: f for f in reading.cpus}
         except (OSError, ValueError) as exc:
             self.problems.append(f"frequencies: {exc}")
-            reading = None
-        self._freq_cache = _per_cpu(reading)
+            self._freq_cache = {}
         return self._freq_cache
 
     def cpus(self) -> list[CpuFacts]:
         """Topology and current frequencies of every CPU, in CPU order."""
         freqs = self.frequencies()
-        out = []
-        for entry in field_of(self.topology(), "cpus") or ():
-            cpu = field_of(entry, "cpu")
-            if cpu is None:
-                continue
-            f = freqs.get(int(cpu))
-            out.append(
-                CpuFacts(
-                    cpu=int(cpu),
-                    online=field_of(entry, "online"),
-                    cluster=field_of(entry, "cluster"),
-                    design=field_of(entry, "uarch"),
-                    part=field_of(entry, "part_name"),
-                    vendor=field_of(entry, "vendor"),
-                    core_class=field_of(entry, "core_class"),
-                    governor=field_of(f, "governor"),
-                    cur_khz=field_of(f, "cur_khz"),
-                    max_khz=field_of(f, "max_khz", field_of(entry, "max_khz")),
-                    hw_max_khz=field_of(f, "hw_max_khz"),
-                    capped=field_of(f, "capped"),
-                    cap_factor=field_of(f, "cap_factor"),
-                    cap_cause=field_of(f, "cap_cause"),
-                    estimated=bool(field_of(f, "estimated", False)),
-                )
-            )
-        return sorted(out, key=lambda c: c.cpu)
+        return sorted((CpuFacts(t, freqs.get(t.cpu)) for t in self.topology().cpus),
+                      key=lambda c: c.cpu)
 
 
 def _model_from_cpuinfo(root: Path) -> str | None:

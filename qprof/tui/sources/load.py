@@ -8,53 +8,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# /proc/stat cpuN fields: user nice system idle iowait irq softirq steal guest guest_nice.
-# idle + iowait is idle time; guest time is already counted in user/nice.
-_IDLE_FIELDS = (3, 4)
-_COUNTED_FIELDS = 8
-
-
-def read_cpu_times(stat_path: Path) -> dict[int, tuple[int, int]]:
-    """cpu -> (busy jiffies, total jiffies); {} when the file is missing or malformed."""
-    try:
-        text = stat_path.read_text()
-    except OSError:
-        return {}
-    times: dict[int, tuple[int, int]] = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(" ")
-        if not name.startswith("cpu") or name == "cpu":
-            continue
-        try:
-            cpu = int(name[3:])
-            values = [int(v) for v in rest.split()[:_COUNTED_FIELDS]]
-        except ValueError:
-            continue
-        total = sum(values)
-        idle = sum(values[i] for i in _IDLE_FIELDS if i < len(values))
-        times[cpu] = (total - idle, total)
-    return times
+from qprof.hw.load import CpuTicks, busy_share, read_proc_stat
 
 
 class LoadSource:
     """Busy share of each CPU since the previous sample, in percent."""
 
     def __init__(self, root: str | Path = "/", live: bool = True) -> None:
-        self.stat_path = Path(root) / "proc" / "stat"
+        self.root = Path(root)
         self.live = live
-        self._last: dict[int, tuple[int, int]] = {}
+        self._last: dict[int, CpuTicks] = {}
 
     def sample(self) -> dict[int, float]:
         if not self.live:
             return {}
-        now = read_cpu_times(self.stat_path)
+        stat = read_proc_stat(self.root)
+        now = stat.cpus if stat is not None else {}
         loads: dict[int, float] = {}
-        for cpu, (busy, total) in now.items():
+        for cpu, ticks in now.items():
             prev = self._last.get(cpu)
-            if prev is None:
-                continue
-            d_total = total - prev[1]
-            if d_total > 0:
-                loads[cpu] = max(0.0, min(100.0, 100.0 * (busy - prev[0]) / d_total))
+            share = busy_share(prev, ticks) if prev is not None else None
+            if share is not None:
+                loads[cpu] = share
         self._last = now
         return loads

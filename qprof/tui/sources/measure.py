@@ -10,63 +10,47 @@ engine (and through it pyperf).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
+from qprof.measure.config import BenchConfig, ProgressEvent
+from qprof.measure.records import Record
 from qprof.tui.model import Progress
-from qprof.tui.sources.hardware import field_of
 
 # The engine's "check" mode: valid-signature verify only, adaptive A/B/A rounds until the
 # Verify-Unit estimate is sure (what `qprof check` uses for its verdict), so a core takes
 # tens of seconds rather than the minutes of a full `qprof bench`.
-MONITOR_SETTINGS: dict[str, Any] = {
-    "mode": "check",
-    "operations": ["verify"],
-}
+MONITOR_MODE = "check"
+MONITOR_OPERATIONS = ("verify",)
 
 
-def progress_of(event: Any) -> Progress:
-    """Engine progress event (ProgressEvent or dict) -> the progress bar's model."""
-    fraction = field_of(event, "fraction")
-    if fraction is None:
-        done, total = field_of(event, "done"), field_of(event, "total")
-        fraction = (done / total) if done is not None and total else 0.0
-    eta = field_of(event, "eta_s", field_of(event, "eta"))
-    cpu, rnd, rounds = field_of(event, "cpu"), field_of(event, "round"), field_of(event, "rounds")
+def progress_of(event: ProgressEvent) -> Progress:
+    """The engine's progress event -> the progress bar's model."""
+    rnd, rounds = event.round, event.rounds
     parts = [
-        f"CPU {cpu}" if cpu is not None else "",
+        f"CPU {event.cpu}" if event.cpu is not None else "",
         (f"round {rnd + 1}/{rounds}" if rounds else f"round {rnd + 1}")
         if rnd is not None else "",
-        field_of(event, "suite") or "",
-        field_of(event, "operation") or "",
-        field_of(event, "message") or "",
+        event.suite or "",
+        event.operation or "",
+        event.message,
     ]
     item = " ".join(p for p in parts if p) or "…"
-    return Progress(max(0.0, min(1.0, float(fraction))),
-                    None if eta is None else float(eta), item)
+    return Progress(max(0.0, min(1.0, event.fraction)), event.eta_s, item)
 
 
-def bench_config(config_cls: type, cpu: int, suites: Iterable[str], backend: str,
-                 profile: str, root: Path, mode: str | None = None) -> Any:
-    """A BenchConfig for one CPU, filling only the fields the engine defines."""
-    wanted: dict[str, Any] = {
-        "cpus": [cpu],
-        "suites": list(suites),
-        "backends": [backend],
-        "backend": backend,
-        "profile": profile,
-        "root": str(root),
-        **MONITOR_SETTINGS,
-    }
-    if mode:
-        wanted["mode"] = mode
-    if dataclasses.is_dataclass(config_cls):
-        known = {f.name for f in dataclasses.fields(config_cls)}
-        wanted = {k: v for k, v in wanted.items() if k in known}
-    return config_cls(**wanted)
+def bench_config(cpu: int, suites: Iterable[str], backend: str, profile: str, root: Path,
+                 mode: str | None = None) -> BenchConfig:
+    """The engine's configuration for one CPU from the monitor."""
+    return BenchConfig(cpus=[cpu], suites=list(suites), backends=[backend], profile=profile,
+                       root=str(root), mode=mode or MONITOR_MODE,
+                       operations=list(MONITOR_OPERATIONS))
+
+
+class MeasurementAborted(RuntimeError):
+    """The engine gave up on the CPU (e.g. no library here can sign the test messages);
+    the message says why and, from the run's first error note, what to do."""
 
 
 class MeasureSource:
@@ -81,22 +65,29 @@ class MeasureSource:
                 progress: Callable[[Progress], None] | None = None,
                 stop: threading.Event | None = None) -> str:
         """Measure verify of ``suites`` on ``cpu``; returns a one-line summary."""
-        from qprof.measure.engine import BenchConfig, run_bench
+        from qprof.measure.engine import run_bench
+        from qprof.measure.records import Note
         from qprof.service.store import Store
 
         store = Store(self.store_path)
-        try:
-            config = bench_config(BenchConfig, cpu, suites, backend, self.profile, self.root,
-                                  self.mode)
+        errors: list[str] = []
 
-            def on_progress(event: Any) -> None:
+        def add(record: Record) -> None:
+            if isinstance(record, Note) and record.level == "error":
+                errors.append(record.text)
+            store.add(record)
+
+        try:
+            config = bench_config(cpu, suites, backend, self.profile, self.root, self.mode)
+
+            def on_progress(event: ProgressEvent) -> None:
                 if progress is not None:
                     progress(progress_of(event))
 
-            summary = run_bench(config, store.add, progress=on_progress, stop=stop)
+            summary = run_bench(config, add, progress=on_progress, stop=stop)
         finally:
             store.close()
-        status = field_of(summary, "status", "finished")
-        measured = field_of(summary, "measurements")
-        count = len(measured) if isinstance(measured, list | tuple) else measured
-        return f"{status}" + (f", {count} measurements" if count is not None else "")
+        if summary.status == "aborted" and not (stop and stop.is_set()):
+            reason = summary.reason or "aborted"
+            raise MeasurementAborted(f"{reason}: {errors[0]}" if errors else reason)
+        return f"{summary.status}, {len(summary.measurements)} measurements"

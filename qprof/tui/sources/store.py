@@ -9,27 +9,13 @@ from the UI thread only; measurement workers open their own writer (see
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
-from typing import Any
 
-from qprof.tui.sources.hardware import field_of
+from qprof.service.alerts import Alert
+from qprof.service.store import Store
 
 DAEMON_DB = "qprof.db"  # written by `qprof daemon` into its state directory
 MONITOR_DB = "monitor.db"  # the monitor's own store when no daemon is running
-
-
-def state_dir_default() -> Path:
-    """The daemon's state directory ($STATE_DIRECTORY, $XDG_STATE_HOME/qprof, ~/.local/…)."""
-    try:
-        from qprof.service.store import default_state_dir
-
-        return Path(default_state_dir())
-    except ImportError:  # store module not installed yet: same rule, written here
-        if os.environ.get("STATE_DIRECTORY"):
-            return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
-        xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        return Path(xdg) / "qprof"
 
 
 class StoreSource:
@@ -39,13 +25,11 @@ class StoreSource:
         self.path = Path(path)
         self.readonly = readonly
         self.error: str | None = None
-        self._store: Any = None
+        self._store: Store | None = None
 
-    def _open(self) -> Any:
+    def _open(self) -> Store | None:
         if self._store is None and self.error is None:
             try:
-                from qprof.service.store import Store
-
                 self._store = Store(self.path, readonly=self.readonly)
             except Exception as exc:  # noqa: BLE001 - a broken DB must not kill the UI
                 self.error = f"cannot open store {self.path}: {exc}"
@@ -55,7 +39,7 @@ class StoreSource:
         """Finish time of the newest run with results: a cheap "did anything new land"
         probe, so the slow evaluation runs only when it did."""
         store = self._open()
-        if store is None or not hasattr(store, "last_finished_at"):
+        if store is None:
             return None
         try:
             return store.last_finished_at()
@@ -63,9 +47,9 @@ class StoreSource:
             self.error = f"reading {self.path}: {exc}"
             return None
 
-    def alerts(self, limit: int = 50) -> list[Any]:
+    def alerts(self, limit: int = 50) -> list[Alert]:
         store = self._open()
-        if store is None or not hasattr(store, "recent_alerts"):
+        if store is None:
             return []
         try:
             alerts = list(store.recent_alerts(limit))
@@ -73,29 +57,21 @@ class StoreSource:
             self.error = f"reading alerts from {self.path}: {exc}"
             return []
         # Newest first, whatever order the store used.
-        return sorted(alerts, key=lambda a: field_of(a, "ts") or 0.0, reverse=True)
+        return sorted(alerts, key=lambda a: a.ts, reverse=True)
 
     def freq_history(self, cpu: int, since: float) -> list[tuple[float, int]]:
         """(time, kHz) pairs of one CPU recorded by the daemon since ``since``."""
         store = self._open()
-        if store is None or not hasattr(store, "freq_history"):
+        if store is None:
             return []
         try:
             rows = store.freq_history(cpu, since)
         except Exception:  # noqa: BLE001 - history is decoration; keep the UI up
             return []
-        out: list[tuple[float, int]] = []
-        for row in rows or ():
-            if isinstance(row, tuple | list) and len(row) >= 2:
-                ts, khz = row[0], row[1]
-            else:
-                ts, khz = field_of(row, "taken_at"), field_of(row, "cur_khz")
-            if ts is not None and khz is not None:
-                out.append((float(ts), int(khz)))
-        return out
+        return [(float(ts), int(khz)) for ts, khz, _max in rows if khz is not None]
 
     def close(self) -> None:
-        if self._store is not None and hasattr(self._store, "close"):
+        if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.close()
         self._store = None

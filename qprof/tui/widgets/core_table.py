@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
+from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     UNKNOWN,
     CoreView,
+    bare_design,
     fmt_cap,
     fmt_ghz,
     fmt_pct,
     fmt_stat,
-    fmt_us,
 )
 
 # "Stat": the statistic `qprof check` compared on that core (med, or p10 on a busy host).
@@ -26,7 +27,7 @@ def short_suite(suite: str) -> str:
 
 
 def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
-    design = core.design or core.part or UNKNOWN
+    design = bare_design(core.design) or core.part or UNKNOWN
     if core.online is False:
         return (str(core.cpu), _opt(core.cluster), design, "offline", "", "", "", "", "",
                 "", *("" for _ in suites), core.part or "")
@@ -43,7 +44,7 @@ def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
         median = core.medians_ns.get(suite)
         vu = core.vu.get(suite)
         costs.append("—" if median is None else
-                     f"{fmt_us(median)}" + (f" ({vu})" if vu is not None else ""))
+                     fmt_ns(median, "µs") + (f" ({vu})" if vu is not None else ""))
     return (
         str(core.cpu),
         _opt(core.cluster),

@@ -7,11 +7,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     CAP_MARK,
     CoverageView,
     fmt_covered,
-    fmt_duration,
     fmt_stat,
 )
 from qprof.tui.widgets.core_table import short_suite
@@ -37,14 +37,14 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     return (
         short_suite(row.suite),
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
-        fmt_duration(row.median_ns),
+        fmt_ns(row.median_ns, missing="—"),
         fmt_stat(row.statistic),
         "—" if row.vu_estimate is None else str(row.vu_estimate),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
         fmt_covered(row.covered, confidence=row.confidence),
         cap,
-        fmt_duration(row.worst_block_ns),
+        fmt_ns(row.worst_block_ns, missing="—"),
     )
 
 

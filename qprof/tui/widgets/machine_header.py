@@ -32,6 +32,8 @@ class MachineHeader(Static):
         line2 = Text.assemble(
             "profile ", (machine.profile, "bold"), " · backend ", (machine.backend, "bold"),
             " · ", machine.source)
+        if machine.activity:  # first, so that 80 columns still show it
+            line2 = Text.assemble((machine.activity, "bold"), " · ", line2)
         if machine.problems:
             line2.append(f" · {CAUTION} {machine.problems[0]}")
         both = Text("\n").join([line1, line2])

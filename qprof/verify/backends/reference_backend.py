@@ -82,6 +82,7 @@ class ReferenceVerifier(Verifier):
     def _verify(self, public_key: bytes, message: bytes, signature: bytes, context: bytes) -> bool:
         if self._mldsa is not None:
             return bool(self._mldsa.verify(public_key, message, signature, context))
+        assert self._slh_par is not None  # set for SLH-DSA suites, as _mldsa is for ML-DSA
         key = self._public_key_cls.from_digest(public_key, self._slh_par)
         return bool(key.verify_pure(message, signature, context))
 

@@ -11,13 +11,18 @@ not when a module it inlines (``keccak``, ``mldsa_poly`` ...) does, so an edit o
 upgrade that touches only a helper would keep running the old machine code. Importing
 this package therefore points numba's cache at a directory named after a digest of
 every kernel source here and of the numba version: any change starts a fresh cache.
+The cache lives in the user's cache directory, never beside the sources: an installed
+package is read-only or shared between users. Caches of older digests are left where
+they are (importing a package must not delete directories); removing them is safe.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -45,18 +50,15 @@ def _writable_dir(path: Path) -> bool:
 
 
 def cache_dir() -> Path:
-    """Where this version's kernels are cached: under $NUMBA_CACHE_DIR when the user set
-    one (the systemd unit does), else in the package's __pycache__ when writable, else
-    under $XDG_CACHE_HOME/qprof."""
+    """Where this version's kernels are cached: under $NUMBA_CACHE_DIR when set (the
+    systemd unit points it at its CacheDirectory=), else $XDG_CACHE_HOME/qprof/numba,
+    else ~/.cache/qprof/numba."""
     name = _PREFIX + source_digest()
     user = os.environ.get("NUMBA_CACHE_DIR")
     if user:
         return Path(user) / name
-    local = _HERE / "__pycache__"
-    if _writable_dir(local):
-        return local / name
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(xdg) / "qprof" / name
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "qprof" / "numba" / name
 
 
 def _configure_numba_cache() -> None:
@@ -64,12 +66,12 @@ def _configure_numba_cache() -> None:
 
     target = cache_dir()
     if not _writable_dir(target):
-        return  # numba then compiles in memory each run; slower, still correct
+        # No usable cache directory (e.g. a service user without a home): a private
+        # directory for this process only, so numba never falls back to writing beside
+        # the sources. Kernels then compile in every process: slower, still correct.
+        target = Path(tempfile.mkdtemp(prefix=_PREFIX))
+        atexit.register(shutil.rmtree, target, ignore_errors=True)
     config.CACHE_DIR = str(target)
-    # Drop caches of older sources next to it, best effort: they can never be used.
-    for sibling in target.parent.glob(_PREFIX + "*"):
-        if sibling != target and sibling.is_dir():
-            shutil.rmtree(sibling, ignore_errors=True)
 
 
 _configure_numba_cache()

@@ -40,9 +40,6 @@ class SlhParams:
     def signature_bytes(self) -> int:
         return (1 + self.k * (self.a + 1) + self.h + self.d * self.wots_len) * self.n
 
-    def kernel_args(self) -> tuple[int, int, int, int, int, int, int]:
-        """The integers the verify kernel takes, in its argument order."""
-        return (self.n, self.h, self.d, self.hp, self.a, self.k, self.m)
 
 
 PARAMS: dict[str, SlhParams] = {

@@ -1,0 +1,164 @@
+"""A run's ``Meta`` record: versions, machine, CPUs, settings; and the choice of clock."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from qprof import __version__
+from qprof.hw.load import read_loadavg
+from qprof.measure import hwinfo
+from qprof.measure.config import AUTO_CPU_TIMER_LOAD, TIMERS, BenchConfig
+from qprof.measure.plan import EngineError, Plan, interleaving_text
+from qprof.measure.records import Meta
+from qprof.verify import BackendStatus
+
+TIMER_CLOCKS = {"cpu": "time.thread_time (CLOCK_THREAD_CPUTIME_ID)", "wall": "time.perf_counter"}
+
+
+def _git_commit() -> str | None:
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def liboqs_linked_version(status: BackendStatus | None) -> str | None:
+    """The liboqs library version in a liboqs BackendStatus, None when it did not load."""
+    if status is None or not status.version:
+        return None
+    # BackendStatus.version: "liboqs 0.16.0; liboqs-python 0.16.0.1"
+    for part in status.version.split(";"):
+        part = part.strip()
+        if part.startswith("liboqs "):
+            return part.split(" ", 1)[1]
+    return None
+
+
+def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None]:
+    import ssl
+
+    linked = liboqs_linked_version(statuses.get("liboqs"))
+    openssl = statuses.get("openssl")
+    return {
+        "qprof": __version__,
+        "qprof_commit": _git_commit(),
+        "python": platform.python_version(),
+        "numba": _dist_version("numba"),
+        "numpy": _dist_version("numpy"),
+        "pyperf": _dist_version("pyperf"),
+        "liboqs_linked": linked,
+        "liboqs_python": _dist_version("liboqs-python"),
+        "openssl": ssl.OPENSSL_VERSION,
+        "cryptography": openssl.version if openssl is not None else None,
+        "pqcrypto": _dist_version("pqcrypto"),
+    }
+
+
+def _cpu_model(root: str) -> str | None:
+    try:
+        for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _cpu_rows(topo: dict[str, Any], cpus: list[int], root: str) -> list[dict[str, Any]]:
+    freqs = hwinfo.frequencies(root, cpus)
+    rows = []
+    by_cpu = {r.get("cpu"): r for r in topo.get("cpus", [])}
+    for cpu in cpus:
+        row = dict(by_cpu.get(cpu, {"cpu": cpu}))
+        f = freqs.get(cpu)
+        if f is not None:
+            row.update({
+                "governor": f.governor, "cur_khz": f.cur_khz, "min_khz": f.min_khz,
+                "scaling_max_khz": f.max_khz, "hw_max_khz": f.hw_max_khz,
+                "capped": f.capped, "cap_factor": f.cap_factor, "cap_cause": f.cap_cause,
+            })
+        rows.append(row)
+    return rows
+
+
+def choose_timer(timer: str, root: str = "/") -> tuple[str, str | None]:
+    """(clock, note): resolve "auto" from the 1-minute load average."""
+    if timer not in TIMERS:
+        raise EngineError(f"unknown timer {timer!r}; timers: {', '.join(TIMERS)}")
+    if timer != "auto":
+        return timer, None
+    load = read_loadavg(root)
+    if load is None or load.one < AUTO_CPU_TIMER_LOAD:
+        return "wall", None
+    return "cpu", (
+        f"machine busy (1-minute load {load.one:.2f}): timing the CPU time of the worker "
+        "thread, so time spent waiting behind other processes is not counted; run on a "
+        "quiet machine (or --timer wall) for the seeds' wall-clock method"
+    )
+
+
+def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: dict[str, Any],
+               cpus: list[int], timer: str) -> Meta:
+    return Meta(
+        run_id=run_id,
+        started_at=time.time(),
+        qprof_version=__version__,
+        command=list(cfg.command or sys.argv),
+        versions=collect_versions(plan.statuses),
+        machine={
+            "hostname": platform.node(),
+            "kernel": platform.release(),
+            "arch": platform.machine(),
+            "cpu_model": _cpu_model(cfg.root),
+            "online_cpus": [r.get("cpu") for r in topo.get("cpus", []) if r.get("online")],
+            "clusters": topo.get("clusters", []),
+            "topology_problems": topo.get("problems", []),
+        },
+        cpus=_cpu_rows(topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None],
+                       cfg.root),
+        profile=plan.profile.name if plan.profile else cfg.profile,
+        settings={
+            "mode": cfg.mode,
+            "suites": plan.suites,
+            "unit_suite": plan.unit,
+            "backends": plan.backends,
+            "operations": plan.operations,
+            "dual": list(plan.dual) if plan.dual else None,
+            "rounds": plan.rounds,
+            "max_rounds": plan.max_rounds,
+            "adaptive": cfg.adaptive,
+            "budget_s": plan.budget,
+            "min_n": plan.min_n,
+            "max_n": plan.max_n,
+            "nice": cfg.nice,
+            "interleaving": interleaving_text(plan.interleave_block_s),
+            "interleave_block_s": plan.interleave_block_s,
+            "timer": timer,
+            "timer_clock": TIMER_CLOCKS[timer],
+            "values": "one operation per value (loops=1), clock overhead subtracted",
+            "backend_versions": {
+                n: st.version for n, st in plan.statuses.items() if st.available
+            },
+        },
+    )

@@ -1,0 +1,28 @@
+"""The one formatter of durations (records hold nanoseconds)."""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_ns(ns: float | None, unit: str | None = None, missing: str = "-") -> str:
+    """A duration for people.
+
+    ``unit=None``: the seeds' style, 866 ns, 59.0 µs, 3.00 ms, 18.18 ms, 116 ms, 3,095 ms.
+    ``unit="µs"``: a bare number of microseconds for a column whose header names the unit
+    (59.0, 190.6, 3,095).
+    """
+    if ns is None or not math.isfinite(ns):
+        return missing
+    if unit == "µs":
+        us = ns / 1e3
+        return f"{us:.1f}" if us < 1000 else f"{us:,.0f}"
+    if unit is not None:
+        raise ValueError(f"unknown unit {unit!r}")
+    if ns < 1_000:
+        return f"{ns:.0f} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.1f} µs"
+    if ns < 100_000_000:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e6:,.0f} ms"

@@ -1,0 +1,169 @@
+"""The engine's parts as units: the adaptive stopping rule, progress/ETA, the protocol."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from qprof.measure.adaptive import StoppingRule, pair_fits
+from qprof.measure.config import ProgressEvent
+from qprof.measure.progress import Progress, expected_pairs
+from qprof.measure.protocol import (
+    Job,
+    Task,
+    TaskResult,
+    WorkerEvent,
+    WorkerResult,
+    decode_more,
+    encode_more,
+)
+from qprof.measure.records import Measurement
+
+
+def _rounds(suite: str, ns: float, rounds: int, jitter: float, seed: int) -> list[Measurement]:
+    rng = random.Random(seed)
+    out = []
+    for r in range(rounds):
+        samples = [ns * (1 + rng.uniform(-jitter, jitter)) for _ in range(40)]
+        samples.sort()
+        out.append(Measurement(run_id="t", cpu=0, suite=suite, backend="liboqs",
+                               operation="verify", round=r, n=len(samples),
+                               median_ns=samples[len(samples) // 2], p95_ns=samples[-2],
+                               samples_ns=samples))
+    return out
+
+
+def _run(jitter: float, rounds: int = 5, seed: int = 1) -> list[Measurement]:
+    return (_rounds("ML-DSA-44", 100_000.0, rounds, jitter, seed)
+            + _rounds("ML-DSA-87", 290_000.0, rounds, jitter, seed + 1))
+
+
+def test_rule_stops_when_the_ratio_is_sure_and_not_before():
+    rule = StoppingRule("ML-DSA-44", base_rounds=5, target_ci_bp=50.0)
+    assert not rule.needs_more(_run(jitter=0.001), cpu=0)  # CI a few bp wide: sure
+    assert rule.needs_more(_run(jitter=0.2), cpu=0)  # CI hundreds of bp wide: more rounds
+
+
+def test_rule_asks_for_more_while_the_ml_dsa_rounds_disagree():
+    steady = _run(jitter=0.0005)
+    jumpy = [m if m.round != 2 or m.suite != "ML-DSA-87" else Measurement(
+        **{**m.__dict__, "median_ns": m.median_ns * 1.05,
+           "samples_ns": [x * 1.05 for x in m.samples_ns or []]}) for m in steady]
+    rule = StoppingRule("ML-DSA-44", base_rounds=5, target_ci_bp=10_000.0, max_spread_bp=100.0)
+    assert not rule.needs_more(steady, cpu=0)
+    assert rule.needs_more(jumpy, cpu=0)  # one round 500 bp off
+
+
+def test_rule_asks_for_more_while_the_verdict_straddles_the_constant():
+    from qprof.consensus import load_profile
+
+    profile = load_profile("qanum")
+    # ML-DSA-87 at 2.895x the unit: 289.5 VU, with a CI crossing 290 (the constant).
+    ms = (_rounds("ML-DSA-44", 100_000.0, 5, 0.01, 3)
+          + _rounds("ML-DSA-87", 289_500.0, 5, 0.01, 4))
+    loose = StoppingRule("ML-DSA-44", 5, target_ci_bp=10_000.0, max_spread_bp=10_000.0)
+    held = StoppingRule("ML-DSA-44", 5, target_ci_bp=10_000.0, max_spread_bp=10_000.0,
+                        profile=profile)
+    assert not loose.needs_more(ms, cpu=0)
+    assert held.needs_more(ms, cpu=0)
+
+
+def test_one_more_pair_only_within_the_time_limit():
+    assert pair_fits(100.0, None, 10.0, [], [], 1.0)
+    assert pair_fits(0.0, 20.0, 10.0, [], [], 1.0)  # 15 s + 1 s start-up fit in 20
+    assert not pair_fits(5.0, 20.0, 10.0, [], [], 1.0)
+    # Workers took twice their plan so far: a pair of 10 s is expected to take 20.
+    assert not pair_fits(0.0, 19.0, 10.0, [40.0], [20.0], 1.0)
+    assert pair_fits(0.0, 21.0, 10.0, [40.0], [20.0], 1.0)
+
+
+def test_expected_pairs_follow_what_the_cpu_needed():
+    assert expected_pairs(0, 9, prior=4.5, open_=True) == 4.5  # nothing known yet: the prior
+    assert expected_pairs(3, 9, prior=4.5, open_=True) == 3.0  # needed 3: 3 more
+    assert expected_pairs(8, 9, prior=4.5, open_=True) == 1.0  # never past the allowed
+    assert expected_pairs(2, 9, prior=4.5, open_=False) == 0.0  # the rule stopped
+    assert expected_pairs(0, 0, prior=0.0, open_=True) == 0.0  # not adaptive
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _progress(max_pairs: int, ncpus: int = 1,
+              limit: float | None = None) -> tuple[Progress, _Clock, list[ProgressEvent]]:
+    clock, events = _Clock(), []
+    p = Progress(events.append, limit, now=clock)
+    p.plan(cpu_work=10.0, ncpus=ncpus, pair_work=2.0, max_pairs=max_pairs)
+    return p, clock, events
+
+
+def _work(p: Progress, clock: _Clock, seconds: float) -> None:
+    clock.t += seconds
+    p.work_done += seconds
+    p.report(message="done")
+
+
+def test_bar_leaves_room_for_the_pairs_the_rule_may_add():
+    """Issue 9: the base rounds done, the bar must not stand at ~100 % while up to
+    max_pairs pairs may follow; it moves on as pairs run and ends at 1, never going back."""
+    p, clock, events = _progress(max_pairs=8)
+    p.start_cpu(adaptive=True)
+    for _ in range(5):
+        _work(p, clock, 2.0)
+    base_done = events[-1].fraction
+    assert base_done < 0.75, base_done  # 10 s done, ~8 s (4 pairs) expected to follow
+    assert events[-1].eta_s and events[-1].eta_s > 5.0
+    for _ in range(8):  # the rule keeps asking: every allowed pair is added
+        p.add_pair()
+        _work(p, clock, 2.0)
+    p.end_cpu()
+    p.report(final=True)
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert all(f < 1.0 for f in fractions[:-2])  # 1 once the last allowed pair is done
+
+
+def test_bar_jumps_forward_when_the_rule_stops_early():
+    p, clock, events = _progress(max_pairs=8, ncpus=2)
+    p.start_cpu(adaptive=True)
+    for _ in range(5):
+        _work(p, clock, 2.0)
+    before = events[-1].fraction
+    p.end_cpu()  # sure after the base rounds: no pair
+    p.start_cpu(adaptive=True)
+    _work(p, clock, 2.0)
+    # The next CPU is expected to need as many pairs as this one (none): a large step.
+    assert events[-1].fraction - before > 0.1
+    assert p.expected_extra(clock.t, 1.0, 8.0) == 0.0
+
+
+def test_eta_counts_no_pair_past_the_time_limit():
+    p, clock, _events = _progress(max_pairs=8, limit=14.0)
+    p.start_cpu(adaptive=True)
+    _work(p, clock, 10.0)  # at 10 s of 14: room for 4 s = 2 pairs, of the 4 expected
+    assert p.expected_extra(clock.t, 1.0, 0.0) == 4.0
+    clock.t = 20.0
+    assert p.expected_extra(clock.t, 1.0, 0.0) == 0.0
+
+
+def test_protocol_round_trips(tmp_path: Path):
+    task = Task("ML-DSA-44", "liboqs+numba", "dual_shadow", 0.3, 30, 4000, round=4, n=70,
+                dual=("liboqs", "numba"))
+    job = Job(cpu=1, nice=10, timer="wall", fixtures=None, result="r.json", pyperf="p.json",
+              parent=42, tasks=(task,), interleave_block_s=0.004, serve=True)
+    job.write(tmp_path / "job.json")
+    assert Job.read(tmp_path / "job.json") == job
+    assert decode_more(encode_more([task])) == [task]
+    assert decode_more("done\n") is None and decode_more("") is None
+    ev = WorkerEvent("done", 3, task.name, n=70)
+    assert WorkerEvent.parse(ev.line()) == ev
+    assert WorkerEvent.parse("Traceback (most recent call last):") is None
+    assert WorkerEvent.parse('@qprof {"event": "explode"}') is None
+    res = WorkerResult(1, [TaskResult(0, task.name, 2, 1, 1.0, 2.0, (1e-4, 2e-4), checks=2,
+                                      turn_size=1)])
+    res.write(tmp_path / "res.json")
+    assert WorkerResult.read(tmp_path / "res.json") == res
