@@ -32,16 +32,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", default=",".join(s.name for s in simulate.SHAPES),
                    help="comma-separated shape names")
     p.add_argument("--profile", default="qanum")
+    p.add_argument("--adaptive", action="store_true",
+                   help="extra B/A pairs by the engine's stopping rule, as qprof check")
     args = p.parse_args(argv)
     shapes = [simulate.SHAPES_BY_NAME[n] for n in args.shapes.split(",")]
     profile = load_profile(args.profile)
     started = time.monotonic()
+    cfg = simulate.Config(adaptive=args.adaptive)
     cells = simulate.simulate_table(
-        profile, shapes, runs=args.runs, seed=args.seed,
+        profile, shapes, runs=args.runs, seed=args.seed, cfg=cfg,
         progress=lambda name: print(f"# {name} done, {time.monotonic() - started:.0f} s",
                                     file=sys.stderr))
     print(f"{args.runs} simulated runs per shape, seed {args.seed}, "
-          f"{simulate.Config().rounds} rounds of check mode; truth (VU): " + ", ".join(
+          f"{cfg.rounds} rounds of check mode"
+          + (f" + stopping rule (<= {cfg.max_rounds})" if cfg.adaptive else "")
+          + "; truth (VU): " + ", ".join(
               f"{s} {profile.unit_vu * simulate.true_ratio(s):.1f}"
               for s in simulate.QUIET_COST_S if s != profile.unit_suite))
     print()

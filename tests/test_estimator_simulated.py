@@ -108,3 +108,12 @@ def test_no_estimate_outside_its_own_interval(shape: simulate.Shape, seed: int,
     for o in simulate.estimate(PROFILE, run.records, statistic):
         if o.vu_low is not None and o.vu_high is not None:
             assert o.vu_low <= o.vu_estimate <= o.vu_high, o
+
+
+def test_the_stopping_rule_adds_pairs_on_a_busy_host_within_its_limits() -> None:
+    cfg = simulate.Config(adaptive=True)
+    quiet = simulate.simulate_run(simulate.SHAPES_BY_NAME["quiet"], 1, cfg)
+    busy = simulate.simulate_run(simulate.SHAPES_BY_NAME["host"], 1, cfg)
+    assert {m.round for m in quiet.measurements} == set(range(cfg.rounds))
+    rounds = {m.round for m in busy.measurements}
+    assert cfg.rounds < len(rounds) <= cfg.max_rounds and (len(rounds) - cfg.rounds) % 2 == 0
