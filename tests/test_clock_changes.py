@@ -131,3 +131,26 @@ def test_a_cap_that_starts_under_the_running_engine(seeds: Path, tmp_path: Path,
     [detail] = skew.details["clock_changes"]
     assert detail["source"] == "cpufreq" and detail["left_out"]
     assert set(detail["rounds_left_out"]) == set(range(8)) - set(change.kept_rounds)
+
+
+def test_the_daemon_raises_a_vm_clock_step_as_result_skewed(tmp_path: Path) -> None:
+    from qprof.measure.records import End, Meta
+
+    alerts: list[Alert] = []
+    runner = CycleRunner(DaemonConfig(), Store(tmp_path / "qprof.db"),
+                         AlertDispatcher([alerts.append]),
+                         MetricsState(profile=load_profile("qanum")), "liboqs",
+                         capped_now=dict, online_now=lambda c: True)
+    run = simulate.simulate_run(simulate.SHAPES_BY_NAME["vm-step"], 3)
+    runner._sink(Meta(run_id=simulate.RUN_ID, started_at=simulate.EPOCH, qprof_version="t",
+                      command=[]))
+    for rec in run.records:
+        runner._sink(rec)
+    runner._sink(End(run_id=simulate.RUN_ID, finished_at=simulate.EPOCH + 10,
+                     status="finished"))
+    runner._check_skew(1, {}, simulate.RUN_ID)
+    [skew] = alerts
+    assert skew.kind == "result_skewed" and abs(skew.details["factor"] - 1.5) < 0.05
+    [detail] = skew.details["clock_changes"]
+    assert detail["source"] == "unit_speed" and detail["left_out"]
+    assert "probable clock change" in skew.message
