@@ -112,6 +112,7 @@ def profile_level(
 
     from qprof.verify.nb import mldsa as m
     from qprof.verify.nb.keccak import absorb_final, absorb_init, absorb_update, squeeze_into
+    from qprof.verify.nb.keccak_xn import WAYS
     from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
     from qprof.verify.nb.mldsa_poly import (
         decode_t1_shifted,
@@ -124,16 +125,16 @@ def profile_level(
     p = m.PARAMS[level]
 
     @njit(nogil=True)
-    def t_ntt(a: np.ndarray, n: int) -> None:
+    def t_ntt(a: np.ndarray, tmp: np.ndarray, n: int) -> None:
         for _ in range(n):
-            ntt(a)
+            ntt(a, tmp)
             for j in range(256):
                 a[j] = j
 
     @njit(nogil=True)
-    def t_invntt(a: np.ndarray, n: int) -> None:
+    def t_invntt(a: np.ndarray, tmp: np.ndarray, n: int) -> None:
         for _ in range(n):
-            invntt_tomont(a)
+            invntt_tomont(a, tmp)
             for j in range(256):
                 a[j] = j
 
@@ -172,11 +173,12 @@ def profile_level(
             squeeze_into(state, out, 0, cb)
 
     a = np.arange(256, dtype=np.int32)
+    tmp = np.empty(256, dtype=np.int32)
     zhat = np.ones((p.l, 256), np.int32)
     acc = np.empty((p.k, 256), np.int64)
-    st4 = np.empty(100, np.uint64)
-    sampled = np.empty((4, 256 + SAMPLE_SLACK), np.int32)
-    nonces = np.empty(4, np.int64)
+    st_xn = np.empty(25 * WAYS, np.uint64)
+    sampled = np.empty((WAYS, 256 + SAMPLE_SLACK), np.int32)
+    nonces = np.empty(WAYS, np.int64)
     rho = np.arange(32, dtype=np.uint8)
     state = np.empty(25, np.uint64)
     mu = np.empty(64, np.uint8)
@@ -199,15 +201,15 @@ def profile_level(
             verify()
 
     total_us = per_call(verify_n, repeats // 10)
-    ntt_us = per_call(lambda n: t_ntt(a, n), repeats)
-    invntt_us = per_call(lambda n: t_invntt(a, n), repeats)
+    ntt_us = per_call(lambda n: t_ntt(a, tmp, n), repeats)
+    invntt_us = per_call(lambda n: t_invntt(a, tmp, n), repeats)
     tr = np.empty(64, np.uint8)
     expand_tr_us = per_call(
-        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st4, sampled, nonces, pk, tr, True, n),
+        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st_xn, sampled, nonces, pk, tr, True, n),
         repeats // 10,
     )
     expand_us = per_call(
-        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st4, sampled, nonces, pk, tr, False, n),
+        lambda n: t_expand(rho, p.k, p.l, zhat, acc, st_xn, sampled, nonces, pk, tr, False, n),
         repeats // 10,
     )
     mu_us = per_call(lambda n: t_mu(tr, CONTEXT, MESSAGE, state, mu, n), repeats)
@@ -224,8 +226,8 @@ def profile_level(
         lambda n: t_c_tilde(mu, w1_packed, p.c_tilde_bytes, state, block, n), repeats
     )
     stages = {
-        "ExpandA (x4 SHAKE128) + A*z MAC": expand_us,
-        "tr = H(pk) in way 3 of ExpandA's batches": expand_tr_us - expand_us,
+        f"ExpandA (x{WAYS} SHAKE128) + A*z MAC": expand_us,
+        "tr = H(pk) in a way of ExpandA's batches": expand_tr_us - expand_us,
         f"NTT x{p.l + 1 + p.k} (z, c, t1)": ntt_us * (p.l + 1 + p.k),
         f"NTT^-1 x{p.k}": invntt_us * p.k,
         "mu (SHAKE256)": mu_us,

@@ -8,7 +8,7 @@ Pins itself to one CPU, warms up both verifiers, then runs interleaved rounds
 noise from other processes hit both sides alike.  Prints per-set medians and the
 ratio numba / liboqs (below 1.0 means numba is faster).  Without liboqs it prints
 numba medians only.  ``--scalar`` adds the numba path that hashes one chain at a
-time (``ways=1``), to show what the 4-way Keccak is worth.
+time (``ways=1``), to show what the multi-way Keccak is worth.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify-bench": ("verify_bench", "median verify time of every backend on one pinned core"),
     "bench": ("bench", "measure suites per core through pyperf, write a JSONL run"),
     "report": ("report", "Markdown report from one or more JSONL runs"),
+    "block": ("block", "verify a real worst-case block over the node's cores (wall vs estimate)"),
     "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0/1/2)"),
     "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
     "history": ("history", "runs and results recorded by the daemon"),

@@ -43,10 +43,10 @@ def test_every_command_has_the_same_shapes() -> None:
             else:
                 continue
             seen.setdefault(action.dest, []).append(name)
-    assert seen == {"cpus": ["topology", "bench", "check", "daemon"],
-                    "suites": ["verify-bench", "bench", "daemon"],
+    assert seen == {"cpus": ["topology", "bench", "block", "check", "daemon"],
+                    "suites": ["verify-bench", "bench", "block", "daemon"],
                     "backends": ["verify-bench", "bench"],
-                    "backend": ["monitor", "check", "daemon"]}
+                    "backend": ["monitor", "block", "check", "daemon"]}
 
 
 def completion(shell: str) -> str:

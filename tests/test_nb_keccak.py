@@ -72,15 +72,15 @@ def test_squeeze_block_stops_at_end_of_output() -> None:
     assert out.tobytes() == hashlib.shake_256(_data(10).tobytes()).digest(100)
 
 
-def test_four_way_permutation_matches_four_scalar_ones() -> None:
-    from qprof.verify.nb.keccak4 import WAYS, keccak_p1600_x4
+def test_multi_way_permutation_matches_scalar_ones() -> None:
+    from qprof.verify.nb.keccak_xn import WAYS, keccak_p1600_xn
 
     rng = np.random.default_rng(4)
     states = rng.integers(0, 2**64 - 1, size=(25, WAYS), dtype=np.uint64, endpoint=True)
     src = np.ascontiguousarray(states).reshape(-1)
     kept = src.copy()
     out = np.zeros(25 * WAYS, dtype=np.uint64)
-    keccak_p1600_x4(src, out)
+    keccak_p1600_xn(src, out)
     assert np.array_equal(src, kept)  # the source is a template: left intact
     for j in range(WAYS):
         expected = np.ascontiguousarray(states[:, j])

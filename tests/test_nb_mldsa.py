@@ -7,23 +7,23 @@ References: Wycheproof verify vectors (from ../shared, skipped if absent), dilit
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from qprof.verify.nb.keccak import keccak_f1600
-from qprof.verify.nb.keccak4 import keccak_f1600_x4
+from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn
 from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
 from qprof.verify.nb.mldsa_expand import (
     SAMPLE_SLACK,
-    absorb_seeds_x4,
+    absorb_seeds_xn,
     expand_a_times_z,
     rej_sample_block,
     sample_in_ball,
 )
-from qprof.verify.nb.mldsa_poly import Q, invntt_tomont, montgomery_reduce, ntt
+from qprof.verify.nb.mldsa_poly import INVNTT_F, ZETAS, Q, invntt_tomont, montgomery_reduce, ntt
+from qprof.verify.vectors import wycheproof_mldsa
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 WYCHEPROOF = SHARED / "testvectors" / "wycheproof"
@@ -56,15 +56,15 @@ def signed() -> dict[int, tuple[bytes, bytes, bytes, bytes]]:
 # --- building blocks ------------------------------------------------------------------
 
 
-def test_four_way_permutation_matches_single() -> None:
+def test_multi_way_permutation_matches_single() -> None:
     rng = np.random.default_rng(7)
-    states = rng.integers(0, 2**63, size=(4, 25), dtype=np.uint64)
-    interleaved = np.ascontiguousarray(states.T).reshape(100)
-    keccak_f1600_x4(interleaved)
-    for way in range(4):
+    states = rng.integers(0, 2**63, size=(WAYS, 25), dtype=np.uint64)
+    interleaved = np.ascontiguousarray(states.T).reshape(25 * WAYS)
+    keccak_f1600_xn(interleaved)
+    for way in range(WAYS):
         single = states[way].copy()
         keccak_f1600(single)
-        assert np.array_equal(single, interleaved.reshape(25, 4)[:, way])
+        assert np.array_equal(single, interleaved.reshape(25, WAYS)[:, way])
 
 
 def _rej_ntt_poly_reference(seed: bytes) -> list[int]:
@@ -81,18 +81,19 @@ def _rej_ntt_poly_reference(seed: bytes) -> list[int]:
 
 def test_expand_a_streams_match_hashlib() -> None:
     rho = bytes(range(32))
-    nonces = np.array([0x0000, 0x0102, 0x0301, 0x0706], dtype=np.int64)
-    state = np.empty(100, dtype=np.uint64)
-    absorb_seeds_x4(state, np.frombuffer(rho, dtype=np.uint8), nonces, 4)
-    keccak_f1600_x4(state)
-    sampled = np.zeros((4, 256 + SAMPLE_SLACK), dtype=np.int32)
-    counts = [0, 0, 0, 0]
+    nonces = np.array([0x0000, 0x0102, 0x0301, 0x0706, 0x0004, 0x0605, 0x0203, 0x0107])
+    nonces = nonces[:WAYS].astype(np.int64)
+    state = np.empty(25 * WAYS, dtype=np.uint64)
+    absorb_seeds_xn(state, np.frombuffer(rho, dtype=np.uint8), nonces, WAYS)
+    keccak_f1600_xn(state)
+    sampled = np.zeros((WAYS, 256 + SAMPLE_SLACK), dtype=np.int32)
+    counts = [0] * WAYS
     while min(counts) < 256:
-        for way in range(4):
+        for way in range(WAYS):
             if counts[way] < 256:
                 counts[way] = rej_sample_block(state, way, sampled[way], counts[way])
-        keccak_f1600_x4(state)
-    for way in range(4):
+        keccak_f1600_xn(state)
+    for way in range(WAYS):
         n = int(nonces[way])
         expected = _rej_ntt_poly_reference(rho + bytes([n & 0xFF, n >> 8]))
         assert sampled[way, :256].tolist() == expected
@@ -100,7 +101,7 @@ def test_expand_a_streams_match_hashlib() -> None:
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_tr_rides_along_expand_a(level: int) -> None:
-    # tr = SHAKE256(pk, 64) computed in way 3 of the ExpandA batches; the matrix
+    # tr = SHAKE256(pk, 64) computed in the last way of the ExpandA batches; the matrix
     # product must not depend on whether tr is computed.
     params = PARAMS[level]
     rng = np.random.default_rng(level)
@@ -117,9 +118,9 @@ def test_tr_rides_along_expand_a(level: int) -> None:
             params.l,
             zhat,
             acc,
-            np.empty(100, dtype=np.uint64),
-            np.empty((4, 256 + SAMPLE_SLACK), dtype=np.int32),
-            np.empty(4, dtype=np.int64),
+            np.empty(25 * WAYS, dtype=np.uint64),
+            np.empty((WAYS, 256 + SAMPLE_SLACK), dtype=np.int32),
+            np.empty(WAYS, dtype=np.int64),
             pk,
             tr,
             want_tr,
@@ -142,12 +143,12 @@ def test_rejection_path_keeps_only_candidates_below_q() -> None:
     rng = np.random.default_rng(11)
     hit_rare_path = False
     for _ in range(100):
-        state = rng.integers(0, 2**64, size=100, dtype=np.uint64)
-        start = rng.integers(0, 256, size=4)
-        sampled = np.zeros((4, 256 + SAMPLE_SLACK), dtype=np.int32)
-        counts = [rej_sample_block(state, w, sampled[w], int(start[w])) for w in range(4)]
-        lanes = state.reshape(25, 4)
-        for way in range(4):
+        state = rng.integers(0, 2**64, size=25 * WAYS, dtype=np.uint64)
+        start = rng.integers(0, 256, size=WAYS)
+        sampled = np.zeros((WAYS, 256 + SAMPLE_SLACK), dtype=np.int32)
+        counts = [rej_sample_block(state, w, sampled[w], int(start[w])) for w in range(WAYS)]
+        lanes = state.reshape(25, WAYS)
+        for way in range(WAYS):
             block = b"".join(int(lanes[i, way]).to_bytes(8, "little") for i in range(21))
             values = [
                 block[i] | block[i + 1] << 8 | (block[i + 2] & 0x7F) << 16 for i in range(0, 168, 3)
@@ -200,47 +201,87 @@ def test_ntt_product_is_negacyclic_product() -> None:
                 expected[i + j - 256] -= int(a[i]) * int(b[j])
     fa = a.astype(np.int32)
     fb = b.astype(np.int32)
-    ntt(fa)
-    ntt(fb)
+    scratch = np.empty(256, dtype=np.int32)
+    ntt(fa, scratch)
+    ntt(fb, scratch)
     prod = np.array(
         [montgomery_reduce(np.int64(x) * np.int64(y)) for x, y in zip(fa, fb, strict=True)],
         dtype=np.int32,
     )
-    invntt_tomont(prod)
+    invntt_tomont(prod, scratch)
     assert [int(x) % Q for x in prod] == [x % Q for x in expected]
+
+
+def _mont(a: int) -> int:
+    """The reference's montgomery_reduce on Python ints (signed 32-bit t)."""
+    t = (a * 58728449) & 0xFFFFFFFF
+    t -= (t >> 31) << 32
+    return (a - t * Q) >> 32
+
+
+def _reference_ntt(a: list[int]) -> list[int]:
+    """The reference implementation's in-place forward NTT (FIPS 204 Algorithm 41 with
+    lazy Montgomery butterflies)."""
+    a = list(a)
+    k, length = 0, 128
+    while length > 0:
+        for start in range(0, 256, 2 * length):
+            k += 1
+            zeta = int(ZETAS[k])
+            for j in range(start, start + length):
+                t = _mont(zeta * a[j + length])
+                a[j + length] = a[j] - t
+                a[j] = a[j] + t
+        length >>= 1
+    return a
+
+
+def _reference_invntt(a: list[int]) -> list[int]:
+    a = list(a)
+    k, length = 256, 1
+    while length < 256:
+        for start in range(0, 256, 2 * length):
+            k -= 1
+            zeta = int(ZETAS[k])
+            for j in range(start, start + length):
+                t, u = a[j], a[j + length]
+                a[j] = t + u
+                a[j + length] = _mont(zeta * (u - t))
+        length <<= 1
+    return [_mont(INVNTT_F * x) for x in a]
+
+
+def test_constant_geometry_transforms_give_the_reference_integers() -> None:
+    # Bit-exact, not just equal mod q: same lazy bounds, same representatives.
+    rng = np.random.default_rng(17)
+    scratch = np.empty(256, dtype=np.int32)
+    for _ in range(5):
+        a = rng.integers(-(Q - 1), Q, size=256).astype(np.int32)
+        fwd = a.copy()
+        ntt(fwd, scratch)
+        assert fwd.tolist() == _reference_ntt(a.tolist())
+        inv = a.copy()
+        invntt_tomont(inv, scratch)
+        assert inv.tolist() == _reference_invntt(a.tolist())
 
 
 # --- Wycheproof ------------------------------------------------------------------------
 
 
-def _wycheproof_cases(level: int) -> list[tuple[str, bytes, dict]]:
-    path = WYCHEPROOF / f"mldsa_{level}_verify_test.json"
-    if not path.exists():
-        return []
-    data = json.loads(path.read_text())
-    cases = []
-    for group in data["testGroups"]:
-        pk = bytes.fromhex(group["publicKey"])
-        for test in group["tests"]:
-            cases.append((f"{level}-{test['tcId']}", pk, test))
-    return cases
-
-
 @pytest.mark.parametrize("level", [44, 65])
 def test_wycheproof_verify_vectors(level: int) -> None:
-    cases = _wycheproof_cases(level)
-    if not cases:
-        pytest.skip(f"{WYCHEPROOF}/mldsa_{level}_verify_test.json not found")
+    path = WYCHEPROOF / f"mldsa_{level}_verify_test.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    cases = wycheproof_mldsa(path)
     failures = []
-    for name, pk, test in cases:
-        sig = bytes.fromhex(test["sig"])
-        ctx = bytes.fromhex(test.get("ctx", ""))
-        if "msg" in test:
-            got = mldsa_verify(level, pk, bytes.fromhex(test["msg"]), sig, ctx)
+    for case in cases:
+        if case.mu is None:
+            got = mldsa_verify(level, case.public_key, case.message, case.signature, case.context)
         else:
-            got = mldsa_verify_mu(level, pk, bytes.fromhex(test["mu"]), sig)
-        if got != (test["result"] == "valid"):
-            failures.append(f"{name} {test['result']} {test.get('flags')} got {got}")
+            got = mldsa_verify_mu(level, case.public_key, case.mu, case.signature)
+        if got != case.expected:
+            failures.append(f"{case.label} expected {case.expected} got {got}")
     assert not failures, failures
     assert len(cases) >= 150
 

@@ -56,7 +56,7 @@ def test_bad_file_names_the_key(tmp_path: Path, text: str, match: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read config"):
+    with pytest.raises(ConfigError, match="nope.toml: cannot read"):
         build_config(parse("--config", str(tmp_path / "nope.toml")))
 
 

@@ -7,38 +7,25 @@ with the reason.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from qprof.verify import BACKEND_NAMES, available_backends, get_verifier
+from qprof.verify.vectors import VerifyCase, wycheproof_mldsa
 
 FILES = {"ML-DSA-44": "mldsa_44_verify_test.json", "ML-DSA-65": "mldsa_65_verify_test.json"}
 
 
-def _vectors(shared_dir: Path, suite: str) -> list[tuple[str, bytes, bytes, bytes, bytes, bool]]:
+def _vectors(shared_dir: Path, suite: str) -> list[VerifyCase]:
+    """The pure (message) cases of the suite's file; pre-hashed (mu) ones are not pure
+    verification."""
     path = shared_dir / "testvectors" / "wycheproof" / FILES[suite]
     if not path.is_file():
         pytest.skip(f"{path} is absent")
-    data = json.loads(path.read_text())
-    assert data["algorithm"] == suite
-    out = []
-    for group in data["testGroups"]:
-        pk = bytes.fromhex(group["publicKey"])
-        for test in group["tests"]:
-            if "msg" not in test:
-                continue  # pre-hashed (mu) vectors are not pure verification
-            assert test["result"] in ("valid", "invalid"), test["tcId"]
-            out.append((
-                f"tc{test['tcId']} {test.get('comment', '')} {test.get('flags', [])}",
-                pk,
-                bytes.fromhex(test["msg"]),
-                bytes.fromhex(test["sig"]),
-                bytes.fromhex(test.get("ctx", "")),
-                test["result"] == "valid",
-            ))  # fmt: skip
-    return out
+    cases = wycheproof_mldsa(path)
+    assert all(case.suite == suite for case in cases)
+    return [case for case in cases if case.mu is None]
 
 
 @pytest.mark.parametrize("suite", list(FILES))
@@ -54,11 +41,12 @@ def test_wycheproof_vectors(shared_dir: Path, backend: str, suite: str) -> None:
     verifier = get_verifier(backend, suite)
     verifier.warm_up()
     wrong = [
-        f"{label}: expected {expected}"
-        for label, pk, msg, sig, ctx, expected in vectors
-        if verifier.verify(pk, msg, sig, ctx) is not expected
+        f"{case.label}: expected {case.expected}"
+        for case in vectors
+        if verifier.verify(case.public_key, case.message, case.signature, case.context)
+        is not case.expected
         # a documented backend limit (BackendStatus.details["context_limit"]), not a bug
-        and not (expected and len(ctx) > verifier.max_context_len)
+        and not (case.expected and len(case.context) > verifier.max_context_len)
     ]
     assert not wrong, f"{backend} {suite}: {len(wrong)} wrong of {len(vectors)}:\n" + "\n".join(
         wrong[:20]

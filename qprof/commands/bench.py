@@ -7,6 +7,7 @@ pyperf's own JSON of every round is kept in ``<output stem>.pyperf/`` beside the
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 import time
@@ -151,8 +152,21 @@ def run(args: argparse.Namespace) -> int:
     )
     line = ProgressLine()
     sink = JsonlSink(out)
+    stop = threading.Event()
+
+    def on_interrupt(signum: int, _frame: object) -> None:
+        # The first Ctrl-C (or SIGTERM) stops the engine, which keeps every measurement
+        # the running worker finished and writes the End line; a second one leaves now.
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(f"\nqprof bench: {signal.Signals(signum).name}: stopping; the measurements "
+              "finished so far are kept (again to leave at once)", file=sys.stderr)
+
+    handlers = {sig: signal.signal(sig, on_interrupt) for sig in (signal.SIGINT,
+                                                                  signal.SIGTERM)}
     try:
-        summary = run_bench(config, sink, progress=line)
+        summary = run_bench(config, sink, progress=line, stop=stop)
     except (EngineError, ProfileError, ValueError) as exc:
         line.close()
         sink.close()
@@ -165,8 +179,15 @@ def run(args: argparse.Namespace) -> int:
         sink.close()
         print(f"qprof bench: interrupted; partial run in {out}", file=sys.stderr)
         return 130
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     line.close()
     sink.close()
+    if stop.is_set():
+        print(f"qprof bench: interrupted; partial run ({len(summary.measurements)} "
+              f"measurements) in {out}", file=sys.stderr)
+        return 130
     print(f"{out}: {summary.status}, {len(summary.measurements)} measurements on CPU "
           f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
     if pyperf_dir.is_dir():

@@ -27,6 +27,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="after a skipped cycle, try again this soon (default 300)")
     parser.add_argument("--first-cycle-delay", type=float, metavar="SECONDS",
                         help="wait before the first cycle (default 60)")
+    parser.add_argument("--store-wait", type=float, metavar="SECONDS",
+                        help="a store locked by another process at start (a backup, a "
+                        "VACUUM): wait this long, then exit 75 for the supervisor to "
+                        "retry (default 60)")
     add_cpus(parser, default="clusters, one CPU each", clusters=True)
     parser.add_argument("--profile", metavar="NAME",
                         help="chain profile for Verify-Unit coverage (default qanum)")
@@ -34,6 +38,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_suites(parser, default="the engine's")
     parser.add_argument("--quick", action="store_true", default=None,
                         help="shorter measurements")
+    parser.add_argument("--block", action="store_true", default=None,
+                        help="after each cycle, verify each profile suite's worst-case block "
+                        "on all online CPUs (exported as qprof_block_verify_seconds)")
     parser.add_argument("--no-dual", dest="dual", action="store_false", default=None,
                         help="with liboqs, do not also run the shadow pair (liboqs + a "
                         "second verifier on valid and invalid signatures) that detects "

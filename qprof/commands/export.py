@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -18,20 +20,26 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.service.store import (
-        DB_NAME,
-        RESULT_STATUSES,
-        Store,
-        StoreError,
-        default_state_dir,
-    )
+    from qprof.measure.records import RecordError
+    from qprof.service.store import DB_NAME, Store, StoreError, damaged, default_state_dir
 
     path = (args.state_dir or default_state_dir()) / DB_NAME
     try:
         store = Store(path, readonly=True)
+        if store.note:
+            print(f"qprof export: {store.note}", file=sys.stderr)
+        return _export(store, path, args)
     except StoreError as exc:
         print(f"qprof export: {exc}", file=sys.stderr)
         return 2
+    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+        print(f"qprof export: {damaged(path, exc)}", file=sys.stderr)
+        return 2
+
+
+def _export(store: Any, path: Path, args: argparse.Namespace) -> int:
+    from qprof.service.store import RESULT_STATUSES
+
     run_id = args.run_id
     if run_id == "latest":
         runs = store.runs(100)
@@ -46,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof export: no run {run_id!r} in {path} (see qprof history)",
               file=sys.stderr)
         return 2
-    lines = (rec.to_json() + "\n" for rec in store.run_records(run_id))
+    # All records first: a damaged page found halfway must not leave half a run behind.
+    lines = [rec.to_json() + "\n" for rec in store.run_records(run_id)]
     if args.output is None:
         sys.stdout.writelines(lines)
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -54,15 +55,21 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
+    from qprof.measure.records import RecordError
+    from qprof.service.store import DB_NAME, Store, StoreError, damaged, default_state_dir
 
     path = (args.state_dir or default_state_dir()) / DB_NAME
     try:
         store = Store(path, readonly=True)
+        data = collect(store, args.runs, args.alerts)
     except StoreError as exc:
         print(f"qprof history: {exc}", file=sys.stderr)
         return 2
-    data = collect(store, args.runs, args.alerts)
+    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+        print(f"qprof history: {damaged(path, exc)}", file=sys.stderr)
+        return 2
+    if store.note:
+        print(f"qprof history: {store.note}", file=sys.stderr)
     if args.json:
         json.dump({"store": str(path), **data}, sys.stdout,
                   indent=2, default=str)

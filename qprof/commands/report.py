@@ -1,4 +1,5 @@
-"""`qprof report FILE...`: Markdown tables from JSONL runs; several files side by side.
+"""`qprof report FILE... [--block FILE.json]`: Markdown tables from JSONL runs; several
+files side by side; measured worst-case blocks (`qprof block --json`) as a section.
 With ``--html PAGE`` also one self-contained HTML page with SVG charts of the same runs.
 
 Bad lines are reported on stderr as ``file:line: reason`` and skipped (and listed in the
@@ -13,7 +14,10 @@ from pathlib import Path
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSONL runs (qprof bench -o)")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="JSONL runs (qprof bench -o)")
+    parser.add_argument("--block", action="append", default=[], metavar="FILE.json",
+                        help="measured worst-case blocks (qprof block --json > FILE.json); "
+                        "repeatable")
     parser.add_argument("--profile",
                         help="chain profile for VU coverage (default: the runs' own, else qanum)")
     parser.add_argument("-o", "--output", metavar="FILE.md", help="write here instead of stdout")
@@ -25,6 +29,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
+    from qprof.measure.block import BlockError, load_block_results
     from qprof.measure.jsonl import read_run
     from qprof.measure.report import render_report
 
@@ -39,8 +44,18 @@ def run(args: argparse.Namespace) -> int:
             continue
         for problem in run_data.problems:
             print(f"qprof report: {problem}", file=sys.stderr)
+        failed = failed or not run_data.complete
         runs.append(run_data)
-    if not runs:
+    blocks = []
+    for name in args.block:
+        try:
+            blocks += load_block_results(name)
+        except BlockError as exc:
+            print(f"qprof report: {exc}", file=sys.stderr)
+            failed = True
+    if not runs and not blocks:
+        if not args.files and not args.block:
+            print("qprof report: give JSONL runs and/or --block files", file=sys.stderr)
         return 2
     name = args.profile or next((r.meta.profile for r in runs if r.meta and r.meta.profile),
                                 "qanum")
@@ -52,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
-    text = render_report(runs, profile)
+    text = render_report(runs, profile, blocks)
     try:
         if args.html:
             from qprof.measure.report_html import render_html

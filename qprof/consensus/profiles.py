@@ -8,13 +8,14 @@ turns into a silently wrong verdict.
 
 from __future__ import annotations
 
+import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from qprof.tomlfile import TomlFileError, read_toml
 from qprof.verify.suites import SUITES
 
 
@@ -87,10 +88,10 @@ def available_profiles() -> list[str]:
 def find_profile(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
     candidate = Path(text).expanduser()
-    if candidate.suffix == ".toml" or os.sep in text or candidate.is_file():
-        if not candidate.is_file():
+    if candidate.suffix == ".toml" or os.sep in text or candidate.exists():
+        if not candidate.exists():
             raise ProfileError(f"{candidate}: profile file not found")
-        return candidate
+        return candidate  # a directory or FIFO is named as such by load_profile
     for d in profile_dirs():
         path = d / f"{text}.toml"
         if path.is_file():
@@ -112,8 +113,10 @@ def _int(path: Path, key: str, value: Any, minimum: int = 1) -> int:
 
 
 def _number(path: Path, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ProfileError(f"{path}: {key}: expected a positive number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value <= 0):
+        raise ProfileError(f"{path}: {key}: expected a positive finite number, "
+                           f"got {value!r}")
     return float(value)
 
 
@@ -136,12 +139,9 @@ def _opt_str(path: Path, key: str, value: Any) -> str | None:
 def load_profile(name_or_path: str | Path) -> Profile:
     path = find_profile(name_or_path)
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = read_toml(path)
+    except TomlFileError as exc:
+        raise ProfileError(str(exc)) from None
     return profile_from_dict(data, path)
 
 

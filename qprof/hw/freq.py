@@ -206,13 +206,13 @@ def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
         return
     if f.online is False:
         # Offline CPUs keep stale policy files; their current frequency means nothing.
-        f.hw_max_khz, _ = sr.int(f"{base}/cpuinfo_max_freq")
-        f.hw_min_khz, _ = sr.int(f"{base}/cpuinfo_min_freq")
+        f.hw_max_khz, _ = sr.khz(f"{base}/cpuinfo_max_freq")
+        f.hw_min_khz, _ = sr.khz(f"{base}/cpuinfo_min_freq")
         return
     _read_cur(sr, f, base)
     for attr, name in (("min_khz", "scaling_min_freq"), ("max_khz", "scaling_max_freq"),
                        ("hw_min_khz", "cpuinfo_min_freq"), ("hw_max_khz", "cpuinfo_max_freq")):
-        value, prob = sr.int(f"{base}/{name}")
+        value, prob = sr.khz(f"{base}/{name}")
         sr.note(prob)
         setattr(f, attr, value)
     f.governor, prob = sr.word(f"{base}/scaling_governor")
@@ -222,10 +222,10 @@ def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
 
 
 def _read_cur(sr: SysRoot, f: CpuFreq, base: str) -> None:
-    cur, prob = sr.int(f"{base}/scaling_cur_freq")
+    cur, prob = sr.khz(f"{base}/scaling_cur_freq")
     source = "scaling_cur_freq"
     if cur is None:
-        cur, _ = sr.int(f"{base}/cpuinfo_cur_freq")
+        cur, _ = sr.khz(f"{base}/cpuinfo_cur_freq")
         source = "cpuinfo_cur_freq"
         if cur is None:
             sr.note(prob)

@@ -16,9 +16,11 @@ from pathlib import Path
 
 # sysfs files are tiny; /proc/cpuinfo on a 256-CPU machine is ~300 KB.
 MAX_READ_BYTES = 4 * 1024 * 1024
+MAX_KHZ = 100_000_000  # 100 GHz
 
 
 CpuSet = set[int]  # (named outside SysRoot, whose method `int` shadows the type there)
+Khz = int  # (likewise)
 
 
 class SysRoot:
@@ -58,6 +60,14 @@ class SysRoot:
         if text is None:
             return None, problem
         return parse_int(text, rel)
+
+    def khz(self, rel: str) -> tuple[Khz | None, str | None]:
+        """A frequency file: a positive kHz value a CPU can have, else a problem (a bad
+        value must not pass as a maximum and hide, or fake, a cap)."""
+        value, problem = self.int(rel)
+        if value is not None and not 0 < value <= MAX_KHZ:
+            return None, f"{rel}: {value} kHz is not a CPU frequency (1..{MAX_KHZ}): ignored"
+        return value, problem
 
     def cpulist(self, rel: str) -> tuple[CpuSet | None, str | None]:
         text, problem = self.text(rel)
@@ -144,49 +154,66 @@ def read_text(path: str, label: str | None = None) -> tuple[str | None, str | No
         return data.decode("latin-1"), None
 
 
+# Linux's NR_CPUS is at most 8192 today; anything past this is not a real CPU list.
+MAX_CPUS = 65536
+
+
+def _shown(token: str) -> str:
+    """A bad token for a problem message: never the whole of a huge one."""
+    return repr(token) if len(token) <= 20 else repr(token[:20]) + f"... ({len(token)} chars)"
+
+
 def parse_int(text: str, label: str = "value") -> tuple[int | None, str | None]:
     value = text.strip()
     if not value:
         return None, f"{label}: empty"
+    if len(value) > 40:  # no sysfs number is this long; int() of it would be costly
+        return None, f"{label}: not a number ({_shown(value)})"
     try:
         return int(value, 0) if value.lower().startswith("0x") else int(value), None
     except ValueError:
-        shown = value if len(value) <= 20 else value[:20] + "..."
-        return None, f"{label}: not a number ({shown!r})"
+        return None, f"{label}: not a number ({_shown(value)})"
+
+
+def _decimal(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def parse_cpulist(text: str, label: str = "cpulist") -> tuple[set[int] | None, str | None]:
     """Parse ``0-3,6`` (sysfs lists) or ``0 1 2 3`` (cpufreq related_cpus).
 
     An empty list (``/sys/devices/system/cpu/offline`` with nothing offline) is the
-    empty set, not a problem.
+    empty set, not a problem. CPU numbers must be below MAX_CPUS.
     """
     cpus: set[int] = set()
     for token in text.replace(",", " ").split():
-        try:
-            if "-" in token:
-                first, last = token.split("-", 1)
-                lo, hi = int(first), int(last)
-                if hi < lo or hi - lo > 65536:
-                    return None, f"{label}: bad range {token!r}"
-                cpus.update(range(lo, hi + 1))
-            else:
-                cpus.add(int(token))
-        except ValueError:
-            return None, f"{label}: not a CPU list ({token!r})"
+        first, dash, last = token.partition("-")
+        if not _decimal(first) or (dash and not _decimal(last)) or len(token) > 20:
+            return None, f"{label}: not a CPU list ({_shown(token)})"
+        lo, hi = int(first), int(last) if dash else int(first)
+        if hi < lo:
+            return None, f"{label}: bad range {_shown(token)}"
+        if hi >= MAX_CPUS:
+            return None, f"{label}: CPU {hi} is beyond {MAX_CPUS} CPUs, not a real CPU list"
+        cpus.update(range(lo, hi + 1))
     return cpus, None
 
 
 def parse_hexmask(text: str, label: str = "cpumask") -> tuple[set[int] | None, str | None]:
-    """Parse a sysfs CPU mask such as ``0f`` or ``00000000,000000ff``."""
+    """Parse a sysfs CPU mask such as ``0f`` or ``00000000,000000ff`` (in linear time)."""
     digits = text.strip().replace(",", "")
     if not digits:
         return None, f"{label}: empty"
-    try:
-        mask = int(digits, 16)
-    except ValueError:
-        return None, f"{label}: not a CPU mask ({digits[:20]!r})"
-    return {bit for bit in range(mask.bit_length()) if mask >> bit & 1}, None
+    if len(digits) > MAX_CPUS // 4:
+        return None, f"{label}: a mask of {len(digits) * 4} bits is beyond {MAX_CPUS} CPUs"
+    cpus: set[int] = set()
+    for i, ch in enumerate(reversed(digits)):
+        try:
+            nibble = int(ch, 16)
+        except ValueError:
+            return None, f"{label}: not a CPU mask ({_shown(digits)})"
+        cpus.update(4 * i + b for b in range(4) if nibble >> b & 1)
+    return cpus, None
 
 
 def format_cpulist(cpus: set[int] | list[int]) -> str:

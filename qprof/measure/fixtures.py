@@ -14,6 +14,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from qprof.verify import Signer
 
 # A transaction sighash is 32 bytes: verify what a node verifies.
 MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
@@ -66,14 +70,18 @@ class FixtureError(RuntimeError):
     pass
 
 
-def make_fixture(suite: str, preferred: tuple[str, ...] = ()) -> Fixture:
-    """Sign one message with the first backend (preferred first) that can sign ``suite``."""
+def candidate_signers(
+    suite: str, preferred: tuple[str, ...] = ()
+) -> tuple[list[tuple[str, Signer]], list[str]]:
+    """(backend, signer) for every backend that can sign ``suite`` here, preferred
+    first, and why each of the others cannot."""
     from qprof.verify import SIGNING_BACKENDS, available_backends, get_signer
 
     statuses = available_backends()
     order = [b for b in preferred if b in SIGNING_BACKENDS] + [
         b for b in SIGNING_BACKENDS if b not in preferred
     ]
+    found: list[tuple[str, Signer]] = []
     reasons = []
     for backend in order:
         status = statuses.get(backend)
@@ -81,7 +89,17 @@ def make_fixture(suite: str, preferred: tuple[str, ...] = ()) -> Fixture:
             reasons.append(f"{backend}: {status.reason if status else 'unknown'}")
             continue
         try:
-            signer = get_signer(backend, suite)
+            found.append((backend, get_signer(backend, suite)))
+        except Exception as exc:  # the next one may do; say why at the end
+            reasons.append(f"{backend}: {exc}")
+    return found, reasons
+
+
+def make_fixture(suite: str, preferred: tuple[str, ...] = ()) -> Fixture:
+    """Sign one message with the first backend (preferred first) that can sign ``suite``."""
+    found, reasons = candidate_signers(suite, preferred)
+    for backend, signer in found:
+        try:
             pk, sk = signer.keypair()
             sig = signer.sign(sk, MESSAGE, CONTEXT)
         except Exception as exc:  # try the next signer; say why at the end

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TextIO, TypeVar
 
 from qprof.measure.records import (
     Disagreement,
@@ -62,6 +63,7 @@ class RunData:
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "file:line: reason"
     bad_lines: int = 0
+    complete: bool = True  # False: reading stopped before the end of the file
 
     def _of(self, cls: type[R]) -> list[R]:
         return [r for r in self.records if isinstance(r, cls)]
@@ -92,12 +94,46 @@ class RunData:
         return ends[-1] if ends else None
 
 
+# The longest line a run holds is a measurement with its samples or an env snapshot
+# (~100 kB); a longer one is skipped, and a file that has no newline for as long again
+# (/dev/zero, a binary file) is not read further.
+MAX_LINE_CHARS = 8 << 20
+
+
+def _lines(fh: TextIO, run: RunData) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line up to MAX_LINE_CHARS, in bounded memory."""
+    lineno = 0
+    while True:
+        line = fh.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) <= MAX_LINE_CHARS or line.endswith("\n"):
+            yield lineno, line
+            continue
+        run.problems.append(f"{run.path}:{lineno}: line longer than {MAX_LINE_CHARS} "
+                            "characters: skipped")
+        run.bad_lines += 1
+        skipped = len(line)
+        while not line.endswith("\n"):
+            line = fh.readline(MAX_LINE_CHARS)
+            skipped += len(line)
+            if not line:
+                return
+            if skipped > 2 * MAX_LINE_CHARS:
+                run.problems.append(f"{run.path}:{lineno}: no line end in "
+                                    f"{skipped} characters: not a JSONL run, the rest "
+                                    "is not read")
+                run.complete = False
+                return
+
+
 def read_run(path: str | Path) -> RunData:
     """Read one JSONL run. Raises OSError only when the file cannot be opened."""
     p = Path(path)
     run = RunData(path=p)
     with p.open("r", encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, line in _lines(fh, run):
             text = line.strip()
             if not text:
                 continue
@@ -106,6 +142,11 @@ def read_run(path: str | Path) -> RunData:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 run.problems.append(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})")
+                run.bad_lines += 1
+                continue
+            except (ValueError, RecursionError) as exc:  # 5000-digit numbers, [[[[...
+                why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                run.problems.append(f"{where}: not usable JSON ({why[:80]})")
                 run.bad_lines += 1
                 continue
             try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -170,22 +172,92 @@ class RecordError(ValueError):
     """A line that is not a valid record; carries file:line when known."""
 
 
+# Larger magnitudes are not a time, count or frequency (and a 400-digit integer would
+# overflow every float conversion downstream).
+_MAX_MAGNITUDE = 1e18
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Does a decoded JSON value match a field's type annotation?"""
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if hint is int and not isinstance(value, int):
+            return False
+        return abs(value) <= _MAX_MAGNITUDE if isinstance(value, int) else (
+            math.isfinite(value) and abs(value) <= _MAX_MAGNITUDE)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+    raise TypeError(f"record field type {hint!r} has no check")
+
+
+def _describe(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _check_types(cls: type[Record], kwargs: dict[str, Any]) -> None:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    for name, value in kwargs.items():
+        if not _fits(value, hints[name]):
+            raise RecordError(f"{cls.type} record: {name} must be "
+                              f"{_describe(hints[name])}, got {_short(value)}")
+
+
+def _check_measurement(rec: Measurement) -> None:
+    for name in ("median_ns", "p95_ns"):
+        value = getattr(rec, name)
+        if value <= 0:
+            raise RecordError(f"measurement {name} must be a positive number, got {value!r}")
+    for name in ("cpu", "round", "n"):
+        if getattr(rec, name) < 0:
+            raise RecordError(f"measurement {name} must not be negative, "
+                              f"got {getattr(rec, name)}")
+    if rec.samples_ns is not None and any(v < 0 for v in rec.samples_ns):
+        raise RecordError("measurement samples_ns must not hold negative times")
+    if rec.cap_factor is not None and rec.cap_factor <= 0:
+        raise RecordError(f"measurement cap_factor must be above 0, got {rec.cap_factor!r}")
+
+
 def record_from_dict(d: dict[str, Any]) -> Record:
+    """A record from its JSON object, every field checked against its annotation."""
     if not isinstance(d, dict):
         raise RecordError("record is not a JSON object")
     kind = d.get("type")
-    cls = RECORD_TYPES.get(kind)  # type: ignore[arg-type]
+    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise RecordError(f"unknown record type {kind!r}")
+        raise RecordError(f"unknown record type {_short(kind)}")
     known = {f.name for f in fields(cls)}
     kwargs = {k: v for k, v in d.items() if k in known}
+    _check_types(cls, kwargs)
     try:
         rec = cls(**kwargs)
     except TypeError as exc:
         raise RecordError(f"{kind} record: {exc}") from None
     if isinstance(rec, Measurement):
-        for name in ("median_ns", "p95_ns"):
-            value = getattr(rec, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-                raise RecordError(f"measurement {name} must be a positive number, got {value!r}")
+        _check_measurement(rec)
     return rec

@@ -8,10 +8,13 @@ signatures; dual enforce/shadow; worst-case block; notes on caps, drift and agre
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
+from qprof.hw.sysfs import format_cpulist
+from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
 from qprof.measure.reduce import (
     paired_ratios,
@@ -347,16 +350,44 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
     return lines + [""]
 
 
-def render_report(runs: list[RunData], profile: Profile | None = None) -> str:
+def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
+    """Blocks verified for real (``qprof block --json``), beside the estimate above."""
+    header = ["Suite (signatures)", "Mode", "Scope (CPUs)", "Wall", "1-core estimate",
+              "Speed-up", "% of interval", "Verdicts"]
+    rows = []
+    for b in blocks:
+        interval = f"{100 * b.interval_fraction:.3f} %" if b.interval_fraction else "-"
+        verifiers = b.backend if b.second is None else f"{b.backend} + {b.second}"
+        rows.append([
+            f"{b.suite} ({b.signatures:,})", f"{b.mode} ({verifiers})",
+            f"{b.scope} ({format_cpulist(b.cpus)})", fmt_ns(b.wall_s * 1e9),
+            fmt_ns(b.single_core_estimate_s * 1e9), f"{b.speedup:.2f}×", interval,
+            "all right" if b.all_verified else f"{len(b.wrong_verdicts)} wrong",
+        ])
+    return [
+        "## Measured worst-case blocks",
+        "",
+        "Real blocks (`qprof block`): fresh signatures verified by one pinned thread per "
+        "CPU, against signatures × the single-core median.",
+        "",
+        *md_table(header, rows),
+        "",
+    ]
+
+
+def render_report(runs: list[RunData], profile: Profile | None = None,
+                  blocks: Sequence[BlockResult] = ()) -> str:
     cols = build_columns(runs)
     lines = ["# Post-quantum verification cost per core", ""]
     if profile:
         lines += [f"Profile: `{profile.name}` ({profile.description or profile.path}).", ""]
     if not cols:
-        lines += ["No measurements in " + ", ".join(str(r.path) for r in runs) + "."]
+        if runs:
+            lines += ["No measurements in " + ", ".join(str(r.path) for r in runs) + ".", ""]
         for r in runs:
             lines += [f"- input problem: {p}" for p in r.problems]
-        return "\n".join(lines) + "\n"
+        lines += _measured_blocks(list(blocks)) if blocks else []
+        return "\n".join(lines).rstrip() + "\n"
     lines += machine_section(cols)
     lines += _verify(cols, profile, "verify", "Signature verification and Verify Units")
     lines += _wallet(cols, profile)
@@ -364,5 +395,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None) -> str:
     lines += _invalid(cols, profile)
     lines += _dual(cols, profile)
     lines += _worst_block(cols, profile)
+    if blocks:
+        lines += _measured_blocks(list(blocks))
     lines += _notes(cols, profile)
     return "\n".join(lines).rstrip() + "\n"

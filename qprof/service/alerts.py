@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import queue
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -88,19 +91,26 @@ class AlertCommand:
 
     def run_one(self, alert: Alert) -> bool:
         try:
-            proc = subprocess.run(
-                self.argv, input=alert.to_json().encode(), stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, timeout=self.timeout_s, check=False,
-            )
-        except subprocess.TimeoutExpired:
-            log.warning("alert command %s timed out after %.0f s (alert %s)",
-                        self.argv[0], self.timeout_s, alert.kind)
-            return False
+            # Its own session and process group: a timeout kills the command and
+            # everything it started, not only the direct child.
+            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    start_new_session=True)
         except OSError as exc:
             log.warning("alert command %s failed to start: %s", self.argv[0], exc)
             return False
+        try:
+            _out, stderr = proc.communicate(alert.to_json().encode(), timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=5)  # reap it; a child that left the group
+            log.warning("alert command %s timed out after %.0f s (alert %s); its process "
+                        "group was killed", self.argv[0], self.timeout_s, alert.kind)
+            return False
         if proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip().splitlines()
+            err = stderr.decode(errors="replace").strip().splitlines()
             log.warning("alert command %s exited %d%s", self.argv[0], proc.returncode,
                         f": {err[-1]}" if err else "")
             return False

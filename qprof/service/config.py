@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.service.retention import Retention
+from qprof.tomlfile import TomlFileError, read_toml
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
@@ -34,6 +35,10 @@ class DaemonConfig:
     # With liboqs: also time the shadow pair (liboqs + a second verifier on each sample),
     # which is what detects a verifier disagreement. 12 timed tasks per round, not 4.
     dual: bool = True
+    # After each finished cycle, verify each profile suite's worst-case block on all
+    # online CPUs (qprof block; exported as qprof_block_verify_seconds). Off by
+    # default: it loads every core for a moment and signs the blocks once per process.
+    block: bool = False
     max_load: float = 0.5  # 1-minute load average per online CPU, at most
     max_busy: float = 30.0  # percent of all CPUs busy over the last watch window, at most
     alert_command: str | None = None
@@ -43,6 +48,9 @@ class DaemonConfig:
     watch_interval: float = 1.0
     root: Path = Path("/")
     first_cycle_delay: float = 60.0  # let the machine settle after boot/restart
+    # A store locked by another process at start (a backup, a VACUUM) is waited for this
+    # long, then the daemon exits for its supervisor to retry (under TimeoutStartSec=).
+    store_wait: float = 60.0
     log_level: str = "info"
     # Retention (days; 0 keeps for ever): runs and alerts, the per-sample timings inside
     # runs, frequency history. The runs behind the newest results are always kept.
@@ -63,8 +71,8 @@ class DaemonConfig:
 
 
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
-            "watch_interval", "first_cycle_delay", "keep_days", "keep_samples_days",
-            "keep_freq_days"}
+            "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
+            "keep_samples_days", "keep_freq_days"}
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
@@ -83,7 +91,8 @@ def parse_listen(text: str) -> tuple[str, int] | None:
 
 def _coerce(key: str, value: Any, where: str) -> Any:
     if key in _NUMBERS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < 0):
             raise ConfigError(f"{where}: {key} must be a non-negative number, got {value!r}")
         return float(value)
     if key in _INTS:
@@ -94,7 +103,7 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str | Path) or not str(value):
             raise ConfigError(f"{where}: {key} must be a path string, got {value!r}")
         return Path(value)
-    if key in ("quick", "dual"):
+    if key in ("quick", "dual", "block"):
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
         return value
@@ -127,12 +136,9 @@ def _coerce(key: str, value: Any, where: str) -> Any:
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML file ([daemon] table or top-level keys) into checked settings."""
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        data = read_toml(path)
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
     table = data.get("daemon", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [daemon] must be a table")

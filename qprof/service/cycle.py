@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
@@ -23,13 +24,14 @@ from collections.abc import Callable
 
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
+from qprof.measure.block import Block
 from qprof.measure.clock import clock_changes
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
-from qprof.service.metrics import Degradation, DegradedReason, MetricsState, summarize
+from qprof.service.metrics import DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 
 log = logging.getLogger("qprof.daemon")
@@ -85,6 +87,7 @@ class CycleRunner:
         self._store_failed = False
         self._coverage: dict[tuple[int, str, str], bool] = {}
         self._warmed = False
+        self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
 
     # -- results and coverage --------------------------------------------------------
 
@@ -130,9 +133,8 @@ class CycleRunner:
             if not self._store_failed:
                 log.error("store write failed (%s): results are measured but NOT saved; "
                           "metrics still show them until restart", exc)
-                with self.state.lock:
-                    self.state.degraded["store"] = Degradation(
-                        DegradedReason.STORE_WRITE_FAILED, f"write failed: {exc}")
+                self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
+                                        f"write failed: {exc}")
             self._store_failed = True
         if isinstance(record, Disagreement):
             self.state.count_disagreement(record.cpu, record.suite)
@@ -171,9 +173,38 @@ class CycleRunner:
                 break
             if status != "finished":
                 outcome = "partial"
+        if outcome == "finished" and self.cfg.block:
+            self.measure_blocks(stop)
         with self.state.lock:
             self.state.cycles[outcome] = self.state.cycles.get(outcome, 0) + 1
         return outcome
+
+    def measure_blocks(self, stop: threading.Event) -> None:
+        """Verify each profile suite's worst-case block on every online CPU this process
+        may use (``qprof block``): single with the cycle's backend, and enforce (liboqs
+        + numba) when the daemon runs dual. Results replace the previous ones."""
+        from qprof.consensus.vu import block_signatures
+        from qprof.measure.block import BlockError, build_block, verify_block
+
+        profile = self.state.profile
+        if profile is None:
+            return
+        cpus = sorted(c for c in os.sched_getaffinity(0) if self.online_now(c))
+        modes = ["single"] + (["enforce"] if self.cfg.dual and self.backend == "liboqs" else [])
+        results = []
+        for suite in profile.suites:
+            if stop.is_set():
+                return
+            try:
+                if suite not in self._blocks:
+                    self._blocks[suite] = build_block(suite, block_signatures(profile, suite))
+                for mode in modes:
+                    results.append(verify_block(self._blocks[suite], cpus, self.backend, mode,
+                                                block_interval_s=profile.target_block_interval_s))
+            except (BlockError, OSError, ValueError) as exc:
+                log.warning("block %s: not verified: %s", suite, exc)
+        with self.state.lock:
+            self.state.blocks = results
 
     def _measure_cpu(self, cpu: int, stop: threading.Event) -> str:
         self.current_cpu = cpu

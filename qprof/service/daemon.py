@@ -11,6 +11,7 @@ qprof_degraded metric).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import signal
@@ -23,18 +24,31 @@ from typing import Any
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, select_cpus
-from qprof.service.metrics import Degradation, DegradedReason, MetricsState, serve_metrics
+from qprof.service.metrics import DegradedReason, MetricsState, serve_metrics
 from qprof.service.notify import Notifier
-from qprof.service.store import DB_NAME, Store, StoreError, default_state_dir
+from qprof.service.store import (
+    DB_NAME,
+    Store,
+    StoreBusy,
+    StoreError,
+    default_state_dir,
+    is_busy,
+)
 
 log = logging.getLogger("qprof.daemon")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2
+EXIT_RETRY = 75  # EX_TEMPFAIL: try again later (systemd's Restart=on-failure does)
+LOCK_NAME = "qprof.lock"  # in the state dir: one daemon per store
 STOP_JOIN_S = 1.5  # SIGTERM to exit within 5 s: wait this long for the engine to stop
 # (a worker reports only when its whole block of rounds is done, so waiting longer
 # rarely saves a result; on a loaded machine the rest of the shutdown needs the margin)
 MAINTAIN_EVERY_S = 3600.0  # apply the store's retention this often
+
+
+class RetryLater(Exception):
+    """Start-up cannot go on now but may later (the store stays locked): exit 75."""
 
 
 class Daemon:
@@ -57,12 +71,15 @@ class Daemon:
         self._freq_write_failed = False
         self._next_maintenance = 0.0
         self._ready = False  # sinks attached: degradations become alerts too
+        self._lock_fd: int | None = None  # the state dir's lock, held for life
+        self._status_asked: str | None = None  # SIGUSR1/2 seen: log the status line
+        self._store_write_failed = False
+        self._store_wait_logged = False
 
     # -- start-up ---------------------------------------------------------------------
 
     def degrade(self, what: str, reason: DegradedReason, why: str) -> None:
-        with self.state.lock:
-            self.state.degraded[what] = Degradation(reason, why)
+        self.state.set_degraded(what, reason, why)
         if self._ready:
             self.alerts.emit("degraded", "warning", f"degraded: {what}: {why}", what=what,
                              reason=why)
@@ -131,18 +148,67 @@ class Daemon:
     def _open_store(self) -> None:
         state_dir = Path(self.cfg.state_dir) if self.cfg.state_dir else default_state_dir()
         path = state_dir / DB_NAME
+        deadline = time.monotonic() + self.cfg.store_wait
+        while True:
+            try:
+                state_dir.mkdir(parents=True, exist_ok=True)
+                self._lock_state_dir(state_dir)
+                self.store = Store(path)
+                # Retention, and a write at start-up, so a read-only or full store usually
+                # shows here rather than mid-cycle (later write failures degrade the same).
+                self._maintain()
+                log.info("store: %s", path)
+                return
+            except (StoreError, OSError, sqlite3.Error) as exc:
+                if self.store is not None:
+                    self.store.close()
+                    self.store = None
+                if not (isinstance(exc, StoreBusy) or is_busy(exc)):
+                    self.degrade("store", DegradedReason.STORE_UNUSABLE,
+                                 f"{path} not usable ({exc}); results are kept in memory "
+                                 "only and lost when the daemon stops")
+                    self.store = Store(":memory:")
+                    return
+                self._wait_for_store(path, deadline)
+
+    def _wait_for_store(self, path: Path, deadline: float) -> None:
+        """The store is locked by another process: wait (STATUS= says so, the watchdog
+        is fed), and past --store-wait give up for the supervisor to retry. Running on an
+        in-memory store instead would lose everything measured at the next stop."""
+        left = deadline - time.monotonic()
+        if left <= 0 or self.stop.is_set():
+            raise RetryLater(f"store {path} still locked by another process after "
+                             f"{self.cfg.store_wait:g} s (a backup or VACUUM?); exiting "
+                             f"{EXIT_RETRY} to be started again later")
+        status = f"waiting for the store {path}: locked by another process"
+        if not self._store_wait_logged:
+            log.warning("%s (a backup or VACUUM?); waiting up to %.0f s", status, left)
+            self._store_wait_logged = True
+        self.notifier.status(status)
+        self.notifier.watchdog()
+        self.stop.wait(min(1.0, left))
+
+    def _lock_state_dir(self, state_dir: Path) -> None:
+        """One daemon per state dir: a second would mark the first one's running run
+        aborted and measure the same cores at the same time. The lock (flock, released
+        by the kernel when the process dies) names its holder's pid."""
+        if self._lock_fd is not None:
+            return
         try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-            self.store = Store(path)
-            # Retention, and a write at start-up, so a read-only or full store usually
-            # shows here rather than mid-cycle (later write failures degrade the same way).
-            self._maintain()
-            log.info("store: %s", path)
-        except (StoreError, OSError, sqlite3.Error) as exc:
-            self.degrade("store", DegradedReason.STORE_UNUSABLE,
-                         f"{path} not usable ({exc}); results are kept in memory only and "
-                         "lost when the daemon stops")
-            self.store = Store(":memory:")
+            fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return  # an unwritable state dir: the store degrades to memory, nothing shared
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise ConfigError(f"state dir {state_dir} is in use by another qprof daemon "
+                              f"(pid {holder}); stop it or give this one another "
+                              "--state-dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
 
     def _maintain(self) -> None:
         """Apply the retention policy (start-up, then hourly from the watch loop)."""
@@ -206,7 +272,17 @@ class Daemon:
 
     def _alert_to_store(self, alert: Alert) -> None:
         assert self.store is not None
-        self.store.add_alert(alert)
+        try:
+            self.store.add_alert(alert)
+        except sqlite3.Error as exc:
+            # Not self.degrade(): its alert would come back here. The disk filling up
+            # shows in qprof_degraded and STATUS=, and is logged once.
+            if not self._store_write_failed:
+                log.error("store: writing alerts failed (%s); alerts still reach the log, "
+                          "metrics and the alert command", exc)
+                self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
+                                        f"writing alerts failed: {exc}")
+            self._store_write_failed = True
 
     def _alert_to_metrics(self, alert: Alert) -> None:
         with self.state.lock:
@@ -248,16 +324,27 @@ class Daemon:
             if now >= next_status:
                 self.notifier.status(self.status_line())
                 next_status = now + 10.0
+            if self._status_asked is not None:
+                log.info("%s: %s", self._status_asked, self.status_line())
+                self._status_asked = None
             self.stop.wait(self.cfg.watch_interval)
         return self.shutdown()
 
     def _install_signals(self) -> None:
-        def on_signal(signum: int, _frame: Any) -> None:
+        def on_stop(signum: int, _frame: Any) -> None:
             log.info("received %s: stopping", signal.Signals(signum).name)
             self.stop.set()
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        def on_status(signum: int, _frame: Any) -> None:
+            # Logged by the loop: the handler may run while the loop holds a lock.
+            self._status_asked = signal.Signals(signum).name
+
+        # SIGHUP (a closing terminal; systemd sends none): a clean stop, as SIGTERM. A
+        # restart re-reads the settings.
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, on_stop)
+        for sig in (signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, on_status)
 
     def _watch_once(self, now: float) -> None:
         try:
@@ -391,6 +478,9 @@ def run_daemon(cfg: DaemonConfig) -> int:
     except ConfigError as exc:
         log.error("config error: %s", exc)
         return EXIT_CONFIG
+    except RetryLater as exc:
+        log.error("%s", exc)
+        return EXIT_RETRY
     rc = daemon.run()
     if daemon.cycle_thread is not None and daemon.cycle_thread.is_alive():
         # The engine is still finishing a worker round; its run is already marked

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
 from qprof.hw.freq import CpuFreq
+from qprof.measure.block import BlockResult
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import reduce_measurements
 from qprof.measure.verdict import choose_statistic, evaluate
@@ -143,6 +144,11 @@ class MetricsState:
     # name the CPU and suite from these labels.
     disagreements: dict[tuple[int, str], int] = field(default_factory=dict)
     cycle_interval_s: float | None = None  # the configured rest between cycles
+    blocks: list[BlockResult] = field(default_factory=list)  # newest worst-case blocks
+
+    def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
+        with self.lock:
+            self.degraded[what] = Degradation(reason, detail)
 
     def count_disagreement(self, cpu: int, suite: str) -> None:
         with self.lock:
@@ -190,6 +196,7 @@ class QprofCollector(Collector):
             degraded = dict(s.degraded)
             disagreements = dict(s.disagreements)
             interval = s.cycle_interval_s
+            blocks = list(s.blocks)
 
         yield from _cpu_metrics(freqs)
 
@@ -229,6 +236,7 @@ class QprofCollector(Collector):
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
         yield from (est, const_metric, covered)
+        yield from _block_metrics(blocks)
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
                                     degraded)
@@ -302,6 +310,26 @@ def _service_metrics(alert_counts: dict[str, int], cycles: dict[str, int],
     for what, why in sorted(degraded.items()):
         deg.add_metric([what, why.reason], 1.0)
     yield deg
+
+
+def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
+    wall = GaugeMetricFamily(
+        "qprof_block_verify_seconds",
+        "Wall time to verify the profile's worst-case block of one suite on the CPUs of "
+        "the scope, one pinned thread each (qprof block)",
+        labels=["suite", "mode", "scope"],
+    )
+    estimate = GaugeMetricFamily(
+        "qprof_block_single_core_estimate_seconds",
+        "The same block estimated on one core: signatures x median per-signature time",
+        labels=["suite", "mode"],
+    )
+    for b in blocks:
+        wall.add_metric([b.suite, b.mode, b.scope], b.wall_s)
+    estimates = {(b.suite, b.mode): b.single_core_estimate_s for b in blocks}
+    for (suite, mode), seconds in estimates.items():
+        estimate.add_metric([suite, mode], seconds)
+    yield from (wall, estimate)
 
 
 def serve_metrics(state: MetricsState, host: str, port: int):

@@ -61,6 +61,22 @@ class StoreError(RuntimeError):
     """The store cannot be opened or written (message says which file and why)."""
 
 
+def damaged(path: str | Path, exc: Exception) -> str:
+    """One line for a store whose pages are damaged (readers leave the file alone)."""
+    return (f"{path}: the store is damaged ({exc}); the file is left as it is "
+            f"(`sqlite3 {path} .recover` saves what is still readable)")
+
+
+class StoreBusy(StoreError):
+    """Another process holds the store's lock (a backup, a VACUUM): try again later."""
+
+
+def is_busy(exc: BaseException) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (any extended code): the lock is held elsewhere."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 @dataclass
 class RunInfo:
     run_id: str
@@ -96,14 +112,14 @@ class Store:
     def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = str(path)
         self.readonly = readonly
+        self.note: str | None = None  # how a read-only store had to be opened, if unusual
         self._lock = threading.RLock()
         self._last_freq: dict[int, tuple[float, int | None, int | None]] = {}
         try:
             if readonly:
                 if self.path != ":memory:" and not Path(self.path).exists():
                     raise StoreError(f"{self.path}: no such store (has the daemon run?)")
-                uri = f"file:{self.path}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+                self._db = self._open_readonly()
             else:
                 if self.path != ":memory:":
                     Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -115,7 +131,25 @@ class Store:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"{self.path}: cannot open store: {exc}") from None
+            error = StoreBusy if is_busy(exc) else StoreError
+            raise error(f"{self.path}: cannot open store: {exc}") from None
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """``mode=ro``; where even that cannot work (a WAL store whose -shm file cannot
+        be created: a read-only filesystem or directory) the file as an immutable
+        snapshot, and ``self.note`` says so."""
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if (exc.sqlite_errorcode & 0xFF) != sqlite3.SQLITE_CANTOPEN:
+                raise
+        self.note = (f"{self.path}: on a read-only filesystem or directory; read as an "
+                     "immutable snapshot (what a daemon wrote since is not seen)")
+        return sqlite3.connect(f"file:{self.path}?immutable=1", uri=True,
+                               check_same_thread=False)
 
     # -- schema ---------------------------------------------------------------------
 

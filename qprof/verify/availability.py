@@ -67,7 +67,10 @@ def find_liboqs(environ: dict[str, str] | None = None) -> LiboqsLocation | str:
     candidates: list[tuple[Path, str]] = []
     if env.get("OQS_INSTALL_PATH"):
         candidates.append((Path(env["OQS_INSTALL_PATH"]).expanduser(), "OQS_INSTALL_PATH"))
-    candidates.append((Path.home() / "_oqs", "~/_oqs"))
+    try:
+        candidates.append((Path.home() / "_oqs", "~/_oqs"))
+    except RuntimeError:  # no $HOME and no passwd entry: a systemd DynamicUser= service
+        tried.append("no home directory for ~/_oqs")
 
     def found(library: str, install_dir: Path | None, source: str) -> LiboqsLocation:
         skipped = tried[0] if tried and env.get("OQS_INSTALL_PATH") else None

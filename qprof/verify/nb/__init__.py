@@ -1,7 +1,7 @@
 """qprof's own numba verifiers ("second verifier" next to liboqs).
 
 Submodules are imported on demand (importing numba costs ~0.5 s):
-``keccak`` (Keccak-f[1600], SHAKE128/256), ``keccak4`` (four interleaved permutations),
+``keccak`` (Keccak-f[1600], SHAKE128/256), ``keccak_xn`` (4 or 8 interleaved permutations),
 ``slhdsa`` (SLH-DSA-SHAKE verify, FIPS 205) and ``mldsa`` (ML-DSA verify, FIPS 204).
 Everything is plain ``@njit(cache=True, nogil=True)`` code: no C extension, no
 hand-written LLVM IR.

@@ -4,7 +4,7 @@ Every function is plain ``@njit(cache=True, nogil=True)`` so it loads from the n
 cache and runs without the GIL.  The permutation keeps the 25 lanes in local
 variables across a 24-iteration loop whose body is one round written out lane by
 lane: LLVM holds the lanes in registers (about twice as fast as indexing an array
-every step).  ``keccak4`` runs four interleaved states at once for the independent
+every step).  ``keccak_xn`` runs 4 or 8 interleaved states at once for the independent
 streams of ML-DSA's ExpandA and SLH-DSA's WOTS+ chains and FORS trees.
 
 Two levels of API:
@@ -57,7 +57,7 @@ _RC = np.array(
     ],
     dtype=np.uint64,
 )
-ROUND_CONSTANTS = _RC  # public name, for the 4-way permutation in keccak4
+ROUND_CONSTANTS = _RC  # public name, for the multi-way permutation in keccak_xn
 
 
 # Rotation amounts as uint64 so numba never promotes the shifts to int64 or float.

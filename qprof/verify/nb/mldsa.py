@@ -10,9 +10,9 @@ The Python wrappers only check argument types and call one
 The heavy parts live in:
 
 * ``mldsa_poly``: Montgomery NTT, decoders with the FIPS 204 checks, UseHint, w1Encode;
-* ``mldsa_expand``: ExpandA on four interleaved SHAKE128 streams, fused with A * z;
+* ``mldsa_expand``: ExpandA on 4 or 8 interleaved SHAKE128 streams, fused with A * z;
   SampleInBall;
-* ``keccak4``: the four-way Keccak-f[1600]; single streams use ``keccak``
+* ``keccak_xn``: the multi-way Keccak-f[1600]; single streams use ``keccak``
   (``keccak.absorb_range`` absorbs byte ranges of ``bytes`` objects).
 
 Numba's on-disk cache is keyed on the source file of the function compiled, not on
@@ -35,6 +35,7 @@ from qprof.verify.nb.keccak import (
     absorb_update,
     squeeze_into,
 )
+from qprof.verify.nb.keccak_xn import WAYS
 from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
 from qprof.verify.nb.mldsa_poly import (
     N,
@@ -121,31 +122,37 @@ def _hash_mu(tr: np.ndarray, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.n
     squeeze_into(state, mu, 0, MU_BYTES)
 
 
+# One row per level, in PARAMS order: the kernel takes a row index instead of eight
+# integers (each argument costs numba's dispatcher a type check on every call).
+_KERNEL_PARAMS = np.array(
+    [
+        [p.k, p.l, p.tau, p.c_tilde_bytes, p.gamma1_bits, p.gamma2, p.omega, p.beta]
+        for p in PARAMS.values()
+    ],
+    dtype=np.int64,
+)
+_KERNEL_ROW = {level: row for row, level in enumerate(PARAMS)}
+
+
 @njit(cache=True, nogil=True)
-def _verify_kernel(
-    k: int,
-    l: int,  # noqa: E741
-    tau: int,
-    c_tilde_bytes: int,
-    gamma1_bits: int,
-    gamma2: int,
-    omega: int,
-    beta: int,
-    pk: bytes,
-    sig: bytes,
-    ctx: bytes,
-    msg: bytes,
-    mu_in: bytes,
-    use_mu: bool,
-) -> bool:
-    """ML-DSA.Verify (Alg. 3 + 8); with ``use_mu`` mu is ``mu_in`` and ctx/msg unused."""
+def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use_mu: bool) -> bool:
+    """ML-DSA.Verify (Alg. 3 + 8) with the parameters of ``_KERNEL_PARAMS[row]``;
+    ``data`` is the message, or with ``use_mu`` mu itself (and ``ctx`` is unused)."""
+    k = _KERNEL_PARAMS[row, 0]
+    l = _KERNEL_PARAMS[row, 1]  # noqa: E741 - FIPS 204 calls it l
+    tau = _KERNEL_PARAMS[row, 2]
+    c_tilde_bytes = _KERNEL_PARAMS[row, 3]
+    gamma1_bits = _KERNEL_PARAMS[row, 4]
+    gamma2 = _KERNEL_PARAMS[row, 5]
+    omega = _KERNEL_PARAMS[row, 6]
+    beta = _KERNEL_PARAMS[row, 7]
     z_poly_bytes = 32 * (gamma1_bits + 1)
     if len(pk) != 32 + 320 * k:
         return False
     if len(sig) != c_tilde_bytes + l * z_poly_bytes + omega + k:
         return False
     if use_mu:
-        if len(mu_in) != MU_BYTES:
+        if len(data) != MU_BYTES:
             return False
     elif len(ctx) > MAX_CONTEXT_BYTES:
         return False
@@ -167,27 +174,28 @@ def _verify_kernel(
     chat = np.empty(N, dtype=np.int32)
     block = np.empty(SHAKE256_RATE, dtype=np.uint8)
     sample_in_ball(c_tilde, tau, state, block, chat)
-    ntt(chat)
+    scratch = np.empty(N, dtype=np.int32)
+    ntt(chat, scratch)
     for s in range(l):
-        ntt(zhat[s])
+        ntt(zhat[s], scratch)
 
     # w'_approx = NTT^-1(A_hat * z_hat - c_hat * t1_hat * 2^d), accumulated lazily.
     acc = np.empty((k, N), dtype=np.int64)
-    state4 = np.empty(100, dtype=np.uint64)
-    sampled = np.empty((4, N + SAMPLE_SLACK), dtype=np.int32)
-    nonces = np.empty(4, dtype=np.int64)
+    state_xn = np.empty(25 * WAYS, dtype=np.uint64)
+    sampled = np.empty((WAYS, N + SAMPLE_SLACK), dtype=np.int32)
+    counts = np.empty(WAYS, dtype=np.int64)
     rho = np.empty(RHO_BYTES, dtype=np.uint8)
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
-    # tr = H(pk, 64) is computed inside, in a spare way of the four-way permutation.
+    # tr = H(pk, 64) is computed inside, in a spare way of the multi-way permutation.
     tr = np.empty(TR_BYTES, dtype=np.uint8)
-    expand_a_times_z(rho, k, l, zhat, acc, state4, sampled, nonces, pk, tr, not use_mu)
+    expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr, not use_mu)
     mu = np.empty(MU_BYTES, dtype=np.uint8)
     if use_mu:
         for i in range(MU_BYTES):
-            mu[i] = mu_in[i]
+            mu[i] = data[i]
     else:
-        _hash_mu(tr, ctx, msg, state, mu)
+        _hash_mu(tr, ctx, data, state, mu)
 
     t1 = np.empty(N, dtype=np.int32)
     w = np.empty(N, dtype=np.int32)
@@ -197,12 +205,12 @@ def _verify_kernel(
     hint_start = 0
     for r in range(k):
         decode_t1_shifted(pk, 32 + 320 * r, t1)
-        ntt(t1)
+        ntt(t1, scratch)
         row = acc[r]
         for j in range(N):
             ct = montgomery_reduce(np.int64(chat[j]) * np.int64(t1[j]))
             w[j] = reduce32(montgomery_reduce(row[j]) - ct)
-        invntt_tomont(w)
+        invntt_tomont(w, scratch)
         for j in range(N):
             v = caddq(np.int64(w[j]))
             w[j] = v
@@ -228,11 +236,11 @@ def _verify_kernel(
     return same
 
 
-def _params(level: object) -> MldsaParams | None:
-    """Parameters for 44 / 65 / 87 (also numpy integers); None for anything else."""
+def _row(level: object) -> int | None:
+    """Kernel parameter row for 44 / 65 / 87 (also numpy integers); None otherwise."""
     if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
         return None
-    return PARAMS.get(int(level))
+    return _KERNEL_ROW.get(int(level))
 
 
 def _as_bytes(data: object) -> bytes | None:
@@ -241,34 +249,11 @@ def _as_bytes(data: object) -> bytes | None:
     The kernels take ``bytes`` directly: numba types them as read-only uint8 buffers
     and dispatches them faster than ``np.frombuffer`` views.
     """
-    if isinstance(data, bytes):
+    if type(data) is bytes:
         return data
-    if isinstance(data, (bytearray, memoryview)):
+    if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     return None
-
-
-def _run(
-    params: MldsaParams, pk: bytes, sig: bytes, ctx: bytes, msg: bytes, mu: bytes, use_mu: bool
-) -> bool:
-    return bool(
-        _verify_kernel(
-            params.k,
-            params.l,
-            params.tau,
-            params.c_tilde_bytes,
-            params.gamma1_bits,
-            params.gamma2,
-            params.omega,
-            params.beta,
-            pk,
-            sig,
-            ctx,
-            msg,
-            mu,
-            use_mu,
-        )
-    )
 
 
 def mldsa_verify(
@@ -279,25 +264,25 @@ def mldsa_verify(
     Returns False (never raises) for unknown levels, non-bytes input, wrong key or
     signature lengths, contexts over 255 bytes and malformed encodings.
     """
-    params = _params(level)
+    row = _row(level)
     pk = _as_bytes(public_key)
     msg = _as_bytes(message)
     sig = _as_bytes(signature)
     ctx = _as_bytes(context)
-    if params is None or pk is None or msg is None or sig is None or ctx is None:
+    if row is None or pk is None or msg is None or sig is None or ctx is None:
         return False
-    return _run(params, pk, sig, ctx, msg, b"", False)
+    return bool(_verify_kernel(row, pk, sig, ctx, msg, False))
 
 
 def mldsa_verify_mu(level: int, public_key: bytes, mu: bytes, signature: bytes) -> bool:
     """ML-DSA.Verify_internal from a given 64-byte mu (the external-mu interface)."""
-    params = _params(level)
+    row = _row(level)
     pk = _as_bytes(public_key)
     mu_bytes = _as_bytes(mu)
     sig = _as_bytes(signature)
-    if params is None or pk is None or mu_bytes is None or sig is None:
+    if row is None or pk is None or mu_bytes is None or sig is None:
         return False
-    return _run(params, pk, sig, b"", b"", mu_bytes, True)
+    return bool(_verify_kernel(row, pk, sig, b"", mu_bytes, True))
 
 
 def warm_up(suite: str | None = None) -> None:

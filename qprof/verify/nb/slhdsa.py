@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from qprof.verify.nb.keccak4 import WAYS
+from qprof.verify.nb.keccak_xn import WAYS
 from qprof.verify.nb.slhdsa_kernels import verify_kernel
 from qprof.verify.nb.slhdsa_params import PARAMS, SlhParams
 
 __all__ = ["PARAMS", "SlhParams", "slhdsa_verify", "warm_up"]
 
 MAX_CONTEXT_BYTES = 255
-VECTOR_WAYS = WAYS  # hash four WOTS+ chains / FORS trees at once
+VECTOR_WAYS = WAYS  # hash WAYS WOTS+ chains / FORS trees at once
 
 
 def _as_bytes(value: object) -> bytes | None:

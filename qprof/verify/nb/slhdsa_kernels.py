@@ -27,7 +27,7 @@ from qprof.verify.nb.keccak import (
     keccak_p1600,
     squeeze_into,
 )
-from qprof.verify.nb.keccak4 import WAYS, keccak_p1600_x4
+from qprof.verify.nb.keccak_xn import WAYS, keccak_p1600_xn
 
 # ADRS types (FIPS 205, section 4.2).
 WOTS_HASH = 0
@@ -170,8 +170,8 @@ def _node_byte(words, off, b):
 
 
 @njit(cache=True, nogil=True)
-def _make_template_x4(seed, nw, msg_words):
-    """``_make_template`` for 4 interleaved states (lane l of state j at 4*l + j)."""
+def _make_template_xn(seed, nw, msg_words):
+    """``_make_template`` for WAYS interleaved states (lane l of state j at WAYS*l + j)."""
     t = np.zeros(25 * WAYS, dtype=np.uint64)
     for j in range(WAYS):
         for i in range(nw):
@@ -182,23 +182,23 @@ def _make_template_x4(seed, nw, msg_words):
 
 
 @njit(cache=True, nogil=True)
-def _set_lane_x4(t4, lane, value):
+def _set_lane_xn(tx, lane, value):
     for j in range(WAYS):
-        t4[WAYS * lane + j] = value
+        tx[WAYS * lane + j] = value
 
 
 @njit(cache=True, nogil=True)
-def _wots_chains_x4(tf4, out4, nw, lane2, digits, order, length, sigw, soff, buf, slots):
-    """All ``length`` WOTS+ chains of one signature, four at a time.
+def _wots_chains_xn(tfx, outx, nw, lane2, digits, order, length, sigw, soff, buf, slots):
+    """All ``length`` WOTS+ chains of one signature, WAYS at a time.
 
     Chain c runs from ``digits[c]`` to w - 1 = 15 starting at signature node c; its
-    end goes to ``buf[c * nw:]``.  Four slots each hold one chain in progress; a slot
+    end goes to ``buf[c * nw:]``.  ``WAYS`` slots each hold one chain in progress; a slot
     that finishes takes the next chain, so the vectors stay full until the tail.
     Chains are handed out longest first (``order``, filled here) so the tail, where
     some slots idle, is made of short chains.
-    ``slots`` is int64 scratch of 8: chain index (-1 = free) and position per slot.
+    ``slots`` is int64 scratch of 2 * WAYS: chain index (-1 = free) and position per slot.
     """
-    _set_lane_x4(tf4, nw + 2, lane2)
+    _set_lane_xn(tfx, nw + 2, lane2)
     filled = 0
     for digit in range(_W_MASK + 1):  # counting sort by start digit = longest first
         for c in range(length):
@@ -221,13 +221,13 @@ def _wots_chains_x4(tf4, out4, nw, lane2, digits, order, length, sigw, soff, buf
                 slots[j] = c
                 slots[WAYS + j] = digits[c]
                 for i in range(nw):
-                    tf4[WAYS * (nw + 4 + i) + j] = sigw[soff + c * nw + i]
+                    tfx[WAYS * (nw + 4 + i) + j] = sigw[soff + c * nw + i]
             if slots[j] >= 0:
                 active += 1
-                tf4[WAYS * (nw + 3) + j] = _adrs_pair(slots[j], slots[WAYS + j])
+                tfx[WAYS * (nw + 3) + j] = _adrs_pair(slots[j], slots[WAYS + j])
         if active == 0:
             return
-        keccak_p1600_x4(tf4, out4)
+        keccak_p1600_xn(tfx, outx)
         for j in range(WAYS):
             c = slots[j]
             if c < 0:
@@ -235,11 +235,11 @@ def _wots_chains_x4(tf4, out4, nw, lane2, digits, order, length, sigw, soff, buf
             slots[WAYS + j] += 1
             if slots[WAYS + j] == _W_MASK:
                 for i in range(nw):
-                    buf[c * nw + i] = out4[WAYS * i + j]
+                    buf[c * nw + i] = outx[WAYS * i + j]
                 slots[j] = -1
             else:
                 for i in range(nw):
-                    tf4[WAYS * (nw + 4 + i) + j] = out4[WAYS * i + j]
+                    tfx[WAYS * (nw + 4 + i) + j] = outx[WAYS * i + j]
 
 
 @njit(cache=True, nogil=True)
@@ -258,40 +258,40 @@ def _wots_digits(msgw, moff, n, digits):
 
 
 @njit(cache=True, nogil=True)
-def _fors_roots_x4(tf4, th4, out4, nw, a, k, lane2, indices, sigw, soff, buf, cur):
-    """FORS pkFromSig (Algorithm 17) for four trees at a time; roots to ``buf``.
+def _fors_roots_xn(tfx, thx, outx, nw, a, k, lane2, indices, sigw, soff, buf, cur):
+    """FORS pkFromSig (Algorithm 17) for WAYS trees at a time; roots to ``buf``.
 
-    ``cur`` is int64 scratch of 4: each slot's current node index in the ADRS.
+    ``cur`` is int64 scratch of WAYS: each slot's current node index in the ADRS.
     """
-    _set_lane_x4(tf4, nw + 2, lane2)
-    _set_lane_x4(th4, nw + 2, lane2)
+    _set_lane_xn(tfx, nw + 2, lane2)
+    _set_lane_xn(thx, nw + 2, lane2)
     tree_words = (a + 1) * nw
     for first in range(0, k, WAYS):
         count = min(WAYS, k - first)
         for j in range(count):
             t = first + j
             cur[j] = (t << a) + indices[t]
-            tf4[WAYS * (nw + 3) + j] = _adrs_pair(0, cur[j])
+            tfx[WAYS * (nw + 3) + j] = _adrs_pair(0, cur[j])
             base = soff + t * tree_words
             for i in range(nw):
-                tf4[WAYS * (nw + 4 + i) + j] = sigw[base + i]
-        keccak_p1600_x4(tf4, out4)
+                tfx[WAYS * (nw + 4 + i) + j] = sigw[base + i]
+        keccak_p1600_xn(tfx, outx)
         for height in range(a):
             for j in range(count):
                 t = first + j
                 cur[j] >>= 1
-                th4[WAYS * (nw + 3) + j] = _adrs_pair(height + 1, cur[j])
+                thx[WAYS * (nw + 3) + j] = _adrs_pair(height + 1, cur[j])
                 auth = soff + t * tree_words + (1 + height) * nw
                 # Node goes left when its bit of the leaf index is 0.
                 node_lane = nw + 4 if ((indices[t] >> height) & 1) == 0 else 2 * nw + 4
                 auth_lane = 3 * nw + 8 - node_lane
                 for i in range(nw):
-                    th4[WAYS * (node_lane + i) + j] = out4[WAYS * i + j]
-                    th4[WAYS * (auth_lane + i) + j] = sigw[auth + i]
-            keccak_p1600_x4(th4, out4)
+                    thx[WAYS * (node_lane + i) + j] = outx[WAYS * i + j]
+                    thx[WAYS * (auth_lane + i) + j] = sigw[auth + i]
+            keccak_p1600_xn(thx, outx)
         for j in range(count):
             for i in range(nw):
-                buf[(first + j) * nw + i] = out4[WAYS * i + j]
+                buf[(first + j) * nw + i] = outx[WAYS * i + j]
 
 
 @njit(cache=True, nogil=True)
@@ -355,7 +355,7 @@ def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):
     """slh_verify (Algorithm 24 around Algorithm 20); lengths were checked by the caller.
 
     ``pk``, ``msg``, ``sig``, ``ctx`` are uint8 arrays; returns True when valid.
-    ``ways`` = 4 runs WOTS+ chains and FORS trees four at a time (``keccak4``);
+    ``ways`` = WAYS runs WOTS+ chains and FORS trees WAYS at a time (``keccak_xn``);
     1 runs everything on the scalar permutation (kept for tests and the benchmark).
     """
     nw = n // 8
@@ -421,18 +421,18 @@ def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):
         bits -= a
         indices[i] = (acc >> bits) & ((1 << a) - 1)
     sig_off = nw  # after R
-    tf4 = _make_template_x4(seed, nw, nw)
-    th4 = _make_template_x4(seed, nw, 2 * nw)
-    out4 = np.empty(25 * WAYS, dtype=np.uint64)
+    tfx = _make_template_xn(seed, nw, nw)
+    thx = _make_template_xn(seed, nw, 2 * nw)
+    outx = np.empty(25 * WAYS, dtype=np.uint64)
     scratch = np.empty(2 * WAYS, dtype=np.int64)
     digits = np.empty(length, dtype=np.int64)
     order = np.empty(length, dtype=np.int64)
     if ways == WAYS:
-        _set_lane_x4(tf4, nw, lane0)
-        _set_lane_x4(tf4, nw + 1, lane1)
-        _set_lane_x4(th4, nw, lane0)
-        _set_lane_x4(th4, nw + 1, lane1)
-        _fors_roots_x4(tf4, th4, out4, nw, a, k, fors_lane2, indices, sigw, sig_off, buf,
+        _set_lane_xn(tfx, nw, lane0)
+        _set_lane_xn(tfx, nw + 1, lane1)
+        _set_lane_xn(thx, nw, lane0)
+        _set_lane_xn(thx, nw + 1, lane1)
+        _fors_roots_xn(tfx, thx, outx, nw, a, k, fors_lane2, indices, sigw, sig_off, buf,
                        scratch)  # fmt: skip
     else:
         for i in range(k):
@@ -458,10 +458,10 @@ def verify_kernel(n, h, d, hp, a, k, m, pk, msg, sig, ctx, ways):
         _set_layer_tree(tf, nw, lane0, lane1)
         _set_layer_tree(th, nw, lane0, lane1)
         if ways == WAYS:
-            _set_lane_x4(tf4, nw, lane0)
-            _set_lane_x4(tf4, nw + 1, lane1)
+            _set_lane_xn(tfx, nw, lane0)
+            _set_lane_xn(tfx, nw + 1, lane1)
             _wots_digits(node, 0, n, digits)
-            _wots_chains_x4(tf4, out4, nw, _adrs_pair(WOTS_HASH, leaf), digits, order, length, sigw,
+            _wots_chains_xn(tfx, outx, nw, _adrs_pair(WOTS_HASH, leaf), digits, order, length, sigw,
                             sig_off, wots_buf, scratch)  # fmt: skip
             _hash_t(state, seed, nw, lane0, lane1, _adrs_pair(WOTS_PK, leaf), np.uint64(0),
                     wots_buf, length * nw, node, 0)  # fmt: skip

@@ -1,0 +1,349 @@
+"""A real worst-case block, verified the way a node does: signatures spread over cores.
+
+The estimate elsewhere (``consensus.vu.coverage``) is signatures x median on one core.
+Here the block is built (fresh keys; as many signatures of one suite as
+MAX_BLOCK_VERIFY_UNITS allows) and verified by one thread per CPU, each pinned to its
+CPU and holding its own verifier objects (they are not thread-safe). numba's kernels
+are ``nogil`` and liboqs is called through ctypes, which releases the GIL, so the
+threads run in parallel. Each thread records when it started and ended its share, so
+a caller can see that they overlapped; every signature's verdict is kept.
+
+Modes follow the measurement engine's dual operations: ``single`` verifies with one
+backend; ``enforce`` runs the second verifier only on what the first accepted and
+accepts when both do; ``shadow`` runs both always and accepts on the first (the
+second only reports disagreements).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from qprof.measure.fixtures import CONTEXT, candidate_signers, flip_one_byte
+
+MODES = ("single", "enforce", "shadow")
+# SLH-DSA "s" signing takes about a second a signature: such blocks repeat a pool of
+# fresh signatures (verification costs the same for a repeat; nothing is cached).
+SLOW_SIGNING_POOL = 8
+
+
+class BlockError(RuntimeError):
+    """The block cannot be built or verified here (message says why)."""
+
+
+@dataclass(frozen=True)
+class BlockItem:
+    public_key: bytes
+    message: bytes
+    signature: bytes
+    context: bytes
+    valid: bool  # what the signer made: a real signature, or one with a byte flipped
+
+
+@dataclass(frozen=True)
+class Block:
+    suite: str
+    items: tuple[BlockItem, ...]
+    signed_by: str
+    distinct: int  # different (key, signature) pairs in the block
+
+
+@dataclass(frozen=True)
+class ThreadSpan:
+    """One verifying thread: its CPU, its share and when it ran (perf_counter s)."""
+
+    cpu: int
+    signatures: int
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class BlockResult:
+    suite: str
+    backend: str
+    mode: str
+    second: str | None  # the second verifier in enforce/shadow modes
+    signatures: int
+    distinct_signatures: int
+    scope: str  # "all", "cluster N" or "cpu N"
+    cpus: list[int]
+    wall_s: float
+    single_core_estimate_s: float  # signatures x median per-signature time on one core
+    speedup: float  # single_core_estimate_s / wall_s
+    block_interval_s: float | None
+    interval_fraction: float | None  # wall_s / block_interval_s
+    all_verified: bool  # every valid signature accepted, every invalid one rejected
+    accepted: int
+    rejected: int
+    wrong_verdicts: list[int]  # indexes into the block whose verdict was wrong
+    disagreements: int  # dual modes: both verifiers ran and differed
+    threads: list[ThreadSpan] = field(default_factory=list)
+    verdicts: list[bool] = field(default_factory=list, repr=False)
+    wall_runs_s: list[float] = field(default_factory=list)  # every run (median_run)
+
+    @property
+    def overlap_s(self) -> float:
+        """How long every thread was running at once (0 with one thread)."""
+        if len(self.threads) < 2:
+            return 0.0
+        return max(
+            0.0,
+            min(t.end_s for t in self.threads) - max(t.start_s for t in self.threads),
+        )
+
+    def to_dict(self, with_verdicts: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        d["overlap_s"] = self.overlap_s
+        if not with_verdicts:
+            d.pop("verdicts")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BlockResult:
+        """Inverse of ``to_dict`` (``qprof block --json`` rows); KeyError/TypeError/
+        ValueError on a malformed row."""
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in d.items() if k in known}
+        data["threads"] = [ThreadSpan(**t) for t in d.get("threads", [])]
+        return cls(**data)
+
+
+def median_run(runs: Sequence[BlockResult]) -> BlockResult:
+    """The run with the median wall time (the lower middle for an even count), with
+    every run's wall time in ``wall_runs_s``; all_verified only when every run was
+    right. On a shared host one short block is easily slowed by a neighbour."""
+    if not runs:
+        raise BlockError("no runs")
+    ordered = sorted(runs, key=lambda r: r.wall_s)
+    chosen = replace(ordered[(len(ordered) - 1) // 2])
+    chosen.wall_runs_s = [r.wall_s for r in runs]
+    chosen.all_verified = all(r.all_verified for r in runs)
+    chosen.wrong_verdicts = sorted({i for r in runs for i in r.wrong_verdicts})
+    return chosen
+
+
+def load_block_results(path: str | Path) -> list[BlockResult]:
+    """The rows of a ``qprof block --json`` file; BlockError says what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return [BlockResult.from_dict(row) for row in data["results"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BlockError(f"{path}: not a qprof block --json file ({exc})") from exc
+
+
+def build_block(
+    suite: str, signatures: int, distinct: int | None = None, invalid: Sequence[int] = ()
+) -> Block:
+    """``signatures`` items of ``suite``: ``distinct`` fresh key pairs, each signing its
+    own message (default: all distinct for ML-DSA, a pool of SLOW_SIGNING_POOL for
+    SLH-DSA), repeated in turn to fill the block; items at ``invalid`` indexes get one
+    byte of the signature flipped. Signing is spread over threads like verification."""
+    from qprof.verify import SUITES, get_signer
+
+    if signatures < 1:
+        raise BlockError("a block needs at least one signature")
+    if distinct is None:
+        distinct = signatures if SUITES[suite].family == "ML-DSA" else SLOW_SIGNING_POOL
+    distinct = max(1, min(distinct, signatures))
+    found, reasons = candidate_signers(suite, ("liboqs",))
+    if not found:
+        raise BlockError(f"no backend can sign {suite} here ({'; '.join(reasons)})")
+    backend = found[0][0]
+    errors: list[Exception] = []
+
+    Signed = tuple[bytes, bytes, bytes]  # public key, message, signature
+
+    def sign_some(indexes: range, out: list[Signed | None]) -> None:
+        try:
+            signer = get_signer(backend, suite)  # one per thread: not thread-safe
+            for i in indexes:
+                pk, sk = signer.keypair()
+                msg = os.urandom(32)  # a transaction sighash
+                out[i] = (pk, msg, signer.sign(sk, msg, CONTEXT))
+        except Exception as exc:  # reported below, with the backend's name
+            errors.append(exc)
+
+    pool: list[Signed | None] = [None] * distinct
+    workers = max(1, min(len(os.sched_getaffinity(0)), distinct))
+    threads = [
+        threading.Thread(target=sign_some, args=(range(w, distinct, workers), pool))
+        for w in range(workers)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors or any(p is None for p in pool):
+        raise BlockError(f"{backend} failed to sign {suite}: {errors[0] if errors else '?'}")
+    bad = set(invalid)
+    items = []
+    signed = [p for p in pool if p is not None]
+    for i in range(signatures):
+        pk, msg, sig = signed[i % distinct]
+        items.append(BlockItem(pk, msg, flip_one_byte(sig) if i in bad else sig, CONTEXT,
+                               i not in bad))  # fmt: skip
+    return Block(suite, tuple(items), backend, distinct)
+
+
+def node_verifier(
+    suite: str, backend: str, mode: str, second: str | None
+) -> Callable[[BlockItem], tuple[bool, bool]]:
+    """item -> (node accepts, the two verifiers disagreed); fresh verifier objects."""
+    from qprof.verify import get_verifier
+
+    first = get_verifier(backend, suite)
+    first.warm_up()
+    if mode == "single":
+        return lambda it: (
+            first.verify(it.public_key, it.message, it.signature, it.context),
+            False,
+        )
+    if second is None:
+        raise BlockError(f"mode {mode} needs a second verifier")
+    other = get_verifier(second, suite)
+    other.warm_up()
+
+    def dual(it: BlockItem) -> tuple[bool, bool]:
+        a = first.verify(it.public_key, it.message, it.signature, it.context)
+        if mode == "enforce":
+            if not a:
+                return False, False
+            b = other.verify(it.public_key, it.message, it.signature, it.context)
+            return b, not b
+        b = other.verify(it.public_key, it.message, it.signature, it.context)
+        return a, a != b
+
+    return dual
+
+
+def _run_threads(
+    block: Block, cpus: Sequence[int], make: Callable[[], Callable[[BlockItem], tuple[bool, bool]]]
+) -> tuple[float, list[ThreadSpan], list[bool], int]:
+    """Verify the block with one pinned thread per CPU, contiguous shares."""
+    n = len(block.items)
+    verdicts: list[bool] = [False] * n
+    disagreements = [0] * len(cpus)
+    spans: list[ThreadSpan | None] = [None] * len(cpus)
+    errors: list[BaseException] = []
+    bounds = [n * k // len(cpus) for k in range(len(cpus) + 1)]
+    ready = threading.Barrier(len(cpus) + 1)
+
+    def work(slot: int) -> None:
+        try:
+            os.sched_setaffinity(0, {cpus[slot]})  # this thread only (Linux)
+            verify = make()
+            for it in block.items[: max(1, len(cpus))]:
+                verify(it)  # warm the caches and this thread's verifiers
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+            ready.abort()
+            return
+        try:
+            ready.wait()
+        except threading.BrokenBarrierError:
+            return
+        start = time.perf_counter()
+        for i in range(bounds[slot], bounds[slot + 1]):
+            ok, differ = verify(block.items[i])
+            verdicts[i] = ok
+            disagreements[slot] += differ
+        end = time.perf_counter()
+        spans[slot] = ThreadSpan(cpus[slot], bounds[slot + 1] - bounds[slot], start, end)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(len(cpus))]
+    for t in threads:
+        t.start()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a worker failed: see errors
+        ready.wait()
+    for t in threads:
+        t.join()
+    if errors:
+        raise BlockError(f"a verifying thread failed: {errors[0]}") from errors[0]
+    done = [s for s in spans if s is not None]
+    wall = max(s.end_s for s in done) - min(s.start_s for s in done)
+    return wall, done, verdicts, sum(disagreements)
+
+
+def single_core_median_s(
+    block: Block, cpu: int, verify: Callable[[BlockItem], tuple[bool, bool]], sample: int = 200
+) -> float:
+    """Median time of one verification on ``cpu`` (calling thread pinned), over up to
+    ``sample`` items of the block: the per-signature figure the estimate multiplies."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        times = []
+        items = block.items[:sample]
+        for it in items[:2]:
+            verify(it)
+        for it in items:
+            t0 = time.perf_counter()
+            verify(it)
+            times.append(time.perf_counter() - t0)
+    finally:
+        os.sched_setaffinity(0, before)
+    return statistics.median(times)
+
+
+def verify_block(
+    block: Block,
+    cpus: Sequence[int],
+    backend: str,
+    mode: str = "single",
+    second: str | None = None,
+    scope: str = "all",
+    block_interval_s: float | None = None,
+    per_signature_s: float | None = None,
+) -> BlockResult:
+    """Verify ``block`` on ``cpus`` (one pinned thread each); see the module doc.
+
+    ``per_signature_s``: the single-core median to estimate with; measured on
+    ``cpus[0]`` when not given (pass it to compare several scopes with one estimate).
+    """
+    if mode not in MODES:
+        raise BlockError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
+    if not cpus:
+        raise BlockError("no CPUs to verify on")
+    if mode != "single" and second is None:
+        second = "numba"
+
+    def make() -> Callable[[BlockItem], tuple[bool, bool]]:
+        return node_verifier(block.suite, backend, mode, second)
+
+    if per_signature_s is None:
+        per_signature_s = single_core_median_s(block, cpus[0], make())
+    wall, spans, verdicts, disagreements = _run_threads(block, cpus, make)
+    n = len(block.items)
+    estimate = per_signature_s * n
+    wrong = [i for i, it in enumerate(block.items) if verdicts[i] is not it.valid]
+    return BlockResult(
+        suite=block.suite,
+        backend=backend,
+        mode=mode,
+        second=second if mode != "single" else None,
+        signatures=n,
+        distinct_signatures=block.distinct,
+        scope=scope,
+        cpus=list(cpus),
+        wall_s=wall,
+        single_core_estimate_s=estimate,
+        speedup=estimate / wall if wall > 0 else float("inf"),
+        block_interval_s=block_interval_s,
+        interval_fraction=(wall / block_interval_s) if block_interval_s else None,
+        all_verified=not wrong,
+        accepted=sum(verdicts),
+        rejected=n - sum(verdicts),
+        wrong_verdicts=wrong,
+        disagreements=disagreements,
+        threads=spans,
+        verdicts=verdicts,
+    )

@@ -1,0 +1,186 @@
+"""`qprof block`: a small real block, every verdict checked, threads that overlap.
+
+Signatures come from whichever backend can sign here (liboqs, else pqcrypto or the
+pure-Python reference), verification uses numba (always there) unless a test needs
+liboqs. No wall-time asserts: overlap is checked from the threads' own timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from qprof.hw.sysfs import format_cpulist
+from qprof.measure.block import BlockError, build_block, verify_block
+
+SUITE = "ML-DSA-44"
+INVALID = (3, 17, 250, 399)
+
+
+def _cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))[:2]
+
+
+@pytest.fixture(scope="module")
+def block():  # noqa: ANN201
+    return build_block(SUITE, 400, distinct=16, invalid=INVALID)
+
+
+def test_block_items_are_fresh_signatures_with_the_tampered_ones_marked(block) -> None:  # noqa: ANN001
+    assert len(block.items) == 400 and block.distinct == 16
+    assert len({it.public_key for it in block.items}) == 16
+    assert [i for i, it in enumerate(block.items) if not it.valid] == list(INVALID)
+
+
+@pytest.mark.parametrize("mode", ["single", "enforce", "shadow"])
+def test_every_verdict_is_right_and_invalid_ones_are_reported(block, mode: str) -> None:  # noqa: ANN001
+    result = verify_block(block, _cpus(), "numba", mode, second="numba")
+    assert result.verdicts == [i not in INVALID for i in range(400)]
+    assert result.all_verified and result.wrong_verdicts == []
+    assert result.rejected == len(INVALID) and result.accepted == 400 - len(INVALID)
+    assert result.disagreements == 0
+    assert sum(t.signatures for t in result.threads) == 400
+    assert result.single_core_estimate_s > 0 and result.wall_s > 0
+
+
+def test_a_wrong_verdict_is_reported(block) -> None:  # noqa: ANN001
+    # Mark a valid item as "should be rejected": the verifier accepts it -> reported.
+    from dataclasses import replace
+
+    items = list(block.items)
+    items[5] = replace(items[5], valid=False)
+    result = verify_block(replace(block, items=tuple(items)), _cpus()[:1], "numba")
+    assert not result.all_verified and result.wrong_verdicts == [5]
+
+
+def _overlapped(result) -> bool:  # noqa: ANN001
+    first, second = result.threads
+    return first.start_s < second.end_s and second.start_s < first.end_s
+
+
+@pytest.fixture(scope="module")
+def big_block():  # noqa: ANN201
+    return build_block(SUITE, 2000, distinct=16)
+
+
+def _overlap_in_three_tries(block, backend: str, mode: str = "single") -> None:  # noqa: ANN001
+    # Each thread gets ~1,000 verifications (tens of ms): on a loaded host a pinned
+    # thread can wait a few scheduler slices for its CPU, so allow three tries.
+    results = [verify_block(block, _cpus(), backend, mode, second="numba") for _ in range(3)]
+    for result in results:
+        assert sorted(t.cpu for t in result.threads) == _cpus()
+        assert result.all_verified
+    assert any(_overlapped(r) and r.overlap_s > 0 for r in results)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_threads_run_at_the_same_time_on_their_own_cpus(big_block) -> None:  # noqa: ANN001
+    _overlap_in_three_tries(big_block, "numba")  # numba's kernels release the GIL
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_liboqs_threads_overlap_too(big_block, liboqs_available) -> None:  # noqa: ANN001
+    _overlap_in_three_tries(big_block, "liboqs", "enforce")  # ctypes releases the GIL
+
+
+def test_liboqs_enforce_reports_the_invalid_ones(block, liboqs_available) -> None:  # noqa: ANN001
+    result = verify_block(block, _cpus(), "liboqs", "enforce", second="numba")
+    assert result.verdicts == [i not in INVALID for i in range(400)]
+
+
+def test_bad_arguments_raise_block_error(block) -> None:  # noqa: ANN001
+    with pytest.raises(BlockError):
+        verify_block(block, [], "numba")
+    with pytest.raises(BlockError):
+        verify_block(block, _cpus(), "numba", mode="paranoid")
+    with pytest.raises(BlockError):
+        build_block(SUITE, 0)
+
+
+def test_cli_json_contract_and_report_section(tmp_path) -> None:  # noqa: ANN001
+    cpus = ",".join(map(str, _cpus()))
+    out = subprocess.run(
+        [sys.executable, "-m", "qprof", "block", "--json", "--suites", SUITE, "--signatures",
+         "60", "--invalid", "2", "--backend", "numba", "--cpus", cpus],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    rows = data["results"]
+    assert rows[0]["scope"] == "all" and rows[0]["cpus"] == _cpus()
+    for row in rows:
+        assert row["suite"] == SUITE and row["backend"] == "numba" and row["mode"] == "single"
+        assert row["signatures"] == 60 and row["all_verified"] is True
+        assert row["rejected"] == 2
+        assert row["wall_s"] > 0 and row["single_core_estimate_s"] > 0
+    if len(_cpus()) > 1:
+        assert rows[-1]["scope"] == f"cpu {_cpus()[0]}" and rows[-1]["cpus"] == _cpus()[:1]
+    # The same figures in `qprof report --block`.
+    saved = tmp_path / "block.json"
+    saved.write_text(out.stdout)
+    report = subprocess.run(
+        [sys.executable, "-m", "qprof", "report", "--block", str(saved)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "## Measured worst-case blocks" in report.stdout
+    listed = format_cpulist(_cpus())
+    assert f"| {SUITE} (60) | single (numba) | all ({listed})" in report.stdout
+
+
+def test_daemon_exports_the_blocks_it_verified(tmp_path) -> None:  # noqa: ANN001
+    # A tiny profile (30 ML-DSA-44 signatures a block) through the daemon's cycle
+    # runner, then the Prometheus exposition.
+    import threading
+    from pathlib import Path
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.consensus.profiles import profile_from_dict
+    from qprof.service.config import DaemonConfig
+    from qprof.service.cycle import CycleRunner
+    from qprof.service.metrics import MetricsState, QprofCollector
+
+    state = MetricsState()
+    state.profile = profile_from_dict(
+        {"name": "tiny", "unit_suite": SUITE, "verify_units": {SUITE: 100},
+         "max_block_verify_units": 3000, "target_block_interval_s": 75},
+        Path(tmp_path / "tiny.toml"),
+    )  # fmt: skip
+    runner = CycleRunner(DaemonConfig(block=True, dual=False), None, None, state, "numba",
+                         dict, lambda cpu: True)  # type: ignore[arg-type]  # fmt: skip
+    runner.measure_blocks(threading.Event())
+    [result] = state.blocks
+    assert result.signatures == 30 and result.all_verified and result.scope == "all"
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(state, {"qprof": "test"}))
+    text = generate_latest(registry).decode()
+    assert f'qprof_block_verify_seconds{{mode="single",scope="all",suite="{SUITE}"}}' in text
+    assert f'qprof_block_single_core_estimate_seconds{{mode="single",suite="{SUITE}"}}' in text
+
+
+def test_cli_bad_input_is_a_clear_error(capsys) -> None:  # noqa: ANN001
+    from qprof.cli import main
+
+    assert main(["block", "--suites", "ML-DSA-99"]) == 2
+    assert "unknown suite ML-DSA-99" in capsys.readouterr().err
+    assert main(["block", "--profile", "/nonexistent.toml"]) == 2
+    assert main(["block", "--cpus", "zero"]) == 2
+    assert "--cpus" in capsys.readouterr().err
+
+
+def test_median_run_keeps_every_wall_time_and_any_wrong_verdict(block) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    from qprof.measure.block import median_run
+
+    runs = [verify_block(block, _cpus()[:1], "numba") for _ in range(3)]
+    runs[2] = replace(runs[2], all_verified=False, wrong_verdicts=[7])
+    chosen = median_run(runs)
+    assert chosen.wall_s == sorted(r.wall_s for r in runs)[1]
+    assert chosen.wall_runs_s == [r.wall_s for r in runs]
+    assert not chosen.all_verified and chosen.wrong_verdicts == [7]
