@@ -296,14 +296,14 @@ class Outcome:
 
 
 def estimate(profile: Profile, records: list[Record], statistic: str) -> list[Outcome]:
-    """THE adapter: the estimator the product uses, on a run's records."""
-    from qprof.measure.verdict import evaluate
+    """THE adapter: the verdict the product uses, on a run's records."""
+    from qprof.consensus.verdict import evaluate
 
     ms = [r for r in records if isinstance(r, Measurement)]
     return [
-        Outcome(r.suite, x["statistic_used"], profile.unit_vu * r.median_ns / r.unit_median_ns,
+        Outcome(r.suite, r.statistic, profile.unit_vu * r.suite_time_ns / r.unit_time_ns,
                 r.vu_estimate, r.vu_ci_low, r.vu_ci_high, r.confidence)
-        for r, x in evaluate(profile, ms, statistic=statistic)
+        for r in evaluate(profile, ms, statistic=statistic)
     ]
 
 

@@ -47,11 +47,16 @@ def _check_json(backend: str | None) -> dict:
             "--budget", "0.05", "--max-rounds", "5", "--time-limit", "20"]
     if backend:
         args += ["--backend", backend]
+    judged = backend in (None, "liboqs")
+    if not judged:
+        args += ["--comparison"]
     out = _qprof(*args)
-    assert out.returncode in (0, 1), out.stderr
+    assert out.returncode in ((0, 1, 3) if judged else (4,)), out.stderr
     data = json.loads(out.stdout)
     assert data["exit_code"] == out.returncode
-    assert data["covered"] is (out.returncode == 0)
+    assert data["covered"] is {0: True, 1: False}.get(out.returncode)
+    assert bool(data["unsure"]) is (out.returncode == 3)
+    assert (data["advice"] is not None) is (out.returncode == 3)
     assert data["profile"] == "qanum"
     # CPU 99 does not exist: that CPU is reported, the other one measured.
     assert "99" in data["aborted_cpus"] and "does not exist" in data["aborted_cpus"]["99"]
@@ -62,10 +67,18 @@ def _check_json(backend: str | None) -> dict:
     for r in data["results"]:
         assert r["cpu"] == _cpu()
         assert r["median_ns"] > 0
-        assert r["covered"] is (r["vu_estimate"] <= r["vu_constant"])
-        assert r["margin"] == r["vu_constant"] - r["vu_estimate"]
+        if judged:
+            assert r["basis"] == "node"
+            assert r["margin"] == r["vu_constant"] - r["vu_estimate"]
+            if r["decision"] == "unsure":
+                assert r["covered"] is None and "measure longer" in r["verdict"]
+            else:
+                assert r["covered"] is (r["vu_estimate"] <= r["vu_constant"])
+        else:  # a verifier no node runs alone: figures, never a verdict
+            assert (r["basis"], r["covered"], r["margin"]) == ("comparison", None, None)
+            assert "not what a node runs" in r["basis_label"]
         lo, hi = r["vu_ci_95"]
-        assert lo <= hi
+        assert lo <= r["vu_estimate"] <= hi  # never an estimate outside its interval
     assert suites["ML-DSA-44"]["vu_estimate"] == 100
     assert suites["ML-DSA-87"]["vu_constant"] == 290
     # Which statistic the estimates used, per CPU and per row, and the method.
@@ -93,6 +106,22 @@ def test_check_without_liboqs_uses_another_backend():
         pytest.skip(f"rustcrypto unavailable: {st.reason if st else 'unknown'}")
     data = _check_json("rustcrypto")
     assert {r["backend"] for r in data["results"]} == {"rustcrypto"}
+
+
+def test_check_refuses_a_verdict_without_the_profiles_verifier(tmp_path: Path):
+    # numba alone: refused unless asked for comparison figures (then exit 4, no verdict).
+    res = _qprof("check", "--profile", "qanum", "--backend", "numba", "--cpus", str(_cpu()))
+    assert res.returncode == 2
+    assert "numba alone is not what a node runs" in res.stderr and "--comparison" in res.stderr
+    # liboqs hidden, no backend named: the line says what to install.
+    env = dict(os.environ, OQS_INSTALL_PATH=str(tmp_path / "none"), HOME=str(tmp_path))
+    res = subprocess.run([sys.executable, "-m", "qprof", "check", "--profile", "qanum",
+                          "--json", "--cpus", str(_cpu())],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 2
+    err = json.loads(res.stdout)["error"]
+    assert "no verdict without liboqs" in err and "install liboqs" in err
+    assert "--comparison" in err
 
 
 def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):

@@ -16,9 +16,9 @@ import pytest
 import simulate
 
 from qprof.consensus import load_profile
+from qprof.consensus.verdict import evaluate
 from qprof.measure.clock import clock_changes, steady_measurements
 from qprof.measure.records import FreqSample, Measurement, Note, Record
-from qprof.measure.verdict import evaluate
 from qprof.service import cycle
 from qprof.service.alerts import Alert, AlertDispatcher
 from qprof.service.config import DaemonConfig
@@ -124,7 +124,7 @@ def test_a_cap_that_starts_under_the_running_engine(seeds: Path, tmp_path: Path,
     ms = [m for m in records if isinstance(m, Measurement)]
     [change] = clock_changes(ms, UNIT)
     results = evaluate(profile, ms, statistic="median")
-    assert {x["rounds"] for _r, x in results} == {len(change.kept_rounds)}
+    assert {r.estimate.rounds for r in results} == {len(change.kept_rounds)}
     # The daemon: result_skewed with the factor and the rounds left out.
     [skew] = [a for a in alerts if a.kind == "result_skewed"]
     assert skew.cpu == cpu and skew.details["factor"] == 2.0

@@ -118,3 +118,41 @@ def test_unknown_profile_lists_known_ones():
         load_profile("no-such-chain")
     with pytest.raises(ProfileError, match="not found"):
         load_profile("/nonexistent/x.toml")
+
+
+def test_verifier_key_names_the_verdicts_basis(tmp_path: Path) -> None:
+    from qprof.consensus.basis import verdict_basis
+
+    qanum = load_profile("qanum")
+    assert qanum.verifier == "liboqs"
+    assert verdict_basis(qanum, "liboqs") == "node"
+    assert verdict_basis(qanum, "liboqs+numba", "dual_enforce") == "dual"
+    assert verdict_basis(qanum, "liboqs+numba", "dual_shadow") == "comparison"
+    assert verdict_basis(qanum, "numba") == "comparison"
+    assert verdict_basis(qanum, "liboqs", "dual_enforce") == "comparison"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('unit_suite = "ML-DSA-44"\nverifier = "liboqs+numba"\n'
+                   'max_block_verify_units = 10\n[verify_units]\n"ML-DSA-44" = 1\n')
+    with pytest.raises(ProfileError, match="verifier"):
+        load_profile(bad)
+
+
+def test_only_the_profiles_verifier_gets_covered() -> None:
+    from qprof.consensus.verdict import evaluate
+    from qprof.measure.records import Measurement
+
+    qanum = load_profile("qanum")
+    records = [Measurement(run_id="r", cpu=0, suite=s, backend=b, operation=op, round=0,
+                           n=1, median_ns=ns, p95_ns=ns)
+               for b, op in (("liboqs", "verify"), ("numba", "verify"),
+                             ("liboqs+numba", "dual_enforce"))
+               for s, ns in (("ML-DSA-44", 100.0), ("ML-DSA-87", 300.0))]
+    got = {(r.backend, r.suite): r for op in ("verify", "dual_enforce")
+           for r in evaluate(qanum, records, operation=op)}
+    assert got[("liboqs", "ML-DSA-87")].covered is False
+    assert got[("liboqs+numba", "ML-DSA-87")].covered is False
+    assert "dual enforce" in got[("liboqs+numba", "ML-DSA-87")].verdict
+    numba = got[("numba", "ML-DSA-87")]
+    assert (numba.covered, numba.margin, numba.confidence, numba.vu_estimate) == (
+        None, None, None, 300)
+    assert "covered" not in numba.verdict.lower()

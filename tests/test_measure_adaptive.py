@@ -167,3 +167,20 @@ def test_protocol_round_trips(tmp_path: Path):
                                       turn_size=1)])
     res.write(tmp_path / "res.json")
     assert WorkerResult.read(tmp_path / "res.json") == res
+
+
+def test_rule_stops_only_when_the_verdict_is_decided():
+    """The rule asks the verdict's own estimator: once it stops (with the profile), no
+    suite's verdict is "unsure"; while one is, it asks for more rounds."""
+    from qprof.consensus import load_profile
+    from qprof.consensus.verdict import evaluate
+
+    profile = load_profile("qanum")
+    rule = StoppingRule("ML-DSA-44", 5, statistic="auto", target_ci_bp=10_000.0,
+                        max_spread_bp=10_000.0, profile=profile)
+    for ratio, seed in ((2.895, 3), (2.80, 5), (2.99, 7)):
+        ms = (_rounds("ML-DSA-44", 100_000.0, 5, 0.01, seed)
+              + _rounds("ML-DSA-87", ratio * 100_000.0, 5, 0.01, seed + 1))
+        unsure = any(r.decision == "unsure"
+                     for r in evaluate(profile, ms, replicates=400))
+        assert rule.needs_more(ms, cpu=0) is unsure, ratio

@@ -49,7 +49,8 @@ def test_page_is_self_contained_with_every_chart(two_runs: list[Path]) -> None:
     # Charts: 3 suites' estimates, 2 drift, 2 frequency, 4 worst-case blocks.
     assert page.count("<svg ") == 11
     assert "<script" not in page and not re.search(r"(src|href)=", page)
-    assert "1614 (1583-1640) &gt; 1600 ✗" in page  # the Markdown's figures, not covered
+    # The Markdown's figures and verdicts: 1614 over 1600, but its interval straddles it.
+    assert "1614 (1583-1640) ? 1600: unsure" in page
     assert "283 (277-287) ≤ 290 ✓" in page
     assert "block interval 75 s" in page and "round under a frequency cap" in page
     assert page.count('fill-opacity="0.15"') == 2 + 1  # capped rounds x 2 runs, cap span

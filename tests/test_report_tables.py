@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from qprof.consensus import load_profile
+from qprof.consensus.verdict import evaluate
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
 from qprof.measure.report import fmt_ns, render_report
-from qprof.measure.verdict import evaluate
 
 U = "ML-DSA-44"
 CPU = 2
@@ -120,10 +120,12 @@ def test_verify_and_vu_table(report):
     r128 = row(v, "SLH-DSA-SHAKE-128s")
     assert r128[1] == "1.62 ms-1.64 ms"
     assert r128[2].split()[0] == "1614"  # ceil(100 x 1630 / 101) = ceil(1613.86)
-    assert r128[3:] == ["1600", "no"]
+    # 1614 over 1600 by the median, but its 95 % interval reaches below 1600: unsure.
+    assert r128[3:] == ["1600", "unsure"]
     r256 = row(v, "SLH-DSA-SHAKE-256s")
     assert r256[2].split()[0] == "3476" and r256[3:] == ["3600", "yes"]
-    assert "estimate 1614 exceeds the constant 1600 by 14: NOT covered" in v
+    assert "- SLH-DSA-SHAKE-128s on CPU 2" in v and ": estimate 1614 (95 % CI" in v
+    assert "against the constant 1600: unsure: the interval straddles the constant" in v
 
 
 def test_worst_case_block_table(report):
@@ -187,15 +189,19 @@ def test_two_files_side_by_side(tmp_path):
 
 def test_verdict_json_contract(tmp_path):
     run = read_run(write(tmp_path / "gold.jsonl"))
-    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements)}
-    r, extra = res["ML-DSA-87"]
-    assert (r.cpu, r.backend, r.median_ns, r.vu_estimate, r.vu_constant, r.covered, r.margin) \
-        == (CPU, "liboqs", 285500.0, 283, 290, True, 7)
+    res = {r.suite: r for r in evaluate(load_profile("qanum"), run.measurements,
+                                         statistic="median")}
+    r = res["ML-DSA-87"]
+    assert (r.cpu, r.backend, r.suite_time_ns, r.vu_estimate, r.vu_constant, r.covered,
+            r.margin) == (CPU, "liboqs", 285500.0, 283, 290, True, 7)
+    assert r.statistic == "median" and r.estimate.median_ns == 285500.0
     assert r.capped is True and r.cap_factor == 2.24
-    assert extra["rounds"] == 2 and extra["n"] == 6
+    assert r.estimate.rounds == 2 and r.estimate.n == 6
     assert r.vu_ci_low <= 283 <= r.vu_ci_high
-    assert res["SLH-DSA-SHAKE-128s"][0].covered is False
-    assert res["SLH-DSA-SHAKE-128s"][0].margin == -14
+    slh = res["SLH-DSA-SHAKE-128s"]
+    assert (slh.decision, slh.covered, slh.margin, slh.confidence) == (
+        "unsure", None, -14, "uncertain")
+    assert slh.vu_ci_low <= 1600 < slh.vu_ci_high and "measure longer" in slh.verdict
 
 
 def test_report_command_reports_bad_lines(tmp_path):
@@ -223,11 +229,12 @@ def test_data_file_with_corrupt_lines_is_read():
 
 def test_verdict_with_tenth_percentiles(tmp_path):
     run = read_run(write(tmp_path / "gold.jsonl"))
-    res = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), run.measurements,
-                                                 statistic="p10")}
-    r, extra = res["ML-DSA-87"]
+    res = {r.suite: r for r in evaluate(load_profile("qanum"), run.measurements,
+                                         statistic="p10")}
+    r = res["ML-DSA-87"]
     # p10 of 283..288 us (pos 0.5) = 283.5 us; of the unit (pos 0.8 of 100,100,100,...) = 100
-    assert r.median_ns == 283_500.0 and r.vu_estimate == 284
-    assert extra["median_ns"] == 285_500.0 and extra["statistic"] == "p10"
+    assert r.suite_time_ns == 283_500.0 and r.vu_estimate == 284
+    assert r.estimate.median_ns == 285_500.0 and r.estimate.statistic_asked == "p10"
+    assert r.statistic == "p10"
     with pytest.raises(ValueError):
         evaluate(load_profile("qanum"), run.measurements, statistic="mode")

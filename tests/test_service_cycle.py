@@ -17,23 +17,23 @@ from qprof.service.metrics import MetricsState
 from qprof.service.store import Store
 
 
-def runner(tmp_path: Path, capped: dict[int, float | None] | None = None
-           ) -> tuple[CycleRunner, list[Alert], MetricsState]:
+def runner(tmp_path: Path, capped: dict[int, float | None] | None = None,
+           backend: str = "liboqs") -> tuple[CycleRunner, list[Alert], MetricsState]:
     got: list[Alert] = []
     state = MetricsState(profile=load_profile("qanum"))
     r = CycleRunner(DaemonConfig(), Store(tmp_path / "qprof.db"), AlertDispatcher([got.append]),
-                    state, "numba", capped_now=lambda: dict(capped or {}),
+                    state, backend, capped_now=lambda: dict(capped or {}),
                     online_now=lambda cpu: True)
     return r, got, state
 
 
 def record_run(r: CycleRunner, run_id: str, t: float, medians: dict[str, float],
-               capped: bool = False) -> None:
+               capped: bool = False, backend: str = "liboqs") -> None:
     r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
                  cpus=[{"cpu": 0}]))
     for rnd in range(3):
         for suite, ns in medians.items():
-            r._sink(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+            r._sink(Measurement(run_id=run_id, cpu=0, suite=suite, backend=backend,
                                 operation="verify", round=rnd, n=10, median_ns=ns,
                                 p95_ns=ns, finished_at=t + rnd, capped=capped,
                                 cap_factor=2.24 if capped else 1.0))
@@ -64,6 +64,26 @@ def test_restart_seeds_verdicts_without_alerts(tmp_path: Path) -> None:
     r2, alerts2, state2 = runner(tmp_path)
     r2.refresh_results(announce=False)
     assert alerts2 == [] and [c.covered for c in state2.coverage] == [True, False]
+
+
+def test_numba_alone_is_comparison_never_a_verdict(tmp_path: Path) -> None:
+    from qprof.service.metrics import QprofCollector
+
+    r, alerts, state = runner(tmp_path, backend="numba")
+    record_run(r, "a", 1000.0, {"ML-DSA-44": 100_000.0, "ML-DSA-87": 280_000.0},
+               backend="numba")
+    r.refresh_results()
+    record_run(r, "b", 2000.0, {"ML-DSA-44": 100_000.0, "ML-DSA-87": 300_000.0},
+               backend="numba")
+    r.refresh_results()
+    assert alerts == []  # no coverage_lost: numba alone was never covered or not
+    assert [(c.suite, c.vu_estimate, c.covered, c.basis) for c in state.coverage] == [
+        ("ML-DSA-44", 100, None, "comparison"), ("ML-DSA-87", 300, None, "comparison")]
+    assert "numba alone: not what a node runs" in state.coverage[1].verdict
+    families = {f.name: f for f in QprofCollector(state, {"version": "t"}).collect()}
+    assert families["qprof_vu_covered"].samples == []
+    assert {s.labels["basis"] for s in families["qprof_vu_estimate_basis_info"].samples} == {
+        "comparison"}
 
 
 def test_disagreement_alerts_at_once(tmp_path: Path) -> None:
@@ -122,7 +142,7 @@ def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[M
             samples += [quiet * 1.6 * (1 + 0.001 * (i % 5)) for i in range(n_busy)]
             samples.sort()
             med = samples[len(samples) // 2]
-            out.append(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+            out.append(Measurement(run_id=run_id, cpu=0, suite=suite, backend="liboqs",
                                    operation="verify", round=rnd, n=200, median_ns=med,
                                    p95_ns=samples[-10], finished_at=t + rnd,
                                    samples_ns=samples))
@@ -131,26 +151,23 @@ def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[M
 
 @pytest.mark.parametrize("noisy", [False, True])
 def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -> None:
-    from qprof.measure.verdict import evaluate
+    from qprof.consensus.verdict import evaluate
     from qprof.service.metrics import summarize
 
     profile = load_profile("qanum")
     shares = (0.2, 0.7, 0.3, 0.8, 0.25) if noisy else (0.2,) * 5
     ms = _shared_host_run("a", 1000.0, shares)
-    results = summarize(ms, profile=profile)
-    verdicts = {(r.cpu, r.suite): (r, x) for r, x in evaluate(profile, ms, statistic="auto")}
-    for res in results:
-        cov, extras = verdicts[(res.cpu, res.suite)]
-        assert res.statistic == extras["statistic_used"]
-        assert res.median_ns == cov.median_ns  # what qprof_verify_seconds serves
-    assert {r.statistic for r in results} == ({"p10"} if noisy else {"median"})
+    summary = summarize(ms, profile=profile)
+    verdicts = {(r.cpu, r.suite): r for r in evaluate(profile, ms, statistic="auto")}
+    for res in summary.results:
+        cov = verdicts[(res.cpu, res.suite)]
+        assert res.statistic == cov.statistic
+        assert res.time_ns == cov.suite_time_ns  # what qprof_verify_seconds serves
+    assert {r.statistic for r in summary.results} == ({"p10"} if noisy else {"median"})
     # Without a profile (it failed to load): the same choice from the samples alone.
-    assert [(r.statistic, r.median_ns) for r in summarize(ms)] == [
-        (r.statistic, r.median_ns) for r in results]
-    state = MetricsState(profile=profile)
-    cov = state.set_results(results)
-    assert [(c.suite, c.vu_estimate) for c in cov] == [
-        (r.suite, r.vu_estimate) for r, _ in evaluate(profile, ms, statistic="auto")]
+    assert [(r.statistic, r.time_ns) for r in summarize(ms).results] == [
+        (r.statistic, r.time_ns) for r in summary.results]
+    assert summary.coverage == list(verdicts.values())
 
 
 def test_bench_config_matches_check_and_adds_the_shadow_pair() -> None:

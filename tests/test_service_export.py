@@ -31,7 +31,7 @@ def _store(state: Path) -> Store:
         if status:
             for rnd in range(3):
                 for suite, ns in (("ML-DSA-44", 100_000.0), ("ML-DSA-87", 300_000.0)):
-                    store.add(Measurement(run_id=run_id, cpu=0, suite=suite, backend="numba",
+                    store.add(Measurement(run_id=run_id, cpu=0, suite=suite, backend="liboqs",
                                           operation="verify", round=rnd, n=10,
                                           median_ns=ns, p95_ns=ns, finished_at=t + 1))
             store.add(End(run_id=run_id, finished_at=t + 5, status=status))

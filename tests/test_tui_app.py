@@ -104,6 +104,33 @@ def test_coverage_panel_from_seeded_store(tmp_path: Path) -> None:
     run(scenario())
 
 
+def test_numba_alone_shows_figures_and_no_verdict(tmp_path: Path) -> None:
+    """Without liboqs the monitor measures with numba: estimates, never ✓/✗ (qanum's
+    constants are held to liboqs, the node's verifier)."""
+    root = fixture_root(BIG_LITTLE)
+    db = seed_store(tmp_path / "q.db", cpu=2, backend="numba")
+
+    async def scenario() -> None:
+        app = MonitorApp(frozen_config(root, store=db, backend="numba"))
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot)
+            rows = {(r[0], r[1].split()[0]): r for r in coverage_rows(app)}
+            slh = rows[("SLH-128s", "cl0")]
+            assert (slh[4], slh[6], slh[7]) == ("1576", "—", "comparison only")
+            title = str(app.query_one("#coverage-title").render())
+            assert "numba alone: not what a node runs" in title
+            text = title + repr(list(rows.values()))
+            assert "✓" not in text and "✗" not in text
+            from qprof.tui.report import report_markdown
+
+            assert app.frame is not None
+            report = report_markdown(app.frame, "qanum-2026-10-14")
+            assert "✓" not in report and "✗" not in report
+            assert "numba alone: not what a node runs" in report
+
+    run(scenario())
+
+
 def test_keys_do_what_the_help_says(tmp_path: Path) -> None:
     root = fixture_root(BIG_LITTLE)
     db = seed_store(tmp_path / "q.db", cpu=2)

@@ -40,13 +40,14 @@ def fixture_root(path: Path) -> Path:
 
 def seed_store(path: Path, cpu: int = 2, medians: dict[str, int] = SILVER_MEDIANS,
                capped: bool = False, cap_factor: float | None = None,
-               run_id: str = "seed-silver", t0: float = FROZEN_AT - 3600) -> Path:
+               run_id: str = "seed-silver", t0: float = FROZEN_AT - 3600,
+               backend: str = "liboqs") -> Path:
     """A real SQLite Store holding one finished run of verify medians on one CPU."""
     store = Store(path)
     store.add(Meta(run_id=run_id, started_at=t0, qprof_version="test",
                    command=["qprof", "bench"], profile="qanum-2026-10-14"))
     for i, (suite, median) in enumerate(medians.items()):
-        store.add(Measurement(run_id=run_id, cpu=cpu, suite=suite, backend="liboqs",
+        store.add(Measurement(run_id=run_id, cpu=cpu, suite=suite, backend=backend,
                               operation="verify", round=0, n=200, median_ns=float(median),
                               p95_ns=median * 1.05, finished_at=t0 + 10 + i,
                               capped=capped, cap_factor=cap_factor))

@@ -172,31 +172,31 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
     """The monitor's panel is `qprof check`'s verdict (statistic auto), not the median
     rule, and says which statistic it used: the two never contradict each other."""
     from qprof.consensus import load_profile
-    from qprof.measure.verdict import evaluate
+    from qprof.consensus.verdict import evaluate
 
     db = _noisy_store(tmp_path / "q.db")
     measurements = Store(db, readonly=True).newest_run_measurements()
-    check = {r.suite: (r, x) for r, x in evaluate(load_profile("qanum"), measurements,
-                                                  statistic="auto")}
-    by_median = {r.suite: r for r, _x in evaluate(load_profile("qanum"), measurements,
-                                                   statistic="median")}
-    assert {x["statistic_used"] for _r, x in check.values()} == {"p10"}
+    check = {r.suite: r for r in evaluate(load_profile("qanum"), measurements,
+                                          statistic="auto")}
+    by_median = {r.suite: r for r in evaluate(load_profile("qanum"), measurements,
+                                              statistic="median")}
+    assert {r.statistic for r in check.values()} == {"p10"}
     # The case that matters: the median rule would say something else.
-    assert any(by_median[s].vu_estimate != r.vu_estimate for s, (r, _x) in check.items())
+    assert any(by_median[s].vu_estimate != r.vu_estimate for s, r in check.items())
 
     info = load_profile_info("qanum")
     evaluation = evaluate_measurements(measurements, info, "liboqs")
     rows = {r.suite: r for r in coverage_rows(
         evaluation, info, [ClusterFacts(0, (0, 1), "Zen 3", None)], "liboqs")}
-    for suite, (r, x) in check.items():
+    for suite, r in check.items():
         row = rows[suite]
         assert (row.vu_estimate, row.covered, row.margin) == (r.vu_estimate, r.covered,
                                                               r.margin), suite
-        assert row.statistic == x["statistic_used"] == "p10"
-        assert row.median_ns == pytest.approx(r.median_ns)  # the figure compared
+        assert row.statistic == r.statistic == "p10"
+        assert row.time_ns == pytest.approx(r.suite_time_ns)  # the figure compared
     costs = core_costs(evaluation)
     assert costs[0][2] == "p10"
-    assert costs[0][1] == {s: r.vu_estimate for s, (r, _x) in check.items()}
+    assert costs[0][1] == {s: r.vu_estimate for s, r in check.items()}
     # And through the collector, as the app shows it (evaluated off the 1 Hz path).
     from test_tui_helpers import THIS_VM, fixture_root, frozen_config
 
@@ -210,7 +210,7 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
     frame = collector.frame()
     shown = {r.suite: r for r in frame.coverage}
     assert {s: shown[s].vu_estimate for s in check} == {
-        s: r.vu_estimate for s, (r, _x) in check.items()}
+        s: r.vu_estimate for s, r in check.items()}
     assert frame.cores[0].statistic == "p10"
     assert statistic_line(frame.coverage).startswith(
         "Stat as `qprof check`: p10 on CPU 0: ML-DSA round medians")
@@ -220,9 +220,7 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
 
     child = evaluate_store_in_child(db, info, "liboqs")
     assert child.error is None
-    assert [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"]) for r, x in child.results] \
-        == [(r.cpu, r.suite, r.vu_estimate, x["statistic_used"])
-            for r, x in evaluation.results]
+    assert child.results == evaluation.results  # typed results survive the JSON trip
 
 
 def test_clock_estimate_only_without_any_frequency_reading() -> None:

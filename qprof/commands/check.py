@@ -2,8 +2,16 @@
 
 Measures the profile's suites (verify only) on the chosen CPUs through the engine's
 "check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
-straddles its constant, within a time limit. Exit 0: every suite covered on every CPU;
-1: some suite not covered; 2: error (nothing measured, bad profile, bad CPU list...).
+straddles its constant, within a time limit. Exit 0: every suite covered on every CPU
+(each whole 95 % interval at or below its constant); 1: some suite not covered; 2: error
+(nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
+3: unsure: no suite surely over its constant, but some interval straddles it (the output
+says what to do); 4: comparison figures only (``--comparison`` with a verifier no node
+runs alone): no verdict.
+
+A verdict is given only for the verifier the profile's constants are held to
+(``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
+unless ``--comparison`` asks for another verifier's figures, which then carry no verdict.
 """
 
 from __future__ import annotations
@@ -12,15 +20,28 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
 from qprof.commands.options import add_backend
+from qprof.consensus.verdict import UNSURE_ADVICE
+
+if TYPE_CHECKING:
+    from qprof.consensus import Profile
+    from qprof.consensus.statistic import Statistic
+    from qprof.consensus.verdict import CoverageResult, Decision
+    from qprof.measure.config import RunSummary
+    from qprof.measure.records import Meta, Record
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
     add_common(parser)
     add_backend(parser, default="liboqs if available, else numba")
+    parser.add_argument("--comparison", action="store_true",
+                        help="allow a verifier that no node runs alone (e.g. numba when "
+                        "liboqs is missing): its figures are shown for comparison, with no "
+                        "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
     parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
                         help="add no rounds that would end after S seconds (default 50)")
@@ -36,37 +57,51 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "says which")
 
 
+# Exit codes by the run's decision (see the module's docstring).
+EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "comparison": 4}
+
+
+def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -> str | None:
+    """Why this run could give no verdict and is refused (None: go ahead)."""
+    from qprof.consensus.basis import comparison_only_reason, verdict_basis
+    from qprof.verify import available_backends
+
+    if comparison:
+        return None
+    if backend is not None:
+        if verdict_basis(profile, backend) == "node":
+            return None
+        return (f"{comparison_only_reason(profile, backend)}; measure with --backend "
+                f"{profile.verifier}, or add --comparison for figures without a verdict")
+    status = available_backends().get(profile.verifier)
+    if status is not None and status.available:
+        return None
+    why = status.reason if status is not None else f"unknown backend {profile.verifier!r}"
+    return (f"no verdict without {profile.verifier}, the verifier {profile.name}'s constants "
+            f"are held to: {why}. Add --comparison to measure another verifier's figures "
+            "without a verdict")
+
+
 def _ms(ns: float) -> str:
     from qprof.measure.units import fmt_ns
 
     return fmt_ns(ns)
 
 
-def run(args: argparse.Namespace) -> int:
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
+def _fail(args: argparse.Namespace, text: str) -> int:
+    if args.json:
+        print(json.dumps({"profile": args.profile, "error": text, "results": []}))
+    print(f"qprof check: {text}", file=sys.stderr)
+    return 2
+
+
+def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
+             records: list[Record]) -> RunSummary:
+    """Run the engine in check mode; records also go to ``-o FILE.jsonl``."""
     from qprof.measure.config import BenchConfig
-    from qprof.measure.engine import EngineError, run_bench
+    from qprof.measure.engine import run_bench
     from qprof.measure.jsonl import JsonlSink
-    from qprof.measure.records import Meta, Note, Record
-    from qprof.measure.verdict import evaluate
 
-    def fail(text: str) -> int:
-        if args.json:
-            print(json.dumps({"profile": args.profile, "error": text, "results": []}))
-        print(f"qprof check: {text}", file=sys.stderr)
-        return 2
-
-    try:
-        profile = load_profile(args.profile)
-    except ProfileError as exc:
-        return fail(str(exc))
-    try:
-        cpus = resolve_cpus(args.cpus, args.root)
-    except ValueError as exc:
-        return fail(f"--cpus: {exc}")
-
-    records: list[Record] = []
     jsonl = JsonlSink(args.output) if args.output else None
 
     def sink(record: Record) -> None:
@@ -84,132 +119,241 @@ def run(args: argparse.Namespace) -> int:
     )
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
-        summary = run_bench(config, sink, progress=line)
-    except (EngineError, ProfileError, ValueError) as exc:
-        return fail(str(exc))
+        return run_bench(config, sink, progress=line)
     finally:
         if line:
             line.close()
         if jsonl:
             jsonl.close()
 
-    evaluated = evaluate(profile, summary.measurements, statistic=args.statistic)
-    results = [r for r, _x in evaluated]
-    notes = [r.text for r in records
-             if isinstance(r, Note) and r.level in ("warning", "error", "info")]
-    backend = ", ".join(sorted({r.backend for r in results})) or (args.backend or "?")
-    if not results:
-        return fail("nothing measured: " + ("; ".join(
-            f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
-    all_covered = all(r.covered for r in results)
-    code = 0 if all_covered else 1
-    if args.json:
-        out = {
-            "profile": profile.name,
-            "profile_path": str(profile.path),
-            "backend": backend,
-            "run_id": summary.run_id,
-            "status": summary.status,
-            "elapsed_s": round(summary.elapsed_s, 1),
-            "cpus": summary.cpus,
-            "aborted_cpus": {str(k): v for k, v in summary.aborted_cpus.items()},
-            "covered": all_covered,
-            "exit_code": code,
-            "statistic": args.statistic,
-            # What each CPU's estimates used ("median", "p10" or "paired") and why (the
-            # unit's row; a suite that fell back says so in its own "statistic_used").
-            "statistic_used": {
-                f"{r.cpu}/{r.backend}": {"statistic": x["statistic_used"],
-                                         "means": x["statistic_text"],
-                                         "why": x["statistic_why"]}
-                for r, x in sorted(evaluated, key=lambda e: e[0].suite == profile.unit_suite)
-            },
-            "method": next((r.settings.get("interleaving") for r in records
-                            if isinstance(r, Meta)), None),
-            "timer": next((r.settings.get("timer") for r in records
-                           if isinstance(r, Meta)), None),
-            "results": [
-                {
-                    "cpu": r.cpu, "suite": r.suite, "backend": r.backend,
-                    "vu_estimate": r.vu_estimate,
-                    "vu_constant": r.vu_constant, "covered": r.covered, "margin": r.margin,
-                    "vu_ci_95": [r.vu_ci_low, r.vu_ci_high], "confidence": r.confidence,
-                    "capped": r.capped, "cap_factor": r.cap_factor,
-                    "worst_block_signatures": r.worst_block_signatures,
-                    "worst_block_ns": r.worst_block_ns,
-                    "reference_block_ns": r.reference_block_ns,
-                    "verdict": r.verdict, **extra,
-                    # median_ns stays the median of all samples; the estimate used:
-                    "estimate_from_ns": r.median_ns,
-                }
-                for r, extra in evaluated
-            ],
-            "notes": notes,
-        }
-        print(json.dumps(out, indent=2))
-        return code
 
+def run(args: argparse.Namespace) -> int:
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.consensus.verdict import evaluate
+    from qprof.measure.engine import EngineError
+
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        return _fail(args, str(exc))
+    try:
+        cpus = resolve_cpus(args.cpus, args.root)
+    except ValueError as exc:
+        return _fail(args, f"--cpus: {exc}")
+    refused = _verifier_refusal(profile, args.backend, args.comparison)
+    if refused:
+        return _fail(args, refused)
+    records: list[Record] = []
+    try:
+        summary = _measure(args, profile, cpus, records)
+    except (EngineError, ProfileError, ValueError) as exc:
+        return _fail(args, str(exc))
+    results = evaluate(profile, summary.measurements, statistic=args.statistic)
+    if not results:
+        return _fail(args, "nothing measured: " + ("; ".join(
+            f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
+    decision = run_decision(results)
+    if args.json:
+        print(json.dumps(_json(args, profile, summary, records, results, decision),
+                         indent=2))
+    else:
+        _print_text(profile, summary, records, results, decision)
+    return EXIT_CODES[decision]
+
+
+def run_decision(results: list[CoverageResult]) -> Decision:
+    """One suite surely over its constant decides the run; else any unsure one."""
+    decisions = {r.decision for r in results}
+    for decision in ("not_covered", "unsure", "covered"):
+        if decision in decisions:
+            return decision
+    return "comparison"
+
+
+def _notes(records: list[Record]) -> list[str]:
+    from qprof.measure.records import Note
+
+    return [r.text for r in records
+            if isinstance(r, Note) and r.level in ("warning", "error", "info")]
+
+
+def _meta(records: list[Record]) -> Meta | None:
+    from qprof.measure.records import Meta
+
+    return next((r for r in records if isinstance(r, Meta)), None)
+
+
+def _unit_rows(profile: Profile, results: list[CoverageResult]
+               ) -> dict[tuple[int, str], CoverageResult]:
+    """Per CPU and backend, the unit's row: it says what the estimates used (a suite that
+    had no quiet rounds of its own may fall back: its own row says so)."""
+    rows = {(r.cpu, r.backend): r for r in results}
+    rows.update({(r.cpu, r.backend): r for r in results if r.suite == profile.unit_suite})
+    return rows
+
+
+def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
+    """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
+    from qprof.consensus.statistic import STATISTIC_TEXT
+
+    e = r.estimate
+    return {
+        "cpu": r.cpu, "suite": r.suite, "backend": r.backend,
+        "vu_estimate": r.vu_estimate, "vu_constant": r.vu_constant, "covered": r.covered,
+        "margin": r.margin, "vu_ci_95": [r.vu_ci_low, r.vu_ci_high],
+        "confidence": r.confidence, "decision": r.decision,
+        "basis": r.basis, "basis_label": r.basis_label,
+        "capped": r.capped, "cap_factor": r.cap_factor,
+        "worst_block_signatures": r.worst_block_signatures,
+        "worst_block_ns": r.worst_block_ns, "reference_block_ns": r.reference_block_ns,
+        "verdict": r.verdict,
+        "statistic": asked, "statistic_used": r.statistic,
+        "statistic_text": STATISTIC_TEXT[r.statistic], "statistic_why": e.statistic_why,
+        # What the estimate compared, by that statistic: the suite's and the unit's time.
+        "estimate_ns": r.suite_time_ns, "unit_estimate_ns": r.unit_time_ns,
+        "ratio": e.ratio,
+        "median_ns": e.median_ns, "p10_ns": e.p10_ns, "n": e.n, "rounds": e.rounds,
+        "rounds_used": e.rounds_used, "round_medians_ns": list(e.round_medians_ns),
+        "round_spread_bp": (round(e.round_spread_bp, 1)
+                            if e.round_spread_bp is not None else None),
+        "spread_bp": round(e.spread_bp, 1),
+        "p10_spread_bp": round(e.p10_spread_bp, 1) if e.p10_spread_bp is not None else None,
+        "ratio_ci": list(e.ratio_ci) if e.ratio_ci else None,
+        "contended_rounds": list(e.contended_rounds),
+        "quiet_turns": ({"quiet": e.quiet_turns, "of": e.turns}
+                        if e.quiet_turns is not None else None),
+        "vu_estimate_median": e.vu_by_statistic.get("median"),
+        "vu_estimate_p10": e.vu_by_statistic.get("p10"),
+        "vu_estimate_paired": e.vu_by_statistic.get("paired"),
+        "vu_by_round": ({str(k): v for k, v in e.vu_by_round.items()}
+                        if e.vu_by_round is not None else None),
+        "estimate_from_ns": r.suite_time_ns,
+    }
+
+
+def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
+          records: list[Record], results: list[CoverageResult], decision: Decision
+          ) -> dict[str, object]:
+    from qprof.consensus.statistic import STATISTIC_TEXT
+
+    meta = _meta(records)
+    return {
+        "profile": profile.name,
+        "profile_path": str(profile.path),
+        "backend": ", ".join(sorted({r.backend for r in results})),
+        "run_id": summary.run_id,
+        "status": summary.status,
+        "elapsed_s": round(summary.elapsed_s, 1),
+        "cpus": summary.cpus,
+        "aborted_cpus": {str(k): v for k, v in summary.aborted_cpus.items()},
+        # True / False once decided; None when unsure (see "unsure") or comparison only.
+        "covered": {"covered": True, "not_covered": False}.get(decision),
+        "decision": decision,
+        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == "unsure"],
+        "advice": UNSURE_ADVICE if decision == "unsure" else None,
+        "exit_code": EXIT_CODES[decision],
+        "statistic": args.statistic,
+        "statistic_used": {
+            f"{cpu}/{backend}": {"statistic": r.statistic,
+                                 "means": STATISTIC_TEXT[r.statistic],
+                                 "why": r.estimate.statistic_why}
+            for (cpu, backend), r in sorted(_unit_rows(profile, results).items())
+        },
+        "method": meta.settings.get("interleaving") if meta else None,
+        "timer": meta.settings.get("timer") if meta else None,
+        "results": [result_json(r, args.statistic) for r in results],
+        "notes": _notes(records),
+    }
+
+
+def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
+                results: list[CoverageResult], decision: Decision) -> None:
+    from qprof.consensus.statistic import STATISTIC_TEXT
+
+    backend = ", ".join(sorted({r.backend for r in results}))
     print(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
           f"{summary.elapsed_s:.0f} s, status {summary.status}")
-    for n in notes:
+    for n in _notes(records):
         print(f"note: {n}")
-    meta = next((r for r in records if isinstance(r, Meta)), None)
+    meta = _meta(records)
     if meta is not None:
         print(f"method: {meta.settings.get('interleaving')}; timer "
               f"{meta.settings.get('timer_clock')}")
-    # Per CPU and backend, the unit's row says what the estimates used (a suite that had
-    # no quiet rounds of its own may fall back to its 10th percentile: its row says so).
-    used = {(r.cpu, r.backend): x for r, x in evaluated}
-    used.update({(r.cpu, r.backend): x for r, x in evaluated if r.suite == profile.unit_suite})
-    for (cpu, backend), x in sorted(used.items()):
-        print(f"CPU {cpu} {backend}: statistic {x['statistic_used']} = {x['statistic_text']} "
-              f"({x['statistic_why']})")
-    for r, extra in evaluated:
-        cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
-        by_round = list((extra.get("vu_by_round") or {}).values())
-        rounds_vu = (f", per-round VU {min(by_round):.1f}-{max(by_round):.1f}"
-                     if by_round else "")
-        plural = "s" if extra["rounds"] != 1 else ""
-        rounds = (f"{extra['rounds_used']} of {extra['rounds']} round{plural}"
-                  if extra["rounds_used"] != extra["rounds"]
-                  else f"{extra['rounds']} round{plural}")
-        spread = extra["round_spread_bp"]
-        spread_text = f"spread {spread:.0f} bp" if spread is not None else "spread ?"
-        if (extra["statistic_used"] != used[(r.cpu, r.backend)]["statistic_used"]):
-            print(f"CPU {r.cpu} {r.suite}: {extra['statistic_used']} ({extra['statistic_why']})")
-        print(f"CPU {r.cpu} {r.suite:<20} {extra['statistic_used']:<6} "
-              f"{_ms(r.median_ns):>10}  {rounds}, {spread_text}{rounds_vu}  "
-              f"{r.verdict}{cap}")
-    for (cpu, backend), x in sorted(used.items()):
-        if x["statistic_used"] == "median":
-            continue
-        rows = [(r.suite, xx) for r, xx in evaluated
-                if (r.cpu, r.backend) == (cpu, backend) and r.suite != profile.unit_suite]
-        alt = "; ".join(
-            f"{label}: " + ", ".join(f"{suite} {xx[key]}" for suite, xx in rows if xx[key])
-            for label, key in (("median rule", "vu_estimate_median"),
-                               ("10th percentiles", "vu_estimate_p10"),
-                               ("quiet-turn pairs", "vu_estimate_paired"))
-            if any(xx[key] for _s, xx in rows)
-        )
-        print(f"CPU {cpu} {backend}: other statistics, for comparison: {alt}")
-        if x["contended_rounds"]:
-            contended = [r + 1 for r in x["contended_rounds"]]
-            print(f"CPU {cpu} {backend}: round{'s' if len(contended) > 1 else ''} "
-                  f"{', '.join(map(str, contended))} "
-                  f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
-                  "speed in most turns): left out of the estimates; rounds were added while "
-                  "time allowed")
+    units = _unit_rows(profile, results)
+    for (cpu, backend), u in sorted(units.items()):
+        print(f"CPU {cpu} {backend}: statistic {u.statistic} = {STATISTIC_TEXT[u.statistic]} "
+              f"({u.estimate.statistic_why})")
+    for r in results:
+        _print_row(r, units[(r.cpu, r.backend)])
+    for (cpu, backend), u in sorted(units.items()):
+        _print_alternatives(profile, results, cpu, backend, u)
+    _print_footer(summary, results, decision)
+
+
+def _print_row(r: CoverageResult, unit: CoverageResult) -> None:
+    e = r.estimate
+    cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
+    by_round = list((e.vu_by_round or {}).values())
+    rounds_vu = f", per-round VU {min(by_round):.1f}-{max(by_round):.1f}" if by_round else ""
+    plural = "s" if e.rounds != 1 else ""
+    rounds = (f"{e.rounds_used} of {e.rounds} round{plural}" if e.rounds_used != e.rounds
+              else f"{e.rounds} round{plural}")
+    spread = (f"spread {e.round_spread_bp:.0f} bp" if e.round_spread_bp is not None
+              else "spread ?")
+    if r.statistic != unit.statistic:
+        print(f"CPU {r.cpu} {r.suite}: {r.statistic} ({e.statistic_why})")
+    print(f"CPU {r.cpu} {r.suite:<20} {r.statistic:<6} {_ms(r.suite_time_ns):>10}  "
+          f"{rounds}, {spread}{rounds_vu}  {r.verdict}{cap}")
+
+
+def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: int,
+                        backend: str, unit: CoverageResult) -> None:
+    """Every statistic's estimate beside the one used, and the rounds left out."""
+    if unit.statistic == "median":
+        return
+    rows = [r for r in results
+            if (r.cpu, r.backend) == (cpu, backend) and r.suite != profile.unit_suite]
+    labels: tuple[tuple[str, Statistic], ...] = (
+        ("median rule", "median"), ("10th percentiles", "p10"), ("quiet-turn pairs", "paired"))
+    alt = "; ".join(
+        f"{label}: " + ", ".join(f"{r.suite} {r.estimate.vu_by_statistic[key]}"
+                                 for r in rows if r.estimate.vu_by_statistic.get(key))
+        for label, key in labels if any(r.estimate.vu_by_statistic.get(key) for r in rows))
+    print(f"CPU {cpu} {backend}: other statistics, for comparison: {alt}")
+    contended = unit.estimate.contended_rounds
+    if contended:
+        n = [r + 1 for r in contended]
+        print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
+              f"{', '.join(map(str, n))} "
+              f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
+              "speed in most turns): left out of the estimates; rounds were added while "
+              "time allowed")
+
+
+def _print_footer(summary: RunSummary, results: list[CoverageResult],
+                  decision: Decision) -> None:
+    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
+
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
         print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
     worst = max(results, key=lambda r: r.worst_block_ns)
-    ref = f"; on the reference core {worst.reference_core}: {_ms(worst.reference_block_ns)}" if (
-        worst.reference_block_ns) else ""
+    ref = (f"; on the reference core {worst.reference_core}: "
+           f"{_ms(worst.reference_block_ns)}" if worst.reference_block_ns else "")
     print(f"worst-case block: {worst.worst_block_signatures} x {worst.suite} = "
           f"{_ms(worst.worst_block_ns)} on CPU {worst.cpu}{ref}")
     for cpu, why in summary.aborted_cpus.items():
         print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
-    print("verdict: " + ("every suite covered" if all_covered else "NOT covered: " + ", ".join(
-        f"{r.suite} on CPU {r.cpu}" for r in results if not r.covered)))
-    return code
+    def where(d: str) -> str:
+        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == d)
+
+    if decision == "comparison":
+        print("verdict: none: " + "; ".join(sorted({r.basis_label for r in results})))
+    elif decision == "covered":
+        print("verdict: every suite covered")
+    elif decision == "not_covered":
+        print("verdict: NOT covered: " + where("not_covered")
+              + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
+    else:
+        print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
+              f"constant; {UNSURE_ADVICE}")

@@ -39,16 +39,18 @@ def _profile(runs: list[Any]) -> Any:
 
 
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
-    from qprof.service.metrics import coverage_of, summarize
+    from dataclasses import asdict
+
+    from qprof.service.metrics import summarize
 
     runs = store.runs(max(n_runs, 20))
     profile = _profile(runs)
-    results = summarize(store.newest_run_measurements("verify"), profile=profile)
+    summary = summarize(store.newest_run_measurements("verify"), profile=profile)
     return {
         "runs": [r.to_dict() for r in runs[:n_runs]],
         "profile": profile.name if profile is not None else None,
-        "results": [r.__dict__ for r in results],
-        "coverage": [c.to_dict() for c in coverage_of(profile, results)],
+        "results": [asdict(r) for r in summary.results],
+        "coverage": [c.to_dict() for c in summary.coverage],
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.recent_alerts(n_alerts)],
     }
@@ -91,11 +93,13 @@ def run(args: argparse.Namespace) -> int:
         cap = f"  capped {r['cap_factor']:.2f}x" if r["capped"] and r["cap_factor"] else (
             "  capped" if r["capped"] else "")
         out.append(f"  cpu {r['cpu']:<3} {r['suite']:<20} {r['backend']:<8} "
-                   f"{fmt_ns(r['median_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
+                   f"{fmt_ns(r['time_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
-        word = "covered" if c["covered"] else "NOT covered"
+        word = {"covered": "covered", "not_covered": "NOT covered",
+                "unsure": f"unsure (95 % CI {c['vu_ci_low']}-{c['vu_ci_high']})"}.get(
+                    c["decision"], c["basis_label"])
         out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
                    f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
     out += ["", "recent alerts:"]

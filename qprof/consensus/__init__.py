@@ -1,4 +1,15 @@
-"""qprof.consensus: chain profiles (TOML), Verify Units, coverage, worst-case blocks."""
+"""qprof.consensus: chain profiles (TOML), the estimator, the coverage verdict.
+
+- ``profiles``: ``load_profile`` -> ``Profile`` (constants, unit, the verifier they are
+  held to);
+- ``basis``: which figures may carry a verdict (the profile's verifier) and which are
+  comparison only;
+- ``statistic``: the statistic a CPU's estimates use (``auto``: median, p10, paired);
+- ``estimator``: ``estimate(measurements, ...) -> list[SuiteEstimate]``, the one
+  estimator (estimate, interval, statistic);
+- ``verdict``: ``evaluate(profile, measurements, ...) -> list[CoverageResult]``;
+- ``vu``: exact Verify-Unit arithmetic, worst-case blocks.
+"""
 
 from qprof.consensus.profiles import (
     Profile,
@@ -7,25 +18,14 @@ from qprof.consensus.profiles import (
     available_profiles,
     load_profile,
 )
-from qprof.consensus.vu import (
-    CoverageResult,
-    SuiteMedian,
-    block_signatures,
-    coverage,
-    vu_estimate,
-    vu_ratio,
-    worst_block_ns,
-)
+from qprof.consensus.vu import block_signatures, vu_estimate, vu_ratio, worst_block_ns
 
 __all__ = [
-    "CoverageResult",
     "Profile",
     "ProfileError",
     "ReferenceCore",
-    "SuiteMedian",
     "available_profiles",
     "block_signatures",
-    "coverage",
     "load_profile",
     "vu_estimate",
     "vu_ratio",

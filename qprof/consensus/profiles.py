@@ -18,6 +18,9 @@ from typing import Any
 from qprof.tomlfile import TomlFileError, read_toml
 from qprof.verify.suites import SUITES
 
+# What a profile without a `verifier` key is held to: the node's verifier (qanum-core).
+DEFAULT_VERIFIER = "liboqs"
+
 
 class ProfileError(ValueError):
     """A profile that cannot be used; the message names file, key and expectation."""
@@ -50,6 +53,9 @@ class Profile:
     suites_in_use: tuple[str, ...] = ()
     description: str = ""
     reference_cores: tuple[ReferenceCore, ...] = field(default_factory=tuple)
+    # The verifier backend the constants are held to (a node's own verifier): only its
+    # figures, alone or as the first of a dual pair, get a coverage verdict.
+    verifier: str = DEFAULT_VERIFIER
 
     @property
     def unit_vu(self) -> int:
@@ -223,6 +229,14 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
     refs = [_reference_core(path, f"reference_cores[{i}]", ref, suites)
             for i, ref in enumerate(refs_raw)]
 
+    verifier = data.get("verifier", DEFAULT_VERIFIER)
+    # "+" joins the two verifiers of a dual pair (backend "liboqs+numba"): not one verifier.
+    if not isinstance(verifier, str) or not verifier or "+" in verifier:
+        raise ProfileError(
+            f"{path}: verifier: expected the backend name of the node's verifier "
+            f"(e.g. {DEFAULT_VERIFIER!r}), got {verifier!r}"
+        )
+
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ProfileError(f"{path}: description: expected a string")
@@ -237,4 +251,5 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
         suites_in_use=in_use,
         description=description,
         reference_cores=tuple(refs),
+        verifier=verifier,
     )

@@ -11,8 +11,9 @@
   ``freqwatch`` (caps per round), ``runmeta`` (the Meta record, the clock choice).
 - ``worker`` / ``timing``: what each pinned, niced worker process runs and times.
 - ``fixtures``: keys and signatures prepared once per run (cached between runs).
-- ``stats`` / ``reduce``: reduction rules (median, p95, round spread, drift, bootstrap CI);
-  ``verdict``: Verify-Unit coverage from measurements; ``report``: Markdown tables.
+- ``stats`` / ``reduce``: reduction rules (median, p95, round spread, drift, bootstrap CI,
+  quiet-turn pairs); the estimator and verdict on top of them live in ``qprof.consensus``;
+  ``report``: Markdown tables.
 - ``jsonl``: ``JsonlSink``, ``read_run`` (bad lines reported as file:line and skipped).
 - ``hwinfo``: what the engine needs from ``qprof.hw`` (with a sysfs fallback).
 """

@@ -1,89 +1,25 @@
 """The adaptive stopping rule: add B/A pairs while the verdict is not sure yet.
 
-A CPU gets more rounds while, for what the verdict will use (:func:`estimate`), a
-Verify-Unit ratio's CI straddles the profile's constant or is wider than
-``target_ci_bp``, an ML-DSA round spread exceeds ``max_spread_bp``, or (quiet-turn pairs)
-fewer quiet rounds than the base rounds were kept; and only while one more pair fits in
-the time limit (:func:`pair_fits`).
+A CPU gets more rounds while, for the estimates the verdict will make
+(:func:`qprof.consensus.estimator.estimate`, the one estimator), a Verify-Unit interval
+straddles the profile's constant or a ratio's interval is wider than ``target_ci_bp``,
+an ML-DSA round spread exceeds ``max_spread_bp``, or (quiet-turn pairs) fewer quiet
+rounds than the base rounds were kept; and only while one more pair fits in the time
+limit (:func:`pair_fits`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from qprof.consensus import Profile
+from qprof.consensus.estimator import SuiteEstimate, estimate
 from qprof.measure import stats
-from qprof.measure.clock import steady_measurements
 from qprof.measure.plan import VERDICT_OPS
 from qprof.measure.records import Measurement
-from qprof.measure.reduce import Reduced, reduce_measurements
 
 CI_REPLICATES = 400  # enough to decide "unsure", cheap enough to run after every pair
-
-
-@dataclass(frozen=True)
-class SuiteEstimate:
-    """One suite on one CPU, backend and operation, as the verdict will estimate it."""
-
-    suite: str
-    spread_bp: float | None  # round spread of what the estimate uses
-    ratio: float | None  # suite / unit (None for the unit itself)
-    ci: tuple[float, float] | None  # bootstrap CI of the ratio
-
-
-@dataclass(frozen=True)
-class Estimates:
-    statistic: str  # the one used: "median", "p10" or "paired"
-    kept_rounds: int | None  # quiet-turn pairs: fewest rounds kept over the suites
-    suites: list[SuiteEstimate]
-
-
-def estimate(reduced: dict[tuple[int, str, str, str], Reduced], cpu: int, backend: str,
-             operation: str, unit_suite: str, statistic: str,
-             max_spread_bp: float) -> Estimates | None:
-    """What the verdict estimates for one CPU, backend and operation (None: no unit).
-
-    The one place where the stopping rule reaches the verdict's statistics.
-    """
-    from qprof.measure.reduce import paired_ci, ratio_ci
-    from qprof.measure.verdict import choose_statistic, paired_for, paired_spread
-
-    unit = reduced.get((cpu, unit_suite, backend, operation))
-    if unit is None:
-        return None
-    if statistic == "auto":
-        statistic, _why = choose_statistic(reduced, cpu, backend, operation, max_spread_bp,
-                                           unit_suite)
-    paired = paired_for(reduced, cpu, backend, operation, unit_suite) \
-        if statistic == "paired" else {}
-    used = "paired" if paired else ("p10" if statistic == "p10" else "median")
-    kept = min(len(p.by_round) for p in paired.values()) if paired else None
-    out = []
-    for (c, suite, b, op), red in sorted(reduced.items()):
-        if (c, b, op) != (cpu, backend, operation):
-            continue
-        if paired:
-            spread = paired_spread(paired, suite, unit_suite)
-        else:
-            spread = red.p10_spread_bp if used == "p10" else red.spread_bp
-        ratio: float | None = None
-        ci = None
-        pair = paired.get(suite)
-        if suite == unit_suite:
-            pass
-        elif pair is not None and pair.by_round:
-            ci, ratio = paired_ci(pair, replicates=CI_REPLICATES), pair.ratio
-        else:
-            p10 = used == "p10"
-            ci = ratio_ci(red, unit, replicates=CI_REPLICATES, quantile=0.1 if p10 else 0.5)
-            if p10 and red.p10_ns and unit.p10_ns:
-                ratio = red.p10_ns / unit.p10_ns
-            else:
-                ratio = red.median_ns / unit.median_ns
-        out.append(SuiteEstimate(suite, spread, ratio, ci))
-    return Estimates(used, kept, out)
 
 
 @dataclass(frozen=True)
@@ -96,48 +32,51 @@ class StoppingRule:
     profile: Profile | None = None
 
     def needs_more(self, measurements: Sequence[Measurement], cpu: int) -> bool:
-        # What the verdict will use: the rounds of one clock (qprof.measure.clock).
-        reduced = reduce_measurements(steady_measurements(measurements, self.unit_suite)[0])
+        mine = [m for m in measurements if m.cpu == cpu]
         # What extra rounds time (plan.extra_tasks): the dual pairs' CIs could not narrow
         # (a run of dual_enforce alone has them in every round, and is decided on them).
-        ops: Iterable[str] = (VERDICT_OPS if any(m.operation in VERDICT_OPS
-                                                 for m in measurements) else ("dual_enforce",))
-        for backend in sorted({m.backend for m in measurements}):
-            for op in ops:
-                est = estimate(reduced, cpu, backend, op, self.unit_suite, self.statistic,
-                               self.max_spread_bp)
-                if est is not None and self._unsure(est):
-                    return True
+        ops: Iterable[str] = (VERDICT_OPS if any(m.operation in VERDICT_OPS for m in mine)
+                              else ("dual_enforce",))
+        for op in ops:
+            groups: dict[str, list[SuiteEstimate]] = {}
+            for e in estimate(mine, unit_suite=self.unit_suite,
+                              unit_vu=self.profile.unit_vu if self.profile else 100,
+                              operation=op, statistic=self.statistic,
+                              replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp):
+                groups.setdefault(e.backend, []).append(e)
+            if any(self._unsure(g) for g in groups.values() if any(e.is_unit for e in g)):
+                return True
         return False
 
-    def _unsure(self, est: Estimates) -> bool:
-        if est.kept_rounds is not None and est.kept_rounds < self.base_rounds:
+    def _unsure(self, group: list[SuiteEstimate]) -> bool:
+        """One CPU and backend: is anything the verdict needs still unsure?"""
+        statistic = next(e.statistic for e in group if e.is_unit)
+        paired = [e for e in group if e.statistic == "paired" and not e.is_unit]
+        if paired and min(e.rounds_used for e in paired) < self.base_rounds:
             return True  # redo the rounds measured under contention
         # Spreads decide unless the rounds are quiet-turn pairs (their rounds agree: one
-        # process, and more rounds only widen max - min; the CI decides), or an explicit
-        # --statistic p10 (the CI alone decides).
-        spread_counts = est.statistic != "paired" and (
-            est.statistic != "p10" or self.statistic == "auto")
-        for s in est.suites:
-            if (spread_counts and s.suite.startswith("ML-DSA") and s.spread_bp is not None
-                    and s.spread_bp > self.max_spread_bp):
+        # process, and more rounds only widen max - min; the interval decides), or an
+        # explicit --statistic p10 (the interval alone decides).
+        spread_counts = statistic != "paired" and (
+            statistic != "p10" or self.statistic == "auto")
+        for e in group:
+            if (spread_counts and e.suite.startswith("ML-DSA")
+                    and e.round_spread_bp is not None
+                    and e.round_spread_bp > self.max_spread_bp):
                 return True
-            if s.ci is None or s.ratio is None:
+            if e.is_unit or e.ratio_ci is None or not e.ratio:
                 continue
-            if self._verdict_unsure(s.suite, s.ci):
+            if self._verdict_unsure(e):
                 return True
-            if stats.bp((s.ci[1] - s.ci[0]) / 2 / s.ratio) > self.target_ci_bp:
+            if stats.bp((e.ratio_ci[1] - e.ratio_ci[0]) / 2 / e.ratio) > self.target_ci_bp:
                 return True
         return False
 
-    def _verdict_unsure(self, suite: str, ci: tuple[float, float]) -> bool:
-        """The CI's Verify Units straddle the profile's constant."""
-        if self.profile is None or suite not in self.profile.verify_units:
+    def _verdict_unsure(self, e: SuiteEstimate) -> bool:
+        """The estimate's Verify-Unit interval straddles the profile's constant."""
+        if self.profile is None or e.suite not in self.profile.verify_units or not e.vu_ci:
             return False
-        unit_vu = self.profile.unit_vu
-        constant = self.profile.verify_units[suite]
-        lo, hi = math.ceil(unit_vu * ci[0]), math.ceil(unit_vu * ci[1])
-        return lo <= constant < hi
+        return e.vu_ci[0] <= self.profile.verify_units[e.suite] < e.vu_ci[1]
 
 
 def pair_fits(elapsed_s: float, limit_s: float | None, pair_budget_s: float,

@@ -10,11 +10,9 @@ Rules (the seeds', pinned by tests/test_measure_reduce.py):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from qprof.consensus.vu import vu_estimate
 from qprof.measure import stats
 from qprof.measure.records import Measurement
 
@@ -134,16 +132,6 @@ def ratio_ci(
         replicates=replicates,
         quantile=quantile,
     )
-
-
-def vu_estimate_ci(red: Reduced, unit: Reduced,
-                   is_unit: bool) -> tuple[int, tuple[int, int] | None]:
-    """The median-rule estimate and its 95 % CI in VU (None: the unit, or no samples)."""
-    if is_unit:
-        return 100, None
-    ci = ratio_ci(red, unit)
-    return vu_estimate(red.median_ns, unit.median_ns), (
-        (math.ceil(100 * ci[0] - 1e-9), math.ceil(100 * ci[1] - 1e-9)) if ci else None)
 
 
 def vu_by_round(

@@ -7,20 +7,19 @@ signatures; dual enforce/shadow; worst-case block; notes on caps, drift and agre
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from qprof.consensus import Profile, SuiteMedian, coverage, vu_estimate
+from qprof.consensus import Profile
+from qprof.consensus.basis import basis_label, verdict_basis
+from qprof.consensus.estimator import SuiteEstimate, estimate
+from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
-from qprof.measure.reduce import (
-    paired_ratios,
-    unit_drift_bp,
-    vu_estimate_ci,
-)
+from qprof.measure.reduce import unit_drift_bp
 from qprof.measure.report_columns import (
     Column,
     backends_of,
@@ -40,6 +39,42 @@ DUAL_VALID = ("dual_enforce", "dual_shadow")
 # ---------------------------------------------------------------- sections
 
 
+def _other_statistics(c: Column, profile: Profile | None, unit: str,
+                      backend: str) -> list[str]:
+    """The 10th-percentile and quiet-turn estimates of a noisy run (not the rule)."""
+    def by(statistic: str) -> list[SuiteEstimate]:
+        return [e for e in estimate(
+            (m for m in c.run.measurements if m.cpu == c.cpu and m.backend == backend),
+            unit_suite=unit, unit_vu=profile.unit_vu if profile else 100,
+            statistic=statistic) if not e.is_unit and e.statistic == statistic
+            and e.vu_estimate is not None]
+
+    lines = []
+    alt = [f"{e.suite} {e.vu_estimate}" for e in by("p10")]
+    if alt:
+        lines.append(f"  - Estimates from the 10th percentile ({backend}; the speed "
+                     "when nothing else ran, not the rule): " + ", ".join(alt))
+    pairs = [f"{e.suite} {e.vu_estimate} ({e.rounds_used} of {e.rounds} rounds, per round "
+             f"{min(rounds.values()):.1f}-{max(rounds.values()):.1f}, "
+             f"{e.round_spread_bp or 0:.0f} bp apart)"
+             for e in by("paired") if (rounds := e.vu_by_round)]
+    if pairs:
+        lines.append(f"  - Estimates from quiet-turn pairs ({backend}; interleaved rounds, "
+                     "each suite turn against the unit turns on both sides where all three "
+                     "ran at the quiet speed; what `qprof check` uses on a busy host, not "
+                     "the rule): " + ", ".join(pairs))
+    return lines
+
+
+def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
+                     op: str) -> list[dict[str, SuiteEstimate]]:
+    """Per column, suite -> its estimate by the median rule (the report's statistic)."""
+    return [{e.suite: e for e in estimate(
+        (m for m in c.run.measurements if m.cpu == c.cpu and m.backend == backend),
+        unit_suite=unit, unit_vu=profile.unit_vu if profile else 100, operation=op,
+        statistic="median")} for c in cols]
+
+
 def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) -> list[str]:
     backends = backends_of(cols, op)
     if not backends:
@@ -56,61 +91,71 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                   "run; 95 % CI from a bootstrap over rounds and samples.", ""]
         header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
         header += ["VU estimate " + " / ".join(c.label for c in cols)]
+        per_col = column_estimates(cols, profile, unit, backend, op)
+        verdicts = column_verdicts(profile, per_col)
         if profile:
+            basis = verdict_basis(profile, backend, op)
+            lines[-2] += f" Figures of {basis_label(profile, backend, basis)}."
             header += ["Consensus VU", "Covered"]
         rows = []
         for suite in suites:
-            r = [suite]
-            ests, covered = [], []
-            for c in cols:
-                red = c.get(suite, backend, op)
-                u = c.get(unit, backend, op)
-                r.append(fmt_range(red) if red else "-")
-                if red is None or u is None:
-                    ests.append("-")
-                    continue
-                est, ci = vu_estimate_ci(red, u, suite == unit)
-                ests.append(f"{est} ({ci[0]}-{ci[1]})" if ci and ci[0] != ci[1] else str(est))
-                if profile and suite in profile.verify_units:
-                    covered.append(est <= profile.verify_units[suite])
-            r.append(" / ".join(ests))
+            r = [suite] + [fmt_range(red) if (red := c.get(suite, backend, op)) else "-"
+                           for c in cols]
+            r.append(" / ".join(_estimate_cell(col.get(suite)) for col in per_col))
             if profile:
                 const = profile.verify_units.get(suite)
-                r.append(str(const) if const is not None else "-")
-                if const is None or not covered:
-                    r.append("-")
-                else:
-                    r.append("yes" if all(covered) else
-                             ("no" if not any(covered) else "no (some cores)"))
+                r += [str(const) if const is not None else "-",
+                      _covered_cell([v for v in verdicts if v.suite == suite])]
             rows.append(r)
         lines += md_table(header, rows) + [""]
         if profile:
-            lines += _coverage_bullets(cols, profile, backend, op)
+            lines += _coverage_bullets(cols, profile, verdicts)
     return lines
 
 
-def _medians(cols: list[Column], backend: str, op: str) -> list[SuiteMedian]:
-    out = []
-    for i, c in enumerate(cols):
-        for (cpu, s, b, o), red in c.reduced.items():
-            if cpu == c.cpu and b == backend and o == op:
-                # One "cpu" per column so that two runs of the same CPU stay apart.
-                out.append(SuiteMedian(i, b, s, red.median_ns, red.capped, red.cap_factor))
-    return out
+def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstimate]]
+                    ) -> list[CoverageResult]:
+    """The verdicts of :func:`column_estimates`; ``cpu`` is the column's index, so that two
+    runs of the same CPU stay apart."""
+    if profile is None:
+        return []
+    return coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
+                              for e in col.values()])
 
 
-def _coverage_bullets(cols: list[Column], profile: Profile, backend: str, op: str) -> list[str]:
-    results = coverage(profile, _medians(cols, backend, op))
+def _estimate_cell(e: SuiteEstimate | None) -> str:
+    if e is None or e.vu_estimate is None:
+        return "-"
+    if e.vu_ci is not None and e.vu_ci[0] != e.vu_ci[1]:
+        return f"{e.vu_estimate} ({e.vu_ci[0]}-{e.vu_ci[1]})"
+    return str(e.vu_estimate)
+
+
+def _covered_cell(verdicts: list[CoverageResult]) -> str:
+    if verdicts and all(v.decision == "comparison" for v in verdicts):
+        return "comparison only"
+    judged = [v.covered for v in verdicts if v.covered is not None]
+    unsure = " (unsure on some cores)" if any(v.decision == "unsure" for v in verdicts) else ""
+    if not judged:
+        return "unsure" if unsure else "-"
+    return ("yes" if all(judged) else ("no" if not any(judged) else "no (some cores)")) + unsure
+
+
+def _coverage_bullets(cols: list[Column], profile: Profile,
+                      results: list[CoverageResult]) -> list[str]:
     lines = []
-    tight = [r for r in results if r.suite != profile.unit_suite]
+    tight = [r for r in results if r.suite != profile.unit_suite and r.margin is not None]
     if not tight:
         return []
-    bad = [r for r in tight if not r.covered]
-    least = min(tight, key=lambda r: r.margin)
+    bad = [r for r in tight if r.covered is not True]
+    least = min(tight, key=lambda r: r.margin or 0)
     if bad:
         for r in bad:
-            lines.append(f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
-                         f"the constant {r.vu_constant} by {-r.margin}: NOT covered.")
+            lines.append(
+                f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
+                f"the constant {r.vu_constant} by {r.vu_estimate - r.vu_constant}: NOT covered."
+                if r.decision == "not_covered" else f"- {r.suite} on {cols[r.cpu].label}: "
+                f"{r.verdict}.")
     else:
         lines.append(f"- Every constant of profile `{profile.name}` covers its estimate; least "
                      f"room: {least.suite} on {cols[least.cpu].label} ({least.vu_estimate} of "
@@ -189,6 +234,7 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
         suites = suites_of(cols, profile, DUAL_VALID)
         header = ["Suite"] + [f"{m} {c.label}" for m in ("enforce", "shadow") for c in cols]
         header += [f"VU under enforce {' / '.join(c.label for c in cols)}"]
+        enforce = column_estimates(cols, profile, unit, pair, "dual_enforce")
         rows = []
         for s in suites:
             r = [s]
@@ -201,11 +247,8 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
                         continue
                     pct = f" ({100 * red.median_ns / base.median_ns:.0f} %)" if base else ""
                     r.append(fmt_ns(red.median_ns) + pct)
-            ests = []
-            for c in cols:
-                red, u = c.get(s, pair, "dual_enforce"), c.get(unit, pair, "dual_enforce")
-                ests.append(str(vu_estimate(red.median_ns, u.median_ns)) if red and u else "-")
-            r.append(" / ".join(ests))
+            r.append(" / ".join(str(e.vu_estimate) if (e := col.get(s)) and e.vu_estimate
+                                else "-" for col in enforce))
             rows.append(r)
         lines += [f"## Both verifiers, valid signatures ({pair.replace('+', ' then ')})", ""]
         lines += md_table(header, rows)
@@ -297,33 +340,7 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
                 lines.append(f"  - ML-DSA round spread above 100 bp ({worst:.0f} bp): the machine "
                              "was not quiet; treat estimates near a constant with care.")
                 for b in backends_of(cols, "verify"):
-                    u = c.get(unit, b, "verify")
-                    if u is None or not u.p10_ns:
-                        continue
-                    alt = [f"{r.suite} {vu_estimate(r.p10_ns, u.p10_ns)}" for r in reds
-                           if r.backend == b and r.operation == "verify" and r.suite != unit
-                           and r.p10_ns]
-                    if alt:
-                        lines.append(f"  - Estimates from the 10th percentile ({b}; the speed "
-                                     "when nothing else ran, not the rule): " + ", ".join(alt))
-                    pairs = []
-                    for r in reds:
-                        if (r.backend != b or r.operation != "verify" or r.suite == unit):
-                            continue
-                        pr = paired_ratios(r, u)
-                        if pr is not None and pr.by_round:
-                            pairs.append(
-                                f"{r.suite} {math.ceil(100 * pr.ratio)} ({len(pr.by_round)} of "
-                                f"{len(pr.quiet_fraction)} rounds, per round "
-                                f"{100 * min(pr.by_round.values()):.1f}-"
-                                f"{100 * max(pr.by_round.values()):.1f}, "
-                                f"{pr.spread_bp:.0f} bp apart)")
-                    if pairs:
-                        lines.append(f"  - Estimates from quiet-turn pairs ({b}; interleaved "
-                                     "rounds, each suite turn against the unit turns on both "
-                                     "sides where all three ran at the quiet speed; what `qprof "
-                                     "check` uses on a busy host, not the rule): "
-                                     + ", ".join(pairs))
+                    lines += _other_statistics(c, profile, unit, b)
         capped = sorted({r for red in reds for r in red.capped_rounds})
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None

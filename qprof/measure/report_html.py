@@ -15,7 +15,7 @@ from pathlib import Path
 from qprof.consensus import Profile
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
-from qprof.measure.reduce import vu_estimate_ci
+from qprof.measure.report import column_estimates, column_verdicts
 from qprof.measure.report_columns import (
     Column,
     backends_of,
@@ -38,34 +38,44 @@ from qprof.measure.report_html_svg import (
 from qprof.measure.stats import drift_bp
 from qprof.measure.units import fmt_ns
 
+# The text beside an estimate, by the verdict's decision (qprof.consensus.verdict).
+_DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
+                  "unsure": " ? {c}: unsure", "comparison": " (comparison only)"}
+
 
 def _estimates(cols: list[Column], profile: Profile | None) -> Section:
     unit = unit_of(profile, cols)
     figures = []
     for backend in backends_of(cols, "verify"):
+        per_col = column_estimates(cols, profile, unit, backend, "verify")
+        verdicts = {(v.cpu, v.suite): v for v in column_verdicts(profile, per_col)}
         for suite in suites_of(cols, profile, ("verify",)):
             if suite == unit:
                 continue
             const = profile.verify_units.get(suite) if profile else None
             rows = []
-            for c in cols:
-                red, u = c.get(suite, backend, "verify"), c.get(unit, backend, "verify")
-                if red is None or u is None:
+            for i, (c, col) in enumerate(zip(cols, per_col, strict=True)):
+                e = col.get(suite)
+                if e is None or e.vu_estimate is None:
                     continue
-                est, ci = vu_estimate_ci(red, u, is_unit=False)
-                bad = const is not None and est > const
-                text = f"{est}" + (f" ({ci[0]}-{ci[1]})" if ci and ci[0] != ci[1] else "")
-                if const is not None:
-                    text += f" > {const} ✗" if bad else f" ≤ {const} ✓"
-                lo, hi = ci or (None, None)
-                rows.append(Row(c.label, est, lo, hi, text=text, bad=bad))
+                ci = e.vu_ci
+                text = f"{e.vu_estimate}" + (f" ({ci[0]}-{ci[1]})" if ci and ci[0] != ci[1]
+                                             else "")
+                v = verdicts.get((i, suite))
+                if v is not None:
+                    text += _DECISION_TEXT[v.decision].format(c=const)
+                lo, hi = ci if ci is not None else (None, None)
+                rows.append(Row(c.label, e.vu_estimate, lo, hi, text=text,
+                                bad=v is not None and v.decision == "not_covered"))
             if rows:
                 ref = Reference(const, f"constant {const}") if const is not None else None
                 figures.append(row_chart(f"{suite} ({backend}): VU estimate per core",
                                          rows, ref, unit="Verify Units"))
     intro = (f"Estimate = ceil(100 × median(suite) / median({unit})) on the same core, "
              "backend and run; the whisker is its 95 % interval (bootstrap over rounds "
-             "and samples); the dashed line is the profile's constant. ✓ covered, ✗ not.")
+             "and samples); the dashed line is the profile's constant. ✓ covered, ✗ not "
+             "(the whole interval on one side), ? unsure (it straddles the constant); "
+             "a verifier no node runs alone is comparison only.")
     return Section("Verify Units per core", intro,
                    tuple(figures) or (paragraph("No verify measurements."),))
 

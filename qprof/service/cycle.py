@@ -93,12 +93,15 @@ class CycleRunner:
 
     def refresh_results(self, announce: bool = True) -> None:
         """Re-read results from the store into the metrics; alert on coverage changes."""
-        results = summarize(self.store.newest_run_measurements("verify"),
+        summary = summarize(self.store.newest_run_measurements("verify"),
                             profile=self.state.profile)
-        coverage = self.state.set_results(results)
+        self.state.set_summary(summary)
+        coverage = summary.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
         for c in coverage:
+            if c.covered is None:
+                continue  # comparison figures (a verifier no node runs alone): no verdict
             key = (c.cpu, c.suite, c.backend)
             was = self._coverage.get(key)
             self._coverage[key] = c.covered

@@ -13,55 +13,58 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
-from qprof.consensus import CoverageResult, Profile, SuiteMedian, coverage
+from qprof.consensus import Profile
+from qprof.consensus.estimator import DEFAULT_UNIT_SUITE, estimate
+from qprof.consensus.statistic import Statistic
+from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
 from qprof.measure.records import Measurement
-from qprof.measure.reduce import reduce_measurements
-from qprof.measure.verdict import choose_statistic, evaluate
 from qprof.service.alerts import KINDS
 
 log = logging.getLogger("qprof.daemon")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SuiteResult:
-    """Verify cost of one suite on one CPU with one backend, from its newest run."""
+    """Verify cost of one suite on one CPU with one backend, from its newest run: the
+    estimator's figure (:mod:`qprof.consensus.estimator`, as `qprof check` computes it)."""
 
     cpu: int
     suite: str
     backend: str
-    # The figure the coverage verdict uses, as `qprof check` (--statistic auto) computes
-    # it with qprof.measure.verdict.evaluate: the median of all samples while the ML-DSA
-    # rounds agree, else a quiet-speed estimate (see ``statistic``).
-    median_ns: float
+    time_ns: float  # the suite's verify time by ``statistic``: what the verdict compares
+    statistic: Statistic  # "median", "p10" or "paired"
+    statistic_why: str
     run_id: str
     rounds: int
     capped: bool | None
     cap_factor: float | None
     finished_at: float | None
-    statistic: str = "median"  # what median_ns holds: "median", "p10", "paired", ...
-    statistic_why: str = ""
-    p50_ns: float | None = None  # the plain median of all samples, whichever was used
-    p10_ns: float | None = None
+    median_ns: float  # the plain median of all samples, whichever statistic was used
+    p10_ns: float | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The newest run's figures per (cpu, suite, backend) and the profile's verdicts."""
+
+    results: list[SuiteResult]
+    coverage: list[CoverageResult]
 
 
 def summarize(measurements: Iterable[Measurement], operation: str = "verify",
-              profile: Profile | None = None, statistic: str = "auto") -> list[SuiteResult]:
-    """Group measurements of one operation by (cpu, suite, backend), newest run each,
-    and reduce them exactly as the check verdict does.
-
-    With a profile the verdict itself (``verdict.evaluate``) gives each figure, so the
-    metrics, `qprof history` and `qprof check` agree by construction; suites the profile
-    has no constant for, and the no-profile case, use ``choose_statistic`` on the
-    reduced samples (a quiet-turn estimate, which needs the profile's unit, becomes the
-    10th percentile there).
-    """
+              profile: Profile | None = None, statistic: str = "auto") -> Summary:
+    """The newest run per (cpu, suite, backend), through the one estimator and verdict
+    (``qprof.consensus``), so the metrics, `qprof history` and `qprof check` agree by
+    construction. Without a profile (it failed to load) the unit is ML-DSA-44 and there
+    is no verdict."""
     groups: dict[tuple[int, str, str], list[Measurement]] = {}
     for m in measurements:
         if m.operation == operation:
@@ -70,43 +73,21 @@ def summarize(measurements: Iterable[Measurement], operation: str = "verify",
     for key, ms in groups.items():
         newest_run = max(ms, key=lambda m: m.finished_at or 0.0).run_id
         newest[key] = [m for m in ms if m.run_id == newest_run]
-    rows = [m for ms in newest.values() for m in ms]
-    reduced = reduce_measurements(rows)
-    from_verdict: dict[tuple[int, str, str], tuple[float, str, str]] = {}
-    if profile is not None:
-        for cov, extras in evaluate(profile, rows, operation, statistic=statistic):
-            from_verdict[(cov.cpu, cov.suite, cov.backend)] = (
-                float(cov.median_ns), str(extras.get("statistic_used", statistic)),
-                str(extras.get("statistic_why", "")))
-    out = []
-    for (cpu, suite, backend), ms in sorted(newest.items()):
-        red = reduced[(cpu, suite, backend, operation)]
-        if (cpu, suite, backend) in from_verdict:
-            value, used, why = from_verdict[(cpu, suite, backend)]
-        else:
-            used, why = statistic, "asked for"
-            if statistic == "auto":
-                used, why = choose_statistic(reduced, cpu, backend, operation)
-            if used != "median" and red.p10_ns:
-                used, value = "p10", red.p10_ns
-            else:
-                used, value = "median", red.median_ns
-        out.append(SuiteResult(
-            cpu=cpu, suite=suite, backend=backend, median_ns=value, run_id=ms[0].run_id,
-            rounds=len(red.round_medians), capped=red.capped, cap_factor=red.cap_factor,
+    estimates = estimate(
+        [m for ms in newest.values() for m in ms],
+        unit_suite=profile.unit_suite if profile else DEFAULT_UNIT_SUITE,
+        unit_vu=profile.unit_vu if profile else 100, operation=operation,
+        statistic=statistic)
+    results = []
+    for e in sorted(estimates, key=lambda e: (e.cpu, e.suite, e.backend)):
+        ms = newest[(e.cpu, e.suite, e.backend)]
+        results.append(SuiteResult(
+            cpu=e.cpu, suite=e.suite, backend=e.backend, time_ns=e.suite_time_ns,
+            statistic=e.statistic, statistic_why=e.statistic_why, run_id=ms[0].run_id,
+            rounds=e.rounds, capped=e.capped, cap_factor=e.cap_factor,
             finished_at=max((m.finished_at or 0.0) for m in ms) or None,
-            statistic=used, statistic_why=why, p50_ns=red.median_ns, p10_ns=red.p10_ns,
-        ))
-    return out
-
-
-def coverage_of(profile: Profile | None, results: list[SuiteResult]) -> list[CoverageResult]:
-    """The profile's verdicts over these results (empty without a profile)."""
-    if profile is None:
-        return []
-    return coverage(profile, [
-        SuiteMedian(cpu=r.cpu, backend=r.backend, suite=r.suite, median_ns=r.median_ns,
-                    capped=r.capped, cap_factor=r.cap_factor) for r in results])
+            median_ns=e.median_ns, p10_ns=e.p10_ns))
+    return Summary(results, coverage(profile, estimates) if profile is not None else [])
 
 
 class DegradedReason(StrEnum):
@@ -154,12 +135,10 @@ class MetricsState:
         with self.lock:
             self.disagreements[(cpu, suite)] = self.disagreements.get((cpu, suite), 0) + 1
 
-    def set_results(self, results: list[SuiteResult]) -> list[CoverageResult]:
-        cov = coverage_of(self.profile, results)
+    def set_summary(self, summary: Summary) -> None:
         with self.lock:
-            self.results = results
-            self.coverage = cov
-        return cov
+            self.results = summary.results
+            self.coverage = summary.coverage
 
 
 def build_info() -> dict[str, str]:
@@ -211,7 +190,7 @@ class QprofCollector(Collector):
                                  "shared host, as qprof check --statistic auto picks it",
                                  labels=["cpu", "suite", "backend", "statistic"])
         for r in results:
-            verify.add_metric([str(r.cpu), r.suite, r.backend], r.median_ns / 1e9)
+            verify.add_metric([str(r.cpu), r.suite, r.backend], r.time_ns / 1e9)
             stat.add_metric([str(r.cpu), r.suite, r.backend, r.statistic], 1.0)
         yield from (verify, stat)
 
@@ -219,14 +198,29 @@ class QprofCollector(Collector):
                                 "Verify Units this CPU's times imply: ceil(100 x suite/unit)",
                                 labels=["cpu", "suite", "backend"])
         covered = GaugeMetricFamily("qprof_vu_covered",
-                                    "1 when the profile's constant covers the estimate "
-                                    "(worst backend measured on the CPU)",
+                                    "1 when the profile's constant covers the estimate of "
+                                    "the verifier the constants are held to (the profile's "
+                                    "verifier; other verifiers alone get no verdict)",
                                     labels=["cpu", "suite", "profile"])
+        basis = GaugeMetricFamily("qprof_vu_estimate_basis_info",
+                                  "1 for what qprof_vu_estimate is: node (the profile's "
+                                  "verifier, judged), dual (a pair led by it, judged apart) "
+                                  "or comparison (a verifier no node runs alone: no verdict)",
+                                  labels=["cpu", "suite", "backend", "basis"])
+        unsure = GaugeMetricFamily("qprof_vu_unsure",
+                                   "1 when the estimate's 95 % interval straddles the "
+                                   "constant: no covered/not covered until measured longer, "
+                                   "on a quieter host or another core",
+                                   labels=["cpu", "suite", "profile"])
         verdicts: dict[tuple[int, str], bool] = {}
         for c in cov:
             est.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_estimate))
-            key = (c.cpu, c.suite)
-            verdicts[key] = verdicts.get(key, True) and c.covered
+            basis.add_metric([str(c.cpu), c.suite, c.backend, c.basis], 1.0)
+            if c.basis == "node" and c.covered is not None:
+                key = (c.cpu, c.suite)
+                verdicts[key] = verdicts.get(key, True) and c.covered
+            if c.basis == "node" and c.decision == "unsure" and profile is not None:
+                unsure.add_metric([str(c.cpu), c.suite, profile.name], 1.0)
         const_metric = GaugeMetricFamily("qprof_vu_constant",
                                          "The profile's Verify-Unit constant",
                                          labels=["suite", "profile"])
@@ -235,7 +229,7 @@ class QprofCollector(Collector):
                 const_metric.add_metric([suite, profile.name], float(value))
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
-        yield from (est, const_metric, covered)
+        yield from (est, basis, const_metric, covered, unsure)
         yield from _block_metrics(blocks)
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
@@ -332,7 +326,8 @@ def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
     yield from (wall, estimate)
 
 
-def serve_metrics(state: MetricsState, host: str, port: int):
+def serve_metrics(state: MetricsState, host: str, port: int
+                  ) -> tuple[WSGIServer, threading.Thread]:
     """Start the exposition HTTP server; returns (server, thread). OSError if bind fails."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QprofCollector(state, build_info()))

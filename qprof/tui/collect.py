@@ -316,13 +316,13 @@ class Collector:
     def _core_view(self, c: CpuFacts, load: float | None,
                    cost: tuple[dict[str, float], dict[str, int], str | None] | None
                    ) -> CoreView:
-        medians, vu, statistic = cost if cost else ({}, {}, None)
+        times, vu, statistic = cost if cost else ({}, {}, None)
         return CoreView(
             cpu=c.cpu, online=c.online, cluster=c.cluster, design=c.design, part=c.part,
             core_class=c.core_class, governor=c.governor, cur_khz=c.cur_khz,
             max_khz=c.max_khz, hw_max_khz=c.hw_max_khz, capped=c.capped,
             cap_factor=c.cap_factor, cap_cause=c.cap_cause, estimated=c.estimated,
-            load_pct=load, medians_ns=medians, vu=vu, statistic=statistic,
+            load_pct=load, times_ns=times, vu=vu, statistic=statistic,
             est_khz=self.estimated_khz.get(c.cpu) if c.cur_khz is None else None,
         )
 

@@ -53,10 +53,10 @@ class CoreView:
     cap_cause: str | None
     estimated: bool = False  # frequency guessed (e.g. /proc/cpuinfo "cpu MHz")
     load_pct: float | None = None
-    # suite -> verify time the verdict used (median, or 10th percentile: see statistic)
-    medians_ns: dict[str, float] = field(default_factory=dict)
+    # suite -> verify time the verdict compared, by ``statistic``
+    times_ns: dict[str, float] = field(default_factory=dict)
     vu: dict[str, int] = field(default_factory=dict)  # suite -> VU estimate
-    statistic: str | None = None  # "median" | "p10" | None (not measured)
+    statistic: str | None = None  # "median" | "p10" | "paired" | None (not measured)
     # Clock estimated by timing a known loop (no cpufreq, e.g. a VM): once, cached.
     est_khz: int | None = None
 
@@ -70,7 +70,7 @@ class CoverageView:
     cluster: int | None
     cpu: int | None  # the core the numbers come from
     backend: str | None
-    median_ns: float | None  # None = not measured yet
+    time_ns: float | None  # verify time the verdict compared, by statistic; None: not measured
     vu_estimate: int | None
     vu_constant: int | None
     margin: int | None  # constant - estimate (negative = not covered)
@@ -81,11 +81,17 @@ class CoverageView:
     measured_at: float | None = None
     note: str | None = None  # why there is no figure ("not measured yet", ...)
     # `qprof check`'s statistic for this core: "median", or "p10" when the ML-DSA rounds
-    # disagree (a busy host); median_ns then holds the 10th percentile it compared.
+    # disagree (a busy host); time_ns is by that statistic.
     statistic: str | None = None
     statistic_why: str | None = None
     confidence: str | None = None  # "high" | "uncertain" (CI straddles the constant)
     vu_median_rule: int | None = None  # the estimate by the plain median, for comparison
+    # qprof.consensus.basis: "node" / "dual" carry a verdict; "comparison" never does.
+    basis: str | None = None
+    basis_label: str | None = None
+    # qprof.consensus.verdict: covered / not_covered / unsure / comparison.
+    decision: str | None = None
+    vu_ci: tuple[int, int] | None = None  # the estimate's 95 % interval
 
 
 @dataclass(frozen=True)
@@ -157,13 +163,21 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
+# The Covered cell of a figure that carries no verdict (a verifier no node runs alone),
+# and of one whose 95 % interval straddles the constant (no ✓/✗ until measured longer).
+COMPARISON_CELL = "comparison only"
+UNSURE_CELL = "? unsure"
+
+
 def fmt_covered(covered: bool | None, missing: str = "not measured yet",
-                confidence: str | None = None) -> str:
+                decision: str | None = None) -> str:
+    if decision == "comparison":
+        return COMPARISON_CELL
+    if decision == "unsure":
+        return UNSURE_CELL
     if covered is None:
         return missing
-    word = f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
-    # `qprof check` says "the interval straddles the constant: measure longer".
-    return word + (" (unsure)" if confidence == "uncertain" else "")
+    return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
 
 
 STAT_SHORT = {"median": "med"}  # others ("p10", "paired") are short already

@@ -39,7 +39,7 @@ def _header(frame: Frame, profile: str) -> list[str]:
 def _cores(frame: Frame) -> list[str]:
     # Suites in the profile's order (the coverage rows), then any other measured ones.
     order = list(dict.fromkeys(r.suite for r in frame.coverage))
-    measured = {s for c in frame.cores for s in c.medians_ns}
+    measured = {s for c in frame.cores for s in c.times_ns}
     suites = [s for s in order if s in measured] + sorted(measured - set(order))
     lines = ["", "## Cores", ""]
     head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
@@ -54,7 +54,7 @@ def _cores(frame: Frame) -> list[str]:
                  fmt_ghz(c.max_khz), fmt_ghz(c.hw_max_khz), fmt_cap(c) or "no",
                  c.statistic or "—"]
         for s in suites:
-            med = c.medians_ns.get(s)
+            med = c.times_ns.get(s)
             vu = c.vu.get(s)
             cells.append("—" if med is None else fmt_ns(med, "µs") + (f" ({vu})" if vu else ""))
         lines.append("| " + " | ".join(cells) + " |")
@@ -71,17 +71,21 @@ def _coverage(frame: Frame) -> list[str]:
     for r in frame.coverage:
         where = r.where + (f" (CPU {r.cpu})" if r.cpu is not None else "")
         capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
-            else ("unknown" if r.capped is None and r.median_ns else "no")
+            else ("unknown" if r.capped is None and r.time_ns else "no")
         lines.append("| " + " | ".join([
-            r.suite, where, fmt_ns(r.median_ns, missing="—"),
-            fmt_stat(r.statistic) if r.median_ns else "—",
+            r.suite, where, fmt_ns(r.time_ns, missing="—"),
+            fmt_stat(r.statistic) if r.time_ns else "—",
             "—" if r.vu_estimate is None else str(r.vu_estimate),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered, r.note or "not measured yet", r.confidence),
+            fmt_covered(r.covered, r.note or "not measured yet", r.decision)
+            + (f" (95 % CI {r.vu_ci[0]}-{r.vu_ci[1]})" if r.decision == "unsure" and r.vu_ci
+               else ""),
             fmt_ns(r.worst_block_ns, missing="—"),
-            capped if r.median_ns else "—",
+            capped if r.time_ns else "—",
         ]) + " |")
+    lines += [f"- {label}" for label in sorted({r.basis_label for r in frame.coverage
+                                                 if r.basis == "comparison" and r.basis_label})]
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
               "backend, as `qprof check` computes it (--statistic auto): t is the median "
               "while the ML-DSA rounds agree within 100 bp, else a steadier statistic "

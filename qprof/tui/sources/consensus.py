@@ -1,6 +1,6 @@
 """Profile constants and Verify-Unit coverage for the monitor (``qprof.consensus``).
 
-Coverage is `qprof check`'s own verdict (:func:`qprof.measure.verdict.evaluate`,
+Coverage is `qprof check`'s own verdict (:func:`qprof.consensus.verdict.evaluate`,
 ``statistic="auto"``) over every round of the store's newest run per core and suite, so
 the monitor and `qprof check` never contradict each other: estimate = ceil(100 ×
 t(suite) / t(unit suite)) on one core, t the median while the ML-DSA rounds agree,
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qprof.consensus import Profile
+from qprof.consensus.verdict import CoverageResult
 from qprof.tui.model import CoverageView, cpu_ranges, short_design
 from qprof.tui.sources.hardware import ClusterFacts
 
@@ -32,7 +34,7 @@ class ProfileInfo:
     """A loaded profile, or the reason it could not load (the UI keeps running)."""
 
     name: str
-    profile: Any  # qprof.consensus.Profile, None when it failed to load
+    profile: Profile | None  # None when it failed to load
     error: str | None = None
 
     @property
@@ -46,8 +48,7 @@ class ProfileInfo:
     @property
     def location(self) -> str:
         """What the engine should load: the profile's file, so paths work as names do."""
-        path = getattr(self.profile, "path", None)
-        return str(Path(path).resolve()) if path else self.name
+        return str(Path(self.profile.path).resolve()) if self.profile else self.name
 
     def constant(self, suite: str) -> int | None:
         if self.profile is None:
@@ -78,9 +79,9 @@ STATISTIC = "auto"  # what `qprof check` uses by default: the monitor must agree
 @dataclass(frozen=True)
 class Evaluation:
     """`qprof check`'s verdict over the store's newest runs, for one backend and profile:
-    ``(CoverageResult, extras)`` per (cpu, suite); extras say which statistic was used."""
+    one ``CoverageResult`` per (cpu, suite) (its estimate says which statistic)."""
 
-    results: tuple[tuple[Any, dict[str, Any]], ...] = ()
+    results: tuple[CoverageResult, ...] = ()
     measured_at: dict[tuple[int, str], float] = field(default_factory=dict)
     error: str | None = None
 
@@ -88,23 +89,22 @@ class Evaluation:
 def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
                           backend: str | None) -> Evaluation:
     """Every round of the newest run per (cpu, suite, backend) -> the verdict, through
-    :func:`qprof.measure.verdict.evaluate` with ``statistic="auto"``, exactly as
+    :func:`qprof.consensus.verdict.evaluate` with ``statistic="auto"``, exactly as
     `qprof check` computes it (median while the ML-DSA rounds agree, else the 10th
     percentile). Slow with samples (a bootstrap CI per suite): call it off the UI thread.
     """
     if info.profile is None:
         return Evaluation()
-    from qprof.measure.verdict import evaluate
+    from qprof.consensus.verdict import evaluate
 
     ms = [m for m in measurements if backend is None or m.backend == backend]
-    results: list[tuple[Any, dict[str, Any]]] = []
+    results: list[CoverageResult] = []
     seen: set[tuple[int, str, str]] = set()
     for operation in VERIFY_OPERATIONS:  # the plain verify first, as `qprof check`
-        for r, extras in evaluate(info.profile, ms, operation=operation,
-                                  statistic=STATISTIC):
+        for r in evaluate(info.profile, ms, operation=operation, statistic=STATISTIC):
             if (r.cpu, r.suite, r.backend) not in seen:
                 seen.add((r.cpu, r.suite, r.backend))
-                results.append((r, extras))
+                results.append(r)
     measured_at: dict[tuple[int, str], float] = {}
     for m in ms:
         key = (int(m.cpu), m.suite)
@@ -131,7 +131,7 @@ def evaluate_store(path: Path, info: ProfileInfo, backend: str | None) -> Evalua
 
 def evaluation_to_json(evaluation: Evaluation) -> str:
     return json.dumps({
-        "results": [[r.to_dict(), extras] for r, extras in evaluation.results],
+        "results": [r.to_dict() for r in evaluation.results],
         "measured_at": [[cpu, suite, ts] for (cpu, suite), ts in
                         evaluation.measured_at.items()],
         "error": evaluation.error,
@@ -139,11 +139,9 @@ def evaluation_to_json(evaluation: Evaluation) -> str:
 
 
 def evaluation_from_json(text: str) -> Evaluation:
-    from qprof.consensus import CoverageResult
-
     data = json.loads(text)
     return Evaluation(
-        results=tuple((CoverageResult(**r), extras) for r, extras in data["results"]),
+        results=tuple(CoverageResult.from_dict(r) for r in data["results"]),
         measured_at={(int(cpu), str(suite)): float(ts) for cpu, suite, ts in
                      data["measured_at"]},
         error=data.get("error"),
@@ -174,12 +172,12 @@ def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
 def core_costs(evaluation: Evaluation | None
                ) -> dict[int, tuple[dict[str, float], dict[str, int], str | None]]:
     """cpu -> (suite -> verify ns, suite -> VU estimate, statistic) for the per-core
-    table: the figure the verdict used (median or 10th percentile)."""
+    table: the figure the verdict used (median, 10th percentile or quiet-turn pairs)."""
     out: dict[int, tuple[dict[str, float], dict[str, int], str | None]] = {}
-    for r, extras in evaluation.results if evaluation else ():
-        times, vus, _ = out.setdefault(r.cpu, ({}, {}, extras.get("statistic_used")))
-        times[r.suite] = float(r.median_ns)
-        vus[r.suite] = int(r.vu_estimate)
+    for r in evaluation.results if evaluation else ():
+        times, vus, _ = out.setdefault(r.cpu, ({}, {}, r.statistic))
+        times[r.suite] = r.suite_time_ns
+        vus[r.suite] = r.vu_estimate
     return out
 
 
@@ -198,30 +196,35 @@ def coverage_rows(
         (c.id, f"cl{c.id} {short_design(c.design)} {cpu_ranges(c.cpus)}", c.cpus) for c in clusters
     ]
     if not groups:  # topology without clusters: one group per measured CPU
-        groups = [(None, f"CPU {cpu}", (cpu,)) for cpu in sorted({r.cpu for r, _ in results})]
+        groups = [(None, f"CPU {cpu}", (cpu,)) for cpu in sorted({r.cpu for r in results})]
     rows: list[CoverageView] = []
     for suite in info.suites:
         for cluster_id, where, cpus in groups:
-            candidates = [(r, x) for r, x in results if r.suite == suite and r.cpu in cpus]
+            candidates = [r for r in results if r.suite == suite and r.cpu in cpus]
             if not candidates:
                 rows.append(CoverageView(
                     suite=suite, where=where, cluster=cluster_id, cpu=None, backend=backend,
-                    median_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
+                    time_ns=None, vu_estimate=None, vu_constant=info.constant(suite),
                     margin=None, covered=None, note=missing))
                 continue
-            r, x = max(candidates, key=lambda rx: (rx[0].vu_estimate, rx[0].median_ns))
+            r = max(candidates, key=lambda r: (r.vu_estimate, r.suite_time_ns))
             rows.append(CoverageView(
                 suite=suite, where=where, cluster=cluster_id, cpu=r.cpu, backend=r.backend,
-                median_ns=r.median_ns, vu_estimate=r.vu_estimate, vu_constant=r.vu_constant,
+                time_ns=r.suite_time_ns, vu_estimate=r.vu_estimate,
+                vu_constant=r.vu_constant,
                 margin=r.margin, covered=r.covered, capped=r.capped,
                 cap_factor=r.cap_factor if r.capped else None,
                 worst_block_ns=r.worst_block_ns,
                 measured_at=measured_at.get((r.cpu, suite)),
                 note=r.verdict or None,
-                statistic=x.get("statistic_used"),
-                statistic_why=x.get("statistic_why"),
+                statistic=r.statistic,
+                statistic_why=r.estimate.statistic_why,
                 confidence=r.confidence,
-                vu_median_rule=x.get("vu_estimate_median"),
+                vu_median_rule=r.estimate.vu_by_statistic.get("median"),
+                basis=r.basis,
+                basis_label=r.basis_label,
+                decision=r.decision,
+                vu_ci=r.estimate.vu_ci,
             ))
     return tuple(rows)
 

@@ -41,7 +41,7 @@ def core_cells(core: CoreView, suites: tuple[str, ...]) -> tuple[str, ...]:
         max_ghz = f"{max_ghz}/{fmt_ghz(core.hw_max_khz)}"
     costs = []
     for suite in suites:
-        median = core.medians_ns.get(suite)
+        median = core.times_ns.get(suite)
         vu = core.vu.get(suite)
         costs.append("—" if median is None else
                      fmt_ns(median, "µs") + (f" ({vu})" if vu is not None else ""))

@@ -24,7 +24,7 @@ COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covere
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
-    if row.covered is None and row.median_ns is None:
+    if row.covered is None and row.time_ns is None:
         return (short_suite(row.suite), row.where, "—", "—", "—",
                 "—" if row.vu_constant is None else str(row.vu_constant), "—",
                 row.note or "not measured yet", "", "—")
@@ -37,12 +37,14 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
     return (
         short_suite(row.suite),
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
-        fmt_ns(row.median_ns, missing="—"),
+        fmt_ns(row.time_ns, missing="—"),
         fmt_stat(row.statistic),
         "—" if row.vu_estimate is None else str(row.vu_estimate),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered, confidence=row.confidence),
+        fmt_covered(row.covered, decision=row.decision)
+        + (f" {row.vu_ci[0]}-{row.vu_ci[1]}" if row.decision == "unsure" and row.vu_ci
+           else ""),
         cap,
         fmt_ns(row.worst_block_ns, missing="—"),
     )
@@ -92,8 +94,15 @@ class CoveragePanel(Vertical):
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
         covered = sum(1 for r in rows if r.covered is True)
         not_covered = sum(1 for r in rows if r.covered is False)
+        unsure = sum(1 for r in rows if r.decision == "unsure")
         if covered or not_covered:
             title += f" · ✓ {covered} covered, ✗ {not_covered} not covered"
+        if unsure:
+            title += f" · ? {unsure} unsure: measure longer, quieter or on another core"
+        # Figures of a verifier no node runs alone: said once, in words, never as ✓/✗.
+        for label in sorted({r.basis_label for r in rows
+                             if r.basis == "comparison" and r.basis_label}):
+            title += f" · {label}"
         if note:
             title += f" · {note}"
         if title != self._title:

@@ -35,9 +35,12 @@ Coverage panel (one row per suite and cluster)
   Verify/Stat  the time compared and its statistic (see Stat above)
   Est/Const    ceil(100 × t(suite) / t(ML-DSA-44)), same core, against
                the profile's constant; Margin = Const − Est
-  Covered      ✓ yes / ✗ NO / "not measured yet"; "(unsure)" = the 95 %
-               interval straddles the constant: measure longer
-               ("not measured here" when replaying a --root snapshot)
+  Covered      ✓ yes / ✗ NO (the whole 95 % interval on one side of the
+               constant) / "? unsure LOW-HIGH" (the interval straddles it:
+               measure longer, quieter or on another core) / "not measured yet"
+               ("not measured here" when replaying a --root snapshot);
+               "comparison only": a verifier no node runs alone (numba
+               without liboqs): figures, never a verdict
   Cap          "⚠ capped ×F": measured while the core ran below its max
   Worst block  a block full of that suite (max block VU / constant
                signatures) × the median, on one core: an estimate

@@ -1,0 +1,175 @@
+"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimator`'s
+estimates. Entry point :func:`evaluate` (records -> one :class:`CoverageResult` per CPU,
+backend and suite of the profile); `qprof check`, the daemon, `qprof history`, the monitor
+and the Markdown report all take their ✓/✗ from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+from qprof.consensus.basis import Basis, basis_label, verdict_basis
+from qprof.consensus.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.profiles import Profile, ReferenceCore
+from qprof.consensus.statistic import Statistic
+from qprof.consensus.vu import block_signatures
+from qprof.measure.records import Measurement
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    """One suite of the profile on one CPU and backend: estimate against constant."""
+
+    cpu: int
+    suite: str
+    backend: str
+    operation: str
+    statistic: Statistic  # what suite_time_ns and unit_time_ns are
+    suite_time_ns: float
+    unit_time_ns: float
+    vu_estimate: int
+    vu_constant: int
+    # "covered" / "not_covered": the whole 95 % interval on one side of the constant (or
+    # no interval); "unsure": it straddles the constant; "comparison": a verifier no node
+    # runs alone, no verdict at all.
+    decision: Decision
+    covered: bool | None  # True / False as decided; None when unsure or comparison
+    margin: int | None  # constant - estimate (negative: over it); None for comparison
+    capped: bool | None
+    cap_factor: float | None
+    worst_block_signatures: int
+    worst_block_ns: float
+    estimate: SuiteEstimate
+    basis: Basis = "node"  # see qprof.consensus.basis
+    basis_label: str = ""
+    reference_core: str | None = None
+    reference_block_ns: float | None = None  # the same block on the profile's reference core
+    block_vs_reference: float | None = None  # worst_block_ns / reference_block_ns
+    block_interval_fraction: float | None = None  # worst block / target block interval
+    vu_ci_low: int | None = None
+    vu_ci_high: int | None = None
+    # "high": the interval lies on one side of the constant; "uncertain": it straddles
+    # it; None: no interval.
+    confidence: str | None = None
+    verdict: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CoverageResult:
+        """Inverse of :meth:`to_dict` after a JSON round trip (lists, string keys)."""
+        e = dict(data["estimate"])
+        for key in ("ratio_ci", "vu_ci", "round_medians_ns", "contended_rounds"):
+            if e.get(key) is not None:
+                e[key] = tuple(e[key])
+        if e.get("vu_by_round") is not None:
+            e["vu_by_round"] = {int(k): v for k, v in e["vu_by_round"].items()}
+        known = {f.name for f in fields(cls)}
+        return cls(**{**{k: v for k, v in data.items() if k in known},
+                      "estimate": SuiteEstimate(**e)})
+
+
+Decision = Literal["covered", "not_covered", "unsure", "comparison"]
+# What a user can do when the interval straddles the constant.
+UNSURE_ADVICE = ("to decide, measure longer (a larger --time-limit), on a quieter host "
+                 "(nothing else running on that core), or on another core")
+
+
+def _decision(constant: int, estimate: int, low: int | None, high: int | None,
+              judged: bool) -> Decision:
+    if not judged:
+        return "comparison"
+    if low is None or high is None:  # no samples kept: the point estimate alone
+        return "covered" if estimate <= constant else "not_covered"
+    if high <= constant:
+        return "covered"
+    if low > constant:
+        return "not_covered"
+    return "unsure"
+
+
+def _verdict_text(r: CoverageResult) -> str:
+    """The verdict in words that follow from the estimate, its interval and the margin."""
+    low, high, c = r.vu_ci_low, r.vu_ci_high, r.vu_constant
+    ci = f" (95 % CI {low}-{high})" if low is not None and high is not None else ""
+    head = f"estimate {r.vu_estimate}{ci}"
+    dual = " (dual enforce)" if r.basis == "dual" else ""
+    if r.decision == "comparison":
+        return f"{head}, constant {c}: {r.basis_label}"
+    if r.estimate.is_unit:
+        return f"estimate {r.vu_estimate}: the unit suite ({c} by definition)"
+    if r.decision == "unsure":
+        return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
+                f"the constant; {UNSURE_ADVICE}")
+    if r.decision == "covered":
+        sure = (f": the whole interval is at or below the constant ({c - high} VU to spare "
+                "at its top)" if high is not None else
+                " (no interval: too few samples to say how sure)")
+        return f"{head}, margin {c - r.vu_estimate}: covered{dual}{sure}"
+    sure = (f": even the interval's low end exceeds it by {low - c}" if low is not None
+            else " (no interval: too few samples to say how sure)")
+    return (f"{head}, exceeds the constant {c} by {r.vu_estimate - c}: "
+            f"NOT covered{dual}{sure}")
+
+
+def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
+             reference: ReferenceCore | None = None) -> list[CoverageResult]:
+    """One result per estimate of a suite the profile has a constant for, measured with
+    the unit suite on the same CPU and backend (an estimate needs both)."""
+    ref = reference if reference is not None else profile.reference_core()
+    estimates = list(estimates)
+    units = {(e.cpu, e.backend, e.operation): e for e in estimates if e.is_unit}
+    results: list[CoverageResult] = []
+    for e in estimates:
+        if (e.suite not in profile.verify_units or e.vu_estimate is None
+                or e.unit_time_ns is None):
+            continue
+        constant = profile.verify_units[e.suite]
+        low, high = e.vu_ci if e.vu_ci is not None else (None, None)
+        nsig = block_signatures(profile, e.suite)
+        block = nsig * e.suite_time_ns
+        ref_block = None
+        if ref is not None and e.suite in ref.verify_median_ns:
+            ref_block = nsig * ref.verify_median_ns[e.suite]
+        basis = verdict_basis(profile, e.backend, e.operation)
+        judged = basis != "comparison"
+        decision = _decision(constant, e.vu_estimate, low, high, judged)
+        # A cap seen on the unit's rounds skews the ratio as much as one on the suite's.
+        unit = units.get((e.cpu, e.backend, e.operation), e)
+        capped = e.capped if e.capped is not None else unit.capped
+        cap_factor = e.cap_factor if e.cap_factor is not None else unit.cap_factor
+        r = CoverageResult(
+            cpu=e.cpu, suite=e.suite, backend=e.backend, operation=e.operation,
+            statistic=e.statistic, suite_time_ns=e.suite_time_ns,
+            unit_time_ns=e.unit_time_ns, vu_estimate=e.vu_estimate, vu_constant=constant,
+            decision=decision,
+            covered={"covered": True, "not_covered": False}.get(decision),
+            margin=constant - e.vu_estimate if judged else None,
+            capped=capped, cap_factor=cap_factor,
+            worst_block_signatures=nsig, worst_block_ns=block, estimate=e,
+            basis=basis, basis_label=basis_label(profile, e.backend, basis),
+            reference_core=ref.name if ref is not None else None,
+            reference_block_ns=ref_block,
+            block_vs_reference=(block / ref_block) if ref_block else None,
+            block_interval_fraction=(block / (profile.target_block_interval_s * 1e9)
+                                     if profile.target_block_interval_s else None),
+            vu_ci_low=low, vu_ci_high=high,
+            confidence=(None if not judged or low is None else
+                        "uncertain" if decision == "unsure" else "high"),
+        )
+        results.append(replace(r, verdict=_verdict_text(r)))
+    order = {s: i for i, s in enumerate(profile.suites)}
+    return sorted(results, key=lambda r: (r.cpu, r.backend, r.operation, order[r.suite]))
+
+
+def evaluate(profile: Profile, measurements: Iterable[Measurement],
+             operation: str = "verify", statistic: str = "auto",
+             replicates: int = REPLICATES) -> list[CoverageResult]:
+    """The verdict over ``measurements``: :func:`~qprof.consensus.estimator.estimate`
+    with the profile's unit, then each constant against its estimate."""
+    return coverage(profile, estimate(
+        measurements, unit_suite=profile.unit_suite, unit_vu=profile.unit_vu,
+        operation=operation, statistic=statistic, replicates=replicates))
