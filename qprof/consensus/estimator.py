@@ -30,6 +30,7 @@ from qprof.consensus.statistic import (
     paired_usable,
 )
 from qprof.consensus.vu import exact, vu_estimate
+from qprof.measure.clock import steady_measurements
 from qprof.measure.records import Measurement
 from qprof.measure.reduce import (
     Key,
@@ -290,7 +291,10 @@ def estimate(
     """
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
-    reduced = reduce_measurements(m for m in measurements if m.operation == operation)
+    # Rounds timed at one clock: a cap that came or went mid-run is left out (when enough
+    # rounds remain; the run's note says which, or that it could not).
+    steady, _changes = steady_measurements(measurements, unit_suite)
+    reduced = reduce_measurements(m for m in steady if m.operation == operation)
     groups: dict[tuple[int, str], _Group] = {}
     for cpu, _suite, backend, _op in reduced:
         if (cpu, backend) in groups:

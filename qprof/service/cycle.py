@@ -10,6 +10,7 @@ raise alerts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block
+from qprof.measure.clock import clock_changes
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
@@ -303,28 +305,35 @@ class CycleRunner:
 
     def _check_skew(self, cpu: int, caps_before: dict[int, float | None],
                     run_id: str | None) -> None:
-        """A result measured under a cap is slower than the core: say so."""
-        factors: list[float] = []
-        capped = cpu in caps_before or cpu in self.capped_now()
+        """A result measured under a cap, or while the clock changed, is skewed: say so,
+        with the factor and the rounds the estimate left out (qprof.measure.clock)."""
+        measured: list[Measurement] = []
         if run_id is not None:
-            try:
-                for rec in self.store.run_records(run_id):
-                    if isinstance(rec, Measurement) and rec.capped:
-                        capped = True
-                        if rec.cap_factor:
-                            factors.append(rec.cap_factor)
-            except (KeyError, sqlite3.Error):
-                pass
-        for source in (caps_before, self.capped_now()):
-            if source.get(cpu):
-                factors.append(source[cpu])  # type: ignore[arg-type]
-        if capped:
-            factor = max(factors) if factors else None
-            self.alerts.emit("result_skewed", "warning",
-                             f"cpu {cpu}: results of run {run_id} were measured under a cap"
-                             + (f" ({factor:.2f}x)" if factor else "")
-                             + "; times are slower than the core can do",
-                             cpu=cpu, run_id=run_id, factor=factor)
+            with contextlib.suppress(KeyError, sqlite3.Error):
+                measured = [rec for rec in self.store.run_records(run_id)
+                            if isinstance(rec, Measurement) and rec.cpu == cpu]
+        now = self.capped_now()
+        capped = cpu in caps_before or cpu in now or any(m.capped for m in measured)
+        unit = self.state.profile.unit_suite if self.state.profile else "ML-DSA-44"
+        changes = clock_changes(measured, unit)
+        if not capped and not changes:
+            return
+        factors = [m.cap_factor for m in measured if m.capped and m.cap_factor]
+        factors += [f for source in (caps_before, now) if (f := source.get(cpu))]
+        factors += [c.factor for c in changes]
+        factor = max(factors) if factors else None
+        if changes:
+            message = "; ".join(c.text() for c in changes) + f" (run {run_id})"
+        else:
+            message = (f"cpu {cpu}: results of run {run_id} were measured under a cap"
+                       + (f" ({factor:.2f}x)" if factor else "")
+                       + "; times are slower than the core can do")
+        self.alerts.emit("result_skewed", "warning", message, cpu=cpu, run_id=run_id,
+                         factor=factor, clock_changes=[{
+                             "source": c.source, "factor": round(c.factor, 3),
+                             "backend": c.backend, "slow_rounds": c.slow_rounds,
+                             "rounds_left_out": [r for r in c.rounds if r not in c.kept_rounds]
+                             if c.decided else [], "left_out": c.decided} for c in changes])
 
 
 def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, bool]

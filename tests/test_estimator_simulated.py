@@ -1,0 +1,119 @@
+"""The estimator's known error, pinned on simulated runs (tests/simulate.py).
+
+On every documented noise shape the estimate ``qprof check`` uses (``auto``) must be
+within 50 bp of the truth on average, its 95 % interval must hold the true Verify-Unit
+count in at least 90 % of runs, and it must never do worse than the plain median rule;
+and no run may show an estimate outside its own interval. The full table (more runs, every
+statistic) is bench/simulate_verdict.py's, in docs/ESTIMATOR.md.
+
+``TODAY_FAILS`` lists what the estimator of main does not meet yet, each for the reason
+docs/ESTIMATOR.md gives; strict xfails, so a fix shows as a failure to move it out.
+"""
+
+from __future__ import annotations
+
+import pytest
+import simulate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qprof.consensus import load_profile
+
+PROFILE = load_profile("qanum")
+# Per shape: enough to see a bias of 50 bp and a coverage far below 90 %. Every random
+# draw is seeded (simulator, bootstrap, hypothesis), so the outcome is the same each run.
+RUNS = 8
+PINNED = [s for s in simulate.SHAPES if s.name != "offline"]
+MAX_BIAS_BP = 50.0
+MIN_COVERAGE = 0.9
+# "Worse": a larger RMS error (beyond the noise of RUNS runs) or a lower coverage.
+RMS_SLACK_BP = 10.0
+
+TODAY_FAILS = {
+    # Quiet turns and 10th percentiles estimate a smaller ratio than the medians' for a
+    # suite whose samples are skewed (long operations collect more interrupts): -50 to
+    # -100 bp for SLH-DSA-SHAKE-256s, and the paired interval is too narrow to hold it.
+    ("bias", "drift"), ("bias", "host"),
+    ("coverage", "bursts"), ("coverage", "heavy"), ("coverage", "drift"),
+    ("coverage", "host"),
+    # auto leaves the median once the ML-DSA rounds are > 100 bp apart (spells, drift) and
+    # takes that bias on; on drift alone the median was right.
+    ("not_worse", "bursts"), ("not_worse", "heavy"), ("not_worse", "drift"),
+    ("not_worse", "host"),
+}
+
+
+@pytest.fixture(scope="module")
+def cells() -> dict[tuple[str, str, str], simulate.Cell]:
+    return simulate.simulate_table(PROFILE, PINNED, runs=RUNS, seed=11,
+                                   statistics=("median", "auto"))
+
+
+def _params(check: str) -> list:
+    return [pytest.param(s.name, marks=pytest.mark.xfail(
+        strict=True, reason="today's estimator; see docs/ESTIMATOR.md"))
+            if (check, s.name) in TODAY_FAILS else s.name for s in PINNED]
+
+
+def _suites(cells: dict, shape: str, statistic: str) -> list[simulate.Cell]:
+    return [c for c in cells.values() if (c.shape, c.statistic) == (shape, statistic)]
+
+
+@pytest.mark.parametrize("shape", _params("bias"))
+def test_auto_bias_within_50_bp(cells: dict, shape: str) -> None:
+    got = {c.suite: round(c.bias_bp) for c in _suites(cells, shape, "auto")}
+    assert all(abs(b) <= MAX_BIAS_BP for b in got.values()), got
+
+
+@pytest.mark.parametrize("shape", _params("coverage"))
+def test_auto_interval_covers_the_truth(cells: dict, shape: str) -> None:
+    got = {c.suite: c.coverage for c in _suites(cells, shape, "auto")}
+    assert all(c >= MIN_COVERAGE for c in got.values()), got
+
+
+@pytest.mark.parametrize("shape", _params("not_worse"))
+def test_auto_never_worse_than_the_median(cells: dict, shape: str) -> None:
+    for c in _suites(cells, shape, "auto"):
+        median = cells[(shape, "median", c.suite)]
+        assert c.rms_bp <= median.rms_bp + RMS_SLACK_BP, (c.suite, c.rms_bp, median.rms_bp)
+        assert c.coverage >= median.coverage, (c.suite, c.coverage, median.coverage)
+
+
+def test_a_cpu_that_goes_offline_gives_no_verdict() -> None:
+    run = simulate.simulate_run(simulate.SHAPES_BY_NAME["offline"], 1)
+    assert run.measurements == []
+    assert simulate.estimate(PROFILE, run.records, "auto") == []
+    assert any(getattr(r, "kind", None) == "cpu_aborted" for r in run.records)
+
+
+@st.composite
+def shapes(draw: st.DrawFn) -> simulate.Shape:
+    cap = draw(st.none() | st.floats(0.1, 0.9))
+    return simulate.Shape(
+        "drawn", "hypothesis",
+        bursts_per_s=draw(st.floats(0.0, 3.0)),
+        burst_slowdown=(1.3, draw(st.floats(1.3, 2.0))),
+        drift_per_s=draw(st.floats(-0.01, 0.01)),
+        cap_at=cap, cap_factor=draw(st.floats(1.1, 2.5)), cpufreq=draw(st.booleans()))
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(shape=shapes(), seed=st.integers(0, 2**16), statistic=st.sampled_from(
+    simulate.STATISTICS), rounds=st.integers(3, 9), budget=st.floats(0.03, 0.3))
+def test_no_estimate_outside_its_own_interval(shape: simulate.Shape, seed: int,
+                                              statistic: str, rounds: int,
+                                              budget: float) -> None:
+    run = simulate.simulate_run(shape, seed, simulate.Config(rounds=rounds, budget_s=budget))
+    for o in simulate.estimate(PROFILE, run.records, statistic):
+        if o.vu_low is not None and o.vu_high is not None:
+            assert o.vu_low <= o.vu_estimate <= o.vu_high, o
+
+
+def test_the_stopping_rule_adds_pairs_on_a_busy_host_within_its_limits() -> None:
+    cfg = simulate.Config(adaptive=True)
+    quiet = simulate.simulate_run(simulate.SHAPES_BY_NAME["quiet"], 1, cfg)
+    busy = simulate.simulate_run(simulate.SHAPES_BY_NAME["host"], 1, cfg)
+    assert {m.round for m in quiet.measurements} == set(range(cfg.rounds))
+    rounds = {m.round for m in busy.measurements}
+    assert cfg.rounds < len(rounds) <= cfg.max_rounds and (len(rounds) - cfg.rounds) % 2 == 0
