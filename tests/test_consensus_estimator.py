@@ -77,8 +77,8 @@ def test_estimate_is_inside_its_interval_and_shares_the_units_statistic(
 
 def test_suite_and_unit_by_the_same_statistic_when_a_suite_falls_back() -> None:
     """Run 1 of issue 11: SLH-DSA had no quiet turns of its own and was taken at its 10th
-    percentile, but divided by the unit's quiet-turn figure. Now the unit's figure by the
-    suite's own statistic is the divisor."""
+    percentile, but divided by the unit's quiet-turn figure. Now such a suite falls back to
+    the median (the ratio pairs estimate too), divided by the unit's median."""
     ms = interleaved_run(7, 7, 40, {"ML-DSA-87": 2.87}, busy_share=0.5)
     # An SLH-DSA suite timed in only 2 turns a round (its operations take milliseconds):
     # never 3 quiet turns in a round, so no quiet-turn ratio of its own.
@@ -90,15 +90,15 @@ def test_suite_and_unit_by_the_same_statistic_when_a_suite_falls_back() -> None:
                               p95_ns=max(samples), samples_ns=samples, turn_size=TURN))
     by = {e.suite: e for e in estimate(ms, statistic="paired", replicates=100)}
     slh, unit = by["SLH-DSA-SHAKE-128s"], by[UNIT]
-    assert unit.statistic == "paired" and slh.statistic == "p10"
+    assert unit.statistic == "paired" and slh.statistic == "median"
     assert "too few quiet turns" in slh.statistic_why
-    assert slh.unit_time_ns == pytest.approx(unit.p10_ns)  # not the unit's quiet figure
+    assert slh.unit_time_ns == pytest.approx(unit.median_ns)  # not the unit's quiet figure
     assert slh.ratio_ci is not None and slh.ratio_ci[0] <= slh.ratio <= slh.ratio_ci[1]
 
 
 def test_pairs_need_enough_quiet_turns() -> None:
     """5 quiet turns of 1,330 once chose "paired" with "high" confidence: pairs now need
-    a tenth of the turns in at least 3 rounds, else the steadier of the others."""
+    a tenth of the turns in at least 3 rounds, else the median."""
     rare = interleaved_run(3, 7, 60, {"ML-DSA-87": 2.87}, busy_share=0.97)
     assert {e.statistic for e in estimate(rare, statistic="auto", replicates=50)} != {
         "paired"}

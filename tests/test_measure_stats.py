@@ -87,16 +87,36 @@ def test_paired_ratios_keep_only_turns_between_quiet_unit_turns():
     }, 2)
     suite = red("ML-DSA-87", {
         0: [25.0] * 5 + [40.0] * 5,
-        # Turn 1: a spell shorter than a turn slowed the B turn between two quiet A turns.
+        # Turn 1: a spell shorter than a turn slowed one operation between two quiet A
+        # turns: it counts, and the median does not follow it.
         1: [25.0, 40.0, 25.0, 24.99, 25.0, 25.05, 25.0, 25.0, 25.0, 25.0],
         2: [40.0] * 10,
     }, 1)
     p = paired_ratios(suite, unit)
     assert p is not None
     # Round 0: turns 0-3 have quiet units on both sides (turn 4 is followed by a slow one).
-    assert p.quiet_fraction == {0: 4 / 9, 1: 8 / 9, 2: 0.0}
+    assert p.quiet_fraction == {0: 4 / 9, 1: 9 / 9, 2: 0.0}
     assert p.contended == [2]
     assert p.by_round == {0: 2.5, 1: 2.5}
     assert p.ratio == 2.5 and p.spread_bp == 0.0
-    assert p.unit_quiet_ns == 10.0 and p.quiet_turns == 4 + 8
+    assert p.unit_quiet_ns == 10.0 and p.quiet_turns == 4 + 9
+    assert p.ratios_by_round[1][1] == 4.0
     assert p.unit_by_round == {0: 10.0, 1: 10.0} and p.unit_spread_bp == 0.0
+
+
+def test_paired_ratio_is_the_ratio_of_medians_for_a_skewed_suite():
+    """Turns of two operations of a right-skewed suite: the median of turn medians (the
+    pair's mean) would lie above the operations' median; each operation over the unit's
+    speed around it gives the ratio of the medians, as the seeds' rule on a quiet core."""
+    from qprof.measure.reduce import Reduced, paired_ratios
+
+    def red(suite: str, rounds: dict[int, list[float]], size: int) -> Reduced:
+        return Reduced(1, suite, "liboqs", "verify", sum(map(len, rounds.values())), 0.0, 0.0,
+                       {r: sorted(v)[len(v) // 2] for r, v in rounds.items()}, 0.0,
+                       samples_by_round=rounds, turn_sizes=dict.fromkeys(rounds, size))
+
+    ops = [100.0, 100.0, 100.0, 130.0, 100.0, 100.0, 100.0, 130.0, 100.0, 130.0]
+    unit = red("ML-DSA-44", dict.fromkeys(range(3), [1.0] * 6), 1)
+    suite = red("SLH-DSA-SHAKE-256s", dict.fromkeys(range(3), ops), 2)
+    p = paired_ratios(suite, unit)
+    assert p is not None and p.ratio == 100.0  # turn medians would give 115

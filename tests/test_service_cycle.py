@@ -131,21 +131,23 @@ def test_bench_config_is_check_mode_on_one_cpu() -> None:
 
 
 def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[Measurement]:
-    """Each round's samples mix a quiet speed with contended ones (1.6x) in the given
-    share: shares that change per round make round medians jump while 10th percentiles
-    hold (a shared host); equal shares give agreeing medians."""
+    """Interleaved rounds of 20 turns of 10 operations: in each round a neighbour slows
+    the first ``share`` of the turns 1.6x, every suite alike (a shared host). Shares that
+    change per round make round medians jump (auto takes the quiet-turn pairs); equal
+    shares give agreeing medians (auto keeps the median)."""
     out = []
+    turns, size = 20, 10
     for rnd, busy_share in enumerate(shares):
+        busy = round(turns * busy_share)
         for suite, quiet in (("ML-DSA-44", 100_000.0), ("ML-DSA-87", 280_000.0)):
-            n_busy = int(200 * busy_share)
-            samples = [quiet * (1 + 0.001 * (i % 7)) for i in range(200 - n_busy)]
-            samples += [quiet * 1.6 * (1 + 0.001 * (i % 5)) for i in range(n_busy)]
-            samples.sort()
-            med = samples[len(samples) // 2]
+            samples = [quiet * (1.6 if turn < busy else 1.0) * (1 + 0.001 * (i % 7))
+                       for turn in range(turns + (suite == "ML-DSA-44"))
+                       for i in range(size)]
+            med = sorted(samples)[len(samples) // 2]
             out.append(Measurement(run_id=run_id, cpu=0, suite=suite, backend="liboqs",
-                                   operation="verify", round=rnd, n=200, median_ns=med,
-                                   p95_ns=samples[-10], finished_at=t + rnd,
-                                   samples_ns=samples))
+                                   operation="verify", round=rnd, n=len(samples),
+                                   median_ns=med, p95_ns=sorted(samples)[-10],
+                                   finished_at=t + rnd, samples_ns=samples, turn_size=size))
     return out
 
 
@@ -163,7 +165,7 @@ def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -
         cov = verdicts[(res.cpu, res.suite)]
         assert res.statistic == cov.statistic
         assert res.time_ns == cov.suite_time_ns  # what qprof_verify_seconds serves
-    assert {r.statistic for r in summary.results} == ({"p10"} if noisy else {"median"})
+    assert {r.statistic for r in summary.results} == ({"paired"} if noisy else {"median"})
     # Without a profile (it failed to load): the same choice from the samples alone.
     assert [(r.statistic, r.time_ns) for r in summarize(ms).results] == [
         (r.statistic, r.time_ns) for r in summary.results]

@@ -138,32 +138,20 @@ def test_live_root_cap_edges_become_alerts_and_history(tmp_path: Path) -> None:
 
 
 def _noisy_store(path: Path) -> Path:
-    """One run of 5 rounds on CPU 0 on a shared host: in each round a different share of
-    the samples ran at the quiet speed, the rest 40 % slower. Round medians jump (the
-    median rule wobbles), the 10th percentiles stay put."""
-    from qprof.measure.records import End, Measurement, Meta
+    """One simulated check run on CPU 0 of a shared host (tests/simulate.py, shape "host":
+    contention spells a quarter of the time, slow drift): round medians jump, so the median
+    rule is off by ~100 bp for SLH-DSA while the quiet-turn pairs hold the truth."""
+    import simulate
 
-    quiet = {"ML-DSA-44": 33_000.0, "ML-DSA-87": 86_000.0,
-             "SLH-DSA-SHAKE-128s": 820_000.0, "SLH-DSA-SHAKE-256s": 1_830_000.0}
-    quiet_share = (0.9, 0.3, 0.8, 0.2, 0.7)  # per round
+    from qprof.measure.records import End, Meta
+
+    run = simulate.simulate_run(simulate.SHAPES_BY_NAME["host"], 2, simulate.Config(cpu=0))
     store = Store(path)
-    store.add(Meta(run_id="noisy", started_at=1_764_500_000.0, qprof_version="test",
+    store.add(Meta(run_id=simulate.RUN_ID, started_at=simulate.EPOCH, qprof_version="test",
                    command=["qprof", "check"], profile="qanum"))
-    for r, share in enumerate(quiet_share):
-        for suite, fast in quiet.items():
-            # Suites see the neighbour at different times: SLH mostly quiet when ML-DSA
-            # was not, which is what makes the median rule's ratios wrong.
-            s = share if suite.startswith("ML-DSA") else 1.0 - share
-            n = 100
-            k = round(n * s)
-            samples = [fast * (1 + 0.001 * (i % 7)) for i in range(k)] + \
-                [fast * 1.4 * (1 + 0.001 * (i % 7)) for i in range(n - k)]
-            samples.sort()
-            store.add(Measurement(run_id="noisy", cpu=0, suite=suite, backend="liboqs",
-                                  operation="verify", round=r, n=n,
-                                  median_ns=samples[n // 2], p95_ns=samples[95],
-                                  samples_ns=samples, finished_at=1_764_500_010.0 + r))
-    store.add(End(run_id="noisy", finished_at=1_764_500_100.0, status="finished"))
+    for m in run.measurements:
+        store.add(m)
+    store.add(End(run_id=simulate.RUN_ID, finished_at=simulate.EPOCH + 60, status="finished"))
     store.close()
     return path
 
@@ -180,7 +168,7 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
                                           statistic="auto")}
     by_median = {r.suite: r for r in evaluate(load_profile("qanum"), measurements,
                                               statistic="median")}
-    assert {r.statistic for r in check.values()} == {"p10"}
+    assert {r.statistic for r in check.values()} == {"paired"}
     # The case that matters: the median rule would say something else.
     assert any(by_median[s].vu_estimate != r.vu_estimate for s, r in check.items())
 
@@ -192,10 +180,10 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
         row = rows[suite]
         assert (row.vu_estimate, row.covered, row.margin) == (r.vu_estimate, r.covered,
                                                               r.margin), suite
-        assert row.statistic == r.statistic == "p10"
+        assert row.statistic == r.statistic == "paired"
         assert row.time_ns == pytest.approx(r.suite_time_ns)  # the figure compared
     costs = core_costs(evaluation)
-    assert costs[0][2] == "p10"
+    assert costs[0][2] == "paired"
     assert costs[0][1] == {s: r.vu_estimate for s, r in check.items()}
     # And through the collector, as the app shows it (evaluated off the 1 Hz path).
     from test_tui_helpers import THIS_VM, fixture_root, frozen_config
@@ -211,9 +199,9 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
     shown = {r.suite: r for r in frame.coverage}
     assert {s: shown[s].vu_estimate for s in check} == {
         s: r.vu_estimate for s, r in check.items()}
-    assert frame.cores[0].statistic == "p10"
+    assert frame.cores[0].statistic == "paired"
     assert statistic_line(frame.coverage).startswith(
-        "Stat as `qprof check`: p10 on CPU 0: ML-DSA round medians")
+        "Stat as `qprof check`: paired on CPU 0: ML-DSA round medians")
     # The app evaluates in a child process (a thread would hold the UI's GIL for
     # seconds): the same verdict comes back.
     from qprof.tui.sources.consensus import evaluate_store_in_child

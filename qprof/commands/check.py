@@ -53,7 +53,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "suite turn against the unit turns on both sides, only where both ran "
                         "at the quiet speed (rounds are timed in turns of 4 ms); auto "
                         "(default): the median while ML-DSA rounds agree within 100 bp, else "
-                        "the quiet-turn pairs (else the steadier 10th percentile); the output "
+                        "the quiet-turn pairs (else the median); the output "
                         "says which")
 
 

@@ -4,7 +4,8 @@
   held to);
 - ``basis``: which figures may carry a verdict (the profile's verifier) and which are
   comparison only;
-- ``statistic``: the statistic a CPU's estimates use (``auto``: median, p10, paired);
+- ``statistic``: the statistic a CPU's estimates use (``auto``: median or paired; p10
+  only when asked for);
 - ``estimator``: ``estimate(measurements, ...) -> list[SuiteEstimate]``, the one
   estimator (estimate, interval, statistic);
 - ``verdict``: ``evaluate(profile, measurements, ...) -> list[CoverageResult]``;

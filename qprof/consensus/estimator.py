@@ -53,7 +53,7 @@ class SuiteEstimate:
 
     ``suite_time_ns`` and ``unit_time_ns`` are both the ``statistic`` of their samples
     (a suite that cannot have its CPU's statistic falls back, with its unit, to the
-    next: paired -> p10 -> median); the Verify-Unit estimate is ``ceil(unit_vu x ratio)``
+    median, which estimates the same ratio); the Verify-Unit estimate is ``ceil(unit_vu x ratio)``
     and ``vu_ci`` its 95 % interval, which always holds it. Without the unit suite on the
     same CPU and backend, ``unit_time_ns``, ``vu_estimate`` and the intervals are None.
     """
@@ -127,14 +127,15 @@ class _Group:
 
 
 def _suite_statistic(g: _Group, red: Reduced) -> tuple[Statistic, str]:
-    """The group's statistic, unless this suite cannot have it; the unit's figure is then
+    """The group's statistic, unless this suite cannot have it: then the median (paired
+    estimates the ratio of medians too; a 10th percentile would not). The unit's figure is
     taken by the same fallback, so a suite and its unit always share one statistic."""
     used, why = g.statistic, g.why
     is_unit = red.suite == g.unit_suite
     if used == "paired" and not (g.any_paired if is_unit else paired_usable(
             g.paired.get(red.suite))):
         pair = g.paired.get(red.suite)
-        used = "p10"
+        used = "median"
         why = ("rounds not interleaved" if not g.paired else
                "no suite had enough quiet turns for pairs" if pair is None else
                f"too few quiet turns for pairs ({pair.quiet_turns} of {pair.turns} in "

@@ -12,8 +12,8 @@ STATISTICS = ("median", "p10", "paired", "auto")
 STATISTIC_TEXT: dict[Statistic, str] = {
     "median": "medians of all samples (the seeds' rule)",
     "p10": "10th percentiles of all samples",
-    "paired": "quiet-turn pairs: each suite turn against the unit turns on both sides, "
-    "counted when both ran at the quiet speed",
+    "paired": "quiet-turn pairs: each operation of a suite turn against the unit's speed "
+    "in the turns on both sides, counted when both ran at the quiet speed",
 }
 # The seeds' bar for a steady run: ML-DSA round medians within 100 bp of each other.
 STEADY_SPREAD_BP = 100.0
@@ -62,28 +62,31 @@ def choose_statistic(
     """(statistic, why) for ``statistic="auto"`` on one CPU and backend.
 
     The median rule holds while the ML-DSA rounds agree. On a shared host (a VM whose
-    vCPU is now and then slowed by a neighbour for 0.1-2 s, invisible from the guest)
-    samples come in two speeds and each round's median lands on one or the other, so
-    medians jump between rounds by thousands of bp. Interleaved rounds then give the
-    quiet-turn pairs ("paired"); otherwise the 10th percentile, the speed when nothing
-    else ran, when it is steadier. The verdict says which and why.
+    vCPU is now and then slowed by a neighbour for 0.1-2 s, invisible from the guest) or
+    one whose clock drifts, samples come in two speeds and each round's median lands on
+    one or the other, so medians jump between rounds by thousands of bp. Interleaved
+    rounds then give the quiet-turn pairs ("paired"), which estimate the same ratio of
+    medians from the operations timed between two quiet unit turns. Without enough of
+    them the median stays, with its wider interval: the 10th percentile is never chosen
+    here, it estimates another ratio (-40 to -100 bp for SLH-DSA, whose long operations
+    collect more interrupts; docs/ESTIMATOR.md). The verdict says which and why.
     """
     spreads = [
-        (red.spread_bp, red.p10_spread_bp, suite)
+        (red.spread_bp, suite)
         for (c, suite, b, op), red in reduced.items()
         if c == cpu and b == backend and op == operation and suite.startswith("ML-DSA")
     ]
-    worst_median = max((m for m, _p, _s in spreads), default=0.0)
+    worst_median = max((m for m, _s in spreads), default=0.0)
     if worst_median <= max_spread_bp:
         return "median", f"ML-DSA rounds agree within {worst_median:.0f} bp"
     paired = paired_for(reduced, cpu, backend, operation, unit_suite)
     # The ML-DSA suites decide (the steadiness bar is theirs); a suite without quiet
-    # rounds of its own (SLH-DSA on a very busy host) falls back to its 10th percentile,
-    # said on its line.
-    ml = {s for _m, _p, s in spreads if s != unit_suite}
+    # rounds of its own (SLH-DSA on a very busy host) falls back, with its unit, to the
+    # median, said on its line.
+    ml = {s for _m, s in spreads if s != unit_suite}
     usable = {s for s, p in paired.items() if paired_usable(p)}
     if usable and ml <= usable:
-        worst = max((paired_spread(paired, s, unit_suite) or 0.0) for _m, _p, s in spreads)
+        worst = max((paired_spread(paired, s, unit_suite) or 0.0) for _m, s in spreads)
         contended = max(len(p.contended) for s, p in paired.items() if s in ml or not ml)
         rounds = max(len(p.quiet_fraction) for p in paired.values())
         return "paired", (
@@ -92,11 +95,5 @@ def choose_statistic(
             + (f"; {contended} of {rounds} rounds under contention left out" if contended
                else "")
         )
-    worst_p10 = max((p if p is not None else float("inf") for _m, p, _s in spreads),
-                    default=0.0)
-    if worst_p10 < worst_median:
-        return "p10", (
-            f"ML-DSA round medians {worst_median:.0f} bp apart (a busy or shared host); "
-            f"10th percentiles {worst_p10:.0f} bp apart"
-        )
-    return "median", f"ML-DSA rounds {worst_median:.0f} bp apart; no steadier statistic"
+    return "median", (f"ML-DSA round medians {worst_median:.0f} bp apart; too few quiet "
+                      "turns for pairs")

@@ -15,7 +15,7 @@ from qprof.tui.model import (
     fmt_stat,
 )
 
-# "Stat": the statistic `qprof check` compared on that core (med, or p10 on a busy host).
+# "Stat": the statistic `qprof check` compared on that core (med, or paired on a busy host).
 BASE_COLUMNS = ("CPU", "Cl", "Design", "Class", "Governor", "Cur GHz", "Max GHz", "Cap",
                 "Load", "Stat")
 CLASS_SHORT = {"performance": "perf", "efficiency": "eff", "prime": "prime"}

@@ -27,7 +27,7 @@ Per-core table
                "n/a" = no cpufreq data (e.g. a VM)
   Stat         statistic of the verdict, as `qprof check`: "med" while the
                ML-DSA rounds agree within 100 bp; on a busy or shared host
-               "paired" (quiet-turn pairs) or "p10" (10th percentile)
+               "paired" (quiet-turn pairs); "p10" only when asked for
   µs (VU)      newest run's verify time on that core (that statistic),
                and its VU estimate
 
