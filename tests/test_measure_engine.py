@@ -386,7 +386,24 @@ def test_stop_ends_a_worker_waiting_for_extra_rounds():
 
     summary = run_bench(
         _config(interleave_block_s=0.002, rounds=3, max_rounds=9, adaptive=True,
+                rounds_per_worker=3,  # base rounds in one worker, which serves the extra
                 target_ci_bp=0.0), sink, stop=stop)
     assert summary.status == "aborted"
     assert {m.round for m in records if isinstance(m, Measurement)} == set(range(5))
     assert not any(_alive(p) for p in _children(os.getpid()))
+
+
+def test_check_times_each_round_in_its_own_worker_process():
+    """A process can have its own speed for a suite (where its stack and buffers landed):
+    `qprof check` starts one per round, extra pairs included, so the rounds the interval
+    resamples hold that too; other modes keep their base rounds in one process."""
+    from qprof.measure.plan import SPAWN_COST_S, Plan
+
+    check = Plan(BenchConfig(mode="check", suites=["ML-DSA-44"], command=["pytest"]))
+    assert check.per_worker == 1 and not check.serves
+    assert check.pair_work() == pytest.approx(check.pair_budget() + 2 * SPAWN_COST_S)
+    shared = Plan(BenchConfig(mode="check", suites=["ML-DSA-44"], rounds_per_worker=7,
+                              command=["pytest"]))
+    assert shared.serves and shared.pair_work() == shared.pair_budget()
+    assert Plan(BenchConfig(mode="quick", suites=["ML-DSA-44"], command=["pytest"])
+                ).per_worker == 5

@@ -31,6 +31,8 @@ class ModeSettings:
     # > 0: every round times the unit and the suites together, in turns of this many
     # seconds (A B1 B2 B3 A B1 ...); 0: the seeds' rounds, one suite after the other.
     interleave_block_s: float = 0.0
+    # Rounds one worker process times (None: all base rounds in one process).
+    rounds_per_worker: int | None = None
 
 
 MODE_SETTINGS: dict[str, ModeSettings] = {
@@ -38,10 +40,13 @@ MODE_SETTINGS: dict[str, ModeSettings] = {
     # Interleaved in turns of 4 ms: on a shared host (a VM whose core is slowed now and
     # then by a neighbour for 0.1-2 s) a whole 0.3 s round of one suite could land in a
     # slow spell; in turns of 4 ms the unit and the suites see the same spells.
-    # 7 base rounds in one worker process: rounds from different processes differ by up to
-    # ~100 bp here (each process has its own quiet speed), rounds of one process by ~30 bp;
-    # so the adaptive extra rounds are timed by that same process too (Plan.serves).
-    "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 7, 25, False, 0.004),
+    # A worker process per round: a process can have its own speed for a suite (where its
+    # stack and buffers landed: ML-DSA-44 verify took 14.46-14.94 us in 16 processes
+    # started one after another here, same key). In one process per run that is a hidden
+    # error of the whole run; a process per round averages it over the rounds, and the
+    # interval, which resamples rounds, holds it. Start-up is ~0.1 s with liboqs: a run
+    # took 6.5-6.7 s either way.
+    "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 7, 25, False, 0.004, 1),
     "quick": ModeSettings(
         VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.12, 0.1, 15, 1000, 5, 5, False
     ),
@@ -65,8 +70,8 @@ class BenchConfig:
     profile: str | None = None  # name or path; gives suites, unit and constants
     dual: tuple[str, str] | None = None  # None: liboqs + numba (or rustcrypto) when possible
     rounds: int | None = None  # base rounds (odd: A/B/.../A); None: the mode's
-    # Rounds one worker process measures (None: all base rounds in one process; extra
-    # B/A pairs get a process each). Fine interleaving keeps machine drift out of ratios.
+    # Rounds one worker process measures (None: the mode's; extra B/A pairs get a
+    # process each unless the base rounds shared one, Plan.serves).
     rounds_per_worker: int | None = None
     # Seconds per turn when each round times all suites together (None: the mode's;
     # 0: the seeds' A/B/A/B/A rounds, one suite after the other).

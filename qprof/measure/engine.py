@@ -4,7 +4,8 @@
 (one heavy job at a time), run A/B/A/B/A rounds - A the unit suite, B the other suites -
 in worker processes pinned to that CPU under nice 10 (:mod:`qprof.measure.worker`; by
 default the base rounds share one process, so the process start-up, ~0.5-1 s with numba
-and liboqs, is paid once). One ``Measurement`` per (suite, backend, operation, round) goes
+and liboqs, is paid once; ``check`` starts one per round, see its mode settings). One
+``Measurement`` per (suite, backend, operation, round) goes
 to ``sink`` as soon as its worker finishes. After the base rounds, B/A pairs are added
 while the stopping rule (:mod:`qprof.measure.adaptive`) says the verdict is not sure yet,
 up to ``max_rounds`` or the time limit; they time only what the verdict needs. The
@@ -15,7 +16,7 @@ round times the unit and all suites together, in turns (A B1 B2 B3 A B1 B2 B3 ..
 A/B/A/B/A method at the scale of milliseconds, so a host that slows the core for 0.1-2 s
 (a neighbour on a VM, invisible from the guest) slows the unit and the suites of a round
 alike; each record carries ``turn_size`` for the quiet-turn statistic. Interleaved extra
-rounds are timed in the base rounds' worker, kept alive for them (``Plan.serves``).
+rounds are timed in the base rounds' worker when those shared one (``Plan.serves``).
 Keygen/sign/KEM timings run in one more worker after the rounds. pyperf's JSON: one file
 per run and CPU (``<pyperf_dir>/<run_id>-cpu<N>.json``).
 
@@ -237,7 +238,7 @@ class _Run:
                 and self.rule.needs_more(c.mine, c.cpu)
                 and pair_fits(self.progress.elapsed(), self.config.time_limit_s,
                               plan.pair_budget(), self.worker_seconds, self.worker_budgets,
-                              SPAWN_COST_S))
+                              plan.pair_spawn_s()))
 
     def _pyperf_path(self, cpu: int) -> Path:
         """One pyperf file per run and CPU (``compare_to`` works between two runs)."""

@@ -68,7 +68,8 @@ class Plan:
             else max(0.0, config.interleave_block_s)
         )
         self.max_rounds = max(self.rounds, config.max_rounds or s.max_rounds)
-        self.per_worker = max(1, config.rounds_per_worker or self.rounds)
+        self.per_worker = max(1, config.rounds_per_worker or s.rounds_per_worker
+                              or self.rounds)
 
     def _backends(self) -> list[str]:
         cfg = self.config.backends
@@ -179,11 +180,11 @@ class Plan:
 
     @property
     def serves(self) -> bool:
-        """Interleaved adaptive runs time their extra rounds in the base rounds' worker:
-        each process has its own quiet speed (memory placement; up to ~100 bp apart), so
-        rounds from a new process would widen the ML-DSA round spread."""
+        """Interleaved adaptive runs whose base rounds shared one worker time their extra
+        rounds in it too (each process has its own speed: a new one would be a round of
+        another kind); with a process per round, each extra round gets its own."""
         return (self.interleave_block_s > 0 and bool(self.config.adaptive)
-                and self.max_rounds >= self.rounds + 2)
+                and self.max_rounds >= self.rounds + 2 and self.per_worker > 1)
 
     @property
     def max_pairs(self) -> int:
@@ -195,9 +196,14 @@ class Plan:
         one = sum(t.budget_s for t in extra_tasks(self.a_tasks) + extra_tasks(self.b_tasks))
         return 2 * one if self.interleave_block_s > 0 else one
 
+    def pair_spawn_s(self) -> float:
+        """Planned seconds of the worker starts of one extra pair (its two rounds, in
+        blocks of ``per_worker``; none when the base rounds' worker serves them)."""
+        return 0.0 if self.serves else -(-2 // self.per_worker) * SPAWN_COST_S
+
     def pair_work(self) -> float:
-        """Planned seconds of one extra pair, a new worker's start included when needed."""
-        return self.pair_budget() + (0.0 if self.serves else SPAWN_COST_S)
+        """Planned seconds of one extra pair, worker starts included."""
+        return self.pair_budget() + self.pair_spawn_s()
 
     def cpu_work(self) -> float:
         """Planned seconds of one CPU's base rounds and wallet tasks, workers included."""
