@@ -273,7 +273,7 @@ def test_second_daemon_on_the_same_state_dir_exits_2_naming_the_holder(
     assert first.proc.poll() is None
     assert not first.runs_with("aborted")
     assert running[0] in first.runs_with("running") + first.runs_with("finished")
-    assert "cycle_aborted" not in [a.kind for a in first.store().recent_alerts()]
+    assert "cycle_aborted" not in [a.kind for a in first.store().alerts.recent()]
 
 
 def _lock_store(path: Path):  # type: ignore[no-untyped-def]

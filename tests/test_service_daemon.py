@@ -38,7 +38,7 @@ NO_CYCLE = ["--first-cycle-delay", "3600", "--interval", "3600"]
 def alerts_of(store: Store, kind: str) -> list[Alert]:
     """The stored alerts of one kind: a test asserts the alerts it is about, not the whole
     list (a machine without liboqs adds its own `degraded` alert at start)."""
-    return [a for a in store.recent_alerts() if a.kind == kind]
+    return [a for a in store.alerts.recent() if a.kind == kind]
 
 
 def wait_for(what: str, check: Callable[[], object], timeout: float = 45.0,

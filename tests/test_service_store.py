@@ -17,7 +17,9 @@ from qprof.measure.records import (
     Note,
 )
 from qprof.service.alerts import Alert
-from qprof.service.store import SCHEMA_VERSION, Store, StoreError, default_state_dir
+from qprof.service.schema import SCHEMA_VERSION
+from qprof.service.store import Store
+from qprof.service.store_file import StoreError, default_state_dir
 
 
 def meta(run_id: str, t: float = 1000.0) -> Meta:
@@ -65,7 +67,7 @@ def test_wal_mode_and_readonly_reader(tmp_path: Path) -> None:
     reader = Store(path, readonly=True)
     assert [r.run_id for r in reader.runs(5)] == ["r1"]
     with pytest.raises(sqlite3.OperationalError):
-        reader.add_alert(Alert(ts=1.0, kind="degraded", severity="info", message="x"))
+        reader.alerts.add(Alert(ts=1.0, kind="degraded", severity="info", message="x"))
     with pytest.raises(StoreError, match="no such store"):
         Store(tmp_path / "missing.db", readonly=True)
 
@@ -129,12 +131,12 @@ def test_freq_history_is_downsampled_but_keeps_cap_edges(tmp_path: Path) -> None
     t0 = time.time()
     kept = 0
     for i in range(10):  # ten samples a second apart, uncapped: one kept
-        kept += store.add_freq_samples([(0, t0 + i, 1800000, 1800000, 1800000, False)])
-    kept += store.add_freq_samples([(0, t0 + 10, 1000000, 1000000, 1800000, True)])  # cap edge
+        kept += store.freq.add([(0, t0 + i, 1800000, 1800000, 1800000, False)])
+    kept += store.freq.add([(0, t0 + 10, 1000000, 1000000, 1800000, True)])  # cap edge
     assert kept == 2
-    hist = store.freq_history(0, since=t0)
+    hist = store.freq.history(0, since=t0)
     assert [(h[1], h[2]) for h in hist] == [(1800000, 1800000), (1000000, 1000000)]
-    assert store.freq_history(1) == []
+    assert store.freq.history(1) == []
 
 
 def test_alerts_round_trip_newest_first(tmp_path: Path) -> None:
@@ -142,11 +144,11 @@ def test_alerts_round_trip_newest_first(tmp_path: Path) -> None:
     a1 = Alert(ts=1.0, kind="cap_started", severity="warning", message="cluster 1 capped",
                cluster=1, details={"factor": 2.24, "cause": "thermal"})
     a2 = Alert(ts=2.0, kind="cap_ended", severity="info", message="ended", cluster=1)
-    store.add_alert(a1)
-    store.add_alert(a2)
-    assert store.recent_alerts() == [a2, a1]
-    assert store.recent_alerts(limit=1) == [a2]
-    assert store.alert_counts() == {"cap_started": 1, "cap_ended": 1}
+    store.alerts.add(a1)
+    store.alerts.add(a2)
+    assert store.alerts.recent() == [a2, a1]
+    assert store.alerts.recent(limit=1) == [a2]
+    assert store.alerts.counts() == {"cap_started": 1, "cap_ended": 1}
 
 
 def test_default_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -190,7 +192,7 @@ def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
     _run(store, "only-44-cpu4", now - 400 * DAY_S, {"ML-DSA-44": 120.0}, cpu=4)
     _run(store, "new", now - 1 * DAY_S, {"ML-DSA-44": 100.0, "ML-DSA-87": 290.0})
     for i, age in enumerate((400, 300, 2)):
-        store.add_alert(Alert(ts=now - age * DAY_S, kind="cap_started", severity="warning",
+        store.alerts.add(Alert(ts=now - age * DAY_S, kind="cap_started", severity="warning",
                               message=f"a{i}"))
     before = sorted((m.run_id, m.cpu, m.suite) for m in store.newest_run_measurements())
     size_before = sum(len(r.to_json()) for r in store.run_records("old"))
@@ -210,8 +212,8 @@ def test_retention_bounds_runs_samples_and_alerts(tmp_path: Path) -> None:
     assert all(m.samples_ns for m in store.run_records("only-44-cpu4")
                if isinstance(m, Measurement))
     # qprof_alerts_total is a counter: pruned alerts still count.
-    assert [a.message for a in store.recent_alerts()] == ["a2"]
-    assert store.alert_counts() == {"cap_started": 3}
+    assert [a.message for a in store.alerts.recent()] == ["a2"]
+    assert store.alerts.counts() == {"cap_started": 3}
     # Idempotent, and the store stays sound.
     assert not any(store.maintain(Retention(keep_s=180 * DAY_S), now=now).values())
     assert store.integrity_check() == "ok"
@@ -240,15 +242,15 @@ def test_freq_history_is_thinned_with_age_but_keeps_cap_edges(tmp_path: Path) ->
     for i in range(2 * 2880):
         ts = t0 + 30 * i
         capped = 5 * 3600 <= ts - t0 < 5 * 3600 + 120
-        store.add_freq_samples([(0, ts, hw // 2 if capped else hw, hw // 2 if capped else hw,
+        store.freq.add([(0, ts, hw // 2 if capped else hw, hw // 2 if capped else hw,
                                  hw, capped)])
-    store.add_freq_samples([(0, now - 40 * DAY_S, hw, hw, hw, False)])  # past keep_freq_s
+    store.freq.add([(0, now - 40 * DAY_S, hw, hw, hw, False)])  # past keep_freq_s
     for i in range(120):  # the last hour: full resolution stays
-        store.add_freq_samples([(0, now - 3600 + 30 * i, hw, hw, hw, False)])
-    full = len(store.freq_history(0, since=0))
+        store.freq.add([(0, now - 3600 + 30 * i, hw, hw, hw, False)])
+    full = len(store.freq.history(0, since=0))
     removed = store.maintain(Retention(keep_freq_s=30 * DAY_S, freq_full_s=1 * DAY_S,
                                        freq_bucket_s=600), now=now)
-    hist = store.freq_history(0, since=0)
+    hist = store.freq.history(0, since=0)
     assert removed["freq_samples"] == full - len(hist)
     thinned = [h for h in hist if h[0] < now - DAY_S]
     assert len([h for h in hist if h[0] >= now - 3600]) == 120
@@ -263,8 +265,8 @@ def test_freq_history_is_thinned_with_age_but_keeps_cap_edges(tmp_path: Path) ->
 
 def test_no_cpufreq_samples_are_not_stored(tmp_path: Path) -> None:
     store = Store(tmp_path / "qprof.db")
-    assert store.add_freq_samples([(0, 1.0, None, None, None, None)]) == 0
-    assert store.freq_history(0) == []
+    assert store.freq.add([(0, 1.0, None, None, None, None)]) == 0
+    assert store.freq.history(0) == []
 
 
 def test_version_1_store_is_migrated_and_readable_before(tmp_path: Path) -> None:
@@ -281,12 +283,12 @@ def test_version_1_store_is_migrated_and_readable_before(tmp_path: Path) -> None
     # An older daemon's store is readable by a newer `qprof history` as it is.
     reader = Store(path, readonly=True)
     assert reader.schema_version() == 1 and [r.run_id for r in reader.runs()] == ["v1"]
-    assert reader.alert_counts() == {"cap_ended": 1}
+    assert reader.alerts.counts() == {"cap_ended": 1}
     reader.close()
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION
     assert [r.run_id for r in store.runs()] == ["v1"]
-    assert store.alert_counts() == {"cap_ended": 1}
+    assert store.alerts.counts() == {"cap_ended": 1}
     assert store.integrity_check() == "ok"
 
 

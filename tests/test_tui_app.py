@@ -386,9 +386,9 @@ def test_attaches_to_a_daemon_store_and_lists_alerts_newest_first(tmp_path: Path
     root = fixture_root(BIG_LITTLE)
     db = seed_store(tmp_path / "qprof.db", cpu=2)  # the daemon's file name in its state dir
     store = Store(db)
-    store.add_alert(Alert(ts=1_764_500_000.0, kind="cap_started", severity="warning",
+    store.alerts.add(Alert(ts=1_764_500_000.0, kind="cap_started", severity="warning",
                           message="max 1.08 of 2.42 GHz (policy)", cpu=6))
-    store.add_alert(Alert(ts=1_764_500_600.0, kind="coverage_lost", severity="critical",
+    store.alerts.add(Alert(ts=1_764_500_600.0, kind="coverage_lost", severity="critical",
                           message="SLH-DSA-SHAKE-128s 1576 > 1200", cluster=0))
     store.close()
 

@@ -21,7 +21,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.measure.records import RecordError
-    from qprof.service.store import DB_NAME, Store, StoreError, damaged, default_state_dir
+    from qprof.service.store import Store
+    from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
 
     path = (args.state_dir or default_state_dir()) / DB_NAME
     try:

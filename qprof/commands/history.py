@@ -52,13 +52,14 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
         "results": [asdict(r) for r in summary.results],
         "coverage": [c.to_dict() for c in summary.coverage],
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
-        "alerts": [a.to_dict() for a in store.recent_alerts(n_alerts)],
+        "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
     }
 
 
 def run(args: argparse.Namespace) -> int:
     from qprof.measure.records import RecordError
-    from qprof.service.store import DB_NAME, Store, StoreError, damaged, default_state_dir
+    from qprof.service.store import Store
+    from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
 
     path = (args.state_dir or default_state_dir()) / DB_NAME
     try:

@@ -2,5 +2,6 @@
 
 Readers (the monitor, `qprof history`) need only the store::
 
-    from qprof.service.store import Store, default_state_dir
+    from qprof.service.store import Store
+    from qprof.service.store_file import default_state_dir
 """

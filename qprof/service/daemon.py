@@ -26,14 +26,8 @@ from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, select_cpus
 from qprof.service.metrics import DegradedReason, MetricsState, serve_metrics
 from qprof.service.notify import Notifier
-from qprof.service.store import (
-    DB_NAME,
-    Store,
-    StoreBusy,
-    StoreError,
-    default_state_dir,
-    is_busy,
-)
+from qprof.service.store import Store
+from qprof.service.store_file import DB_NAME, StoreBusy, StoreError, default_state_dir, is_busy
 
 log = logging.getLogger("qprof.daemon")
 
@@ -273,7 +267,7 @@ class Daemon:
     def _alert_to_store(self, alert: Alert) -> None:
         assert self.store is not None
         try:
-            self.store.add_alert(alert)
+            self.store.alerts.add(alert)
         except sqlite3.Error as exc:
             # Not self.degrade(): its alert would come back here. The disk filling up
             # shows in qprof_degraded and STATUS=, and is logged once.
@@ -298,7 +292,7 @@ class Daemon:
     def run(self) -> int:
         assert self.store is not None
         with self.state.lock:
-            self.state.alert_counts = self.store.alert_counts()
+            self.state.alert_counts = self.store.alerts.counts()
             degraded = dict(self.state.degraded)
         self._ready = True
         for what, why in sorted(degraded.items()):
@@ -360,7 +354,7 @@ class Daemon:
             self.state.freqs = dict(tick.cpus)
         assert self.store is not None
         try:
-            self.store.add_freq_samples([(c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz,
+            self.store.freq.add([(c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz,
                                           c.capped) for c in tick.cpus.values()])
         except sqlite3.Error as exc:
             if not self._freq_write_failed:

@@ -1,19 +1,17 @@
-"""The daemon's SQLite store: runs, their records, frequency history and alerts.
+"""The daemon's SQLite store: runs and their records; opening, migrating, retention.
 
-One file (``qprof.db`` under the state dir) in WAL mode, so the monitor can read while
-the daemon writes. Every record is committed as it arrives: a measurement that finished
-is on disk before the next one starts, and a crash loses at most the one in flight.
-
-Each run's records are kept verbatim (``records`` table, in arrival order) so an export
-is the same JSONL ``qprof bench`` writes; measurements, notes, disagreements also go to
-their own indexed tables for queries. ``PRAGMA user_version`` is the schema version;
-``MIGRATIONS[i]`` takes a database from version i to i+1.
+Every record is committed as it arrives: a measurement that finished is on disk before
+the next one starts, and a crash loses at most the one in flight. Each run's records are
+kept verbatim (``records`` table, in arrival order) so an export is the same JSONL
+``qprof bench`` writes; measurements, notes, disagreements also go to their own indexed
+tables for queries. The frequency history and the alerts live in the same database, in
+``Store.freq`` (store_freq.py) and ``Store.alerts`` (store_alerts.py); the file and its
+errors are store_file.py, the schema and its migrations schema.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -32,11 +30,11 @@ from qprof.measure.records import (
     Record,
     record_from_dict,
 )
-from qprof.service.alerts import Alert
-from qprof.service.retention import FREQ_MIN_SPACING_S, Retention
+from qprof.service.retention import Retention
 from qprof.service.schema import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION
-
-DB_NAME = "qprof.db"
+from qprof.service.store_alerts import AlertLog
+from qprof.service.store_file import StoreBusy, StoreError, connect, is_busy, user_version
+from qprof.service.store_freq import FreqHistory
 
 # Run states. "running" only while the daemon works on it; a run found "running" at
 # start-up was cut short by a crash and becomes "aborted".
@@ -44,8 +42,6 @@ RUN_STATUSES = ("running", "finished", "partial", "aborted")
 # Runs whose measurements count as results (an aborted run's records stay exportable).
 RESULT_STATUSES = ("finished", "partial")
 _RESULT_SQL = "(" + ", ".join(f"'{s}'" for s in RESULT_STATUSES) + ")"
-
-
 
 
 def _measurements(rows: list[tuple[str]]) -> list[Measurement]:
@@ -56,25 +52,6 @@ def _measurements(rows: list[tuple[str]]) -> list[Measurement]:
         assert isinstance(rec, Measurement)
         out.append(rec)
     return out
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or written (message says which file and why)."""
-
-
-def damaged(path: str | Path, exc: Exception) -> str:
-    """One line for a store whose pages are damaged (readers leave the file alone)."""
-    return (f"{path}: the store is damaged ({exc}); the file is left as it is "
-            f"(`sqlite3 {path} .recover` saves what is still readable)")
-
-
-class StoreBusy(StoreError):
-    """Another process holds the store's lock (a backup, a VACUUM): try again later."""
-
-
-def is_busy(exc: BaseException) -> bool:
-    """SQLITE_BUSY or SQLITE_LOCKED (any extended code): the lock is held elsewhere."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 @dataclass
@@ -94,67 +71,28 @@ class RunInfo:
         return dict(self.__dict__)
 
 
-def default_state_dir() -> Path:
-    """``$STATE_DIRECTORY`` (systemd), else ``$XDG_STATE_HOME/qprof``, else ~/.local/state."""
-    state = os.environ.get("STATE_DIRECTORY")
-    if state:
-        # systemd may pass several colon-separated dirs; ours is the first.
-        return Path(state.split(":")[0])
-    xdg = os.environ.get("XDG_STATE_HOME")
-    if xdg:
-        return Path(xdg) / "qprof"
-    return Path.home() / ".local" / "state" / "qprof"
-
-
 class Store:
-    """SQLite store. Thread-safe: one connection guarded by a lock (writes are tiny)."""
+    """SQLite store. Thread-safe: one connection guarded by a lock (writes are tiny),
+    shared with ``freq`` (frequency history) and ``alerts`` (the alert log)."""
 
     def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = str(path)
         self.readonly = readonly
-        self.note: str | None = None  # how a read-only store had to be opened, if unusual
         self._lock = threading.RLock()
-        self._last_freq: dict[int, tuple[float, int | None, int | None]] = {}
         try:
-            if readonly:
-                if self.path != ":memory:" and not Path(self.path).exists():
-                    raise StoreError(f"{self.path}: no such store (has the daemon run?)")
-                self._db = self._open_readonly()
-            else:
-                if self.path != ":memory:":
-                    Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(self.path, check_same_thread=False)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                # NORMAL is durable across process crashes in WAL mode (only an OS crash
-                # may lose the last transactions), and cheap.
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db, note = connect(self.path, readonly)
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
             error = StoreBusy if is_busy(exc) else StoreError
             raise error(f"{self.path}: cannot open store: {exc}") from None
-
-    def _open_readonly(self) -> sqlite3.Connection:
-        """``mode=ro``; where even that cannot work (a WAL store whose -shm file cannot
-        be created: a read-only filesystem or directory) the file as an immutable
-        snapshot, and ``self.note`` says so."""
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db
-        except sqlite3.OperationalError as exc:
-            db.close()
-            if (exc.sqlite_errorcode & 0xFF) != sqlite3.SQLITE_CANTOPEN:
-                raise
-        self.note = (f"{self.path}: on a read-only filesystem or directory; read as an "
-                     "immutable snapshot (what a daemon wrote since is not seen)")
-        return sqlite3.connect(f"file:{self.path}?immutable=1", uri=True,
-                               check_same_thread=False)
+        self.note = note  # how a read-only store had to be opened, if unusual
+        self.freq = FreqHistory(self._db, self._lock)
+        self.alerts = AlertLog(self._db, self._lock)
 
     # -- schema ---------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        version = user_version(self._db)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path}: schema version {version} is newer than this qprof "
@@ -173,7 +111,7 @@ class Store:
                                        + f"PRAGMA user_version={step + 1}; COMMIT;")
 
     def schema_version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        return user_version(self._db)
 
     def integrity_check(self) -> str:
         return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
@@ -229,8 +167,8 @@ class Store:
                 self._set_finished(record.run_id, record.status, record.reason,
                                    record.finished_at, record.checks, record.disagreements)
             elif isinstance(record, FreqSample):
-                self._add_freq(record.cpu, record.taken_at, record.cur_khz, record.max_khz,
-                               record.hw_max_khz, record.capped, force=False)
+                self.freq.insert(record.cpu, record.taken_at, record.cur_khz, record.max_khz,
+                                 record.hw_max_khz, record.capped, force=False)
 
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         """Close a run that did not end with its own End record (adds one, for export)."""
@@ -354,38 +292,6 @@ class Store:
             ).fetchone()
         return row[0] if row else None
 
-    # -- frequency history ------------------------------------------------------------
-
-    def add_freq_samples(self, samples: list[tuple[int, float, int | None, int | None,
-                                                   int | None, bool | None]],
-                         force: bool = False) -> int:
-        """Store (cpu, ts, cur_khz, max_khz, hw_max_khz, capped) samples, downsampled.
-
-        A sample is kept when its CPU has none in the last FREQ_MIN_SPACING_S seconds or
-        its max_khz/capped changed (so cap edges are exact); returns how many were kept.
-        """
-        kept = 0
-        with self._lock, self._db:
-            for cpu, ts, cur, mx, hw, capped in samples:
-                kept += self._add_freq(cpu, ts, cur, mx, hw, capped, force)
-        return kept
-
-    def _add_freq(self, cpu: int, ts: float, cur: int | None, mx: int | None,
-                  hw: int | None, capped: bool | None, force: bool) -> int:
-        if cur is None and mx is None and hw is None and capped is None:
-            return 0  # no cpufreq data (a VM): a row would say nothing
-        last = self._last_freq.get(cpu)
-        if (not force and last is not None and ts - last[0] < FREQ_MIN_SPACING_S
-                and last[1] == mx and last[2] == (None if capped is None else int(capped))):
-            return 0
-        self._db.execute(
-            "INSERT INTO freq_samples(cpu, ts, cur_khz, max_khz, hw_max_khz, capped) "
-            "VALUES (?,?,?,?,?,?)",
-            (cpu, ts, cur, mx, hw, None if capped is None else int(capped)),
-        )
-        self._last_freq[cpu] = (ts, mx, None if capped is None else int(capped))
-        return 1
-
     # -- retention ------------------------------------------------------------------------
 
     def _result_run_ids(self) -> set[str]:
@@ -410,107 +316,32 @@ class Store:
         with self._lock, self._db:
             keep = self._result_run_ids()
             if ret.keep_s > 0:
-                old = [r[0] for r in self._db.execute(
-                    "SELECT run_id FROM runs WHERE status!='running' AND started_at<? "
-                    "ORDER BY started_at", (now - ret.keep_s,)) if r[0] not in keep]
-                old = old[:ret.max_runs]
-                for table in ("measurements", "disagreements", "notes", "records", "runs"):
-                    self._db.executemany(f"DELETE FROM {table} WHERE run_id=?",
-                                         [(r,) for r in old])
-                out["runs"] = len(old)
-                counts = self._db.execute("SELECT kind, COUNT(*) FROM alerts WHERE ts<? "
-                                          "GROUP BY kind", (now - ret.keep_s,)).fetchall()
-                for kind, n in counts:
-                    self._db.execute(
-                        "INSERT INTO alert_totals(kind, pruned) VALUES (?, ?) ON CONFLICT"
-                        "(kind) DO UPDATE SET pruned=pruned+excluded.pruned", (kind, n))
-                self._db.execute("DELETE FROM alerts WHERE ts<?", (now - ret.keep_s,))
-                out["alerts"] = sum(n for _, n in counts)
+                out["runs"] = self._drop_runs(now - ret.keep_s, keep, ret.max_runs)
+                out["alerts"] = self.alerts.prune(now - ret.keep_s)
             if ret.keep_samples_s > 0:
-                strip = [r[0] for r in self._db.execute(
-                    "SELECT run_id FROM runs WHERE status!='running' AND samples_stripped=0 "
-                    "AND started_at<? ORDER BY started_at", (now - ret.keep_samples_s,))
-                    if r[0] not in keep][:ret.max_runs]
-                # Round medians, p95 etc. stay; the samples (most of the bytes) go.
-                self._db.executemany(
-                    "UPDATE records SET json=json_set(json, '$.samples_ns', json('null')) "
-                    "WHERE run_id=? AND type='measurement'", [(r,) for r in strip])
-                self._db.executemany("UPDATE runs SET samples_stripped=1 WHERE run_id=?",
-                                     [(r,) for r in strip])
-                out["stripped_runs"] = len(strip)
-            out["freq_samples"] = self._thin_freq(ret, now)
+                out["stripped_runs"] = self._strip_samples(now - ret.keep_samples_s, keep,
+                                                           ret.max_runs)
+            out["freq_samples"] = self.freq.thin(ret, now)
         return out
 
-    def _thin_freq(self, ret: Retention, now: float) -> int:
-        removed = 0
-        if ret.keep_freq_s > 0:
-            removed += self._db.execute("DELETE FROM freq_samples WHERE ts<?",
-                                        (now - ret.keep_freq_s,)).rowcount
-        row = self._db.execute(
-            "SELECT value FROM store_meta WHERE key='freq_thinned_until'").fetchone()
-        start = float(row[0]) if row else 0.0
-        if ret.keep_freq_s > 0:
-            start = max(start, now - ret.keep_freq_s)
-        oldest = self._db.execute("SELECT MIN(ts) FROM freq_samples").fetchone()[0]
-        if oldest is not None:
-            start = max(start, float(oldest))
-        end = min(now - ret.freq_full_s, start + ret.max_freq_span_s)
-        if ret.freq_bucket_s > 0 and end > start:
-            # Past full resolution: one sample per CPU per bucket, plus every sample where
-            # the cap state or the allowed maximum changed (cap edges stay exact).
-            last: dict[int, tuple[int, Any, Any]] = {}
-            drop: list[tuple[int]] = []
-            for rowid, cpu, ts, mx, capped in self._db.execute(
-                    "SELECT rowid, cpu, ts, max_khz, capped FROM freq_samples "
-                    "WHERE ts>=? AND ts<? ORDER BY cpu, ts", (start, end)):
-                bucket = int(ts // ret.freq_bucket_s)
-                prev = last.get(cpu)
-                if prev is not None and prev == (bucket, mx, capped):
-                    drop.append((rowid,))
-                else:
-                    last[cpu] = (bucket, mx, capped)
-            self._db.executemany("DELETE FROM freq_samples WHERE rowid=?", drop)
-            removed += len(drop)
-        self._db.execute("INSERT OR REPLACE INTO store_meta(key, value) "
-                         "VALUES ('freq_thinned_until', ?)", (str(max(start, end)),))
-        return removed
+    def _drop_runs(self, before: float, keep: set[str], limit: int) -> int:
+        """Remove up to ``limit`` runs started before ``before``, oldest first."""
+        old = [r[0] for r in self._db.execute(
+            "SELECT run_id FROM runs WHERE status!='running' AND started_at<? "
+            "ORDER BY started_at", (before,)) if r[0] not in keep][:limit]
+        for table in ("measurements", "disagreements", "notes", "records", "runs"):
+            self._db.executemany(f"DELETE FROM {table} WHERE run_id=?", [(r,) for r in old])
+        return len(old)
 
-    def freq_history(self, cpu: int, since: float = 0.0) -> list[tuple[float, int | None,
-                                                                        int | None]]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT ts, cur_khz, max_khz FROM freq_samples WHERE cpu=? AND ts>=? "
-                "ORDER BY ts", (cpu, since)).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    # -- alerts -------------------------------------------------------------------------
-
-    def add_alert(self, alert: Alert) -> None:
-        with self._lock, self._db:
-            self._db.execute(
-                "INSERT INTO alerts(ts, kind, severity, cpu, cluster, message, details) "
-                "VALUES (?,?,?,?,?,?,?)",
-                (alert.ts, alert.kind, alert.severity, alert.cpu, alert.cluster,
-                 alert.message, json.dumps(alert.details, default=str)),
-            )
-
-    def recent_alerts(self, limit: int = 50) -> list[Alert]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT ts, kind, severity, cpu, cluster, message, details FROM alerts "
-                "ORDER BY ts DESC, id DESC LIMIT ?", (limit,)).fetchall()
-        return [Alert(ts=r[0], kind=r[1], severity=r[2], cpu=r[3], cluster=r[4],
-                      message=r[5], details=json.loads(r[6] or "{}")) for r in rows]
-
-    def alert_counts(self) -> dict[str, int]:
-        """Alerts ever stored, per kind (so qprof_alerts_total survives restarts),
-        including those retention removed since."""
-        if self.schema_version() < 2:  # read-only view of an older store
-            with self._lock:
-                rows = self._db.execute("SELECT kind, COUNT(*) FROM alerts GROUP BY kind")
-                return {k: int(n) for k, n in rows}
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT kind, SUM(n) FROM (SELECT kind, COUNT(*) AS n FROM alerts GROUP BY "
-                "kind UNION ALL SELECT kind, pruned FROM alert_totals) GROUP BY kind")
-            return {k: int(n) for k, n in rows}
+    def _strip_samples(self, before: float, keep: set[str], limit: int) -> int:
+        """Drop the per-sample timings of up to ``limit`` runs started before ``before``."""
+        strip = [r[0] for r in self._db.execute(
+            "SELECT run_id FROM runs WHERE status!='running' AND samples_stripped=0 "
+            "AND started_at<? ORDER BY started_at", (before,)) if r[0] not in keep][:limit]
+        # Round medians, p95 etc. stay; the samples (most of the bytes) go.
+        self._db.executemany(
+            "UPDATE records SET json=json_set(json, '$.samples_ns', json('null')) "
+            "WHERE run_id=? AND type='measurement'", [(r,) for r in strip])
+        self._db.executemany("UPDATE runs SET samples_stripped=1 WHERE run_id=?",
+                             [(r,) for r in strip])
+        return len(strip)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.caps import CapSeen, CapTracker
-from qprof.service.store import default_state_dir
+from qprof.service.store_file import default_state_dir
 from qprof.tui.model import (
     AlertView,
     ClusterHistory,

@@ -52,7 +52,7 @@ class StoreSource:
         if store is None:
             return []
         try:
-            alerts = list(store.recent_alerts(limit))
+            alerts = list(store.alerts.recent(limit))
         except Exception as exc:  # noqa: BLE001
             self.error = f"reading alerts from {self.path}: {exc}"
             return []
@@ -65,7 +65,7 @@ class StoreSource:
         if store is None:
             return []
         try:
-            rows = store.freq_history(cpu, since)
+            rows = store.freq.history(cpu, since)
         except Exception:  # noqa: BLE001 - history is decoration; keep the UI up
             return []
         return [(float(ts), int(khz)) for ts, khz, _max in rows if khz is not None]
