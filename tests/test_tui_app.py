@@ -316,7 +316,7 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
 @pytest.mark.timeout(240)
 def test_first_run_measures_one_cpu_per_cluster_by_itself(tmp_path: Path) -> None:
     """Standalone, nothing stored: without a key press the monitor measures the first CPU
-    of every cluster (quick mode, one at a time), says so in the header, then shows the
+    of every cluster (check mode, one at a time), says so in the header, then shows the
     costs; `b` still measures afterwards. Works with liboqs or, without it, numba."""
     from qprof.service.store import Store
     from qprof.verify import backend_status
@@ -345,7 +345,7 @@ def test_first_run_measures_one_cpu_per_cluster_by_itself(tmp_path: Path) -> Non
             firsts = app._cluster_firsts()
             assert measured == firsts, (measured, firsts)
             assert headers and headers[0].startswith("first run: measuring one CPU per "
-                                                     "cluster (quick, nice 10")
+                                                     "cluster (check, nice 10")
             assert app.frame is not None and app.frame.machine.activity is None
             await settle(pilot)
             rows = {r[0]: r for r in coverage_rows(app)}

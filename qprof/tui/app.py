@@ -360,9 +360,9 @@ class MonitorApp(App[int]):
             cpu = self._first_run.pop(0)
             done = self._first_run_total - len(self._first_run)
             self.collector.activity = (
-                f"first run: measuring one CPU per cluster ({self.config.auto_measure_mode}, "
+                f"first run: measuring one CPU per cluster ({self.config.measure_mode}, "
                 f"nice 10, one at a time): CPU {cpu}, {done}/{self._first_run_total}")
-            if self.start_measurement(cpu, why="first run", mode=self.config.auto_measure_mode):
+            if self.start_measurement(cpu, why="first run", mode=self.config.measure_mode):
                 return
         self._first_run = None
         self.collector.activity = None

@@ -75,10 +75,11 @@ class MonitorConfig:
     refresh_s: float = 1.0  # 0 = no timer (frozen screens for snapshot tests)
     measure_every_s: float = 3600.0  # standalone schedule; 0 = only on demand
     measure_mode: str = "check"  # the engine's mode for `b` and scheduled measurements
-    # Standalone with no stored result: measure one CPU per cluster at once, in the
-    # engine's quick mode, one at a time (at the engine's nice 10), without a key press.
+    # Standalone with no stored result: measure one CPU per cluster at once, one at a
+    # time (at the engine's nice 10), without a key press, in measure_mode: the first
+    # figures are `qprof check`'s (quick mode's sequential rounds read SLH-DSA ~300 bp
+    # higher here), and check takes ~10 s a CPU with liboqs.
     auto_measure: bool = True
-    auto_measure_mode: str = "quick"
     history_len: int = 120
     export_dir: Path | None = None  # None = current directory
     clock: Callable[[], float] = time.time

@@ -16,8 +16,9 @@ qprof monitor: keys (the mouse works too: click rows and footer keys)
   v  switch verifier backend (unusable ones are listed with the reason)
   e  export a Markdown report (the path is shown when it is written)
   ?  this help    q  quit    Esc, ? or q close this help
-On a first run with nothing stored, one core per cluster is measured by itself (quick
-mode, nice 10, one at a time; the header says so); `--no-auto-measure` turns that off.
+On a first run with nothing stored, one core per cluster is measured by itself (as
+`qprof check`, nice 10, one at a time; the header says so); `--no-auto-measure` turns
+that off.
 
 Per-core table
   Cur/Max GHz  current and allowed maximum frequency; "1.08/2.42" is
