@@ -144,7 +144,7 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     for op, calls, checks in (("dual_shadow", 4, 4), ("dual_enforce", 4, 4)):
         state = TaskState()
         task = Task("ML-DSA-44", "liboqs+numba", op, 0.1, 1, 10, dual=("liboqs", "numba"))
-        func = make_time_func(task, {"ML-DSA-44": fx}, state, Clock.of("wall"))
+        func = make_time_func(task, {"ML-DSA-44": (fx,)}, state, Clock.of("wall"))
         state.reset()
         assert func(calls) > 0
         assert state.checks == checks and state.disagreements == checks
@@ -156,7 +156,7 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     state = TaskState()
     task = Task("ML-DSA-44", "liboqs+numba", "dual_enforce_invalid", 0.1, 1, 10,
                 dual=("liboqs", "numba"))
-    func = make_time_func(task, {"ML-DSA-44": fx}, state, Clock.of("wall"))
+    func = make_time_func(task, {"ML-DSA-44": (fx,)}, state, Clock.of("wall"))
     state.reset()
     func(5)
     assert state.checks == 0 and state.disagreements == 0 and state.wrong_verdicts == 0
@@ -407,3 +407,60 @@ def test_check_times_each_round_in_its_own_worker_process():
     assert shared.serves and shared.pair_work() == shared.pair_budget()
     assert Plan(BenchConfig(mode="quick", suites=["ML-DSA-44"], command=["pytest"])
                 ).per_worker == 5
+
+
+def test_the_parent_keeps_off_the_measured_cpu_while_a_worker_runs_there():
+    """Every thread of the measuring process (the monitor's screen too) leaves the measured
+    CPU for the run and gets its CPUs back afterwards; the worker still runs there."""
+    from qprof.measure.processes import parent_off_cpu
+
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs")
+    cpu = max(allowed)
+    seen: dict[str, set[int]] = {}
+    started = threading.Event()
+    release = threading.Event()
+
+    def other() -> None:  # a thread that was there before, as the monitor's UI
+        started.set()
+        release.wait(10)
+        seen["other"] = os.sched_getaffinity(0)
+
+    t = threading.Thread(target=other)
+    t.start()
+    started.wait(10)
+    with parent_off_cpu(cpu):
+        seen["engine"] = os.sched_getaffinity(0)
+        release.set()
+        t.join(10)
+    assert seen == {"engine": allowed - {cpu}, "other": allowed - {cpu}}
+    assert os.sched_getaffinity(0) == allowed
+    summary = run_bench(_config(cpus=[cpu]), lambda r: None)
+    assert summary.status == "finished" and os.sched_getaffinity(0) == allowed
+
+
+def test_each_timed_call_takes_the_next_signature_of_the_pool(monkeypatch):
+    """What one signature costs to verify depends on it (SLH-DSA: 10 % between 8 fresh
+    ones): a task's values take the pool's keys and signatures in turn."""
+    import qprof.verify
+    from qprof.measure.fixtures import MESSAGE, Fixture, flip_one_byte
+    from qprof.measure.protocol import Task
+    from qprof.measure.timing import Clock, TaskState, make_time_func
+
+    seen: list[bytes] = []
+
+    class Recording:
+        def verify(self, pk, msg, sig, ctx=b"") -> bool:
+            seen.append(pk)
+            return True
+
+    monkeypatch.setattr(qprof.verify, "get_verifier", lambda b, s: Recording())
+    pool = tuple(Fixture("ML-DSA-44", bytes([k]), MESSAGE, b"sig", flip_one_byte(b"sig"),
+                         b"", "test") for k in range(3))
+    func = make_time_func(Task("ML-DSA-44", "liboqs", "verify", 0.1, 1, 10),
+                          {"ML-DSA-44": pool}, TaskState(), Clock.of("wall"))
+    seen.clear()  # the untimed first call of each
+    for _ in range(6):
+        func(2)
+    assert seen == [bytes([k]) for k in (1, 1, 2, 2, 0, 0) * 2]

@@ -18,7 +18,7 @@ def test_no_signer_aborts_with_what_to_install(tmp_path: Path,
     def no_signer(suite: str, *args: object, **kwargs: object) -> None:
         raise FixtureError(f"no backend can sign {suite} here (install liboqs)")
 
-    monkeypatch.setattr(engine, "cached_fixture", no_signer)
+    monkeypatch.setattr(engine, "cached_pool", no_signer)
     source = MeasureSource(tmp_path / "monitor.db", profile=str(TINY_PROFILE), mode="quick")
     with pytest.raises(MeasurementAborted, match=r"no signature of the unit suite: "
                        r"no backend can sign ML-DSA-44 here \(install liboqs\)"):

@@ -91,9 +91,9 @@ class BenchConfig:
     # "wall" (perf_counter, the seeds' clock), "cpu" (CPU time of the worker thread), or
     # "auto": cpu when the machine is busy (1-minute load >= AUTO_CPU_TIMER_LOAD), else wall.
     timer: str = "auto"
-    # What the adaptive rounds aim to pin down: "median" (the rule) or "p10" (as
-    # `qprof check --statistic p10` reports).
-    statistic: str = "median"
+    # The statistic the adaptive rounds pin down: the verdict's ("auto", as `qprof check`,
+    # the daemon and the monitor show it), or one asked for ("median", "p10", "paired").
+    statistic: str = "auto"
     fixture_cache: Path | None = None  # None: $QPROF_CACHE_DIR or ~/.cache/qprof/fixtures
     keep_samples: int = 5000  # Measurement.samples_ns kept up to this many samples
     command: list[str] = field(default_factory=list)

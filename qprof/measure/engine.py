@@ -50,10 +50,10 @@ from qprof.measure.adaptive import StoppingRule, pair_fits
 from qprof.measure.clock import clock_changes
 from qprof.measure.collect import Collected, Where, collect
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
-from qprof.measure.fixtures import Fixture, FixtureError, cached_fixture, save_fixtures
+from qprof.measure.fixtures import FixtureError, Pool, cached_pool, save_fixtures
 from qprof.measure.freqwatch import FreqWatch
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
-from qprof.measure.processes import SpawnError, WorkerProcess
+from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
 from qprof.measure.progress import Progress
 from qprof.measure.protocol import Job, Task, WorkerEvent, WorkerResult
 from qprof.measure.records import End, Env, Measurement, Note, Record
@@ -122,7 +122,8 @@ class _Run:
                 for cpu in good:
                     if self.stop.is_set():
                         break
-                    self._measure_cpu(cpu)
+                    with parent_off_cpu(cpu):
+                        self._measure_cpu(cpu)
         except Exception as exc:  # end the run with a reason rather than a missing End
             failure = f"internal error: {type(exc).__name__}: {exc}"
             self.note("error", "engine_error", failure)
@@ -183,10 +184,10 @@ class _Run:
             save_fixtures({}, path)
             return True
         self.progress.report(message="preparing keys and signatures")
-        fixtures: dict[str, Fixture] = {}
+        fixtures: dict[str, Pool] = {}
         for suite in plan.suites:
             try:
-                fixtures[suite] = cached_fixture(
+                fixtures[suite] = cached_pool(
                     suite, tuple(plan.backends), self.config.fixture_cache,
                     checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
                 )

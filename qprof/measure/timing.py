@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from qprof.measure.fixtures import Fixture
+from qprof.measure.fixtures import Fixture, Pool
 from qprof.measure.protocol import Task
 
 TimeFunc = Callable[[int], float]
@@ -78,20 +78,31 @@ class TaskState:
         self.examples.clear()
 
 
-def _verify_func(task: Task, fx: Fixture, state: TaskState, clock: Clock) -> TimeFunc:
+def _verify_func(task: Task, pool: Pool, state: TaskState, clock: Clock) -> TimeFunc:
+    """Verify (or a dual pair) timed over ``pool``: each timed call takes the next key and
+    signature, so a task's values mix the pool's signatures (what one costs depends on
+    it: qprof.measure.fixtures) without a lookup inside the timed loop."""
     from qprof.verify import get_verifier
 
     perf, overhead = clock.now, clock.overhead_s
     invalid = task.operation.endswith("invalid")
-    pk, msg, ctx = fx.public_key, fx.message, fx.context
-    sig = fx.invalid_signature if invalid else fx.signature
+    cases = [(fx.public_key, fx.message, fx.invalid_signature if invalid else fx.signature,
+              fx.context) for fx in pool]
     expected = not invalid
+    turn = 0
+
+    def next_case() -> tuple[bytes, bytes, bytes, bytes]:
+        nonlocal turn
+        turn += 1
+        return cases[turn % len(cases)]
 
     if task.operation in ("verify", "verify_invalid"):
         verify = get_verifier(task.backend, task.suite).verify
-        verify(pk, msg, sig, ctx)  # load lazily compiled parts outside the timing
+        for case in cases:
+            verify(*case)  # load lazily compiled parts outside the timing
 
         def time_verify(loops: int) -> float:
+            pk, msg, sig, ctx = next_case()
             bad = 0
             t0 = perf()
             for _ in range(loops):
@@ -108,13 +119,15 @@ def _verify_func(task: Task, fx: Fixture, state: TaskState, clock: Clock) -> Tim
     primary_name, secondary_name = task.dual
     primary = get_verifier(primary_name, task.suite).verify
     secondary = get_verifier(secondary_name, task.suite).verify
-    primary(pk, msg, sig, ctx)
-    secondary(pk, msg, sig, ctx)
+    for case in cases:
+        primary(*case)
+        secondary(*case)
     shadow = task.operation.startswith("dual_shadow")
 
-    def record(a: bool, b: bool) -> None:
+    def record(a: bool, b: bool, case: tuple[bytes, bytes, bytes, bytes]) -> None:
         state.disagreements += 1
         if len(state.examples) < MAX_EXAMPLES:
+            pk, msg, sig, ctx = case
             state.examples.append({
                 "backends": {primary_name: a, secondary_name: b},
                 "public_key_hex": pk.hex(), "message_hex": msg.hex(),
@@ -122,6 +135,8 @@ def _verify_func(task: Task, fx: Fixture, state: TaskState, clock: Clock) -> Tim
             })
 
     def time_dual(loops: int) -> float:
+        case = next_case()
+        pk, msg, sig, ctx = case
         # Both verdicts are kept and compared after the clock stops.
         verdicts = []
         t0 = perf()
@@ -135,7 +150,7 @@ def _verify_func(task: Task, fx: Fixture, state: TaskState, clock: Clock) -> Tim
             if b is not None:
                 state.checks += 1
                 if a != b:
-                    record(a, b)
+                    record(a, b, case)
             if a is not expected and (b is None or b is not expected):
                 state.wrong_verdicts += 1
         return dt
@@ -180,17 +195,17 @@ def _kem_func(task: Task, clock: Clock) -> TimeFunc:
     return _loop(ops[task.operation], clock)
 
 
-def make_time_func(task: Task, fixtures: dict[str, Fixture], state: TaskState,
+def make_time_func(task: Task, fixtures: dict[str, Pool], state: TaskState,
                    clock: Clock) -> TimeFunc:
     op = task.operation
     if op.startswith("kem_"):
         return _kem_func(task, clock)
-    fx = fixtures.get(task.suite)
+    pool = fixtures.get(task.suite)
     if op in ("keygen", "sign"):
-        return _wallet_func(task, fx, clock)
-    if fx is None:
+        return _wallet_func(task, pool[0] if pool else None, clock)
+    if not pool:
         raise KeyError(f"no fixture (key and signature) for {task.suite}")
-    return _verify_func(task, fx, state, clock)
+    return _verify_func(task, pool, state, clock)
 
 
 def grid_values(n: int, min_n: int, max_n: int) -> int:

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qprof.measure.fixtures import Fixture, load_fixtures
+from qprof.measure.fixtures import Pool, load_fixtures
 from qprof.measure.protocol import (
     Job,
     Task,
@@ -166,7 +166,7 @@ class PyperfFile:
 class Session:
     """One worker's state: its job, clock, fixtures, files, and the values chosen so far."""
 
-    def __init__(self, job: Job, clock: Clock, fixtures: dict[str, Fixture]) -> None:
+    def __init__(self, job: Job, clock: Clock, fixtures: dict[str, Pool]) -> None:
         self.job, self.clock, self.fixtures = job, clock, fixtures
         self.tasks: list[Task] = list(job.tasks)
         self.out = WorkerResult(job.cpu)
