@@ -42,11 +42,12 @@ def parent_off_cpu(cpu: int) -> Iterator[None]:
     """Every thread of this process (the monitor's screen, the daemon's loop, the engine)
     off ``cpu`` while a worker measures on it, back where they were afterwards.
 
-    A process that shares the measured CPU slows the long operations most: in the
-    monitor, SLH-DSA-SHAKE-256s read 8099 VU where `qprof check` (whose parent only
-    waits) read 7605. Nothing changes when ``cpu`` is the only CPU this process may use.
-    Linux sets affinity per thread; threads started meanwhile inherit the narrower set
-    and get the process's own back too.
+    The measured core should run the worker alone (the seeds' method): the monitor
+    redraws and evaluates while a run goes on, the daemon serves metrics, and on a
+    2-CPU machine the scheduler would often put them on the measured core. Nothing
+    changes when ``cpu`` is the only CPU this process may use. Linux sets affinity per
+    thread; threads started meanwhile inherit the narrower set and get the process's
+    own back too.
     """
     before = {tid: os.sched_getaffinity(tid) for tid in _threads()}
     mine = os.sched_getaffinity(0)
