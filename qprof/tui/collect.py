@@ -77,8 +77,8 @@ class MonitorConfig:
     measure_mode: str = "check"  # the engine's mode for `b` and scheduled measurements
     # Standalone with no stored result: measure one CPU per cluster at once, one at a
     # time (at the engine's nice 10), without a key press, in measure_mode: the first
-    # figures are `qprof check`'s (quick mode's sequential rounds read SLH-DSA ~300 bp
-    # higher here), and check takes ~10 s a CPU with liboqs.
+    # figures come from `qprof check`'s method (interleaved rounds, the stopping rule),
+    # not from another one, and check takes ~10-25 s a CPU with liboqs.
     auto_measure: bool = True
     history_len: int = 120
     export_dir: Path | None = None  # None = current directory
