@@ -88,8 +88,8 @@ def _coverage(frame: Frame) -> list[str]:
                                                  if r.basis == "comparison" and r.basis_label})]
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
               "backend, as `qprof check` computes it (--statistic auto): t is the median "
-              "while the ML-DSA rounds agree within 100 bp, else a steadier statistic "
-              "(quiet-turn pairs or the 10th percentile: a busy or shared host). "
+              "while the ML-DSA rounds agree within 100 bp, else the quiet-turn pairs "
+              "(a busy or shared host) when there are enough of them. "
               "Worst-case block = (max block Verify Units / constant) signatures × t, on "
               "one core: an estimate, not a measured block."]
     # Per core, which statistic and why, with the other rule's estimate beside it.
