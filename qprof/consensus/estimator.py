@@ -300,14 +300,14 @@ def estimate(
     for cpu, _suite, backend, _op in reduced:
         if (cpu, backend) in groups:
             continue
+        paired = paired_for(reduced, cpu, backend, operation, unit_suite)
         if statistic == "auto":
-            used, why = choose_statistic(reduced, cpu, backend, operation,
+            used, why = choose_statistic(reduced, cpu, backend, paired, operation,
                                          steady_spread_bp, unit_suite)
         else:
             used, why = statistic, "asked for"  # type: ignore[assignment]
-        groups[(cpu, backend)] = _Group(
-            reduced, cpu, backend, operation, unit_suite, unit_vu, used, why,
-            paired_for(reduced, cpu, backend, operation, unit_suite))
+        groups[(cpu, backend)] = _Group(reduced, cpu, backend, operation, unit_suite,
+                                        unit_vu, used, why, paired)
     out: list[SuiteEstimate] = []
     for (cpu, backend), g in sorted(groups.items()):
         suites = sorted((s for c, s, b, _o in reduced if (c, b) == (cpu, backend)),

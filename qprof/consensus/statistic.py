@@ -56,10 +56,12 @@ def paired_spread(paired: dict[str, Paired], suite: str, unit_suite: str) -> flo
 
 
 def choose_statistic(
-    reduced: dict[Key, Reduced], cpu: int, backend: str, operation: str = "verify",
-    max_spread_bp: float = STEADY_SPREAD_BP, unit_suite: str = "ML-DSA-44",
+    reduced: dict[Key, Reduced], cpu: int, backend: str, paired: dict[str, Paired],
+    operation: str = "verify", max_spread_bp: float = STEADY_SPREAD_BP,
+    unit_suite: str = "ML-DSA-44",
 ) -> tuple[Statistic, str]:
-    """(statistic, why) for ``statistic="auto"`` on one CPU and backend.
+    """(statistic, why) for ``statistic="auto"`` on one CPU and backend; ``paired``: its
+    suites' quiet-turn pairings (:func:`paired_for`, which the estimate uses too).
 
     The median rule holds while the ML-DSA rounds agree. On a shared host (a VM whose
     vCPU is now and then slowed by a neighbour for 0.1-2 s, invisible from the guest) or
@@ -79,7 +81,6 @@ def choose_statistic(
     worst_median = max((m for m, _s in spreads), default=0.0)
     if worst_median <= max_spread_bp:
         return "median", f"ML-DSA rounds agree within {worst_median:.0f} bp"
-    paired = paired_for(reduced, cpu, backend, operation, unit_suite)
     # The ML-DSA suites decide (the steadiness bar is theirs); a suite without quiet
     # rounds of its own (SLH-DSA on a very busy host) falls back, with its unit, to the
     # median, said on its line.
