@@ -327,10 +327,12 @@ def test_disk_filling_later_sets_qprof_degraded(tmp_path: Path) -> None:
     from qprof.service.daemon import Daemon
     from qprof.service.metrics import QprofCollector
     from qprof.service.store import Store
+    from qprof.service.store_held import HeldWrites
 
     with tmpfs(tmp_path / "small", "1m") as mnt:
         daemon = Daemon(DaemonConfig(state_dir=mnt))
         daemon.store = Store(mnt / "qprof.db")
+        daemon.held = HeldWrites(daemon.store)
         try:
             with open(mnt / "filler", "wb") as fh, contextlib.suppress(OSError):
                 fh.write(b"\0" * 4 * 1024 * 1024)

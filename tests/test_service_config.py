@@ -39,7 +39,8 @@ def test_file_then_flags_win(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "match"), [
     ("interval = ", "not valid TOML"),
-    ("interval = 'soon'", "interval must be a non-negative number"),
+    ("interval = 'soon'", "interval must be a number above 0, got 'soon'"),
+    ("interval = 0", "interval must be a number above 0, got 0"),
     ("bogus = 1", "unknown key 'bogus'"),
     ("listen = '127.0.0.1'", "HOST:PORT"),
     ("quick = 1", "quick must be true or false"),

@@ -178,9 +178,10 @@ def build_block(
         threading.Thread(target=sign_some, args=(range(w, distinct, workers), pool))
         for w in range(workers)
     ]
-    for t in threads:
-        t.start()
-    for t in threads:
+    started, failed = _start_all(threads)
+    if failed is not None:
+        errors.append(failed)
+    for t in started:
         t.join()
     if errors or any(p is None for p in pool):
         raise BlockError(f"{backend} failed to sign {suite}: {errors[0] if errors else '?'}")
@@ -260,17 +261,33 @@ def _run_threads(
         spans[slot] = ThreadSpan(cpus[slot], bounds[slot + 1] - bounds[slot], start, end)
 
     threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(len(cpus))]
-    for t in threads:
-        t.start()
+    started, failed = _start_all(threads)
+    if failed is not None:
+        errors.append(failed)
+        ready.abort()  # the started ones would wait for the missing one for ever
     with contextlib.suppress(threading.BrokenBarrierError):  # a worker failed: see errors
         ready.wait()
-    for t in threads:
+    for t in started:
         t.join()
     if errors:
         raise BlockError(f"a verifying thread failed: {errors[0]}") from errors[0]
     done = [s for s in spans if s is not None]
     wall = max(s.end_s for s in done) - min(s.start_s for s in done)
     return wall, done, verdicts, sum(disagreements)
+
+
+def _start_all(threads: list[threading.Thread]
+               ) -> tuple[list[threading.Thread], RuntimeError | None]:
+    """Start each thread: the ones started, and why the next could not start (a task
+    limit, as systemd's TasksMax=), if one could not."""
+    started: list[threading.Thread] = []
+    for t in threads:
+        try:
+            t.start()
+        except RuntimeError as exc:
+            return started, RuntimeError(f"cannot start a thread: {exc}")
+        started.append(t)
+    return started, None
 
 
 def single_core_median_s(

@@ -102,7 +102,11 @@ class WorkerProcess:
         except OSError as exc:
             raise SpawnError(f"cannot start the worker: {exc}") from exc
         self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        try:
+            threading.Thread(target=self._read, daemon=True).start()
+        except RuntimeError as exc:  # a task limit: a worker nobody follows must not run on
+            terminate(self.proc)
+            raise SpawnError(f"cannot follow the worker: {exc}") from exc
 
     def _read(self) -> None:
         assert self.proc.stderr is not None

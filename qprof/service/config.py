@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -73,6 +74,7 @@ class DaemonConfig:
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
             "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
             "keep_samples_days", "keep_freq_days"}
+_ABOVE_ZERO = {"interval", "watch_interval", "alert_timeout"}  # 0 would spin or kill at once
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
@@ -91,9 +93,13 @@ def parse_listen(text: str) -> tuple[str, int] | None:
 
 def _coerce(key: str, value: Any, where: str) -> Any:
     if key in _NUMBERS:
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value < 0):
-            raise ConfigError(f"{where}: {key} must be a non-negative number, got {value!r}")
+        number = not isinstance(value, bool) and isinstance(value, int | float)
+        low_ok = number and math.isfinite(value) and (
+            value > 0 if key in _ABOVE_ZERO else value >= 0)
+        if not low_ok:
+            shown = f"{value:g}" if number else repr(value)
+            rule = "a number above 0" if key in _ABOVE_ZERO else "a non-negative number"
+            raise ConfigError(f"{where}: {key} must be {rule}, got {shown}")
         return float(value)
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -127,6 +133,13 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             except ValueError as exc:
                 raise ConfigError(f"{where}: cpus: expected 'clusters', 'all' or a list like "
                                   f"0,2-3 ({exc})") from None
+        if key == "alert_command":
+            try:
+                argv = shlex.split(value)
+            except ValueError as exc:  # "No closing quotation", "No escaped character"
+                raise ConfigError(f"{where}: {key} {value!r} cannot be split into a command "
+                                  f"and its arguments: {exc}") from None
+            return value if argv else None  # empty: no command
         if key == "log_level" and value.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError(f"{where}: log_level must be debug, info, warning or error")
         return value
@@ -170,10 +183,5 @@ def build_config(args: argparse.Namespace,
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
-    cfg = DaemonConfig(**settings)
-    if cfg.watch_interval <= 0:
-        raise ConfigError("watch_interval must be above 0")
-    if cfg.interval <= 0:
-        raise ConfigError("interval must be above 0")
-    return cfg
+    return DaemonConfig(**settings)
 

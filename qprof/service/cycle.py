@@ -33,6 +33,7 @@ from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.metrics import DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
+from qprof.service.store_held import HeldWrites
 
 log = logging.getLogger("qprof.daemon")
 
@@ -73,7 +74,7 @@ class CycleRunner:
     def __init__(self, cfg: DaemonConfig, store: Store, alerts: AlertDispatcher,
                  state: MetricsState, backend: str,
                  capped_now: Callable[[], dict[int, float | None]],
-                 online_now: Callable[[int], bool]) -> None:
+                 online_now: Callable[[int], bool], held: HeldWrites | None = None) -> None:
         self.cfg = cfg
         self.store = store
         self.alerts = alerts
@@ -84,6 +85,8 @@ class CycleRunner:
         self.current_run: str | None = None  # begun and not yet ended
         self.last_run: str | None = None  # the newest run begun
         self.current_cpu: int | None = None
+        # Records (and the daemon's alerts) the store could not take: written when it can.
+        self.held = held if held is not None else HeldWrites(store)
         self._store_failed = False
         self._coverage: dict[tuple[int, str, str], bool] = {}
         self._warmed = False
@@ -130,15 +133,18 @@ class CycleRunner:
         """Commit each record as it arrives; alert on disagreements at once."""
         if isinstance(record, Meta):
             self.current_run = self.last_run = record.run_id
-        try:
-            self.store.add(record)
-        except sqlite3.Error as exc:
-            if not self._store_failed:
-                log.error("store write failed (%s): results are measured but NOT saved; "
-                          "metrics still show them until restart", exc)
-                self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
-                                        f"write failed: {exc}")
+        if self.held.put(record):
+            if self._store_failed:
+                self._store_failed = False
+                log.info("store: writing works again: the held records are written")
+        elif not self._store_failed:
             self._store_failed = True
+            why = (f"writing failed ({self.held.error}); results are held in memory and "
+                   "written when the store takes them again (lost if the daemon stops "
+                   "first)")
+            self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED, why)
+            self.alerts.emit("degraded", "warning", f"degraded: store: {why}", what="store",
+                             reason=why)
         if isinstance(record, Disagreement):
             self.state.count_disagreement(record.cpu, record.suite)
             self.alerts.emit("disagreement", "critical",
@@ -154,6 +160,19 @@ class CycleRunner:
                              run_id=record.run_id, note=record.kind)
         if isinstance(record, End):
             self.current_run = None
+
+    def retry_held(self) -> bool:
+        """Write what the store could not take; True when nothing is held any more (the
+        results then count, as if the writes had never failed)."""
+        if not self.held.pending:
+            return True
+        count = self.held.pending
+        if not self.held.flush():
+            return False
+        log.info("store: writing works again: %d held records and alerts written", count)
+        self._store_failed = False
+        self.refresh_results()
+        return True
 
     # -- the cycle ----------------------------------------------------------------------
 

@@ -25,9 +25,11 @@ from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, select_cpus
 from qprof.service.metrics import DegradedReason, MetricsState, serve_metrics
+from qprof.service.metrics_http import format_address
 from qprof.service.notify import Notifier
 from qprof.service.store import Store
 from qprof.service.store_file import DB_NAME, StoreBusy, StoreError, default_state_dir, is_busy
+from qprof.service.store_held import HeldWrites
 
 log = logging.getLogger("qprof.daemon")
 
@@ -39,6 +41,7 @@ STOP_JOIN_S = 1.5  # SIGTERM to exit within 5 s: wait this long for the engine t
 # (a worker reports only when its whole block of rounds is done, so waiting longer
 # rarely saves a result; on a loaded machine the rest of the shutdown needs the margin)
 MAINTAIN_EVERY_S = 3600.0  # apply the store's retention this often
+STORE_RETRY_S = 5.0  # writes the store could not take (a full disk): tried again this often
 
 
 class RetryLater(Exception):
@@ -53,6 +56,7 @@ class Daemon:
         self.state = MetricsState(cycle_interval_s=cfg.interval)
         self.alerts = AlertDispatcher()
         self.store: Store | None = None
+        self.held: HeldWrites | None = None  # writes the store could not take yet
         self.watcher: Any = None
         self.cycles: CycleRunner | None = None
         self.cycle_thread: threading.Thread | None = None
@@ -65,10 +69,11 @@ class Daemon:
         self._freq_write_failed = False
         self._next_maintenance = 0.0
         self._ready = False  # sinks attached: degradations become alerts too
-        self._lock_fd: int | None = None  # the state dir's lock, held for life
+        self._lock_fds: list[int] = []  # the store's locks (_lock_state_dir), held for life
         self._status_asked: str | None = None  # SIGUSR1/2 seen: log the status line
         self._store_write_failed = False
         self._store_wait_logged = False
+        self._next_store_retry = 0.0
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -97,7 +102,7 @@ class Daemon:
         assert self.store is not None
         self.cycles = CycleRunner(cfg, self.store, self.alerts, self.state, self.backend or "",
                                   capped_now=self.watcher.capped_cpus,
-                                  online_now=self._online)
+                                  online_now=self._online, held=self.held)
         # Serve the last stored results at once, and don't re-alert on old coverage.
         self.cycles.refresh_results(announce=False)
         for run_id in self.store.mark_unfinished_runs_aborted():
@@ -148,6 +153,7 @@ class Daemon:
                 state_dir.mkdir(parents=True, exist_ok=True)
                 self._lock_state_dir(state_dir)
                 self.store = Store(path)
+                self.held = HeldWrites(self.store)
                 # Retention, and a write at start-up, so a read-only or full store usually
                 # shows here rather than mid-cycle (later write failures degrade the same).
                 self._maintain()
@@ -162,6 +168,7 @@ class Daemon:
                                  f"{path} not usable ({exc}); results are kept in memory "
                                  "only and lost when the daemon stops")
                     self.store = Store(":memory:")
+                    self.held = HeldWrites(self.store)
                     return
                 self._wait_for_store(path, deadline)
 
@@ -183,26 +190,43 @@ class Daemon:
         self.stop.wait(min(1.0, left))
 
     def _lock_state_dir(self, state_dir: Path) -> None:
-        """One daemon per state dir: a second would mark the first one's running run
-        aborted and measure the same cores at the same time. The lock (flock, released
-        by the kernel when the process dies) names its holder's pid."""
-        if self._lock_fd is not None:
+        """One daemon per store: a second would mark the first one's running run aborted
+        and measure the same cores at the same time. The lock (flock, released by the
+        kernel when the process dies) is ``qprof.lock`` in the state dir and, when
+        qprof.db is a symlink into another directory, in that directory too (the store's
+        real one: two state dirs linking to one file are one store). It names its
+        holder's pid."""
+        if self._lock_fds:
             return
+        db = state_dir / DB_NAME
+        real_dir = db.resolve().parent
+        dirs = [state_dir] + ([real_dir] if real_dir != state_dir.resolve() else [])
+        fds: list[int] = []
         try:
-            fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            return  # an unwritable state dir: the store degrades to memory, nothing shared
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise ConfigError(f"state dir {state_dir} is in use by another qprof daemon "
-                              f"(pid {holder}); stop it or give this one another "
-                              "--state-dir") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+            for lock_dir in dirs:
+                try:
+                    fd = os.open(lock_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError:
+                    continue  # unwritable: the store degrades to memory, nothing shared
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                    os.close(fd)
+                    what = (f"state dir {state_dir}" if lock_dir == state_dir else
+                            f"store {db} (a link to {db.resolve()})")
+                    raise ConfigError(f"{what} is in use by another qprof daemon (pid "
+                                      f"{holder}); stop it or give this one another "
+                                      "--state-dir") from None
+                fds.append(fd)
+        except ConfigError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        for fd in fds:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fds = fds
 
     def _maintain(self) -> None:
         """Apply the retention policy (start-up, then hourly from the watch loop)."""
@@ -254,29 +278,30 @@ class Daemon:
         host, port = address
         try:
             self.metrics_server, _ = serve_metrics(self.state, host, port)
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # RuntimeError: its thread cannot start
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             self.degrade("metrics", DegradedReason.LISTEN_FAILED,
-                         f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                         f"cannot listen on {format_address(host, port)} ({why}); "
                          "metrics are off")
             return
         actual = self.metrics_server.server_address[1]
-        log.info("metrics: http://%s:%d/metrics", host, actual)
+        log.info("metrics: http://%s/metrics", format_address(host, actual))
 
     # -- sinks ---------------------------------------------------------------------------
 
     def _alert_to_store(self, alert: Alert) -> None:
-        assert self.store is not None
-        try:
-            self.store.alerts.add(alert)
-        except sqlite3.Error as exc:
-            # Not self.degrade(): its alert would come back here. The disk filling up
-            # shows in qprof_degraded and STATUS=, and is logged once.
-            if not self._store_write_failed:
-                log.error("store: writing alerts failed (%s); alerts still reach the log, "
-                          "metrics and the alert command", exc)
-                self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
-                                        f"writing alerts failed: {exc}")
-            self._store_write_failed = True
+        assert self.held is not None
+        if self.held.put(alert):
+            return
+        # Not self.degrade(): its alert would come back here. The disk filling up
+        # shows in qprof_degraded and STATUS=, and is logged once.
+        if not self._store_write_failed:
+            log.error("store: writing alerts failed (%s); they are held in memory and "
+                      "written when the store takes them again, and still reach the log, "
+                      "metrics and the alert command", self.held.error)
+            self.state.set_degraded("store", DegradedReason.STORE_WRITE_FAILED,
+                                    f"writing alerts failed: {self.held.error}")
+        self._store_write_failed = True
 
     def _alert_to_metrics(self, alert: Alert) -> None:
         with self.state.lock:
@@ -306,6 +331,7 @@ class Daemon:
         while not self.stop.is_set():
             now = time.time()
             self._watch_once(now)
+            self._check_store(now)
             self._maybe_start_cycle(now)
             if now >= self._next_maintenance:
                 try:
@@ -361,6 +387,32 @@ class Daemon:
                 self.degrade("store", DegradedReason.FREQ_HISTORY_WRITE_FAILED,
                              f"writing frequency history failed: {exc}")
             self._freq_write_failed = True
+        else:
+            self._freq_write_failed = False
+
+    def _check_store(self, now: float) -> None:
+        """The store's file still the one open (else put back: StoreConnection), and
+        writes that failed (a full disk) written once they can be, the degradation
+        cleared then."""
+        assert self.store is not None and self.cycles is not None
+        for event in self.store.check_file():
+            if event.restored:
+                self.state.clear_degraded("store", (DegradedReason.STORE_REPLACED,))
+                self.alerts.emit("degraded", "warning", f"store: {event.message}",
+                                 what="store", reason=event.message)
+            else:
+                self.degrade("store", DegradedReason.STORE_REPLACED, event.message)
+        if now < self._next_store_retry:
+            return
+        self._next_store_retry = now + STORE_RETRY_S
+        if self.cycle_thread is None or not self.cycle_thread.is_alive():
+            self.cycles.retry_held()  # (a running cycle retries with each record)
+        if self.cycles.held.pending or self._freq_write_failed:
+            return
+        self._store_write_failed = False
+        if self.state.clear_degraded("store", (DegradedReason.STORE_WRITE_FAILED,
+                                               DegradedReason.FREQ_HISTORY_WRITE_FAILED)):
+            log.info("store: writing works again; no longer degraded")
 
     def idle_reason(self) -> str | None:
         """None when idle enough to measure, else why not."""
@@ -384,18 +436,8 @@ class Daemon:
             return  # one heavy job at a time
         why = self.idle_reason()
         if why is not None:
-            retry = min(self.cfg.retry, self.cfg.interval)
-            if not self.skipping:
-                self.alerts.emit("cycle_skipped", "info", f"measurement cycle skipped: {why}",
-                                 reason=why, retry_in_s=retry)
-            else:
-                log.info("cycle skipped again: %s", why)
-            self.skipping = True
-            with self.state.lock:
-                self.state.cycles["skipped"] = self.state.cycles.get("skipped", 0) + 1
-            self.next_cycle = now + retry
+            self._skip_cycle(now, why)
             return
-        self.skipping = False
         online = {c: v.online for c, v in self.watcher.last.cpus.items()}
         cpus, warnings = select_cpus(self.cfg.cpus, self.watcher.clusters(), online)
         for w in warnings:
@@ -405,15 +447,40 @@ class Daemon:
         if not cpus:
             log.warning("cycle: no CPU to measure")
             return
-        self.cycle_thread = threading.Thread(target=self._cycle, args=(cpus,),
-                                             name="measure", daemon=True)
-        self.cycle_thread.start()
+        thread = threading.Thread(target=self._cycle, args=(cpus,), name="measure",
+                                  daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # "can't start new thread": the task limit is reached
+            self._skip_cycle(now, f"cannot start the measurement thread ({exc}): the "
+                             "daemon's task limit (systemd TasksMax=) is reached; are many "
+                             "metrics connections open?")
+            return
+        self.skipping = False
+        self.cycle_thread = thread
+
+    def _skip_cycle(self, now: float, why: str) -> None:
+        """No cycle now: alert once (then log) and try again after --retry."""
+        retry = min(self.cfg.retry, self.cfg.interval)
+        if not self.skipping:
+            self.alerts.emit("cycle_skipped", "info", f"measurement cycle skipped: {why}",
+                             reason=why, retry_in_s=retry)
+        else:
+            log.info("cycle skipped again: %s", why)
+        self.skipping = True
+        with self.state.lock:
+            self.state.cycles["skipped"] = self.state.cycles.get("skipped", 0) + 1
+        self.next_cycle = now + retry
 
     def _cycle(self, cpus: list[int]) -> None:
         assert self.cycles is not None
         log.info("cycle: measuring cpus %s", ",".join(map(str, cpus)))
         try:
             outcome = self.cycles.run_cycle(cpus, self.stop)
+        except Exception as exc:  # one line, and the next cycle comes as planned
+            outcome = f"failed: {type(exc).__name__}: {exc}"
+            with self.state.lock:
+                self.state.cycles["failed"] = self.state.cycles.get("failed", 0) + 1
         finally:
             # A cycle longer than the interval must not be followed by another at once.
             self.next_cycle = time.time() + self.cfg.interval
@@ -447,6 +514,10 @@ class Daemon:
                                                    "finished")
                 log.warning("stopping while measuring: run %s marked aborted", run_id)
                 self._terminate_workers()
+        if self.cycles is not None and not self.cycles.retry_held():
+            log.error("store: %d records and alerts held in memory (%s) are lost: the "
+                      "store did not take them before the daemon stopped",
+                      self.cycles.held.pending, self.cycles.held.error)
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()

@@ -13,9 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
@@ -27,6 +26,7 @@ from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
 from qprof.measure.records import Measurement
 from qprof.service.alerts import KINDS
+from qprof.service.metrics_http import MetricsServer, serve
 
 log = logging.getLogger("qprof.daemon")
 
@@ -97,6 +97,7 @@ class DegradedReason(StrEnum):
     PROFILE_UNAVAILABLE = "profile_unavailable"
     STORE_UNUSABLE = "store_unusable"
     STORE_WRITE_FAILED = "store_write_failed"
+    STORE_REPLACED = "store_replaced"  # the file replaced under the daemon, not yet put back
     FREQ_HISTORY_WRITE_FAILED = "freq_history_write_failed"
     LIBOQS_UNAVAILABLE = "liboqs_unavailable"
     BACKEND_UNAVAILABLE = "backend_unavailable"
@@ -130,6 +131,15 @@ class MetricsState:
     def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
         with self.lock:
             self.degraded[what] = Degradation(reason, detail)
+
+    def clear_degraded(self, what: str, reasons: tuple[DegradedReason, ...]) -> bool:
+        """No longer degraded for one of ``reasons``; True if it was."""
+        with self.lock:
+            found = self.degraded.get(what)
+            if found is None or found.reason not in reasons:
+                return False
+            del self.degraded[what]
+            return True
 
     def count_disagreement(self, cpu: int, suite: str) -> None:
         with self.lock:
@@ -327,11 +337,12 @@ def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
 
 
 def serve_metrics(state: MetricsState, host: str, port: int
-                  ) -> tuple[WSGIServer, threading.Thread]:
-    """Start the exposition HTTP server; returns (server, thread). OSError if bind fails."""
+                  ) -> tuple[MetricsServer, threading.Thread]:
+    """Start the exposition HTTP server (service.metrics_http: bounded connections, each
+    with a deadline); returns (server, thread). OSError if the bind fails, RuntimeError if
+    its thread cannot start."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QprofCollector(state, build_info()))
     # process_start_time_seconds, memory, CPU time, open files (Linux /proc).
     ProcessCollector(registry=registry)
-    server, thread = start_http_server(port, addr=host, registry=registry)
-    return server, thread
+    return serve(registry, host, port)

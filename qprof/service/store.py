@@ -33,7 +33,14 @@ from qprof.measure.records import (
 from qprof.service.retention import Retention
 from qprof.service.schema import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION
 from qprof.service.store_alerts import AlertLog
-from qprof.service.store_file import StoreBusy, StoreError, connect, is_busy, user_version
+from qprof.service.store_file import (
+    FileEvent,
+    StoreBusy,
+    StoreConnection,
+    StoreError,
+    is_busy,
+    user_version,
+)
 from qprof.service.store_freq import FreqHistory
 
 # Run states. "running" only while the daemon works on it; a run found "running" at
@@ -78,16 +85,31 @@ class Store:
     def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = str(path)
         self.readonly = readonly
-        self._lock = threading.RLock()
         try:
-            self._db, note = connect(self.path, readonly)
+            self._conn = StoreConnection(self.path, readonly)
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
             error = StoreBusy if is_busy(exc) else StoreError
             raise error(f"{self.path}: cannot open store: {exc}") from None
-        self.note = note  # how a read-only store had to be opened, if unusual
-        self.freq = FreqHistory(self._db, self._lock)
-        self.alerts = AlertLog(self._db, self._lock)
+        self.note = self._conn.note  # how a read-only store had to be opened, if unusual
+        self.freq = FreqHistory(self._conn)
+        self.alerts = AlertLog(self._conn)
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._conn.db
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._conn.lock
+
+    def check_file(self) -> list[FileEvent]:
+        """Check that the path still names the file open (each write does), and return
+        what was found and done since the last call (StoreConnection)."""
+        self._conn.check_file()
+        with self._lock:
+            events, self._conn.events = self._conn.events, []
+        return events
 
     # -- schema ---------------------------------------------------------------------
 
@@ -117,14 +139,13 @@ class Store:
         return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._conn.close()
 
     # -- runs and records -----------------------------------------------------------
 
     def begin_run(self, meta: Meta) -> str:
         cpus = [c.get("cpu") for c in meta.cpus if isinstance(c, dict)]
-        with self._lock, self._db:
+        with self._conn.writing():
             self._db.execute(
                 "INSERT INTO runs(run_id, started_at, status, profile, cpus) "
                 "VALUES (?, ?, 'running', ?, ?)",
@@ -138,7 +159,7 @@ class Store:
         if isinstance(record, Meta):
             self.begin_run(record)
             return
-        with self._lock, self._db:
+        with self._conn.writing():
             self._ensure_run(record.run_id)  # type: ignore[attr-defined]
             record_id = self._insert_record(record)
             if isinstance(record, Measurement):
@@ -174,7 +195,7 @@ class Store:
         """Close a run that did not end with its own End record (adds one, for export)."""
         if status not in RUN_STATUSES or status == "running":
             raise ValueError(f"run status must be finished, partial or aborted, not {status!r}")
-        with self._lock, self._db:
+        with self._conn.writing():
             row = self._db.execute(
                 "SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
@@ -313,7 +334,7 @@ class Store:
         ret = retention or Retention()
         now = time.time() if now is None else now
         out = {"runs": 0, "stripped_runs": 0, "alerts": 0, "freq_samples": 0}
-        with self._lock, self._db:
+        with self._conn.writing():
             keep = self._result_run_ids()
             if ret.keep_s > 0:
                 out["runs"] = self._drop_runs(now - ret.keep_s, keep, ret.max_runs)

@@ -8,18 +8,25 @@ import sqlite3
 import threading
 
 from qprof.service.alerts import Alert
-from qprof.service.store_file import user_version
+from qprof.service.store_file import StoreConnection, user_version
 
 
 class AlertLog:
     """Alerts in the store's database (its connection and lock)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._db = db
-        self._lock = lock
+    def __init__(self, conn: StoreConnection) -> None:
+        self._conn = conn
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._conn.db
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._conn.lock
 
     def add(self, alert: Alert) -> None:
-        with self._lock, self._db:
+        with self._conn.writing():
             self._db.execute(
                 "INSERT INTO alerts(ts, kind, severity, cpu, cluster, message, details) "
                 "VALUES (?,?,?,?,?,?,?)",

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from qprof.service.retention import FREQ_MIN_SPACING_S, Retention
+from qprof.service.store_file import StoreConnection
 
 # (cpu, ts, cur_khz, max_khz, hw_max_khz, capped)
 FreqRow = tuple[int, float, int | None, int | None, int | None, bool | None]
@@ -16,11 +17,18 @@ FreqRow = tuple[int, float, int | None, int | None, int | None, bool | None]
 class FreqHistory:
     """Per-CPU frequency samples in the store's database (its connection and lock)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._db = db
-        self._lock = lock
+    def __init__(self, conn: StoreConnection) -> None:
+        self._conn = conn
         # Per CPU, the last kept sample's (ts, max_khz, capped): what downsampling compares to.
         self._last: dict[int, tuple[float, int | None, int | None]] = {}
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._conn.db
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._conn.lock
 
     def add(self, samples: list[FreqRow], force: bool = False) -> int:
         """Store samples, downsampled; returns how many were kept.
@@ -29,7 +37,7 @@ class FreqHistory:
         its max_khz/capped changed (so cap edges are exact).
         """
         kept = 0
-        with self._lock, self._db:
+        with self._conn.writing():
             for cpu, ts, cur, mx, hw, capped in samples:
                 kept += self.insert(cpu, ts, cur, mx, hw, capped, force)
         return kept
