@@ -136,7 +136,12 @@ def profile_level(
     from qprof.verify.nb import mldsa as m
     from qprof.verify.nb.keccak import absorb_final, absorb_init, absorb_update, squeeze_into
     from qprof.verify.nb.keccak_xn import WAYS
-    from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
+    from qprof.verify.nb.mldsa_expand import (
+        SAMPLE_SLACK,
+        WS_WORDS,
+        expand_a_times_z,
+        sample_in_ball,
+    )
     from qprof.verify.nb.mldsa_poly import (
         decode_t1_shifted,
         decode_z_checked,
@@ -199,7 +204,7 @@ def profile_level(
     tmp = np.empty(256, dtype=np.int32)
     zhat = np.ones((p.l, 256), np.int32)
     acc = np.empty((p.k, 256), np.int64)
-    st_xn = np.empty(25 * WAYS, np.uint64)
+    st_xn = np.empty(WS_WORDS, np.uint64)
     sampled = np.empty((WAYS, 256 + SAMPLE_SLACK), np.int32)
     nonces = np.empty(WAYS, np.int64)
     rho = np.arange(32, dtype=np.uint8)

@@ -36,7 +36,7 @@ from qprof.verify.nb.keccak import (
     squeeze_into,
 )
 from qprof.verify.nb.keccak_xn import WAYS
-from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
+from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, WS_WORDS, expand_a_times_z, sample_in_ball
 from qprof.verify.nb.mldsa_poly import (
     N,
     Q,
@@ -181,7 +181,7 @@ def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use
 
     # w'_approx = NTT^-1(A_hat * z_hat - c_hat * t1_hat * 2^d), accumulated lazily.
     acc = np.empty((k, N), dtype=np.int64)
-    state_xn = np.empty(25 * WAYS, dtype=np.uint64)
+    state_xn = np.empty(WS_WORDS, dtype=np.uint64)
     sampled = np.empty((WAYS, N + SAMPLE_SLACK), dtype=np.int32)
     counts = np.empty(WAYS, dtype=np.int64)
     rho = np.empty(RHO_BYTES, dtype=np.uint8)
