@@ -173,8 +173,9 @@ def profile_level(
 
     @njit(nogil=True)
     def t_mu(tr, ctx, msg, state, mu, n):  # noqa: ANN001
+        prefix = np.empty(2, np.uint8)
         for _ in range(n):
-            m._hash_mu(tr, ctx, msg, state, mu)
+            m._hash_mu(tr, ctx, msg, state, mu, prefix)
 
     @njit(nogil=True)
     def t_ball(ct, tau, state, block, c, n):  # noqa: ANN001

@@ -52,19 +52,23 @@ def absorb_seeds_xn(s: np.ndarray, rho: np.ndarray, nonces: np.ndarray, ways: in
 
 
 @njit(cache=True, nogil=True)
-def absorb_tr_block(s: np.ndarray, pk: bytes, block: int) -> None:
-    """XOR SHAKE256 input block ``block`` of pk (the last one padded) into way TR_WAY."""
+def absorb_tr_block(s: np.ndarray, pk: bytes, pk_lanes: np.ndarray, block: int) -> None:
+    """XOR SHAKE256 input block ``block`` of pk (the last one padded) into way TR_WAY.
+
+    ``pk_lanes`` is pk viewed as little-endian uint64 lanes (ML-DSA public keys are
+    32 + 320k bytes, whole lanes): one load per lane instead of eight byte loads.
+    """
     full = len(pk) // SHAKE256_RATE
     base = SHAKE256_RATE * block
+    lane0 = base // 8
     if block < full:
         for i in range(SHAKE256_RATE // 8):
-            v = np.uint64(0)
-            for b in range(8):
-                v |= np.uint64(pk[base + 8 * i + b]) << np.uint64(8 * b)
-            s[WAYS * i + TR_WAY] ^= v
+            s[WAYS * i + TR_WAY] ^= pk_lanes[lane0 + i]
         return
     rem = len(pk) - base
-    for j in range(rem):
+    for i in range(rem // 8):
+        s[WAYS * i + TR_WAY] ^= pk_lanes[lane0 + i]
+    for j in range(rem & ~7, rem):
         s[WAYS * (j >> 3) + TR_WAY] ^= np.uint64(pk[base + j]) << np.uint64(8 * (j & 7))
     s[WAYS * (rem >> 3) + TR_WAY] ^= SHAKE_PAD << np.uint64(8 * (rem & 7))
     s[WAYS * (SHAKE256_RATE // 8 - 1) + TR_WAY] ^= RATE_END_PAD
@@ -240,7 +244,7 @@ def expand_a_times_z(
 
     ``zhat``: int32[l, 256] (|coeff| < 9q), ``acc``: int64[k, 256] (overwritten),
     ``state``: uint64[WS_WORDS] (states + staged candidates), ``sampled``:
-    int32[WAYS, 256 + SAMPLE_SLACK] scratch for blocks with rejections,
+    int32[WAYS, >= SAMPLE_SLACK] scratch for blocks with rejections,
     ``counts``: int64[WAYS] scratch, ``tr``: uint8[64]. Sums stay below
     7 * q * 9q < 2^53, inside Montgomery's input range.
     """
@@ -250,6 +254,7 @@ def expand_a_times_z(
     for i in range(25 * WAYS):
         state[i] = np.uint64(0)
     tr_perms = len(pk) // SHAKE256_RATE + 1 if want_tr else 0
+    pk_lanes = np.frombuffer(pk, dtype=np.uint64)  # pk is 32 + 320k bytes: whole lanes
     tr_done = 0
     total = k * l
     first = 0
@@ -267,7 +272,7 @@ def expand_a_times_z(
             # One permutation of all ways; the last one may be advancing tr.
             tr_step = tr_done < tr_perms and ways < WAYS
             if tr_step:
-                absorb_tr_block(state, pk, tr_done)
+                absorb_tr_block(state, pk, pk_lanes, tr_done)
             keccak_f1600_xn(state)
             if tr_step:
                 tr_done += 1
