@@ -86,7 +86,7 @@ Q_U64 = np.uint64(Q)
 UWAYS = np.uint64(WAYS)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def stage_block_xn(ws: np.ndarray) -> None:
     """The 56 candidates of the current 168-byte block of every way to the staging
     area, as uint64. Written out group by group so that every offset is a constant:
@@ -172,7 +172,7 @@ def stage_block_xn(ws: np.ndarray) -> None:
         ws[WS_STAGE + 55 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def staged_rejections(ws: np.ndarray) -> int:
     """Bit w set when way w's staged block has a candidate >= q. One flat OR reduction
     (vectorised): WAYS is a power of two, so slot t belongs to way t % WAYS."""
@@ -182,7 +182,7 @@ def staged_rejections(ws: np.ndarray) -> int:
     return np.int64(bits)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def mac_staged(ws: np.ndarray, w: int, acc: np.ndarray, r: int, zhat: np.ndarray, s: int,
                start: int, count: int) -> None:
     """acc[r, start + c] += candidate c of way w * zhat[s, start + c] for c < count (a
