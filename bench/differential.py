@@ -20,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+# The checkout this script is in, not whichever qprof the venv has installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from qprof.verify import (
     BACKEND_NAMES,
     ML_DSA_SUITES,

@@ -24,39 +24,63 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-OQS_PREFIX = Path("/root/_oqs")
 MESSAGE = b"qprof benchmark message, 32 B.."
 CONTEXT = b"bench"
 
 
-def _load_liboqs() -> object | None:
-    """The ``oqs`` module if liboqs is installed (never lets liboqs-python build it)."""
-    if not (OQS_PREFIX / "lib" / "liboqs.so").exists():
-        return None
-    os.environ.setdefault("OQS_INSTALL_PATH", str(OQS_PREFIX))
-    import oqs
+def _load_liboqs() -> tuple[object | None, str | None]:
+    """(``oqs`` module, None) when liboqs is found, as qprof finds it ($OQS_INSTALL_PATH,
+    then ~/_oqs, then the system library path); else (None, why not)."""
+    from qprof.verify.availability import import_oqs
+    from qprof.verify.base import BackendUnavailable
 
-    return oqs
+    try:
+        return import_oqs(), None
+    except BackendUnavailable as exc:
+        return None, str(exc)
 
 
-def _verifiers(level: int, oqs: object | None) -> dict[str, Callable[[], bool]]:
+def _signed_sample(level: int, oqs: object | None) -> tuple[bytes, bytes, str]:
+    """(pk, signature of MESSAGE with CONTEXT, signer): liboqs, else dilithium-py, else
+    RustCrypto (pqcrypto). Exits with what is missing when none of them is installed."""
+    name = f"ML-DSA-{level}"
+    if oqs is not None:
+        signer = oqs.Signature(name)  # type: ignore[attr-defined]
+        pk = signer.generate_keypair()
+        return pk, signer.sign_with_ctx_str(MESSAGE, CONTEXT), "liboqs"
+    missing = ["liboqs"]
+    try:
+        from dilithium_py.ml_dsa import ML_DSA_44, ML_DSA_65, ML_DSA_87
+    except ImportError:
+        missing.append("dilithium-py (pip install dilithium-py)")
+    else:
+        impl = {44: ML_DSA_44, 65: ML_DSA_65, 87: ML_DSA_87}[level]
+        pk, sk = impl.keygen()
+        return pk, impl.sign(sk, MESSAGE, ctx=CONTEXT), "dilithium-py"
+    try:
+        from pqcrypto.sign import ml_dsa_44, ml_dsa_65, ml_dsa_87
+    except ImportError:
+        missing.append("pqcrypto (pip install pqcrypto)")
+    else:
+        rust = {44: ml_dsa_44, 65: ml_dsa_65, 87: ml_dsa_87}[level]
+        pk, sk = rust.keygen()
+        return pk, rust.sign(sk, MESSAGE, context=CONTEXT), "rustcrypto"
+    raise SystemExit(
+        f"no ML-DSA signer for the benchmark signature; missing: {', '.join(missing)}"
+    )
+
+
+def _verifiers(
+    level: int, oqs: object | None, sample: tuple[bytes, bytes, str]
+) -> dict[str, Callable[[], bool]]:
     """name -> zero-argument verification of one fixed valid signature."""
     from qprof.verify.nb.mldsa import mldsa_verify
 
+    pk, sig, _ = sample
     out: dict[str, Callable[[], bool]] = {}
-    name = f"ML-DSA-{level}"
     if oqs is not None:
-        signer = oqs.Signature(name)
-        pk = signer.generate_keypair()
-        sig = signer.sign_with_ctx_str(MESSAGE, CONTEXT)
-        verifier = oqs.Signature(name)
+        verifier = oqs.Signature(f"ML-DSA-{level}")  # type: ignore[attr-defined]
         out["liboqs"] = lambda: verifier.verify_with_ctx_str(MESSAGE, sig, CONTEXT, pk)
-    else:
-        from dilithium_py.ml_dsa import ML_DSA_44, ML_DSA_65, ML_DSA_87
-
-        impl = {44: ML_DSA_44, 65: ML_DSA_65, 87: ML_DSA_87}[level]
-        pk, sk = impl.keygen()
-        sig = impl.sign(sk, MESSAGE, ctx=CONTEXT)
     out["numba"] = lambda: mldsa_verify(level, pk, MESSAGE, sig, CONTEXT)
     try:
         from pqcrypto.sign import ml_dsa_44, ml_dsa_65, ml_dsa_87
@@ -89,9 +113,8 @@ def _time_batch(fn: Callable[[], bool], n: int, clock: Callable[[], float]) -> f
 
 
 def bench_level(
-    level: int, rounds: int, oqs: object | None, clock: Callable[[], float]
+    verifiers: dict[str, Callable[[], bool]], level: int, rounds: int, clock: Callable[[], float]
 ) -> dict[str, list[float]]:
-    verifiers = _verifiers(level, oqs)
     for name, fn in verifiers.items():
         if not fn():
             raise SystemExit(f"{name} rejects the benchmark signature for ML-DSA-{level}")
@@ -113,7 +136,12 @@ def profile_level(
     from qprof.verify.nb import mldsa as m
     from qprof.verify.nb.keccak import absorb_final, absorb_init, absorb_update, squeeze_into
     from qprof.verify.nb.keccak_xn import WAYS
-    from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
+    from qprof.verify.nb.mldsa_expand import (
+        SAMPLE_SLACK,
+        WS_WORDS,
+        expand_a_times_z,
+        sample_in_ball,
+    )
     from qprof.verify.nb.mldsa_poly import (
         decode_t1_shifted,
         decode_z_checked,
@@ -145,8 +173,9 @@ def profile_level(
 
     @njit(nogil=True)
     def t_mu(tr, ctx, msg, state, mu, n):  # noqa: ANN001
+        prefix = np.empty(2, np.uint8)
         for _ in range(n):
-            m._hash_mu(tr, ctx, msg, state, mu)
+            m._hash_mu(tr, ctx, msg, state, mu, prefix)
 
     @njit(nogil=True)
     def t_ball(ct, tau, state, block, c, n):  # noqa: ANN001
@@ -176,7 +205,7 @@ def profile_level(
     tmp = np.empty(256, dtype=np.int32)
     zhat = np.ones((p.l, 256), np.int32)
     acc = np.empty((p.k, 256), np.int64)
-    st_xn = np.empty(25 * WAYS, np.uint64)
+    st_xn = np.empty(WS_WORDS, np.uint64)
     sampled = np.empty((WAYS, 256 + SAMPLE_SLACK), np.int32)
     nonces = np.empty(WAYS, np.int64)
     rho = np.arange(32, dtype=np.uint8)
@@ -268,16 +297,18 @@ def main(argv: list[str] | None = None) -> int:
         f"numba: import {imported - start:.2f} s, warm_up (all levels, cache load or "
         f"compile) {time.perf_counter() - imported:.2f} s"
     )
-    oqs = _load_liboqs()
+    oqs, why_not = _load_liboqs()
     if oqs is None:
-        print(f"liboqs not found under {OQS_PREFIX}: ratios vs liboqs skipped")
+        print(f"{why_not}: ratios vs liboqs skipped")
 
     clock = time.perf_counter if args.clock == "wall" else time.thread_time
     print(f"clock: {args.clock}")
     header = f"{'suite':10s} {'impl':11s} {'median us':>10s} {'min us':>8s}"
     print(f"{header} {'med/oqs':>8s} {'min/oqs':>8s} {'med/rust':>8s} {'min/rust':>8s}")
     for level in (int(x) for x in args.levels.split(",")):
-        samples = bench_level(level, args.rounds, oqs, clock)
+        sample = _signed_sample(level, oqs)
+        verifiers = _verifiers(level, oqs, sample)
+        samples = bench_level(verifiers, level, args.rounds, clock)
         med = {name: statistics.median(values) for name, values in samples.items()}
         low = {name: min(values) for name, values in samples.items()}
         for name in samples:
@@ -289,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                     cols.append(f"{'-':>8s} {'-':>8s}")
             print(" ".join(cols))
         if args.profile:
-            stages = profile_level(level, clock, _verifiers(level, None)["numba"])
+            stages = profile_level(level, clock, verifiers["numba"])
             for stage, us in stages.items():
                 print(f"    {stage:34s} {us:8.1f} us")
     return 0

@@ -21,20 +21,22 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 DEFAULT_PARAMS = ["SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"]
-OQS_DEFAULT = Path("/root/_oqs")
 
 
 def _load_oqs() -> object | None:
-    """liboqs-python, only if the shared library exists (else it would try to build)."""
-    install = Path(os.environ.get("OQS_INSTALL_PATH", str(OQS_DEFAULT)))
-    if not any((install / lib).exists() for lib in ("lib/liboqs.so", "lib64/liboqs.so")):
-        print(f"liboqs not found under {install}; numba medians only", file=sys.stderr)
-        return None
-    os.environ["OQS_INSTALL_PATH"] = str(install)
-    import oqs
+    """liboqs-python, found as qprof finds liboqs ($OQS_INSTALL_PATH, ~/_oqs, system);
+    never imported before the shared library is found (it would try to build it)."""
+    from qprof.verify.availability import import_oqs
+    from qprof.verify.base import BackendUnavailable
 
-    return oqs
+    try:
+        return import_oqs()
+    except BackendUnavailable as exc:
+        print(f"{exc}; numba medians only", file=sys.stderr)
+        return None
 
 
 def _oqs_name(params: str) -> str:
@@ -84,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
             ) -> bool:
                 return v.verify_with_ctx_str(message, sig, context, pk)  # type: ignore[attr-defined]
         else:
-            import slhdsa
-
+            try:
+                import slhdsa
+            except ImportError:
+                print("no SLH-DSA signer: neither liboqs nor the slh-dsa package "
+                      "(pip install slh-dsa) is installed")
+                return 2
             par = getattr(slhdsa, "shake_" + params.rsplit("-", 1)[1])
             keypair = slhdsa.KeyPair.gen(par)
             public_key = keypair.pub.digest()

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+# The checkout this script is in, not whichever qprof the venv has installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qprof.commands import verify_bench
 

@@ -17,10 +17,15 @@ from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn
 from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
 from qprof.verify.nb.mldsa_expand import (
     SAMPLE_SLACK,
+    WS_STAGE,
+    WS_WORDS,
     absorb_seeds_xn,
     expand_a_times_z,
-    rej_sample_block,
+    mac_staged,
+    mac_staged_rejecting,
     sample_in_ball,
+    stage_block_xn,
+    staged_rejections,
 )
 from qprof.verify.nb.mldsa_poly import INVNTT_F, ZETAS, Q, invntt_tomont, montgomery_reduce, ntt
 from qprof.verify.vectors import wycheproof_mldsa
@@ -79,24 +84,26 @@ def _rej_ntt_poly_reference(seed: bytes) -> list[int]:
     raise AssertionError("reference stream too short")
 
 
+def _staged(ws: np.ndarray, way: int) -> list[int]:
+    return [int(ws[WS_STAGE + c * WAYS + way]) for c in range(SAMPLE_SLACK)]
+
+
 def test_expand_a_streams_match_hashlib() -> None:
     rho = bytes(range(32))
     nonces = np.array([0x0000, 0x0102, 0x0301, 0x0706, 0x0004, 0x0605, 0x0203, 0x0107])
     nonces = nonces[:WAYS].astype(np.int64)
-    state = np.empty(25 * WAYS, dtype=np.uint64)
-    absorb_seeds_xn(state, np.frombuffer(rho, dtype=np.uint8), nonces, WAYS)
-    keccak_f1600_xn(state)
-    sampled = np.zeros((WAYS, 256 + SAMPLE_SLACK), dtype=np.int32)
-    counts = [0] * WAYS
-    while min(counts) < 256:
+    ws = np.empty(WS_WORDS, dtype=np.uint64)
+    absorb_seeds_xn(ws, np.frombuffer(rho, dtype=np.uint8), nonces, WAYS)
+    sampled: list[list[int]] = [[] for _ in range(WAYS)]
+    while min(len(x) for x in sampled) < 256:
+        keccak_f1600_xn(ws)
+        stage_block_xn(ws)
         for way in range(WAYS):
-            if counts[way] < 256:
-                counts[way] = rej_sample_block(state, way, sampled[way], counts[way])
-        keccak_f1600_xn(state)
+            sampled[way] += [v for v in _staged(ws, way) if v < Q]
     for way in range(WAYS):
         n = int(nonces[way])
         expected = _rej_ntt_poly_reference(rho + bytes([n & 0xFF, n >> 8]))
-        assert sampled[way, :256].tolist() == expected
+        assert sampled[way][:256] == expected
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -118,7 +125,7 @@ def test_tr_rides_along_expand_a(level: int) -> None:
             params.l,
             zhat,
             acc,
-            np.empty(25 * WAYS, dtype=np.uint64),
+            np.empty(WS_WORDS, dtype=np.uint64),
             np.empty((WAYS, 256 + SAMPLE_SLACK), dtype=np.int32),
             np.empty(WAYS, dtype=np.int64),
             pk,
@@ -137,26 +144,41 @@ def test_tr_rides_along_expand_a(level: int) -> None:
     assert np.array_equal(results[0][1], expected)
 
 
-def test_rejection_path_keeps_only_candidates_below_q() -> None:
+def test_staged_candidates_and_rejections() -> None:
     # Random states hit the rare path (some 23-bit candidate >= q) in about one block
-    # in five; compare with a straightforward per-way rejection.
+    # in twenty per way; compare with a straightforward per-way rejection, and the
+    # rare path's products with the plain ones.
     rng = np.random.default_rng(11)
     hit_rare_path = False
     for _ in range(100):
-        state = rng.integers(0, 2**64, size=25 * WAYS, dtype=np.uint64)
-        start = rng.integers(0, 256, size=WAYS)
-        sampled = np.zeros((WAYS, 256 + SAMPLE_SLACK), dtype=np.int32)
-        counts = [rej_sample_block(state, w, sampled[w], int(start[w])) for w in range(WAYS)]
-        lanes = state.reshape(25, WAYS)
+        ws = np.zeros(WS_WORDS, dtype=np.uint64)
+        ws[: 25 * WAYS] = rng.integers(0, 2**64, size=25 * WAYS, dtype=np.uint64)
+        stage_block_xn(ws)
+        bits = staged_rejections(ws)
+        lanes = ws[: 25 * WAYS].reshape(25, WAYS)
         for way in range(WAYS):
             block = b"".join(int(lanes[i, way]).to_bytes(8, "little") for i in range(21))
             values = [
                 block[i] | block[i + 1] << 8 | (block[i + 2] & 0x7F) << 16 for i in range(0, 168, 3)
             ]
+            assert _staged(ws, way) == values
             kept = [v for v in values if v < Q]
+            assert bool((bits >> way) & 1) == (len(kept) < len(values))
             hit_rare_path |= len(kept) < len(values)
-            assert counts[way] == start[way] + len(kept)
-            assert sampled[way, start[way] : counts[way]].tolist() == kept
+            start = int(rng.integers(200, 256))
+            zs = rng.integers(-9 * Q, 9 * Q, size=(2, 256)).astype(np.int32)
+            acc = np.zeros((2, 256), dtype=np.int64)
+            tmp = np.empty((2, 64), dtype=np.int32)
+            end = mac_staged_rejecting(ws, way, acc, 1, zs, 1, start, tmp, 1)
+            take = min(len(kept), 256 - start)
+            assert end == start + take
+            expected = np.zeros((2, 256), dtype=np.int64)
+            expected[1, start:end] = np.array(kept[:take], dtype=np.int64) * zs[1, start:end]
+            assert np.array_equal(acc, expected)
+            if len(kept) == len(values):
+                plain = np.zeros((2, 256), dtype=np.int64)
+                mac_staged(ws, way, plain, 1, zs, 1, start, take)
+                assert np.array_equal(plain, expected)
     assert hit_rare_path
 
 

@@ -36,7 +36,7 @@ from qprof.verify.nb.keccak import (
     squeeze_into,
 )
 from qprof.verify.nb.keccak_xn import WAYS
-from qprof.verify.nb.mldsa_expand import SAMPLE_SLACK, expand_a_times_z, sample_in_ball
+from qprof.verify.nb.mldsa_expand import WS_WORDS, expand_a_times_z, sample_in_ball
 from qprof.verify.nb.mldsa_poly import (
     N,
     Q,
@@ -108,9 +108,11 @@ PARAMS: dict[int, MldsaParams] = {
 
 
 @njit(cache=True, nogil=True)
-def _hash_mu(tr: np.ndarray, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.ndarray) -> None:
-    """mu = H(tr || 0x00 || len(ctx) || ctx || msg, 64) (FIPS 204 Algorithms 3 and 8)."""
-    prefix = np.empty(2, dtype=np.uint8)
+def _hash_mu(
+    tr: np.ndarray, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.ndarray, prefix: np.ndarray
+) -> None:
+    """mu = H(tr || 0x00 || len(ctx) || ctx || msg, 64) (FIPS 204 Algorithms 3 and 8);
+    ``prefix``: uint8[2] scratch."""
     prefix[0] = 0  # pure ML-DSA domain separator
     prefix[1] = len(ctx)
     pos = absorb_init(state)
@@ -161,47 +163,59 @@ def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use
     hint_offset = c_tilde_bytes + l * z_poly_bytes
     if not hints_valid(sig, hint_offset, k, omega):
         return False
-    zhat = np.empty((l, N), dtype=np.int32)
+    # Five allocations for the whole verification (each costs numba's allocator about
+    # as much as a 256-coefficient loop); the buffers are views into them.
+    w1_len = N // 2 if gamma2 == (Q - 1) // 32 else (N * 3) // 4
+    polys = np.empty((l + 5 + WAYS, N), dtype=np.int32)
+    zhat = polys[:l]
+    chat = polys[l]
+    scratch = polys[l + 1]
+    t1 = polys[l + 2]
+    w = polys[l + 3]
+    w1 = polys[l + 4]
+    sampled = polys[l + 5 :]  # rows for blocks with a rejected candidate
+    small = np.empty(64 + SHAKE256_RATE + RHO_BYTES + TR_BYTES + MU_BYTES + 2 + k * w1_len,
+                     dtype=np.uint8)  # fmt: skip
+    c_tilde = small[:c_tilde_bytes]
+    block = small[64 : 64 + SHAKE256_RATE]
+    at = 64 + SHAKE256_RATE
+    rho = small[at : at + RHO_BYTES]
+    at += RHO_BYTES
+    tr = small[at : at + TR_BYTES]
+    at += TR_BYTES
+    mu = small[at : at + MU_BYTES]
+    at += MU_BYTES
+    prefix = small[at : at + 2]
+    w1_packed = small[at + 2 :]
+    words = np.empty(25 + WS_WORDS, dtype=np.uint64)
+    state = words[:25]
+    state_xn = words[25:]
+    wide = np.empty((k + 1, N), dtype=np.int64)
+    acc = wide[:k]
+    counts = wide[k, :WAYS]
     bound = (1 << gamma1_bits) - beta
     for s in range(l):
         if not decode_z_checked(sig, c_tilde_bytes + s * z_poly_bytes, gamma1_bits, bound, zhat[s]):
             return False
 
-    state = np.empty(25, dtype=np.uint64)
-    c_tilde = np.empty(c_tilde_bytes, dtype=np.uint8)
     for i in range(c_tilde_bytes):
         c_tilde[i] = sig[i]
-    chat = np.empty(N, dtype=np.int32)
-    block = np.empty(SHAKE256_RATE, dtype=np.uint8)
     sample_in_ball(c_tilde, tau, state, block, chat)
-    scratch = np.empty(N, dtype=np.int32)
     ntt(chat, scratch)
     for s in range(l):
         ntt(zhat[s], scratch)
 
     # w'_approx = NTT^-1(A_hat * z_hat - c_hat * t1_hat * 2^d), accumulated lazily.
-    acc = np.empty((k, N), dtype=np.int64)
-    state_xn = np.empty(25 * WAYS, dtype=np.uint64)
-    sampled = np.empty((WAYS, N + SAMPLE_SLACK), dtype=np.int32)
-    counts = np.empty(WAYS, dtype=np.int64)
-    rho = np.empty(RHO_BYTES, dtype=np.uint8)
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
     # tr = H(pk, 64) is computed inside, in a spare way of the multi-way permutation.
-    tr = np.empty(TR_BYTES, dtype=np.uint8)
     expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr, not use_mu)
-    mu = np.empty(MU_BYTES, dtype=np.uint8)
     if use_mu:
         for i in range(MU_BYTES):
             mu[i] = data[i]
     else:
-        _hash_mu(tr, ctx, data, state, mu)
+        _hash_mu(tr, ctx, data, state, mu, prefix)
 
-    t1 = np.empty(N, dtype=np.int32)
-    w = np.empty(N, dtype=np.int32)
-    w1 = np.empty(N, dtype=np.int32)
-    w1_len = N // 2 if gamma2 == (Q - 1) // 32 else (N * 3) // 4
-    w1_packed = np.empty(k * w1_len, dtype=np.uint8)
     hint_start = 0
     for r in range(k):
         decode_t1_shifted(pk, 32 + 320 * r, t1)

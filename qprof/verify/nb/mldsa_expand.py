@@ -52,72 +52,171 @@ def absorb_seeds_xn(s: np.ndarray, rho: np.ndarray, nonces: np.ndarray, ways: in
 
 
 @njit(cache=True, nogil=True)
-def absorb_tr_block(s: np.ndarray, pk: bytes, block: int) -> None:
-    """XOR SHAKE256 input block ``block`` of pk (the last one padded) into way TR_WAY."""
+def absorb_tr_block(s: np.ndarray, pk: bytes, pk_lanes: np.ndarray, block: int) -> None:
+    """XOR SHAKE256 input block ``block`` of pk (the last one padded) into way TR_WAY.
+
+    ``pk_lanes`` is pk viewed as little-endian uint64 lanes (ML-DSA public keys are
+    32 + 320k bytes, whole lanes): one load per lane instead of eight byte loads.
+    """
     full = len(pk) // SHAKE256_RATE
     base = SHAKE256_RATE * block
+    lane0 = base // 8
     if block < full:
         for i in range(SHAKE256_RATE // 8):
-            v = np.uint64(0)
-            for b in range(8):
-                v |= np.uint64(pk[base + 8 * i + b]) << np.uint64(8 * b)
-            s[WAYS * i + TR_WAY] ^= v
+            s[WAYS * i + TR_WAY] ^= pk_lanes[lane0 + i]
         return
     rem = len(pk) - base
-    for j in range(rem):
+    for i in range(rem // 8):
+        s[WAYS * i + TR_WAY] ^= pk_lanes[lane0 + i]
+    for j in range(rem & ~7, rem):
         s[WAYS * (j >> 3) + TR_WAY] ^= np.uint64(pk[base + j]) << np.uint64(8 * (j & 7))
     s[WAYS * (rem >> 3) + TR_WAY] ^= SHAKE_PAD << np.uint64(8 * (rem & 7))
     s[WAYS * (SHAKE256_RATE // 8 - 1) + TR_WAY] ^= RATE_END_PAD
 
 
+# The states and one block's candidates of every way share one uint64 workspace
+# ``ws``: the states in ws[:25 * WAYS], the candidates from WS_STAGE on, way-interleaved
+# (candidate c of way w at WS_STAGE + c * WAYS + w). LLVM vectorises a loop over the
+# ways (8 iterations) only when it needs no run-time check that two arrays do not
+# overlap (it declines those checks below 16 iterations); accesses to one array at
+# constant distances need none, which is also how ``keccak_f1600_xn`` vectorises.
+WS_STAGE = 25 * WAYS
+WS_WORDS = WS_STAGE + SAMPLE_SLACK * WAYS
+Q_U64 = np.uint64(Q)
+UWAYS = np.uint64(WAYS)
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _candidates_of_group(s: np.ndarray, w: int, g: int, out: np.ndarray, p: np.uint64) -> None:
-    """The 8 candidates of lanes 3g..3g+2 of way ``w`` (24 bytes) to out[p:p + 8]."""
-    w0 = s[WAYS * 3 * g + w]
-    w1 = s[WAYS * (3 * g + 1) + w]
-    w2 = s[WAYS * (3 * g + 2) + w]
-    out[p] = np.int32(w0 & COEFF_MASK)
-    out[p + ONE] = np.int32((w0 >> np.uint64(24)) & COEFF_MASK)
-    out[p + TWO] = np.int32(((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK)
-    out[p + THREE] = np.int32((w1 >> np.uint64(8)) & COEFF_MASK)
-    out[p + FOUR] = np.int32((w1 >> np.uint64(32)) & COEFF_MASK)
-    out[p + FIVE] = np.int32(((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK)
-    out[p + SIX] = np.int32((w2 >> np.uint64(16)) & COEFF_MASK)
-    out[p + SEVEN] = np.int32((w2 >> np.uint64(40)) & COEFF_MASK)
+def stage_block_xn(ws: np.ndarray) -> None:
+    """The 56 candidates of the current 168-byte block of every way to the staging
+    area, as uint64. Written out group by group so that every offset is a constant:
+    LLVM emits one vector shift-and-mask per candidate for all ways at once (the
+    per-way extraction this replaces cost about half of ExpandA on AVX-512)."""
+    for w in range(WAYS):
+        w0 = ws[0 * WAYS + w]
+        w1 = ws[1 * WAYS + w]
+        w2 = ws[2 * WAYS + w]
+        ws[WS_STAGE + 0 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 1 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 2 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 3 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 4 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 5 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 6 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 7 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        w0 = ws[3 * WAYS + w]
+        w1 = ws[4 * WAYS + w]
+        w2 = ws[5 * WAYS + w]
+        ws[WS_STAGE + 8 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 9 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 10 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 11 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 12 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 13 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 14 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 15 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        w0 = ws[6 * WAYS + w]
+        w1 = ws[7 * WAYS + w]
+        w2 = ws[8 * WAYS + w]
+        ws[WS_STAGE + 16 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 17 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 18 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 19 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 20 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 21 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 22 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 23 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        w0 = ws[9 * WAYS + w]
+        w1 = ws[10 * WAYS + w]
+        w2 = ws[11 * WAYS + w]
+        ws[WS_STAGE + 24 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 25 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 26 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 27 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 28 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 29 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 30 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 31 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        w0 = ws[12 * WAYS + w]
+        w1 = ws[13 * WAYS + w]
+        w2 = ws[14 * WAYS + w]
+        ws[WS_STAGE + 32 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 33 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 34 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 35 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 36 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 37 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 38 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 39 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        w0 = ws[15 * WAYS + w]
+        w1 = ws[16 * WAYS + w]
+        w2 = ws[17 * WAYS + w]
+        ws[WS_STAGE + 40 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 41 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 42 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 43 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 44 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 45 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 46 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 47 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        w0 = ws[18 * WAYS + w]
+        w1 = ws[19 * WAYS + w]
+        w2 = ws[20 * WAYS + w]
+        ws[WS_STAGE + 48 * WAYS + w] = w0 & COEFF_MASK
+        ws[WS_STAGE + 49 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 50 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 51 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 52 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 53 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 54 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 55 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+
+
+@njit(cache=True, nogil=True, inline="always")
+def staged_rejections(ws: np.ndarray) -> int:
+    """Bit w set when way w's staged block has a candidate >= q. One flat OR reduction
+    (vectorised): WAYS is a power of two, so slot t belongs to way t % WAYS."""
+    bits = np.uint64(0)
+    for t in range(SAMPLE_SLACK * WAYS):
+        bits |= np.uint64(ws[WS_STAGE + t] >= Q_U64) << np.uint64(t & (WAYS - 1))
+    return np.int64(bits)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mac_staged(ws: np.ndarray, w: int, acc: np.ndarray, r: int, zhat: np.ndarray, s: int,
+               start: int, count: int) -> None:
+    """acc[r, start + c] += candidate c of way w * zhat[s, start + c] for c < count (a
+    block without rejections is the next ``count`` coefficients of entry (r, s)).
+
+    Rows are indexed, not sliced: a slice is a new array view whose reference count
+    numba updates atomically, and those updates took a fifth of ExpandA when they ran
+    per way and block. Unsigned indexes: numba then adds no negative-index
+    wrap-around, which would turn the loop into gathers and scatters."""
+    src = np.uint64(WS_STAGE) + np.uint64(w)
+    base = np.uint64(start)
+    ur = np.uint64(r)
+    us = np.uint64(s)
+    for c in range(count):
+        uc = np.uint64(c)
+        a = np.int64(np.int32(ws[src + uc * UWAYS]))
+        acc[ur, base + uc] += a * np.int64(zhat[us, base + uc])
 
 
 @njit(cache=True, nogil=True)
-def rej_sample_block(s: np.ndarray, w: int, out: np.ndarray, ctr: int) -> int:
-    """RejNTTPoly on one 168-byte block of way ``w``; returns the new count.
-
-    All 56 candidates are written to out[ctr:ctr + 56] first (independent stores);
-    q / 2^23 > 0.999, so the block is usually accepted whole and the in-place
-    compaction of rejected candidates is the rare path. The seven 3-lane groups are
-    written out (inlined) rather than looped over: as a loop, LLVM vectorises across
-    the groups with gathers, 25% slower on AVX-512 (Zen 5). Indexes are unsigned so
-    numba adds no negative-index wrap-around to each store (another third faster).
-    (Extracting all ways at once, way-interleaved, measured slower on AVX2: LLVM
-    kept that loop scalar.)
-    """
-    p = np.uint64(ctr)
-    _candidates_of_group(s, w, 0, out, p)
-    _candidates_of_group(s, w, 1, out, p + np.uint64(8))
-    _candidates_of_group(s, w, 2, out, p + np.uint64(16))
-    _candidates_of_group(s, w, 3, out, p + np.uint64(24))
-    _candidates_of_group(s, w, 4, out, p + np.uint64(32))
-    _candidates_of_group(s, w, 5, out, p + np.uint64(40))
-    _candidates_of_group(s, w, 6, out, p + np.uint64(48))
-    rejected = 0
-    for i in range(SAMPLE_SLACK):
-        rejected |= out[p + np.uint64(i)] >= Q
-    if rejected == 0:
-        return ctr + SAMPLE_SLACK
-    kept = ctr
-    for i in range(SAMPLE_SLACK):
-        v = out[ctr + i]
-        out[kept] = v  # kept <= ctr + i: never overwrites an unread candidate
-        kept += v < Q
-    return kept
+def mac_staged_rejecting(ws: np.ndarray, w: int, acc: np.ndarray, r: int, zhat: np.ndarray,
+                         s: int, start: int, tmp: np.ndarray, t: int) -> int:
+    """The rare block with a rejected candidate (about one in twenty): its candidates
+    below q, in order, to row ``t`` of ``tmp``, multiplied in up to coefficient 256;
+    returns the number of coefficients entry (r, s) now has."""
+    kept = 0
+    for c in range(SAMPLE_SLACK):
+        v = ws[WS_STAGE + c * WAYS + w]
+        tmp[t, kept] = np.int32(v)
+        kept += v < Q_U64
+    take = min(kept, N - start)
+    for c in range(take):
+        acc[r, start + c] += np.int64(tmp[t, c]) * np.int64(zhat[s, start + c])
+    return start + take
 
 
 @njit(cache=True, nogil=True)
@@ -140,8 +239,12 @@ def expand_a_times_z(
     stream rides in the last way of the first batches (which then expand one matrix
     entry fewer), so its permutations cost a fraction of a scalar one.
 
+    Every permutation is followed by one vectorised extraction of all ways' candidates
+    (``stage_block_xn``); each way's are multiplied into its row straight from there.
+
     ``zhat``: int32[l, 256] (|coeff| < 9q), ``acc``: int64[k, 256] (overwritten),
-    ``state``: uint64[25 * WAYS], ``sampled``: int32[WAYS, 256 + SAMPLE_SLACK],
+    ``state``: uint64[WS_WORDS] (states + staged candidates), ``sampled``:
+    int32[WAYS, >= SAMPLE_SLACK] scratch for blocks with rejections,
     ``counts``: int64[WAYS] scratch, ``tr``: uint8[64]. Sums stay below
     7 * q * 9q < 2^53, inside Montgomery's input range.
     """
@@ -151,6 +254,7 @@ def expand_a_times_z(
     for i in range(25 * WAYS):
         state[i] = np.uint64(0)
     tr_perms = len(pk) // SHAKE256_RATE + 1 if want_tr else 0
+    pk_lanes = np.frombuffer(pk, dtype=np.uint64)  # pk is 32 + 320k bytes: whole lanes
     tr_done = 0
     total = k * l
     first = 0
@@ -168,7 +272,7 @@ def expand_a_times_z(
             # One permutation of all ways; the last one may be advancing tr.
             tr_step = tr_done < tr_perms and ways < WAYS
             if tr_step:
-                absorb_tr_block(state, pk, tr_done)
+                absorb_tr_block(state, pk, pk_lanes, tr_done)
             keccak_f1600_xn(state)
             if tr_step:
                 tr_done += 1
@@ -176,19 +280,24 @@ def expand_a_times_z(
                     for i in range(TR_BYTES):
                         lane = state[WAYS * (i >> 3) + TR_WAY]
                         tr[i] = np.uint8((lane >> np.uint64(8 * (i & 7))) & np.uint64(0xFF))
+            stage_block_xn(state)
+            bad = staged_rejections(state)
             for w in range(ways):
-                if counts[w] < N:
-                    counts[w] = rej_sample_block(state, w, sampled[w], counts[w])
+                done = counts[w]
+                if done < N:
+                    m = first + w
+                    r = m // l
+                    s = m % l
+                    if (bad >> w) & 1:
+                        counts[w] = mac_staged_rejecting(state, w, acc, r, zhat, s, done,
+                                                         sampled, w)  # fmt: skip
+                    else:
+                        take = min(SAMPLE_SLACK, N - done)
+                        mac_staged(state, w, acc, r, zhat, s, done, take)
+                        counts[w] = done + take
                     pending -= counts[w] >= N
             if pending == 0:
                 break
-        for w in range(ways):
-            m = first + w
-            row = acc[m // l]
-            zs = zhat[m % l]
-            a = sampled[w]
-            for j in range(N):
-                row[j] += np.int64(a[j]) * np.int64(zs[j])
         first += ways
 
 
