@@ -1,0 +1,177 @@
+"""Hostile inputs and faults, round 2 (issue 22): the CLI, hardware readers and reports.
+
+Each test names its finding. Real files, devices (/dev/full), FIFOs and processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qprof.measure.jsonl import JsonlSink, read_run
+from qprof.measure.records import End, Measurement, Meta, Note
+
+QPROF = [sys.executable, "-m", "qprof"]
+
+
+def qprof(*args: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*QPROF, *args], capture_output=True, text=True, timeout=timeout,
+                          **kw)  # type: ignore[call-overload]
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text[-2000:]
+    assert "Traceback" not in text
+    return lines[0]
+
+
+# -- 3. kill -9 of a worker keeps the tasks it finished ---------------------------------------
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _fast_backend() -> str:
+    # A compiled verifier: no JIT warm-up. rustcrypto (pqcrypto) works without liboqs.
+    from qprof.verify import available_backends
+
+    st = available_backends()
+    for name in ("liboqs", "rustcrypto"):
+        if st[name].available:
+            return name
+    pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
+
+
+@pytest.mark.slow
+def test_3_worker_killed_keeps_its_finished_tasks(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL of the worker after its first task (as the OOM killer or `kill -9` would):
+    that task's measurement is kept, in the JSONL and the summary; the CPU is aborted with
+    the worker's exit code; every task in the pyperf file is among the measurements."""
+    import pyperf
+
+    from qprof.measure.config import BenchConfig, ProgressEvent
+    from qprof.measure.engine import run_bench
+
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path / "cache"))
+    killed: list[int] = []
+
+    def progress(ev: ProgressEvent) -> None:
+        if ev.message == "done" and not killed:  # on the engine's thread: the worker waits
+            for pid in _children(os.getpid()):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    cfg = BenchConfig(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
+                      backends=[_fast_backend()], mode="default", budget_s=0.5, rounds=3,
+                      max_rounds=3, adaptive=False, command=["pytest"], interleave_block_s=0.0,
+                      pyperf_dir=tmp_path / "k9.pyperf", record_base=tmp_path)
+    out = tmp_path / "k9.jsonl"
+    with JsonlSink(out) as sink:
+        summary = run_bench(cfg, sink, progress)
+    assert killed
+    run = read_run(out)
+    kept = {(m.suite, m.round) for m in run.measurements}
+    assert ("ML-DSA-44", 0) in kept
+    assert len(summary.measurements) == len(run.measurements) >= 1
+    assert summary.status == "aborted"
+    assert "exit code -9" in " ".join(summary.aborted_cpus.values())
+    [pyperf_file] = (tmp_path / "k9.pyperf").glob("*.json")
+    suite = pyperf.BenchmarkSuite.load(str(pyperf_file))
+    in_pyperf = {(r.get_metadata()["qprof_suite"], r.get_metadata()["qprof_round"])
+                 for b in suite.get_benchmarks() for r in b.get_runs()}
+    assert in_pyperf and in_pyperf <= kept
+
+
+# -- 6. Markdown injection -------------------------------------------------------------------
+
+EVIL = "<script>alert(1)</script> | x\n## forged <img src=x onerror=alert(2)> [l](javascript:3)"
+
+
+def _evil_run(path: Path) -> Path:
+    suite = "ML-DSA-44|<b>evil</b>"
+    meta = Meta(run_id="r1", started_at=1000.0, qprof_version="0.1.0",
+                command=["qprof", "bench", EVIL],
+                machine={"cpu_model": EVIL, "arch": "x86_64", "kernel": EVIL, "hostname": EVIL},
+                cpus=[{"cpu": 0, "part_name": EVIL, "uarch": EVIL, "part": "`|0x1`",
+                       "governor": EVIL}],
+                settings={"mode": "default", "rounds": 1, "unit_suite": suite})
+    with JsonlSink(path) as sink:
+        sink(meta)
+        for s in (suite, "ML-DSA-87\n| forged | row |"):
+            sink(Measurement(run_id="r1", cpu=0, suite=s, backend="numba<i>", operation="verify",
+                             round=0, n=3, median_ns=1e5, p95_ns=1e5,
+                             samples_ns=[1e5, 1e5, 1e5]))
+        sink(Note(run_id="r1", level="warning", text=EVIL, kind="x"))
+        sink(End(run_id="r1", finished_at=1010.0, status="finished", reason=EVIL))
+    return path
+
+
+def _assert_inert(md: str) -> None:
+    """No raw HTML, link or forged line; every table row has its header's cell count."""
+    text = re.sub(r"(`+).+?(?<!`)\1(?!`)", "CODE", md)  # code spans show HTML as text
+    assert re.search(r"(?<!\\)[<>]", text) is None, text
+    assert re.search(r"(?<!\\)\[", text) is None, text
+    assert "\x1b" not in md
+    for line in md.splitlines():
+        assert not line.startswith(("## forged", "| forged")), line
+    cells = None
+    for line in md.splitlines():
+        if not line.startswith("|"):
+            cells = None
+            continue
+        n = len(re.findall(r"(?<!\\)\|", line))
+        cells = n if cells is None else cells
+        assert n == cells, line
+
+
+def test_6_report_markdown_escapes_every_string(tmp_path: Path) -> None:
+    run = _evil_run(tmp_path / "a|b`c.jsonl")
+    assert read_run(run).measurements
+    out = tmp_path / "F.md"
+    r = qprof("report", str(run), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    _assert_inert(md)
+    assert r"\<script\>alert(1)\</script\> \| x ## forged" in md  # the text, as text
+
+
+def test_6_monitor_export_escapes_every_string(tmp_path: Path) -> None:
+    from qprof.tui.model import (
+        AlertView,
+        ClusterHistory,
+        CoreView,
+        CoverageView,
+        Frame,
+        MachineView,
+    )
+    from qprof.tui.report import write_report
+
+    frame = Frame(
+        taken_at=1e9,
+        machine=MachineView(model=EVIL, designs=EVIL, arch=EVIL, profile=EVIL, backend=EVIL,
+                            source=EVIL, measurable=False, problems=(EVIL,)),
+        cores=(CoreView(cpu=0, online=True, cluster=0, design=EVIL, part=EVIL, core_class=EVIL,
+                        governor=EVIL, cur_khz=None, max_khz=None, hw_max_khz=None,
+                        capped=None, cap_factor=None, cap_cause=EVIL,
+                        times_ns={EVIL: 1e5}, statistic=EVIL),),
+        coverage=(CoverageView(suite=EVIL, where=EVIL, cluster=0, cpu=0, backend=EVIL,
+                               time_ns=1e5, vu_estimate=100, vu_constant=100, margin=0,
+                               covered=True, note=EVIL, statistic="paired",
+                               statistic_why=EVIL, basis="comparison", basis_label=EVIL),),
+        history=(ClusterHistory(cluster=0, label=EVIL, samples_khz=(), max_khz=None),),
+        alerts=(AlertView(ts=1e9, kind=EVIL, severity="warning", where=EVIL, message=EVIL),),
+        coverage_note=EVIL,
+    )
+    path = write_report(frame, tmp_path, EVIL)
+    _assert_inert(path.read_text())
