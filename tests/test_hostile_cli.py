@@ -4,6 +4,7 @@ Each test names its finding. Real files, devices (/dev/full), FIFOs and processe
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -269,3 +270,70 @@ def test_9_topology_work_grows_linearly(tmp_path: Path, monkeypatch: pytest.Monk
         reads[n] = Counted.reads
         assert [len(c.cpus) for c in topo.clusters] == [n]
     assert reads[20_000] < 10 * reads[2_500], reads
+
+
+# -- 12. bad numbers: exit 2 with the option and its rule --------------------------------------
+
+def _numeric_options() -> list[tuple[str, argparse.Action]]:
+    from qprof.cli import COMMANDS, command_module
+
+    out = []
+    for name in COMMANDS:
+        parser = argparse.ArgumentParser(prog=f"qprof {name}")
+        command_module(name).add_parser(parser)
+        out += [(name, a) for a in parser._actions
+                if a.type in (int, float) or type(a.type).__name__ == "Number"]
+    return out
+
+
+def test_12_every_numeric_option_is_checked() -> None:
+    """Every numeric option of every command has the validating type, but the daemon's,
+    which its config checks (the same rules for flags and its TOML file)."""
+    from qprof.service import config
+
+    unchecked = [(name, a.option_strings[0]) for name, a in _numeric_options()
+                 if a.type in (int, float) and name != "daemon"]
+    assert not unchecked
+    daemon = {a.dest for name, a in _numeric_options() if name == "daemon"}
+    assert daemon and daemon <= config._NUMBERS | config._INTS
+
+
+def _bad_values(action: argparse.Action) -> list[str]:
+    rule = action.type
+    bad = ["nan", "inf", "-inf", "x"]
+    for bound in ("at_least", "above"):
+        value = getattr(rule, bound, None)
+        if value is not None:
+            bad.append(str(value - 1) if bound == "at_least" else str(value))
+    return bad
+
+
+@pytest.mark.parametrize("name,option", [
+    (name, a.option_strings[0]) for name, a in _numeric_options() if name != "daemon"])
+def test_12_a_bad_number_exits_2(name: str, option: str, capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from qprof.cli import command_module, main
+
+    def accepted(args: argparse.Namespace) -> int:
+        pytest.fail(f"qprof {name} ran with {option}={getattr(args, action.dest)!r}")
+
+    monkeypatch.setattr(command_module(name), "run", accepted)
+    [action] = [a for n, a in _numeric_options() if n == name and a.option_strings[0] == option]
+    for bad in _bad_values(action):
+        with pytest.raises(SystemExit) as exc:
+            main([name, f"{option}={bad}"])
+        assert exc.value.code == 2, (option, bad)
+        err = capsys.readouterr().err
+        assert f"argument {option}" in err and "must be" in err, err
+
+
+@pytest.mark.parametrize("args", [
+    ["bench", "--rounds", "-3"], ["bench", "--rounds", "0"], ["check", "--time-limit", "-1"],
+    ["check", "--interleave", "-1"], ["check", "--interleave", "nan"]],
+    ids=lambda a: " ".join(a))
+def test_12_the_issue_s_bad_numbers(args: list[str], tmp_path: Path) -> None:
+    r = qprof(*args, "-o", str(tmp_path / "x.jsonl"), cwd=os.getcwd())
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"argument {args[1]}: must be" in r.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "x.jsonl").exists()
