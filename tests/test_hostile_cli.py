@@ -5,11 +5,14 @@ Each test names its finding. Real files, devices (/dev/full), FIFOs and processe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -337,3 +340,128 @@ def test_12_the_issue_s_bad_numbers(args: list[str], tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
     assert f"argument {args[1]}: must be" in r.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "x.jsonl").exists()
+
+
+# -- 11, 13. writing output: devices, FIFOs and symlinks in place; a full disk: one line -----
+
+@contextlib.contextmanager
+def full_tmpfs(where: Path) -> Iterator[Path]:
+    """A 16 KiB tmpfs, filled: every write to it fails with ENOSPC (skips when mounting is
+    refused)."""
+    where.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        with open(where / "filler", "wb") as fh, contextlib.suppress(OSError):
+            fh.write(b"\0" * 65536)
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A daemon state dir whose store holds one finished run."""
+    from qprof.service.store import Store
+
+    state = tmp_path / "state"
+    state.mkdir()
+    store = Store(state / "qprof.db")
+    store.add(Meta(run_id="r1", started_at=1000.0, qprof_version="t", command=[],
+                   cpus=[{"cpu": 0}], profile="qanum"))
+    for rnd in range(3):
+        store.add(Measurement(run_id="r1", cpu=0, suite="ML-DSA-44", backend="liboqs",
+                              operation="verify", round=rnd, n=10, median_ns=1e5, p95_ns=1e5,
+                              finished_at=1001.0))
+    store.add(End(run_id="r1", finished_at=1005.0, status="finished"))
+    store.close()
+    return state
+
+
+def _export(state: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return qprof("export", "latest", "--state-dir", str(state), *args, **kw)
+
+
+def test_11_export_to_a_device_writes_into_it(state: Path, tmp_path: Path) -> None:
+    """A char device like /dev/full (made here: the test must not risk the real one) stays
+    a device: written in place, ENOSPC is one line, exit 2, no "wrote"."""
+    import stat as st
+
+    dev = tmp_path / "full"
+    try:
+        os.mknod(dev, st.S_IFCHR | 0o666, os.makedev(1, 7))
+    except OSError as exc:
+        pytest.skip(f"cannot make a device node: {exc}")
+    r = _export(state, "-o", str(dev))
+    assert r.returncode == 2
+    assert str(dev) in one_line(r.stderr) and "No space left" in r.stderr
+    assert st.S_ISCHR(os.lstat(dev).st_mode)
+    assert not list(tmp_path.glob("full*.tmp"))
+
+
+def test_11_export_to_a_fifo_and_a_symlink_keeps_them(state: Path, tmp_path: Path) -> None:
+    import stat as st
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    r = _export(state, "-o", str(fifo))
+    reader.join(30)
+    assert r.returncode == 0, r.stderr
+    assert st.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert b'"run_id": "r1"' in got[0] or b'"run_id":"r1"' in got[0]
+    # A symlink to a regular file: the target is replaced, the link stays.
+    target, link = tmp_path / "target.jsonl", tmp_path / "link.jsonl"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    r = _export(state, "-o", str(link))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and "r1" in target.read_text() and "old" not in target.read_text()
+    # A symlink to stdout (what /dev/stdout is): written through, not replaced.
+    out = tmp_path / "stdout"
+    out.symlink_to("/proc/self/fd/1")
+    r = _export(state, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.is_symlink() and "r1" in r.stdout
+
+
+def test_11_a_full_disk_is_one_line_and_no_partial_file(state: Path, tmp_path: Path) -> None:
+    with full_tmpfs(tmp_path / "mnt") as mnt:
+        r = _export(state, "-o", str(mnt / "run.jsonl"))
+        assert r.returncode == 2
+        assert str(mnt / "run.jsonl") in one_line(r.stderr)
+        assert sorted(p.name for p in mnt.iterdir()) == ["filler"]
+        for args in (["export", "latest", "--state-dir", str(state)], ["topology", "--json"],
+                     ["freq", "--json"], ["env"]):
+            with open(mnt / "stdout", "w") as fh:
+                r = subprocess.run([*QPROF, *args], stdout=fh, stderr=subprocess.PIPE,
+                                   text=True, timeout=60)
+            assert r.returncode == 2, (args, r.stderr)
+            assert "cannot write to stdout: No space left" in one_line(r.stderr), args
+            assert (mnt / "stdout").stat().st_size == 0, args  # nothing partial
+
+
+@pytest.mark.parametrize("device", ["/dev/full"])
+def test_11_stdout_on_a_full_device_is_one_line(device: str) -> None:
+    for args in (["topology", "--json"], ["freq", "--json"], ["env"], ["backends", "--json"]):
+        with open(device, "w") as fh:
+            r = subprocess.run([*QPROF, *args], stdout=fh, stderr=subprocess.PIPE, text=True,
+                               timeout=60)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "No space left" in one_line(r.stderr), args
+
+
+def test_13_report_on_a_full_disk_names_the_file(tmp_path: Path) -> None:
+    run = _evil_run(tmp_path / "run.jsonl")
+    with full_tmpfs(tmp_path / "mnt") as mnt:
+        for opt in ("-o", "--html"):
+            target = mnt / ("r.md" if opt == "-o" else "r.html")
+            r = qprof("report", str(run), opt, str(target))
+            assert r.returncode == 2
+            line = one_line(r.stderr)
+            assert str(target) in line and "No space left" in line, line
+            assert sorted(p.name for p in mnt.iterdir()) == ["filler"]  # no 0-byte file

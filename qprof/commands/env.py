@@ -8,8 +8,8 @@ import os
 import sys
 
 from qprof.commands.options import Number
+from qprof.commands.output import emit
 from qprof.hw.envsnap import take_env_snapshot
-from qprof.hw.format import emit
 from qprof.hw.topology import NotLinuxRoot
 
 

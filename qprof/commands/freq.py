@@ -11,7 +11,8 @@ import time
 from datetime import datetime
 
 from qprof.commands.options import Number
-from qprof.hw.format import cap_cell, emit, ghz, problems_text, table
+from qprof.commands.output import emit
+from qprof.hw.format import cap_cell, ghz, problems_text, table
 from qprof.hw.freq import CapWatch, FreqReading, read_frequencies
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
