@@ -68,8 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"qprof {name}", description=COMMANDS[name][1])
     module.add_parser(parser)
     args = parser.parse_args(rest)
+    from qprof.commands.output import OutputError, guarded_stdout
+
     try:
-        return int(module.run(args) or 0)
+        if name == "monitor":  # the terminal UI draws on stdout itself
+            return int(module.run(args) or 0)
+        with guarded_stdout():
+            return int(module.run(args) or 0)
+    except OutputError as exc:
+        print(f"qprof {name}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from qprof.commands.options import add_backends, add_cpus, add_suites
+from qprof.commands.options import Number, add_backends, add_cpus, add_suites
 from qprof.measure.config import MODES, TIMERS, ProgressEvent
 
 if TYPE_CHECKING:  # rich is imported only when a terminal shows the bar
@@ -29,11 +29,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         "worker thread; auto = cpu when the machine is busy (default)")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
     # Seconds per (suite, backend, operation) per round, and a cap on rounds: for tests.
-    parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--max-rounds", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--rounds", type=int,
+    parser.add_argument("--budget", type=Number(float, above=0.0), help=argparse.SUPPRESS)
+    parser.add_argument("--max-rounds", type=Number(int, at_least=1), help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=Number(int, at_least=1, odd=True),
                         help="base A/B/A/B/A rounds (odd; default: the mode's)")
-    parser.add_argument("--interleave", type=float, metavar="MS",
+    parser.add_argument("--interleave", type=Number(float, at_least=0.0), metavar="MS",
                         help="time the unit and the suites of every round together, in turns "
                         "of MS milliseconds (steadier on a shared host); 0: the seeds' rounds, "
                         "one suite after the other (default: 4 for check, 0 for bench)")

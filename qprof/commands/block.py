@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from qprof.commands.options import add_backend, add_cpus, add_suites
+from qprof.commands.options import Number, add_backend, add_cpus, add_suites
 from qprof.measure.block import MODES
 
 
@@ -36,19 +36,21 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_backend(parser, "liboqs if it works here, else numba")
     parser.add_argument("--second", default="numba", help="second verifier in enforce/shadow modes")
     parser.add_argument(
-        "--signatures", type=int, help="signatures per block (default: the profile's worst case)"
+        "--signatures", type=Number(int, at_least=1),
+        help="signatures per block (default: the profile's worst case)"
     )
     parser.add_argument(
-        "--invalid", type=int, default=0, help="tamper with this many signatures, spread out"
+        "--invalid", type=Number(int, at_least=0), default=0,
+        help="tamper with this many signatures, spread out"
     )
     parser.add_argument(
         "--distinct",
-        type=int,
+        type=Number(int, at_least=1),
         help="fresh key pairs per block (default: all for ML-DSA, 8 for SLH-DSA)",
     )
     parser.add_argument(
         "--repeat",
-        type=int,
+        type=Number(int, at_least=1),
         default=3,
         help="verify each block this many times per scope, scopes in turn; the run with "
         "the median wall time is reported (default 3)",

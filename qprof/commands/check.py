@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
-from qprof.commands.options import add_backend
+from qprof.commands.options import Number, add_backend
 from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "liboqs is missing): its figures are shown for comparison, with no "
                         "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
-    parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
+    parser.add_argument("--time-limit", type=Number(float, at_least=0.0), default=50.0,
+                        metavar="S",
                         help="add no rounds that would end after S seconds (default 50)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")

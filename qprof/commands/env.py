@@ -7,8 +7,9 @@ import json
 import os
 import sys
 
+from qprof.commands.options import Number
+from qprof.commands.output import emit
 from qprof.hw.envsnap import take_env_snapshot
-from qprof.hw.format import emit
 from qprof.hw.topology import NotLinuxRoot
 
 
@@ -16,7 +17,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default="/", help="root directory (default: this machine)")
     parser.add_argument("--no-estimate", action="store_true",
                         help="on a machine without cpufreq, do not measure the clock")
-    parser.add_argument("--busy-window", type=float, default=0.2, metavar="SECONDS",
+    parser.add_argument("--busy-window", type=Number(float, at_least=0.0, at_most=10.0),
+                        default=0.2, metavar="SECONDS",
                         help="on this machine, measure per-CPU busy/steal %% over this "
                              "window with psutil (0: skip; default 0.2)")
 
@@ -25,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     estimate = not args.no_estimate and os.path.abspath(args.root) == "/"
     try:
         snap = take_env_snapshot(args.root, estimate=estimate,
-                                 busy_window_s=max(0.0, min(args.busy_window, 10.0)))
+                                 busy_window_s=args.busy_window)
     except NotLinuxRoot as exc:
         print(f"qprof env: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from qprof.commands.output import write_output
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN_ID",
@@ -56,18 +58,7 @@ def _export(store: Any, path: Path, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     # All records first: a damaged page found halfway must not leave half a run behind.
-    lines = [rec.to_json() + "\n" for rec in store.run_records(run_id)]
-    if args.output is None:
-        sys.stdout.writelines(lines)
-        return 0
-    tmp = args.output.with_name(args.output.name + ".tmp")
-    try:
-        with open(tmp, "w") as fh:
-            fh.writelines(lines)
-        tmp.replace(args.output)
-    except OSError as exc:
-        print(f"qprof export: cannot write {args.output}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 2
-    print(f"wrote {args.output}", file=sys.stderr)
+    text = "".join(rec.to_json() + "\n" for rec in store.run_records(run_id))
+    if write_output(args.output, text) and args.output is not None:
+        print(f"wrote {args.output}", file=sys.stderr)
     return 0

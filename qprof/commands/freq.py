@@ -10,7 +10,9 @@ import sys
 import time
 from datetime import datetime
 
-from qprof.hw.format import cap_cell, emit, ghz, problems_text, table
+from qprof.commands.options import Number
+from qprof.commands.output import emit
+from qprof.hw.format import cap_cell, ghz, problems_text, table
 from qprof.hw.freq import CapWatch, FreqReading, read_frequencies
 from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
 
@@ -19,9 +21,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default="/",
                         help="root directory holding proc/ and sys/ (default: this machine)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--watch", nargs="?", type=float, const=1.0, default=None,
+    parser.add_argument("--watch", nargs="?", type=Number(float, above=0.0), const=1.0,
+                        default=None,
                         metavar="SECONDS", help="repeat every SECONDS (default 1) until Ctrl-C")
-    parser.add_argument("--count", type=int, default=None,
+    parser.add_argument("--count", type=Number(int, at_least=1), default=None,
                         help="with --watch: stop after this many readings")
     parser.add_argument("--no-estimate", action="store_true",
                         help="on a machine without cpufreq, do not measure the clock")

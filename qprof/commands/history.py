@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from qprof.commands.options import Number
 from qprof.measure.units import fmt_ns
 
 
@@ -17,8 +18,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
                         help="the daemon's state dir (default as for qprof daemon)")
     parser.add_argument("--json", action="store_true", help="one JSON document")
-    parser.add_argument("--runs", type=int, default=10, metavar="N", help="runs to list")
-    parser.add_argument("--alerts", type=int, default=20, metavar="N", help="alerts to list")
+    parser.add_argument("--runs", type=Number(int, at_least=0), default=10, metavar="N",
+                        help="runs to list")
+    parser.add_argument("--alerts", type=Number(int, at_least=0), default=20, metavar="N",
+                        help="alerts to list")
 
 
 def _when(ts: float | None) -> str:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from qprof.commands.options import add_backend
+from qprof.commands.options import Number, add_backend
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -28,9 +28,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="qanum",
                         help="chain profile with the Verify-Unit constants (default: qanum)")
     add_backend(parser, default="liboqs when available, else the first that works")
-    parser.add_argument("--refresh", type=float, default=1.0, metavar="SECONDS",
+    parser.add_argument("--refresh", type=Number(float, at_least=0.2), default=1.0,
+                        metavar="SECONDS",
                         help="refresh interval (default: 1)")
-    parser.add_argument("--measure-every", type=float, default=60.0, metavar="MINUTES",
+    parser.add_argument("--measure-every", type=Number(float, at_least=0.0), default=60.0,
+                        metavar="MINUTES",
                         help="standalone mode: measure one core per cluster in turn this "
                         "often (default: 60; 0 = only when `b` is pressed)")
     parser.add_argument("--no-auto-measure", action="store_true",

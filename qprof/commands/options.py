@@ -1,5 +1,6 @@
 """One shape for the options several commands share: ``--cpus``, ``--suites``,
-``--backends`` (lists) and ``--backend`` (one name).
+``--backends`` (lists) and ``--backend`` (one name); and :class:`Number`, the type of
+every numeric option.
 
 Lists take commas, spaces or both (``--suites ML-DSA-44,ML-DSA-87`` and ``--suites
 ML-DSA-44 ML-DSA-87`` are the same), so a command line written for one command works
@@ -9,10 +10,55 @@ for another.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from qprof.verify import BACKEND_NAMES, SUITES
+
+N = TypeVar("N", int, float)
+
+
+class Number(Generic[N]):
+    """argparse ``type=`` of a numeric option: a finite ``int`` or ``float`` within its
+    bounds, else exit 2 naming the option and the rule (``--rounds -3`` ran one round and
+    recorded -3, ``--rounds 0`` became the default, ``--interleave nan`` passed). Every
+    numeric option of every command uses it; the daemon's are checked with its TOML file
+    (``qprof.service.config``)."""
+
+    def __init__(self, kind: type[N], *, at_least: N | None = None, above: N | None = None,
+                 at_most: N | None = None, odd: bool = False) -> None:
+        self.kind: type[N] = kind
+        self.at_least: N | None = at_least
+        self.above: N | None = above
+        self.at_most: N | None = at_most
+        self.odd = odd
+        self.__name__ = kind.__name__  # argparse names the type in its messages
+
+    def rule(self) -> str:
+        what = ("an odd integer" if self.odd else "an integer") if self.kind is int \
+            else "a number"
+        bounds: list[str] = []
+        if self.at_least is not None:
+            bounds.append(f"at least {self.at_least:g}")
+        if self.above is not None:
+            bounds.append(f"above {self.above:g}")
+        if self.at_most is not None:
+            bounds.append(f"at most {self.at_most:g}")
+        return f"{what} {' and '.join(bounds)}" if bounds else what
+
+    def __call__(self, text: str) -> N:
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {self.rule()}, got {text!r}") from None
+        if not (math.isfinite(value)
+                and (self.at_least is None or value >= self.at_least)
+                and (self.above is None or value > self.above)
+                and (self.at_most is None or value <= self.at_most)
+                and (not self.odd or value % 2 == 1)):
+            raise argparse.ArgumentTypeError(f"must be {self.rule()}, got {text!r}")
+        return value
 
 
 def split_list(text: str) -> list[str]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from qprof.commands.output import write_file, write_output
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -68,16 +69,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
     text = render_report(runs, profile, blocks)
-    try:
-        if args.html:
-            from qprof.measure.report_html import render_html
+    if args.html:
+        from qprof.measure.report_html import render_html
 
-            Path(args.html).write_text(render_html(runs, profile), encoding="utf-8")
-        if args.output and args.output != "-":
-            Path(args.output).write_text(text, encoding="utf-8")
-        elif args.output == "-" or not args.html:
-            sys.stdout.write(text)
-    except OSError as exc:
-        print(f"qprof report: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        write_file(args.html, render_html(runs, profile))
+    if args.output or not args.html:  # -o -, or no file at all: stdout
+        write_output(args.output, text)
     return 2 if failed else 0

@@ -7,10 +7,10 @@ import json
 import sys
 from typing import Any
 
+from qprof.commands.output import emit
 from qprof.hw import isa
 from qprof.hw.format import (
     cap_cell,
-    emit,
     ghz,
     ghz_range,
     merge_problems,

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from qprof.commands.options import add_backends, add_suites
+from qprof.commands.options import Number, add_backends, add_suites
 from qprof.hw.format import table
 from qprof.measure.units import fmt_ns
 from qprof.verify import (
@@ -63,12 +63,13 @@ class SuiteTiming:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cpu", type=int, default=None,
+    parser.add_argument("--cpu", type=Number(int, at_least=0), default=None,
                         help="CPU to pin to (default: the highest-numbered allowed CPU)")
     add_suites(parser, default="all")
     add_backends(parser, default="all available")
-    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds per suite")
-    parser.add_argument("--round-ms", type=float, default=20.0,
+    parser.add_argument("--rounds", type=Number(int, at_least=1), default=15,
+                        help="interleaved rounds per suite")
+    parser.add_argument("--round-ms", type=Number(float, above=0.0), default=20.0,
                         help="target duration of one backend's batch in a round (ms)")
     parser.add_argument("--reference-slh", action="store_true",
                         help="also time the pure-Python reference on SLH-DSA (slow)")

@@ -69,6 +69,33 @@ def _compatible(a: CpuDirFacts, b: CpuDirFacts, use_midr: bool = True) -> bool:
     return True
 
 
+class _Known:
+    """What a group's members say about their details, each detail's one known value:
+    members compatible two by two (:func:`_compatible`) agree on every detail some of
+    them know, so a CPU is compatible with all of them exactly when it is with this.
+    One comparison per CPU, not one per member: a scan over 20k CPUs stays linear."""
+
+    _MIDR = ("implementer", "variant", "part", "revision")
+
+    def __init__(self, first: CpuDirFacts) -> None:
+        self.values: dict[str, object] = {}
+        self.add(first)
+
+    @classmethod
+    def _details(cls, p: CpuDirFacts) -> dict[str, object]:
+        d: dict[str, object] = {"max_khz": p.max_khz, "min_khz": p.min_khz}
+        if p.midr is not None:
+            d.update((name, getattr(p.midr, name)) for name in cls._MIDR)
+        return {k: v for k, v in d.items() if v is not None}
+
+    def admits(self, p: CpuDirFacts) -> bool:
+        return all(self.values.get(k, v) == v for k, v in self._details(p).items())
+
+    def add(self, p: CpuDirFacts) -> None:
+        for k, v in self._details(p).items():
+            self.values.setdefault(k, v)
+
+
 _LAYOUTS = {10: (4, 4, 2), 8: (4, 4), 6: (4, 2), 5: (4, 1)}
 
 
@@ -155,13 +182,15 @@ def _layout_heuristic(uf: _UnionFind, procs: Procs, usable: list[int],
 
 
 def _sequential_scan(uf: _UnionFind, procs: Procs, unassigned: list[int]) -> None:
-    current: list[int] = []
+    """Neighbours join the current group while compatible with all of its members."""
+    first: int | None = None
+    known: _Known | None = None
     for c in unassigned:
-        if current and all(_compatible(procs[m], procs[c]) for m in current):
-            uf.union(current[0], c)
-            current.append(c)
+        if first is not None and known is not None and known.admits(procs[c]):
+            uf.union(first, c)
+            known.add(procs[c])
         else:
-            current = [c]
+            first, known = c, _Known(procs[c])
 
 
 def _split_by_details(groups: list[list[int]], procs: Procs,
@@ -197,18 +226,19 @@ def _merge_singletons(groups: list[list[int]], procs: Procs) -> list[list[int]]:
     if len(singles) < 2:
         return groups
     rest = [g for g in groups if len(g) > 1]
-    merged: list[list[int]] = []
+    merged: list[tuple[list[int], _Known]] = []
     for g in singles:
         p = procs[g[0]]
-        for m in merged:
+        for m, known in merged:
             q = procs[m[0]]
             same_pkg = p.package is None or q.package is None or p.package == q.package
-            if same_pkg and all(_compatible(procs[x], p) for x in m):
+            if same_pkg and known.admits(p):
                 m.append(g[0])
+                known.add(p)
                 break
         else:
-            merged.append(list(g))
-    return sorted(rest + merged)
+            merged.append((list(g), _Known(p)))
+    return sorted(rest + [m for m, _known in merged])
 
 
 def _split_x86_modules(groups: list[list[int]], procs: Procs,

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Sequence
 
 from qprof.hw.freq import ClusterFreq, CpuFreq
 from qprof.hw.sysfs import format_cpulist
-
-
-def emit(text: str) -> bool:
-    """Print to stdout; False (and stdout silenced) if the reader went away (``| head``)."""
-    try:
-        print(text, flush=True)
-        return True
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
-        return False
 
 
 def ghz(khz: int | None, estimated: bool = False) -> str:
@@ -95,7 +82,6 @@ def problems_text(problems: Sequence[str], limit: int = 8) -> str:
 
 __all__ = [
     "cap_cell",
-    "emit",
     "format_cpulist",
     "ghz",
     "ghz_range",

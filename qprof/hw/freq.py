@@ -31,6 +31,10 @@ from qprof.hw.topology import Topology, read_topology
 
 # Allowed max within this fraction of the hardware max is not a cap (driver rounding).
 CAP_TOLERANCE = 0.005
+# Governor and driver names live in the kernel's char name[CPUFREQ_NAME_LEN] (16, with its
+# NUL): anything longer in scaling_governor is not a governor (a hostile or broken
+# --root), and is dropped with a problem rather than stored, printed and alerted on.
+CPUFREQ_NAME_CHARS = 15
 _CPU_MHZ = re.compile(r"^cpu MHz\s*:\s*([0-9.]+)", re.M)
 
 
@@ -216,10 +220,11 @@ def _read_cpufreq(sr: SysRoot, f: CpuFreq, base: str) -> None:
         value, prob = sr.khz(f"{base}/{name}")
         sr.note(prob)
         setattr(f, attr, value)
-    f.governor, prob = sr.word(f"{base}/scaling_governor")
+    f.governor, prob = sr.word(f"{base}/scaling_governor", CPUFREQ_NAME_CHARS)
     sr.note(prob)
-    f.driver, _ = sr.word(f"{base}/scaling_driver")
-    f.available_governors, _ = sr.words(f"{base}/scaling_available_governors")
+    f.driver, _ = sr.word(f"{base}/scaling_driver", CPUFREQ_NAME_CHARS)
+    f.available_governors, _ = sr.words(f"{base}/scaling_available_governors",
+                                        CPUFREQ_NAME_CHARS)
 
 
 def _read_cur(sr: SysRoot, f: CpuFreq, base: str) -> None:

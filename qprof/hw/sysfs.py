@@ -16,11 +16,20 @@ from pathlib import Path
 
 # sysfs files are tiny; /proc/cpuinfo on a 256-CPU machine is ~300 KB.
 MAX_READ_BYTES = 4 * 1024 * 1024
+# A sysfs attribute is at most one page (4 KiB; 64 KiB on arm64 kernels with 64K pages):
+# a longer "attribute" (/dev/zero or a huge file in a --root snapshot) is not one, and
+# read whole it became a 4 MiB governor name, printed, stored and sent with every alert.
+SYSFS_MAX_BYTES = 64 * 1024
+# Control characters (ANSI escapes, carriage returns, NULs; tab and newline are
+# structure) never belong in /proc or /sys text; passed on, a governor name with ESC[2J
+# or a newline cleared terminals and forged log lines. They become spaces at the read.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_KHZ = 100_000_000  # 100 GHz
 
 
 CpuSet = set[int]  # (named outside SysRoot, whose method `int` shadows the type there)
 Khz = int  # (likewise)
+Chars = int  # (likewise)
 
 
 class SysRoot:
@@ -52,11 +61,15 @@ class SysRoot:
 
     # -- readers returning (value, problem) -------------------------------------------
 
-    def text(self, rel: str) -> tuple[str | None, str | None]:
-        return read_text(self.path(rel), rel)
+    def text(self, rel: str, max_bytes: Chars = MAX_READ_BYTES) -> tuple[str | None, str | None]:
+        return read_text(self.path(rel), rel, max_bytes)
+
+    def attribute(self, rel: str) -> tuple[str | None, str | None]:
+        """A sysfs attribute (or /proc/sys value): at most SYSFS_MAX_BYTES."""
+        return self.text(rel, SYSFS_MAX_BYTES)
 
     def int(self, rel: str) -> tuple[int | None, str | None]:
-        text, problem = self.text(rel)
+        text, problem = self.attribute(rel)
         if text is None:
             return None, problem
         return parse_int(text, rel)
@@ -70,32 +83,56 @@ class SysRoot:
         return value, problem
 
     def cpulist(self, rel: str) -> tuple[CpuSet | None, str | None]:
-        text, problem = self.text(rel)
+        text, problem = self.attribute(rel)
         if text is None:
             return None, problem
         return parse_cpulist(text, rel)
 
-    def words(self, rel: str) -> tuple[list[str] | None, str | None]:
-        text, problem = self.text(rel)
+    def words(self, rel: str, max_chars: Chars | None = None) -> tuple[list[str] | None,
+                                                                     str | None]:
+        """The whitespace-separated names of an attribute; ``max_chars``: the longest a
+        name may be (a longer one is left out, and said)."""
+        text, problem = self.attribute(rel)
         if text is None:
             return None, problem
         words = text.split()
         if not words:
             return None, f"{rel}: empty"
-        return words, None
+        kept = [w for w in words if max_chars is None or len(w) <= max_chars]
+        if len(kept) < len(words):
+            long = next(w for w in words if w not in kept)
+            return kept or None, f"{rel}: {_shown(long)} is not a name (over {max_chars} chars)"
+        return kept, None
 
-    def word(self, rel: str) -> tuple[str | None, str | None]:
-        text, problem = self.text(rel)
+    def word(self, rel: str, max_chars: Chars | None = None) -> tuple[str | None, str | None]:
+        """A one-word attribute (a governor, a driver, a type): its first token, so a
+        newline cannot carry a second line into a log; ``max_chars``: the longest the
+        kernel makes it (a longer one is None, and said)."""
+        text, problem = self.attribute(rel)
         if text is None:
             return None, problem
-        value = text.strip()
+        words = text.split()
+        if not words:
+            return None, f"{rel}: empty"
+        if max_chars is not None and len(words[0]) > max_chars:
+            return None, f"{rel}: {_shown(words[0])} is not a name (over {max_chars} chars)"
+        return words[0], None
+
+    def line(self, rel: str) -> tuple[str | None, str | None]:
+        """A one-line attribute that may hold spaces (a sensor label): its first line."""
+        text, problem = self.attribute(rel)
+        if text is None:
+            return None, problem
+        value = next((x.strip() for x in text.splitlines() if x.strip()), "")
         if not value:
             return None, f"{rel}: empty"
         return value, None
 
 
-def read_text(path: str, label: str | None = None) -> tuple[str | None, str | None]:
-    """Whole text of a small file, or None and why.
+def read_text(path: str, label: str | None = None,
+              max_bytes: int = MAX_READ_BYTES) -> tuple[str | None, str | None]:
+    """Whole text of a small file (control characters but tab and newline made spaces),
+    or None and why; a file longer than ``max_bytes`` is not read.
 
     Opened non-blocking so a FIFO where a file should be cannot hang the reader.
     """
@@ -118,9 +155,10 @@ def read_text(path: str, label: str | None = None) -> tuple[str | None, str | No
     chunks: list[bytes] = []
     try:
         total = 0
-        while total < MAX_READ_BYTES:
+        while total <= max_bytes:
+            want = min(65536, max_bytes + 1 - total)  # one byte past the limit tells
             try:
-                chunk = os.read(fd, 65536)
+                chunk = os.read(fd, want)
             except BlockingIOError:
                 return None, f"{label}: not a regular file (would block)"
             except OSError as exc:
@@ -132,8 +170,10 @@ def read_text(path: str, label: str | None = None) -> tuple[str | None, str | No
                 break
             chunks.append(chunk)
             total += len(chunk)
-            if whole_on_short_read and len(chunk) < 65536:
+            if whole_on_short_read and len(chunk) < want:
                 break
+        if total > max_bytes:
+            return None, f"{label}: longer than {max_bytes} bytes, not a file of its kind: not read"
         if not chunks:
             # Nothing read: an empty file, or a FIFO/socket where a file should be.
             try:
@@ -149,9 +189,10 @@ def read_text(path: str, label: str | None = None) -> tuple[str | None, str | No
         os.close(fd)
     data = b"".join(chunks)
     try:
-        return data.decode("utf-8"), None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1"), None
+        text = data.decode("latin-1")
+    return _CONTROL.sub(" ", text), None
 
 
 # Linux's NR_CPUS is at most 8192 today; anything past this is not a real CPU list.

@@ -76,7 +76,7 @@ def read_hwmon(sr: SysRoot) -> list[HwmonTemp]:
             if not m:
                 continue
             value, _ = sr.int(f"{base}/{entry}")
-            label, _ = sr.word(f"{base}/temp{m.group(1)}_label")
+            label, _ = sr.line(f"{base}/temp{m.group(1)}_label")
             out.append(HwmonTemp(chip, label or f"temp{m.group(1)}",
                                  None if value is None else value / 1000.0))
     return out

@@ -295,21 +295,29 @@ class _Run:
         overall = c.watch.finish()
         caps = {k: c.watch.by_round().get(k, overall) for k in block}
         c.round_caps.update({k: v[0] for k, v in caps.items()})
+        failed = None
         if not followed.stopped:
             self.progress.work_done = done_before + planned
             if rc != 0:
                 tail = w.failure(rc)
-                self._abort_cpu(c.cpu, tail.replace("qprof worker: ", "") if rc == 3
-                                else f"worker failed in round {block[0] + 1} ({tail})")
-                return False
+                failed = (tail.replace("qprof worker: ", "") if rc == 3
+                          else f"worker failed in round {block[0] + 1} ({tail})")
         try:
             result = WorkerResult.read(w.result_path)
         except (OSError, ValueError) as exc:
             # A stopped worker may have finished nothing: no error, the stop was asked for.
-            if not followed.stopped:
+            if failed is not None:
+                self._abort_cpu(c.cpu, failed)
+            elif not followed.stopped:
                 self._abort_cpu(c.cpu, f"round {block[0] + 1}: worker output unreadable: {exc}")
             return False
+        # The worker saves its result after each task (before the task's pyperf run), so
+        # one that died (kill -9, the OOM killer) leaves every task it finished, kept here
+        # as on a stop: only the CPU's remaining rounds are lost.
         self._keep(c, collect(self._where(c), w.tasks, result, caps, start))
+        if failed is not None:
+            self._abort_cpu(c.cpu, failed)
+            return False
         return not followed.stopped
 
     def _where(self, c: _Cpu) -> Where:

@@ -19,6 +19,7 @@ from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
+from qprof.measure.markdown import md_code, md_table, md_text
 from qprof.measure.reduce import unit_drift_bp
 from qprof.measure.report_columns import (
     Column,
@@ -26,7 +27,6 @@ from qprof.measure.report_columns import (
     build_columns,
     fmt_med_p95,
     fmt_range,
-    md_table,
     suites_of,
     unit_of,
 )
@@ -50,17 +50,17 @@ def _other_statistics(c: Column, profile: Profile | None, unit: str,
             and e.vu_estimate is not None]
 
     lines = []
-    alt = [f"{e.suite} {e.vu_estimate}" for e in by("p10")]
+    alt = [f"{md_text(e.suite)} {e.vu_estimate}" for e in by("p10")]
     if alt:
-        lines.append(f"  - Estimates from the 10th percentile ({backend}; the speed "
+        lines.append(f"  - Estimates from the 10th percentile ({md_text(backend)}; the speed "
                      "when nothing else ran, not the rule): " + ", ".join(alt))
-    pairs = [f"{e.suite} {e.vu_estimate} ({e.rounds_used} of {e.rounds} rounds, per round "
+    pairs = [f"{md_text(e.suite)} {e.vu_estimate} ({e.rounds_used} of {e.rounds} rounds, per round "
              f"{min(rounds.values()):.1f}-{max(rounds.values()):.1f}, "
              f"{e.round_spread_bp or 0:.0f} bp apart)"
              for e in by("paired") if (rounds := e.vu_by_round)]
     if pairs:
-        lines.append(f"  - Estimates from quiet-turn pairs ({backend}; interleaved rounds, "
-                     "each suite turn against the unit turns on both sides where all three "
+        lines.append(f"  - Estimates from quiet-turn pairs ({md_text(backend)}; interleaved "
+                     "rounds, each suite turn against the unit turns on both sides where all three "
                      "ran at the quiet speed; what `qprof check` uses on a busy host, not "
                      "the rule): " + ", ".join(pairs))
     return lines
@@ -86,16 +86,16 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                   if any(c.get(s, backend, op) for c in cols)]
         if not suites:
             continue
-        lines += [f"## {title} ({backend})", "",
-                  f"Estimate = ceil(100 × median / median of {unit}), same core, backend and "
-                  "run; 95 % CI from a bootstrap over rounds and samples.", ""]
+        lines += [f"## {title} ({md_text(backend)})", "",
+                  f"Estimate = ceil(100 × median / median of {md_text(unit)}), same core, "
+                  "backend and run; 95 % CI from a bootstrap over rounds and samples.", ""]
         header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
         header += ["VU estimate " + " / ".join(c.label for c in cols)]
         per_col = column_estimates(cols, profile, unit, backend, op)
         verdicts = column_verdicts(profile, per_col)
         if profile:
             basis = verdict_basis(profile, backend, op)
-            lines[-2] += f" Figures of {basis_label(profile, backend, basis)}."
+            lines[-2] += f" Figures of {md_text(basis_label(profile, backend, basis))}."
             header += ["Consensus VU", "Covered"]
         rows = []
         for suite in suites:
@@ -151,14 +151,15 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
     least = min(tight, key=lambda r: r.margin or 0)
     if bad:
         for r in bad:
+            where = f"{md_text(r.suite)} on {md_text(cols[r.cpu].label)}"
             lines.append(
-                f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
+                f"- {where}: estimate {r.vu_estimate} exceeds "
                 f"the constant {r.vu_constant} by {r.vu_estimate - r.vu_constant}: NOT covered."
-                if r.decision == "not_covered" else f"- {r.suite} on {cols[r.cpu].label}: "
-                f"{r.verdict}.")
+                if r.decision == "not_covered" else f"- {where}: {md_text(r.verdict)}.")
     else:
-        lines.append(f"- Every constant of profile `{profile.name}` covers its estimate; least "
-                     f"room: {least.suite} on {cols[least.cpu].label} ({least.vu_estimate} of "
+        lines.append(f"- Every constant of profile {md_code(profile.name)} covers its estimate; "
+                     f"least room: {md_text(least.suite)} on {md_text(cols[least.cpu].label)} "
+                     f"({least.vu_estimate} of "
                      f"{least.vu_constant}, margin {least.margin}).")
     return lines + [""]
 
@@ -176,7 +177,7 @@ def _wallet(cols: list[Column], profile: Profile | None) -> list[str]:
         for s in suites:
             rows.append([s] + [fmt_med_p95(c.get(s, backend, "keygen")) for c in cols]
                         + [fmt_med_p95(c.get(s, backend, "sign")) for c in cols])
-        lines += [f"## Key generation and signing, what a wallet pays ({backend})", ""]
+        lines += [f"## Key generation and signing, what a wallet pays ({md_text(backend)})", ""]
         lines += md_table(header, rows)
         lines += ["", "SLH-DSA \"s\" signing (about a second each) is measured only with "
                   "`--full`; `-` = not measured.", ""]
@@ -194,7 +195,7 @@ def _kem(cols: list[Column]) -> list[str]:
         for op, label in (("kem_keygen", "keygen"), ("kem_encaps", "encapsulate"),
                           ("kem_decaps", "decapsulate")):
             rows.append([label] + [fmt_med_p95(c.get(suite, backend, op)) for c in cols])
-        lines += [f"## {suite} (P2P handshake), through {backend}", ""]
+        lines += [f"## {md_text(suite)} (P2P handshake), through {md_text(backend)}", ""]
         lines += md_table(["Operation"] + [c.label for c in cols], rows) + [""]
     return lines
 
@@ -250,9 +251,10 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
             r.append(" / ".join(str(e.vu_estimate) if (e := col.get(s)) and e.vu_estimate
                                 else "-" for col in enforce))
             rows.append(r)
-        lines += [f"## Both verifiers, valid signatures ({pair.replace('+', ' then ')})", ""]
+        lines += [f"## Both verifiers, valid signatures ({md_text(pair.replace('+', ' then '))})",
+                  ""]
         lines += md_table(header, rows)
-        lines += ["", f"The percentage is against {first} alone in the same run. A valid "
+        lines += ["", f"The percentage is against {md_text(first)} alone in the same run. A valid "
                   "signature costs the sum of both verifiers.", ""]
     return lines
 
@@ -303,12 +305,13 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
                 if red and nsig * red.median_ns > worst:
                     worst, worst_suite = nsig * red.median_ns, suite
     if worst and worst_suite:
-        text = f"- Slowest worst-case block here: {fmt_ns(worst)} ({worst_suite})"
+        text = f"- Slowest worst-case block here: {fmt_ns(worst)} ({md_text(worst_suite)})"
         ref_med = ref.verify_median_ns.get(worst_suite) if ref else None
         if ref and ref_med:
             ref_block = (profile.max_block_verify_units
                          // profile.verify_units[worst_suite]) * ref_med
-            text += (f"; the same block on the reference core {ref.name}: {fmt_ns(ref_block)} "
+            text += (f"; the same block on the reference core {md_text(ref.name)}: "
+                     f"{fmt_ns(ref_block)} "
                      f"({worst / ref_block:.2f}×)")
         if profile.target_block_interval_s:
             text += (f"; {100 * worst / (profile.target_block_interval_s * 1e9):.2f} % of the "
@@ -325,13 +328,13 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         if not reds:
             continue
         spread = max(reds, key=lambda r: r.spread_bp)
-        text = (f"- {c.label}: largest spread between rounds {spread.spread_bp:.0f} bp "
-                f"({spread.suite} {spread.backend} {spread.operation})")
+        text = (f"- {md_text(c.label)}: largest spread between rounds {spread.spread_bp:.0f} bp "
+                f"({md_text(f'{spread.suite} {spread.backend} {spread.operation}')})")
         for b in backends_of(cols, "verify"):
             u = c.get(unit, b, "verify")
             d = unit_drift_bp(u) if u else None
             if d is not None:
-                text += f"; {unit} ({b}) at the end vs the start: {d:+.0f} bp"
+                text += f"; {md_text(f'{unit} ({b})')} at the end vs the start: {d:+.0f} bp"
         lines.append(text + ".")
         mlspread = [r for r in reds if r.suite.startswith("ML-DSA") and r.operation == "verify"]
         if mlspread:
@@ -348,22 +351,22 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
             text = (cap_message(row.get("scaling_max_khz"), row.get("hw_max_khz"), factor,
                                 row.get("cap_cause")) + f"; {RATIOS_UNAFFECTED}")
             rounds = ", ".join(str(x + 1) for x in capped)
-            lines.append(f"  - Frequency cap: {text} (rounds {rounds}).")
+            lines.append(f"  - Frequency cap: {md_text(text)} (rounds {rounds}).")
     for c in {id(c.run): c for c in cols}.values():
-        e = c.run.end
+        e, file = c.run.end, md_code(Path(c.run.path).name)
         if e is not None:
             if e.disagreements:
-                lines.append(f"- `{Path(c.run.path).name}`: {e.disagreements} of {e.checks:,} "
+                lines.append(f"- {file}: {e.disagreements} of {e.checks:,} "
                              "checks DISAGREED (see the disagreement records).")
             elif e.checks:
-                lines.append(f"- `{Path(c.run.path).name}`: {e.checks:,} checks with two "
+                lines.append(f"- {file}: {e.checks:,} checks with two "
                              "verifiers, they never disagreed.")
         for n in c.run.notes:
             # Caps, drift and agreement are summarized above from the records themselves.
             if n.kind not in ("cap", "drift", "agreement"):
-                lines.append(f"- `{Path(c.run.path).name}` {n.level}: {n.text}")
+                lines.append(f"- {file} {md_text(n.level)}: {md_text(n.text)}")
         for p in c.run.problems:
-            lines.append(f"- input problem: {p}")
+            lines.append(f"- input problem: {md_text(p)}")
     return lines + [""]
 
 
@@ -397,12 +400,13 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
     cols = build_columns(runs)
     lines = ["# Post-quantum verification cost per core", ""]
     if profile:
-        lines += [f"Profile: `{profile.name}` ({profile.description or profile.path}).", ""]
+        lines += [f"Profile: {md_code(profile.name)} "
+                  f"({md_text(profile.description or profile.path)}).", ""]
     if not cols:
         if runs:
-            lines += ["No measurements in " + ", ".join(str(r.path) for r in runs) + ".", ""]
+            lines += ["No measurements in " + ", ".join(md_text(r.path) for r in runs) + ".", ""]
         for r in runs:
-            lines += [f"- input problem: {p}" for p in r.problems]
+            lines += [f"- input problem: {md_text(p)}" for p in r.problems]
         lines += _measured_blocks(list(blocks)) if blocks else []
         return "\n".join(lines).rstrip() + "\n"
     lines += machine_section(cols)

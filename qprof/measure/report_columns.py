@@ -29,12 +29,6 @@ def fmt_med_p95(red: Reduced | None) -> str:
     return f"{fmt_ns(red.median_ns)} ({fmt_ns(red.p95_ns)})"
 
 
-def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out
-
-
 # ---------------------------------------------------------------- model
 
 

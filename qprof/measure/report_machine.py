@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from qprof.measure.markdown import Md, md_code, md_table, md_text
 from qprof.measure.records import Meta
-from qprof.measure.report_columns import Column, md_table
+from qprof.measure.report_columns import Column
 
 
 def _meta(c: Column) -> Meta:
@@ -20,14 +21,15 @@ def _machine_cell(c: Column) -> str:
     return f"{m.get('cpu_model') or '?'}, {m.get('arch') or '?'}"
 
 
-def _core(c: Column) -> str:
+def _core(c: Column) -> Md:
     r = c.cpu_row
     bits = [f"{c.cpu}"]
     if r.get("part_name") or r.get("uarch"):
-        bits.append(" / ".join(x for x in (r.get("part_name"), r.get("uarch")) if x))
+        bits.append(md_text(" / ".join(str(x) for x in (r.get("part_name"), r.get("uarch"))
+                                       if x)))
     if r.get("part"):
-        bits.append(f"CPU part `{r['part']}`")
-    return ", ".join(bits)
+        bits.append(f"CPU part {md_code(r['part'])}")
+    return Md(", ".join(bits))
 
 
 def _freq(c: Column) -> str:
@@ -69,7 +71,7 @@ def _method(c: Column) -> str:
 
 
 ROWS: tuple[tuple[str, Callable[[Column], str]], ...] = (
-    ("File", lambda c: f"`{Path(c.run.path).name}`"),
+    ("File", lambda c: md_code(Path(c.run.path).name)),
     ("Machine", _machine_cell),
     ("Kernel", lambda c: str(_meta(c).machine.get("kernel") or "?")),
     ("Core (pinned)", _core),
@@ -94,7 +96,7 @@ def machine_section(cols: list[Column]) -> list[str]:
     ]
     inter = sorted({str(c.run.meta.settings.get("interleaving")) for c in cols
                     if c.run.meta and c.run.meta.settings.get("interleave_block_s")})
-    lines += [f"- Interleaving: {t}." for t in inter]
+    lines += [f"- Interleaving: {md_text(t)}." for t in inter]
     lines += [
         "- Statistics: median and, in brackets, the 95th percentile of all samples of all "
         "rounds; invalid signatures: median of the round medians. Every Verify-Unit "
@@ -103,5 +105,5 @@ def machine_section(cols: list[Column]) -> list[str]:
         "statistic on a busy host and says which).",
     ]
     cmds = {" ".join(c.run.meta.command) for c in cols if c.run.meta}
-    lines += [f"- Command: `{cmd}`" for cmd in sorted(cmds)]
+    lines += [f"- Command: {md_code(cmd)}" for cmd in sorted(cmds)]
     return lines + [""]

@@ -193,7 +193,6 @@ class Session:
               extra: dict[str, Any] | None = None) -> None:
         task = self.tasks[index]
         self.chosen[task.key] = len(values)
-        self.pyperf.add(task, values, warmups, extra)
         self.out.results.append(TaskResult(
             index=index, name=task.name, n=len(values), warmups=len(warmups),
             started_at=started, finished_at=time.time(), values_s=tuple(values),
@@ -201,7 +200,10 @@ class Session:
             wrong_verdicts=state.wrong_verdicts, examples=tuple(state.examples),
             turn_size=turn_size,
         ))
+        # The result first: a worker killed between the two writes leaves no task in the
+        # pyperf file that the engine cannot find in the result (it keeps the result's).
         self.save()
+        self.pyperf.add(task, values, warmups, extra)
         _emit(WorkerEvent("done", index, task.name, n=len(values)))
 
     def run_interleaved(self, start: int = 0) -> int:

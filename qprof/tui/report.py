@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from qprof.measure.markdown import md_table, md_text
 from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     CoverageView,
@@ -29,11 +30,12 @@ def _header(frame: Frame, profile: str) -> list[str]:
     lines = [
         f"# qprof monitor report — {when}",
         "",
-        f"- Machine: {m.model} ({m.arch or 'arch unknown'}); cores: {m.designs}",
-        f"- Profile: {profile}; backend: {m.backend}",
-        f"- Data source: {m.source}",
+        f"- Machine: {md_text(m.model)} ({md_text(m.arch or 'arch unknown')}); cores: "
+        f"{md_text(m.designs)}",
+        f"- Profile: {md_text(profile)}; backend: {md_text(m.backend)}",
+        f"- Data source: {md_text(m.source)}",
     ]
-    return lines + [f"- Note: {p}" for p in m.problems]
+    return lines + [f"- Note: {md_text(p)}" for p in m.problems]
 
 
 def _cores(frame: Frame) -> list[str]:
@@ -44,7 +46,7 @@ def _cores(frame: Frame) -> list[str]:
     lines = ["", "## Cores", ""]
     head = ["CPU", "Cluster", "Design", "Part", "Class", "Governor", "Cur GHz", "Max GHz",
             "HW max GHz", "Cap", "Statistic"] + [f"{s} µs (VU)" for s in suites]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows: list[list[str]] = []
     for c in frame.cores:
         cur = fmt_ghz(c.cur_khz)
         if c.cur_khz is None and c.est_khz is not None:
@@ -57,22 +59,22 @@ def _cores(frame: Frame) -> list[str]:
             med = c.times_ns.get(s)
             vu = c.vu.get(s)
             cells.append("—" if med is None else fmt_ns(med, "µs") + (f" ({vu})" if vu else ""))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        rows.append(cells)
+    return lines + md_table(head, rows)
 
 
 def _coverage(frame: Frame) -> list[str]:
     lines = ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
-        lines += [f"_{frame.coverage_note}_", ""]
+        lines += [f"_{md_text(frame.coverage_note)}_", ""]
     head = ["Suite", "Where", "Verify", "Statistic", "Estimate", "Constant", "Margin",
             "Covered", "Worst-case block", "Capped"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table: list[list[str]] = []
     for r in frame.coverage:
         where = r.where + (f" (CPU {r.cpu})" if r.cpu is not None else "")
         capped = ("yes" + (f" ×{r.cap_factor:.2f}" if r.cap_factor else "")) if r.capped \
             else ("unknown" if r.capped is None and r.time_ns else "no")
-        lines.append("| " + " | ".join([
+        table.append([
             r.suite, where, fmt_ns(r.time_ns, missing="—"),
             fmt_stat(r.statistic) if r.time_ns else "—",
             "—" if r.vu_estimate is None else str(r.vu_estimate),
@@ -83,8 +85,9 @@ def _coverage(frame: Frame) -> list[str]:
                else ""),
             fmt_ns(r.worst_block_ns, missing="—"),
             capped if r.time_ns else "—",
-        ]) + " |")
-    lines += [f"- {label}" for label in sorted({r.basis_label for r in frame.coverage
+        ])
+    lines += md_table(head, table)
+    lines += [f"- {md_text(label)}" for label in sorted({r.basis_label for r in frame.coverage
                                                  if r.basis == "comparison" and r.basis_label})]
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
               "backend, as `qprof check` computes it (--statistic auto): t is the median "
@@ -101,10 +104,11 @@ def _coverage(frame: Frame) -> list[str]:
         lines += [""]
     for cpu, rows in sorted(whys.items()):
         r = rows[0]
-        line = f"- CPU {cpu}: {r.statistic} — {r.statistic_why}"
+        line = f"- CPU {cpu}: {md_text(r.statistic)} — {md_text(r.statistic_why)}"
         if r.statistic != "median":
             line += "; by the median rule: " + ", ".join(
-                f"{x.suite} {x.vu_median_rule}" for x in rows if x.vu_median_rule is not None)
+                f"{md_text(x.suite)} {x.vu_median_rule}" for x in rows
+                if x.vu_median_rule is not None)
         lines.append(line)
     return lines
 
@@ -115,10 +119,10 @@ def _frequencies(frame: Frame) -> list[str]:
     lines = ["", "## Frequencies", ""]
     for h in frame.history:
         if not h.samples_khz:
-            lines.append(f"- {h.label}: no cpufreq data (the system reports no "
+            lines.append(f"- {md_text(h.label)}: no cpufreq data (the system reports no "
                          "frequency, e.g. a VM)")
             continue
-        lines.append(f"- {h.label}: now {fmt_ghz(h.samples_khz[-1])} GHz, lowest seen "
+        lines.append(f"- {md_text(h.label)}: now {fmt_ghz(h.samples_khz[-1])} GHz, lowest seen "
                      f"{fmt_ghz(min(h.samples_khz))} GHz, hardware max {fmt_ghz(h.max_khz)} "
                      f"GHz ({len(h.samples_khz)} samples)")
     return lines
@@ -130,7 +134,8 @@ def _alerts(frame: Frame) -> list[str]:
         lines.append("none")
     for a in frame.alerts:
         t = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(a.ts))
-        lines.append(f"- {t} {a.severity} {a.where} {a.kind}: {a.message}".replace("  ", " "))
+        text = f"{a.severity} {a.where} {a.kind}: {a.message}".replace("  ", " ")
+        lines.append(f"- {t} {md_text(text)}")
     return lines
 
 

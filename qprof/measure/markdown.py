@@ -1,0 +1,59 @@
+"""Markdown from strings qprof did not write: the one place they are escaped.
+
+Hostnames, CPU models, governors, suite and backend names, notes and file names come
+from JSONL runs, stores and ``/sys``; a reader of the report (a Markdown viewer, a
+wiki, a chat that renders it) must see them as text. ``md_text`` makes any value one
+line of literal text: control characters (newlines, ANSI escapes) become spaces, and
+every character that Markdown or the HTML it may carry gives a meaning is
+backslash-escaped (``<script>``, ``<img onerror>``, links, emphasis, table pipes).
+``md_code`` is the same as a code span. Both return :class:`Md`, text already safe,
+which ``md_text`` and ``md_table`` leave as it is, so a cell built from escaped pieces
+is not escaped twice.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# What starts markup inside a line: HTML (< > &), links and images ([ ]), code (`),
+# emphasis (* ~, and _ but not inside a word, where it never is: verify_invalid stays
+# readable), table cells (|) and the escape itself (\). Line-start markers (#, -, +,
+# digits) cannot occur: the text never begins a line of the report.
+_SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
+
+
+class Md(str):
+    """Markdown that is safe as it is (escaped text, or qprof's own markup)."""
+
+
+def one_line(value: object) -> str:
+    """``value`` as text on one line: every run of control characters one space."""
+    return _CONTROL.sub(" ", str(value))
+
+
+def md_text(value: object) -> Md:
+    """``value`` as literal Markdown text (see the module's docstring)."""
+    if isinstance(value, Md):
+        return value
+    return Md(_SPECIAL.sub(r"\\\1", one_line(value)))
+
+
+def md_code(value: object) -> Md:
+    """``value`` as an inline code span: a fence longer than any run of backticks in it;
+    ``|`` escaped, which GitHub's tables need even inside code."""
+    text = one_line(value).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Md(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub table; every header and cell is :func:`md_text` (an ``Md`` is kept)."""
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(md_text(c) for c in cells) + " |"
+
+    return [line(header), "|" + "|".join("---" for _ in header) + "|",
+            *(line(r) for r in rows)]
