@@ -64,6 +64,8 @@ class StoppingRule:
         # explicit --statistic p10 (the interval alone decides).
         spread_counts = statistic != "paired" and (
             statistic != "p10" or self.statistic == "auto")
+        if any(e.undecided for e in group):
+            return True  # too few quiet data yet: more rounds may bring them
         for e in group:
             if (spread_counts and e.suite.startswith("ML-DSA")
                     and e.round_spread_bp is not None
