@@ -180,14 +180,14 @@ def _ratio(g: _Group, red: Reduced, used: Statistic, suite_ns: float, unit_ns: f
     return exact(suite_ns) / exact(unit_ns)
 
 
-def _interval(g: _Group, red: Reduced, used: Statistic, replicates: int
-              ) -> tuple[float, float] | None:
+def _interval(g: _Group, red: Reduced, used: Statistic, replicates: int,
+              signatures: bool = True) -> tuple[float, float] | None:
     """95 % interval of the suite/unit ratio by the statistic the estimate used."""
     unit = g.unit
     if unit is None or red.suite == g.unit_suite or replicates <= 0:
         return None
     if used == "paired":
-        return paired_ci(g.paired[red.suite], replicates=replicates)
+        return paired_ci(g.paired[red.suite], replicates=replicates, signatures=signatures)
     return ratio_ci(red, unit, replicates=replicates,
                     quantile=0.5 if used == "median" else 0.1)
 
@@ -230,7 +230,8 @@ def _alternatives(g: _Group, red: Reduced) -> dict[Statistic, int | None]:
     }
 
 
-def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int) -> SuiteEstimate:
+def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
+                    signatures: bool) -> SuiteEstimate:
     used, why, undecided = _suite_statistic(g, red)
     is_unit = red.suite == g.unit_suite
     suite_ns, unit_ns = _times(g, red, used)
@@ -241,7 +242,7 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int) -> Sui
         exact_ratio = _ratio(g, red, used, suite_ns, unit_ns)
         ratio = float(exact_ratio)
         estimate = math.ceil(g.unit_vu * exact_ratio)
-        ci = _interval(g, red, used, replicates)
+        ci = _interval(g, red, used, replicates, signatures)
         if is_unit:
             vu_ci = (g.unit_vu, g.unit_vu)
         elif ci is not None:
@@ -287,6 +288,7 @@ def estimate(
     statistic: str = "auto",
     replicates: int = REPLICATES,
     steady_spread_bp: float = STEADY_SPREAD_BP,
+    signatures: bool = True,
 ) -> list[SuiteEstimate]:
     """One :class:`SuiteEstimate` per (cpu, backend, suite) of ``operation`` in
     ``measurements``, sorted by cpu, backend, then the unit suite first.
@@ -296,7 +298,9 @@ def estimate(
     :func:`~qprof.consensus.estimate.statistic.choose_statistic`). ``replicates``: of each
     bootstrap interval (fewer: faster, coarser; the adaptive rule uses 400; 0: none).
     ``steady_spread_bp``: ``auto`` keeps the median while ML-DSA rounds agree within it.
-    Deterministic: the same records give the same figures.
+    ``signatures``: the interval resamples the pool's signatures too (False: the
+    measurement's share alone, what the stopping rule asks about: more rounds cannot
+    narrow the pool's share). Deterministic: the same records give the same figures.
     """
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
@@ -322,5 +326,5 @@ def estimate(
                         key=lambda s: (s != unit_suite, s))
         for suite in suites:
             out.append(_estimate_suite(g, reduced[(cpu, suite, backend, operation)],
-                                       statistic, replicates))
+                                       statistic, replicates, signatures))
     return out
