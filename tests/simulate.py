@@ -279,7 +279,7 @@ class Config:
     # up to max_rounds or the time limit (`qprof check --time-limit`, simulated seconds).
     adaptive: bool = False
     max_rounds: int = CHECK.max_rounds
-    time_limit_s: float = 50.0
+    time_limit_s: float = 60.0
     cpu: int = 1
     backend: str = "liboqs"
     suites: tuple[str, ...] = tuple(QUIET_COST_S)

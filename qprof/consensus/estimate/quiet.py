@@ -236,6 +236,13 @@ def _fit(ops: PairOps, weights: np.ndarray, fit_bins: list[int], level_bins: lis
         b = np.where(var > 0, (wt * (x - mx[:, None]) * (y - my[:, None])).sum(1)
                      / np.maximum(var, 1e-300), 0.0)
         a = my - b * mx
+        if fit_bins[0] == 0 and (which == 0).sum() >= MIN_QUIET_OPS:
+            # Enough operations at the quiet speed: their own level, moved along the line
+            # by their small mean slowdown. A neighbour's load changes within a turn, so
+            # s measures the contention of a suite turn with an error: the line's slope
+            # is attenuated, and an intercept extrapolated from contended bins with it
+            # lies on the contended side (-40 bp on the smt-here shape).
+            a = y[:, 0] - b * x[:, 0]
     g = np.ones((reps, len(norm)))
     quiet = ops.slowdown <= FIT_MAX
     g[:, quiet] = (a[:, None] + b[:, None] * ops.slowdown[quiet]) / a[:, None]
