@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
     from qprof.measure.block import BlockError, load_block_results
     from qprof.measure.jsonl import read_run
-    from qprof.measure.report import render_report
+    from qprof.report.markdown import render_report
 
     runs = []
     failed = False
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         profile = None
     text = render_report(runs, profile, blocks)
     if args.html:
-        from qprof.measure.report_html import render_html
+        from qprof.report.html import render_html
 
         write_file(args.html, render_html(runs, profile))
     if args.output or not args.html:  # -o -, or no file at all: stdout

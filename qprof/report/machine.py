@@ -7,7 +7,7 @@ from pathlib import Path
 
 from qprof.measure.markdown import Md, md_code, md_table, md_text
 from qprof.measure.records import Meta
-from qprof.measure.report_columns import Column
+from qprof.report.columns import Column
 
 
 def _meta(c: Column) -> Meta:
