@@ -20,7 +20,8 @@ from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
 from qprof.measure.reduce import unit_drift_bp
-from qprof.measure.report_columns import (
+from qprof.measure.units import fmt_ns
+from qprof.report.columns import (
     Column,
     backends_of,
     build_columns,
@@ -30,8 +31,7 @@ from qprof.measure.report_columns import (
     suites_of,
     unit_of,
 )
-from qprof.measure.report_machine import machine_section
-from qprof.measure.units import fmt_ns
+from qprof.report.machine import machine_section
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
