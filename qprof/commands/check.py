@@ -189,6 +189,7 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     return EXIT_CODES[decision]
 
 
+MAX_PROBLEMS_SHOWN = 10  # bad lines of a --from file on stderr (then how many more)
 # Options that say how to measure: a recorded run was measured already.
 _MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "-o"),
                       ("rounds", "--rounds"), ("interleave", "--interleave"),
@@ -209,13 +210,17 @@ def _judge_recorded(args: argparse.Namespace) -> int:
         run_data = read_run(path)
     except OSError as exc:
         return _fail(args, f"{path}: {exc.strerror or exc}")
-    for problem in run_data.problems:
+    problems = run_data.problems
+    if not run_data.measurements or not run_data.complete:
+        first = f" (first problem: {problems[0]})" if problems else ""
+        return _fail(args, f"{path}: no measurements: not a recorded run{first}"
+                     if not run_data.measurements else
+                     f"{path}: not read to its end, no verdict from part of a file{first}")
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
         print(f"qprof check: {problem}", file=sys.stderr)
-    if not run_data.complete:
-        return _fail(args, f"{path}: not read to its end (see above): no verdict from "
-                     "part of a file")
-    if not run_data.measurements:
-        return _fail(args, f"{path}: no measurements: not a recorded run")
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        print(f"qprof check: {path}: {len(problems) - MAX_PROBLEMS_SHOWN} more problems "
+              "(qprof report lists them all)", file=sys.stderr)
     if len(run_data.run_ids) > 1:
         return _fail(args, f"{path}: holds {len(run_data.run_ids)} runs "
                      f"({', '.join(run_data.run_ids)}); --from judges one: keep one run's "
