@@ -29,8 +29,9 @@ from functools import cache
 import numpy as np
 
 from qprof.consensus import Profile, load_profile
-from qprof.measure import stats
-from qprof.measure.adaptive import StoppingRule, pair_fits
+from qprof.consensus.estimate import stats
+from qprof.consensus.estimate.stopping import StoppingRule
+from qprof.measure.adaptive import pair_fits
 from qprof.measure.collect import Where, collect
 from qprof.measure.config import MODE_SETTINGS
 from qprof.measure.freqwatch import CapState

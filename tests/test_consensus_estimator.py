@@ -1,4 +1,4 @@
-"""The one estimator (qprof.consensus.estimator) on synthetic interleaved runs: the same
+"""The one estimator (qprof.consensus.estimate.estimator) on synthetic interleaved runs: the same
 statistic for a suite and its unit, the estimate always inside its own interval, the
 quiet-turn pairs only from enough quiet turns, and the verdict's words from the interval.
 """
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qprof.consensus import load_profile
-from qprof.consensus.estimator import estimate
+from qprof.consensus.estimate.estimator import estimate
 from qprof.consensus.verdict import evaluate
 from qprof.measure.records import Measurement
 

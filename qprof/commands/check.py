@@ -34,7 +34,7 @@ from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
-    from qprof.consensus.statistic import Statistic
+    from qprof.consensus.estimate.statistic import Statistic
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
     from qprof.measure.records import Meta, Record
@@ -112,6 +112,7 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
              records: list[Record]) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl``."""
+    from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import run_bench
     from qprof.measure.jsonl import JsonlSink
@@ -131,9 +132,10 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
         statistic=args.statistic,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
     )
+    config, rule = rule_for(config)
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
-        return run_bench(config, sink, progress=line)
+        return run_bench(config, sink, progress=line, rule=rule)
     finally:
         if line:
             line.close()
@@ -267,7 +269,7 @@ def _unit_rows(profile: Profile, results: list[CoverageResult]
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     e = r.estimate
     return {
@@ -307,7 +309,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], results: list[CoverageResult], decision: Decision
           ) -> dict[str, object]:
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     meta = _meta(records)
     return {
@@ -341,7 +343,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
 
 def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
                 results: list[CoverageResult], decision: Decision) -> None:
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     backend = ", ".join(sorted({r.backend for r in results}))
     print(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "

@@ -1,4 +1,4 @@
-"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimator`'s
+"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimate.estimator`'s
 estimates. Entry point :func:`evaluate` (records -> one :class:`CoverageResult` per CPU,
 backend and suite of the profile); `qprof check`, the daemon, `qprof history`, the monitor
 and the Markdown report all take their ✓/✗ from it.
@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
-from qprof.consensus.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.estimate.statistic import Statistic
 from qprof.consensus.profiles import Profile, ReferenceCore
-from qprof.consensus.statistic import Statistic
 from qprof.consensus.vu import block_signatures
 from qprof.measure.records import Measurement
 
@@ -168,7 +168,7 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
 def evaluate(profile: Profile, measurements: Iterable[Measurement],
              operation: str = "verify", statistic: str = "auto",
              replicates: int = REPLICATES) -> list[CoverageResult]:
-    """The verdict over ``measurements``: :func:`~qprof.consensus.estimator.estimate`
+    """The verdict over ``measurements``: :func:`~qprof.consensus.estimate.estimator.estimate`
     with the profile's unit, then each constant against its estimate."""
     return coverage(profile, estimate(
         measurements, unit_suite=profile.unit_suite, unit_vu=profile.unit_vu,

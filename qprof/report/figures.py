@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from qprof.consensus import Profile
-from qprof.consensus.estimator import SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.measure.jsonl import RunData
 from qprof.report.columns import Column

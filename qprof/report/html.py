@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from qprof.consensus import Profile
+from qprof.consensus.estimate.stats import drift_bp
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
-from qprof.measure.stats import drift_bp
 from qprof.measure.units import fmt_ns
 from qprof.report.columns import (
     Column,

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.basis import basis_label, verdict_basis
-from qprof.consensus.estimator import SuiteEstimate
-from qprof.consensus.statistic import STATISTIC_TEXT, Statistic
+from qprof.consensus.estimate.estimator import SuiteEstimate
+from qprof.consensus.estimate.reduce import unit_drift_bp
+from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
-from qprof.measure.reduce import unit_drift_bp
 from qprof.measure.units import fmt_ns
 from qprof.report.columns import (
     Column,

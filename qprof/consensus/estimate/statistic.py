@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from qprof.measure.reduce import Key, Paired, Reduced, paired_ratios
+from qprof.consensus.estimate.quiet import Paired, paired_ratios
+from qprof.consensus.estimate.reduce import Key, Reduced
 
 Statistic = Literal["median", "p10", "paired"]
 STATISTICS = ("median", "p10", "paired", "auto")

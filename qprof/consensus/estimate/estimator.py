@@ -7,7 +7,7 @@ stopping rule and the noise simulator all call these; nothing else works a stati
 estimate or its interval out.
 
 Per CPU and backend one statistic (``median``, ``p10`` or ``paired``; ``auto`` picks
-with :func:`qprof.consensus.statistic.choose_statistic`) gives the suite's time and the
+with :func:`qprof.consensus.estimate.statistic.choose_statistic`) gives the suite's time and the
 unit suite's time, and the 95 % interval of their ratio.
 """
 
@@ -18,7 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from qprof.consensus.statistic import (
+from qprof.consensus.estimate.clock import steady_measurements
+from qprof.consensus.estimate.quiet import Paired, paired_ci, unit_quiet
+from qprof.consensus.estimate.reduce import Key, Reduced, ratio_ci, reduce_measurements, vu_by_round
+from qprof.consensus.estimate.statistic import (
     MIN_PAIRED_ROUNDS,
     MIN_PAIRED_SHARE,
     STATISTICS,
@@ -30,18 +33,7 @@ from qprof.consensus.statistic import (
     paired_usable,
 )
 from qprof.consensus.vu import exact, vu_estimate
-from qprof.measure.clock import steady_measurements
 from qprof.measure.records import Measurement
-from qprof.measure.reduce import (
-    Key,
-    Paired,
-    Reduced,
-    paired_ci,
-    ratio_ci,
-    reduce_measurements,
-    unit_quiet,
-    vu_by_round,
-)
 
 DEFAULT_UNIT_SUITE = "ML-DSA-44"
 REPLICATES = 1000  # bootstrap replicates of an interval
@@ -285,7 +277,7 @@ def estimate(
 
     ``statistic``: ``"median"`` (the seeds' rule), ``"p10"``, ``"paired"`` (quiet-turn
     pairs, interleaved rounds with enough quiet turns only) or ``"auto"`` (per CPU and backend, see
-    :func:`~qprof.consensus.statistic.choose_statistic`). ``replicates``: of each
+    :func:`~qprof.consensus.estimate.statistic.choose_statistic`). ``replicates``: of each
     bootstrap interval (fewer: faster, coarser; the adaptive rule uses 400; 0: none).
     ``steady_spread_bp``: ``auto`` keeps the median while ML-DSA rounds agree within it.
     Deterministic: the same records give the same figures.
