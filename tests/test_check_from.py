@@ -228,3 +228,58 @@ def test_a_bench_run_is_judged_too(tmp_path, capsys):
         "ML-DSA-44": 100, "ML-DSA-87": 283, "SLH-DSA-SHAKE-128s": 1614,
         "SLH-DSA-SHAKE-256s": 3476}
     assert doc["status"] == "finished" and doc["elapsed_s"] == 123.0 and doc["cpus"] == [2]
+
+
+def test_a_daemon_export_and_history_give_the_same_figures(recorded, tmp_path, capsys):
+    """The run stored as the daemon stores it, then `qprof export` -> `check --from`,
+    and `qprof history` over the store: the figures of the recorded file."""
+    from qprof.commands import export as export_cmd
+    from qprof.commands import history as history_cmd
+    from qprof.measure.jsonl import read_run
+    from qprof.service.store import Store
+
+    state = tmp_path / "state"
+    state.mkdir()
+    store = Store(state / "qprof.db")
+    for rec in read_run(recorded).records:
+        store.add(rec)
+    store.close()
+    parser = argparse.ArgumentParser()
+    export_cmd.add_parser(parser)
+    exported = tmp_path / "exported.jsonl"
+    assert export_cmd.run(parser.parse_args(["latest", "--state-dir", str(state),
+                                             "-o", str(exported)])) == 0
+    capsys.readouterr()
+    live = _live(RECORDED[0])
+    code, out, _err = _check(capsys, "--from", str(exported), "--json")
+    assert _figures(json.loads(out)) == _figures(live) and code == live["exit_code"]
+
+    parser = argparse.ArgumentParser()
+    history_cmd.add_parser(parser)
+    assert history_cmd.run(parser.parse_args(["--state-dir", str(state)])) == 0
+    text = capsys.readouterr().out
+    for r in live["results"]:
+        if r["suite"] != "ML-DSA-44":
+            low, high = r["vu_ci_95"]
+            assert f"{r['vu_estimate']} (95 % CI {low}-{high}) vs constant" in text, text
+
+
+def test_the_monitor_shows_the_checks_figures(recorded):
+    """The monitor's coverage rows over the same records: check's estimate and interval."""
+    from qprof.measure.jsonl import read_run
+    from qprof.tui.model import fmt_estimate
+    from qprof.tui.sources.consensus import (
+        coverage_rows,
+        evaluate_measurements,
+        load_profile_info,
+    )
+
+    info = load_profile_info("qanum")
+    evaluation = evaluate_measurements(read_run(recorded).measurements, info, None)
+    rows = {r.suite: r for r in coverage_rows(evaluation, info, [], None)}
+    for r in _live(RECORDED[0])["results"]:
+        low, high = r["vu_ci_95"]
+        shown = fmt_estimate(rows[r["suite"]])
+        assert shown == (str(r["vu_estimate"]) if r["suite"] == "ML-DSA-44"
+                         else f"{r['vu_estimate']} ({low}-{high})")
+        assert rows[r["suite"]].decision == r["decision"]
