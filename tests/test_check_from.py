@@ -283,3 +283,16 @@ def test_the_monitor_shows_the_checks_figures(recorded):
         assert shown == (str(r["vu_estimate"]) if r["suite"] == "ML-DSA-44"
                          else f"{r['vu_estimate']} ({low}-{high})")
         assert rows[r["suite"]].decision == r["decision"]
+
+
+def test_a_verifier_no_node_runs_alone_is_comparison_only(recorded, capsys):
+    """Numba's figures (a run measured with --comparison) carry no verdict: exit 4."""
+    rows = [json.loads(x) for x in recorded.read_text().splitlines()]
+    for r in rows:
+        if r["type"] == "measurement":
+            r["backend"] = "numba"
+    recorded.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, _err = _check(capsys, "--from", str(recorded), "--json")
+    doc = json.loads(out)
+    assert (code, doc["decision"], doc["covered"]) == (4, "comparison", None)
+    assert {r["decision"] for r in doc["results"]} == {"comparison"}
