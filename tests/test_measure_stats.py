@@ -71,8 +71,9 @@ def test_vu_by_round_uses_the_neighbouring_unit_rounds():
 
 
 def test_paired_ratios_keep_only_turns_between_quiet_unit_turns():
-    """A/B/A at the scale of turns: a B turn counts when it and the A turns on both sides
-    ran at the quiet speed; a round with (almost) no such turns is marked contended."""
+    """A/B/A at the scale of turns: an operation of a B turn is over the unit's speed in
+    the A turns on both sides; pairs at the quiet speed give the quiet level, a round
+    slowed throughout is held to the run's quiet speed (its pairs are contended)."""
     from qprof.consensus.estimate.quiet import paired_ratios
     from qprof.consensus.estimate.reduce import Reduced
 
@@ -83,27 +84,30 @@ def test_paired_ratios_keep_only_turns_between_quiet_unit_turns():
 
     quiet, slow = [10.0, 10.0], [15.0, 15.0]
     unit = red("ML-DSA-44", {
-        0: quiet * 5 + slow * 5,  # turn medians 10 x5, 15 x5
-        1: quiet * 10,
-        2: slow * 10,  # the whole round slowed by a neighbour
+        0: (quiet * 5 + slow * 5) * 3,  # turn medians 10 x5, 15 x5, three times
+        1: quiet * 30,
+        2: slow * 30,  # the whole round slowed by a neighbour
+        3: quiet * 30,
     }, 2)
     suite = red("ML-DSA-87", {
-        0: [25.0] * 5 + [40.0] * 5,
+        0: ([25.0] * 5 + [40.0] * 5) * 3,
         # Turn 1: a spell shorter than a turn slowed one operation between two quiet A
         # turns: it counts, and the median does not follow it.
-        1: [25.0, 40.0, 25.0, 24.99, 25.0, 25.05, 25.0, 25.0, 25.0, 25.0],
-        2: [40.0] * 10,
+        1: [25.0, 40.0] + [25.0] * 28,
+        2: [40.0] * 30,
+        3: [25.0] * 30,
     }, 1)
     p = paired_ratios(suite, unit)
-    assert p is not None
-    # Round 0: turns 0-3 have quiet units on both sides (turn 4 is followed by a slow one).
-    assert p.quiet_fraction == {0: 4 / 9, 1: 9 / 9, 2: 0.0}
+    assert p is not None and p.usable
+    # Round 0: of each 10 turns, turns 0-3 have quiet units on both sides.
+    assert p.quiet_fraction == {0: 12 / 29, 1: 1.0, 2: 0.0, 3: 1.0}
     assert p.contended == [2]
-    assert p.by_round == {0: 2.5, 1: 2.5}
+    assert p.by_round == {0: 2.5, 1: 2.5, 3: 2.5}
     assert p.ratio == 2.5 and p.spread_bp == 0.0
-    assert p.unit_quiet_ns == 10.0 and p.quiet_turns == 4 + 9
+    assert p.unit_quiet_ns == 10.0 and p.quiet_turns == 12 + 29 + 29
     assert p.ratios_by_round[1][1] == 4.0
-    assert p.unit_by_round == {0: 10.0, 1: 10.0} and p.unit_spread_bp == 0.0
+    assert p.unit_by_round == {0: 10.0, 1: 10.0, 3: 10.0} and p.unit_spread_bp == 0.0
+    assert p.contended_share > 0.2
 
 
 def test_paired_ratio_is_the_ratio_of_medians_for_a_skewed_suite():

@@ -55,8 +55,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "liboqs is missing): its figures are shown for comparison, with no "
                         "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
-    parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
-                        help="add no rounds that would end after S seconds (default 50)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                        help="add no rounds that would end after S seconds (default 60)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     parser.add_argument("--statistic", choices=("auto", "median", "p10", "paired"),
@@ -303,6 +303,11 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "vu_by_round": ({str(k): v for k, v in e.vu_by_round.items()}
                         if e.vu_by_round is not None else None),
         "estimate_from_ns": r.suite_time_ns,
+        # Why this estimate decides nothing (too few quiet data; "decision" is unsure).
+        "undecided": e.undecided,
+        "contended_share": (round(e.contended_share, 3)
+                            if e.contended_share is not None else None),
+        "pool_signatures": e.pool_signatures,
     }
 
 
@@ -400,9 +405,13 @@ def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: in
         n = [r + 1 for r in contended]
         print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
               f"{', '.join(map(str, n))} "
-              f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
-              "speed in most turns): left out of the estimates; rounds were added while "
-              "time allowed")
+              f"ran under contention throughout or had no quiet turns ({profile.unit_suite} "
+              "slower than its quiet speed): their operations count only through the "
+              "run's contention curve; rounds were added while time allowed")
+    share = unit.estimate.contended_share
+    if share is not None:
+        print(f"CPU {cpu} {backend}: the host was contended {share:.0%} of the time "
+              f"({profile.unit_suite} more than 3 % slower than its quiet speed)")
 
 
 def _print_footer(summary: RunSummary, results: list[CoverageResult],
@@ -430,5 +439,9 @@ def _print_footer(summary: RunSummary, results: list[CoverageResult],
         print("verdict: NOT covered: " + where("not_covered")
               + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
     else:
-        print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
-              f"constant; {UNSURE_ADVICE}")
+        undecided = [r for r in results if r.decision == "unsure" and r.estimate.undecided]
+        if undecided:
+            print(f"verdict: unsure: {where('unsure')}: {undecided[0].estimate.undecided}")
+        else:
+            print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
+                  f"constant; {UNSURE_ADVICE}")

@@ -101,6 +101,9 @@ def _verdict_text(r: CoverageResult) -> str:
         return f"{head}, constant {c}: {r.basis_label}"
     if r.estimate.is_unit:
         return f"estimate {r.vu_estimate}: the unit suite ({c} by definition)"
+    if r.decision == "unsure" and r.estimate.undecided:
+        return (f"{head} against the constant {c}: unsure{dual}: "
+                f"{r.estimate.undecided}")
     if r.decision == "unsure":
         return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
                 f"the constant; {UNSURE_ADVICE}")
@@ -137,6 +140,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
         basis = verdict_basis(profile, e.backend, e.operation)
         judged = basis != "comparison"
         decision = _decision(constant, e.vu_estimate, low, high, judged)
+        if e.undecided and decision in ("covered", "not_covered"):
+            decision = "unsure"  # too few quiet data: the figures decide nothing
         # A cap seen on the unit's rounds skews the ratio as much as one on the suite's.
         unit = units.get((e.cpu, e.backend, e.operation), e)
         capped = e.capped if e.capped is not None else unit.capped

@@ -188,6 +188,7 @@ class _Run:
                 fixtures[suite] = cached_pool(
                     suite, tuple(plan.backends), self.config.fixture_cache,
                     checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
+                    say=lambda text: self.progress.report(message=text),
                 )
             except FixtureError as exc:
                 self.note("error", "fixture", str(exc))

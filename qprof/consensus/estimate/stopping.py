@@ -47,7 +47,8 @@ class StoppingRule:
             for e in estimate(mine, unit_suite=self.unit_suite,
                               unit_vu=self.profile.unit_vu if self.profile else 100,
                               operation=op, statistic=self.statistic,
-                              replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp):
+                              replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp,
+                              signatures=False):  # the pool: no more rounds help
                 groups.setdefault(e.backend, []).append(e)
             if any(self._unsure(g) for g in groups.values() if any(e.is_unit for e in g)):
                 return True
@@ -64,6 +65,8 @@ class StoppingRule:
         # explicit --statistic p10 (the interval alone decides).
         spread_counts = statistic != "paired" and (
             statistic != "p10" or self.statistic == "auto")
+        if any(e.undecided for e in group):
+            return True  # too few quiet data yet: more rounds may bring them
         for e in group:
             if (spread_counts and e.suite.startswith("ML-DSA")
                     and e.round_spread_bp is not None
