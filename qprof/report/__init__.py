@@ -1,5 +1,8 @@
-"""Reports from recorded runs (`qprof report`: Markdown, and HTML with charts).
+"""qprof.report: Markdown and HTML reports of recorded runs (JSONL).
 
-A layer above ``consensus``: the figures come from its estimator and verdict, the same
-as `qprof check` gives for the same records; ``measure`` only reads the runs.
+A layer above ``consensus`` (the reports show its estimates and verdicts, the figures
+`qprof check` gives for the same records: ``figures``) and below ``commands``:
+``markdown`` (``render_report``; columns in ``columns``, the machine section in
+``machine``), ``html`` (``render_html``; chart primitives in ``html_svg``, also used by
+the monitor's report). ``measure`` only reads the runs.
 """
