@@ -59,6 +59,25 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     }
 
 
+def _coverage_line(c: dict[str, Any]) -> str:
+    """One verdict as `qprof check` gives it: the estimate with its 95 % interval, and the
+    seeds' median rule beside it when the estimate used another statistic."""
+    from qprof.consensus.verdict import CoverageResult
+
+    r = CoverageResult.from_dict(c)
+    word = {"covered": "covered", "not_covered": "NOT covered", "unsure": "unsure"}.get(
+        r.decision, r.basis_label)
+    unit = r.estimate.is_unit
+    ci = (f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
+          if r.vu_ci_low is not None and not unit else "")
+    rule = r.estimate.vu_by_statistic.get("median")
+    beside = (f"; by the median rule {rule}"
+              if r.statistic != "median" and rule is not None and not unit else "")
+    return (f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} estimate "
+            f"{r.vu_estimate:>5}{ci} vs constant {r.vu_constant:>5}  {word} "
+            f"[{r.statistic}]{beside}")
+
+
 def run(args: argparse.Namespace) -> int:
     from qprof.measure.records import RecordError
     from qprof.service.store import Store
@@ -101,11 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
-        word = {"covered": "covered", "not_covered": "NOT covered",
-                "unsure": f"unsure (95 % CI {c['vu_ci_low']}-{c['vu_ci_high']})"}.get(
-                    c["decision"], c["basis_label"])
-        out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
-                   f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
+        out.append(_coverage_line(c))
     out += ["", "recent alerts:"]
     if not data["alerts"]:
         out.append("  none")

@@ -92,6 +92,7 @@ class CoverageView:
     # qprof.consensus.verdict: covered / not_covered / unsure / comparison.
     decision: str | None = None
     vu_ci: tuple[int, int] | None = None  # the estimate's 95 % interval
+    is_unit: bool = False  # the unit suite: its estimate is the unit's VU by definition
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,16 @@ def fmt_covered(covered: bool | None, missing: str = "not measured yet",
     if covered is None:
         return missing
     return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
+
+
+def fmt_estimate(row: CoverageView) -> str:
+    """'4294 (4234-4332)': the estimate with its 95 % interval, as `qprof check` gives
+    it ('—' when not measured; the unit suite alone, its figure by definition)."""
+    if row.vu_estimate is None:
+        return "—"
+    if row.vu_ci is None or row.is_unit:
+        return str(row.vu_estimate)
+    return f"{row.vu_estimate} ({row.vu_ci[0]}-{row.vu_ci[1]})"
 
 
 STAT_SHORT = {"median": "med"}  # others ("p10", "paired") are short already

@@ -225,6 +225,7 @@ def coverage_rows(
                 basis_label=r.basis_label,
                 decision=r.decision,
                 vu_ci=r.estimate.vu_ci,
+                is_unit=r.estimate.is_unit,
             ))
     return tuple(rows)
 
