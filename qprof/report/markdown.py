@@ -98,7 +98,7 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                       _covered_cell([v for v in verdicts if v.suite == suite])]
             rows.append(r)
         lines += md_table(header, rows) + [""]
-        lines += [f"- {c.label}: {_statistic_text(col)}"
+        lines += [f"- {md_text(c.label)}: {md_text(_statistic_text(col))}"
                   for c, col in zip(cols, per_col, strict=True) if col]
         if profile:
             lines += _coverage_bullets(cols, profile, verdicts)
