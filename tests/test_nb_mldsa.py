@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qprof.verify.nb.keccak import keccak_f1600
+from qprof.verify.nb.keccak import absorb, keccak_f1600
 from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn
 from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
 from qprof.verify.nb.mldsa_expand import (
@@ -116,10 +116,14 @@ def test_tr_rides_along_expand_a(level: int) -> None:
     rho = np.frombuffer(pk[:32], dtype=np.uint8)
     zhat = rng.integers(-(Q - 1), Q - 1, size=(params.l, 256)).astype(np.int32)
     results = []
+    c_tilde = rng.integers(0, 256, size=params.c_tilde_bytes, dtype=np.uint8)
+    scalar_ball = np.zeros(25, dtype=np.uint64)
+    absorb(scalar_ball, 136, c_tilde)
     for want_tr in (True, False):
         acc = np.empty((params.k, 256), dtype=np.int64)
         tr = np.zeros(64, dtype=np.uint8)
-        expand_a_times_z(
+        ball = np.zeros(25, dtype=np.uint64)
+        rode = expand_a_times_z(
             rho,
             params.k,
             params.l,
@@ -131,7 +135,14 @@ def test_tr_rides_along_expand_a(level: int) -> None:
             pk,
             tr,
             want_tr,
+            c_tilde,
+            ball,
         )
+        # SampleInBall's sponge rides in a spare way when a batch has one (with tr,
+        # every level's last batch does); then it is the scalar sponge's state.
+        assert rode or not want_tr
+        if rode:
+            assert np.array_equal(ball, scalar_ball)
         results.append(acc)
         if want_tr:
             assert tr.tobytes() == hashlib.shake_256(pk).digest(64)

@@ -29,6 +29,7 @@ from numba import njit
 
 from qprof.verify.nb.keccak import (
     SHAKE256_RATE,
+    absorb,
     absorb_final,
     absorb_init,
     absorb_range,
@@ -36,7 +37,11 @@ from qprof.verify.nb.keccak import (
     squeeze_into,
 )
 from qprof.verify.nb.keccak_xn import WAYS
-from qprof.verify.nb.mldsa_expand import WS_WORDS, expand_a_times_z, sample_in_ball
+from qprof.verify.nb.mldsa_expand import (
+    WS_WORDS,
+    expand_a_times_z,
+    sample_in_ball_absorbed,
+)
 from qprof.verify.nb.mldsa_poly import (
     N,
     Q,
@@ -206,8 +211,6 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
 
     for i in range(c_tilde_bytes):
         c_tilde[i] = sig[i]
-    sample_in_ball(c_tilde, tau, state, block, chat)
-    ntt(chat, scratch)
     for s in range(l):
         ntt(zhat[s], scratch)
 
@@ -215,7 +218,12 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
     # tr = H(pk, 64) is computed inside, in a spare way of the multi-way permutation.
-    expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr, not use_mu)
+    # SampleInBall's hash rides in a spare way too when a batch has one.
+    if not expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr,
+                            not use_mu, c_tilde, state):  # fmt: skip
+        absorb(state, SHAKE256_RATE, c_tilde)
+    sample_in_ball_absorbed(tau, state, block, chat)
+    ntt(chat, scratch)
     if use_mu:
         for i in range(MU_BYTES):
             mu[i] = data[i]
