@@ -169,8 +169,10 @@ def profile_level(
     @njit(nogil=True)
     def t_expand(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr, n):  # noqa: ANN001, E741
         ball = np.empty(25, np.uint64)
+        ball_mu = np.empty(64, np.uint8)
         for _ in range(n):
-            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr, rho, ball)
+            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr, rho, ball, pk, 0,
+                             ball_mu)
 
     @njit(nogil=True)
     def t_mu(tr, ctx_msg, ctx_len, state, mu, n):  # noqa: ANN001

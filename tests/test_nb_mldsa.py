@@ -123,6 +123,7 @@ def test_tr_rides_along_expand_a(level: int) -> None:
         acc = np.empty((params.k, 256), dtype=np.int64)
         tr = np.zeros(64, dtype=np.uint8)
         ball = np.zeros(25, dtype=np.uint64)
+        mu = np.zeros(64, dtype=np.uint8)
         rode = expand_a_times_z(
             rho,
             params.k,
@@ -137,12 +138,19 @@ def test_tr_rides_along_expand_a(level: int) -> None:
             want_tr,
             c_tilde,
             ball,
+            b"ctx" + b"message",
+            3,
+            mu,
         )
         # SampleInBall's sponge rides in a spare way when a batch has one (with tr,
-        # every level's last batch does); then it is the scalar sponge's state.
-        assert rode or not want_tr
-        if rode:
+        # every level's last batch has two); then it is the scalar sponge's state.
+        # So does mu = H(tr || 0 || len(ctx) || ctx || msg) when it is one block.
+        assert rode == 3 or not want_tr
+        if rode & 1:
             assert np.array_equal(ball, scalar_ball)
+        if rode & 2:
+            mu_input = hashlib.shake_256(pk).digest(64) + bytes([0, 3]) + b"ctxmessage"
+            assert mu.tobytes() == hashlib.shake_256(mu_input).digest(64)
         results.append(acc)
         if want_tr:
             assert tr.tobytes() == hashlib.shake_256(pk).digest(64)

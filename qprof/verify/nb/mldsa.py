@@ -218,16 +218,17 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
     # tr = H(pk, 64) is computed inside, in a spare way of the multi-way permutation.
-    # SampleInBall's hash rides in a spare way too when a batch has one.
-    if not expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr,
-                            not use_mu, c_tilde, state):  # fmt: skip
+    # SampleInBall's hash and mu ride in spare ways too when a batch has them.
+    rode = expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr,
+                            not use_mu, c_tilde, state, data, ctx_len, mu)  # fmt: skip
+    if not rode & 1:
         absorb(state, SHAKE256_RATE, c_tilde)
     sample_in_ball_absorbed(tau, state, block, chat)
     ntt(chat, scratch)
     if use_mu:
         for i in range(MU_BYTES):
             mu[i] = data[i]
-    else:
+    elif not rode & 2:
         _hash_mu(tr, data, ctx_len, state, mu, prefix)
 
     hint_start = 0
