@@ -43,6 +43,7 @@ from qprof.verify.nb.mldsa_expand import (
     sample_in_ball_absorbed,
 )
 from qprof.verify.nb.mldsa_poly import (
+    INVNTT_F,
     N,
     Q,
     caddq,
@@ -50,10 +51,9 @@ from qprof.verify.nb.mldsa_poly import (
     decode_z_checked,
     highbits,
     hints_valid,
-    invntt_tomont,
+    invntt_stages,
     montgomery_reduce,
     ntt,
-    reduce32,
     use_hint,
     w1_encode,
 )
@@ -237,12 +237,15 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
         decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
         ntt(t1, scratch)
         row = acc[r]
+        # One reduction of the difference: |A*z| < 7 * 9q^2 and |c * t1| < 81q^2 (both
+        # NTT outputs < 9q), so |difference| < 144q^2 < 2^31 q, Montgomery's input
+        # range, and the result is in (-q, q) as the inverse NTT wants.
         for j in range(N):
-            ct = montgomery_reduce(np.int64(chat[j]) * np.int64(t1[j]))
-            w[j] = reduce32(montgomery_reduce(row[j]) - ct)
-        invntt_tomont(w, scratch)
+            w[j] = montgomery_reduce(row[j] - np.int64(chat[j]) * np.int64(t1[j]))
+        invntt_stages(w, scratch)
         for j in range(N):
-            v = caddq(np.int64(w[j]))
+            # invntt_tomont's final scaling, fused with the mapping to [0, q).
+            v = caddq(montgomery_reduce(INVNTT_F * np.int64(w[j])))
             w[j] = v
             w1[j] = highbits(v, gamma2)
         # UseHint: positions listed in the hint move to the neighbouring high part.

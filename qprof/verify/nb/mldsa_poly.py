@@ -128,11 +128,18 @@ def invntt_tomont(a: np.ndarray, tmp: np.ndarray) -> None:
     constant-geometry order of ``ntt`` run backwards (pairs 2p, 2p + 1 in, p and
     p + 128 out), then the scaling by R^2 / 256.
     """
+    invntt_stages(a, tmp)
+    for j in range(N):
+        a[j] = montgomery_reduce(INVNTT_F * np.int64(a[j]))
+
+
+@njit(cache=True, nogil=True)
+def invntt_stages(a: np.ndarray, tmp: np.ndarray) -> None:
+    """``invntt_tomont`` without the final scaling by R^2 / 256 (a caller that makes
+    another pass over the coefficients does that multiplication there)."""
     for stage in range(0, 8, 2):
         _invntt_stage(a, tmp, stage)
         _invntt_stage(tmp, a, stage + 1)
-    for j in range(N):
-        a[j] = montgomery_reduce(INVNTT_F * np.int64(a[j]))
 
 
 @njit(cache=True, nogil=True)
