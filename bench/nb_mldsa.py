@@ -168,14 +168,17 @@ def profile_level(
 
     @njit(nogil=True)
     def t_expand(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr, n):  # noqa: ANN001, E741
+        ball = np.empty(25, np.uint64)
+        ball_mu = np.empty(64, np.uint8)
         for _ in range(n):
-            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr)
+            expand_a_times_z(rho, k, l, zhat, acc, st, sm, no, pk, tr, want_tr, rho, ball, pk, 0,
+                             ball_mu)
 
     @njit(nogil=True)
-    def t_mu(tr, ctx, msg, state, mu, n):  # noqa: ANN001
+    def t_mu(tr, ctx_msg, ctx_len, state, mu, n):  # noqa: ANN001
         prefix = np.empty(2, np.uint8)
         for _ in range(n):
-            m._hash_mu(tr, ctx, msg, state, mu, prefix)
+            m._hash_mu(tr, ctx_msg, ctx_len, state, mu, prefix)
 
     @njit(nogil=True)
     def t_ball(ct, tau, state, block, c, n):  # noqa: ANN001
@@ -185,12 +188,13 @@ def profile_level(
     @njit(nogil=True)
     def t_decode(sig, pk, k, l, cb, g1, omega, zh, t1, n):  # noqa: ANN001, E741
         zbytes = 32 * (g1 + 1)
+        pk_lanes = np.frombuffer(pk, dtype=np.uint64)
         for _ in range(n):
             hints_valid(sig, cb + l * zbytes, k, omega)
             for s in range(l):
                 decode_z_checked(sig, cb + s * zbytes, g1, 1 << g1, zh[s])
             for r in range(k):
-                decode_t1_shifted(pk, 32 + 320 * r, t1)
+                decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
 
     @njit(nogil=True)
     def t_c_tilde(mu, w1_packed, cb, state, out, n):  # noqa: ANN001
@@ -241,7 +245,7 @@ def profile_level(
         lambda n: t_expand(rho, p.k, p.l, zhat, acc, st_xn, sampled, nonces, pk, tr, False, n),
         repeats // 10,
     )
-    mu_us = per_call(lambda n: t_mu(tr, CONTEXT, MESSAGE, state, mu, n), repeats)
+    mu_us = per_call(lambda n: t_mu(tr, CONTEXT + MESSAGE, len(CONTEXT), state, mu, n), repeats)
     ball_us = per_call(lambda n: t_ball(ct, p.tau, state, block, c_poly, n), repeats)
     sig = bytes(p.signature_bytes)
     decode_us = per_call(

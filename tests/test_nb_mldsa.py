@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qprof.verify.nb.keccak import keccak_f1600
+from qprof.verify.nb.keccak import absorb, keccak_f1600
 from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn
 from qprof.verify.nb.mldsa import PARAMS, mldsa_verify, mldsa_verify_mu, warm_up
 from qprof.verify.nb.mldsa_expand import (
@@ -116,10 +116,15 @@ def test_tr_rides_along_expand_a(level: int) -> None:
     rho = np.frombuffer(pk[:32], dtype=np.uint8)
     zhat = rng.integers(-(Q - 1), Q - 1, size=(params.l, 256)).astype(np.int32)
     results = []
+    c_tilde = rng.integers(0, 256, size=params.c_tilde_bytes, dtype=np.uint8)
+    scalar_ball = np.zeros(25, dtype=np.uint64)
+    absorb(scalar_ball, 136, c_tilde)
     for want_tr in (True, False):
         acc = np.empty((params.k, 256), dtype=np.int64)
         tr = np.zeros(64, dtype=np.uint8)
-        expand_a_times_z(
+        ball = np.zeros(25, dtype=np.uint64)
+        mu = np.zeros(64, dtype=np.uint8)
+        rode = expand_a_times_z(
             rho,
             params.k,
             params.l,
@@ -131,7 +136,22 @@ def test_tr_rides_along_expand_a(level: int) -> None:
             pk,
             tr,
             want_tr,
+            c_tilde,
+            ball,
+            b"ctx" + b"message",
+            3,
+            mu,
         )
+        # SampleInBall's sponge rides in a spare way when a batch has one (with tr and
+        # eight ways, every level's last batch has two; four-way ML-DSA-87 has none);
+        # then it is the scalar sponge's state. So does mu = H(tr || 0 || len(ctx) ||
+        # ctx || msg) when it is one block.
+        assert rode == 3 or not want_tr or WAYS == 4
+        if rode & 1:
+            assert np.array_equal(ball, scalar_ball)
+        if rode & 2:
+            mu_input = hashlib.shake_256(pk).digest(64) + bytes([0, 3]) + b"ctxmessage"
+            assert mu.tobytes() == hashlib.shake_256(mu_input).digest(64)
         results.append(acc)
         if want_tr:
             assert tr.tobytes() == hashlib.shake_256(pk).digest(64)

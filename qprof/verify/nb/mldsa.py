@@ -29,6 +29,7 @@ from numba import njit
 
 from qprof.verify.nb.keccak import (
     SHAKE256_RATE,
+    absorb,
     absorb_final,
     absorb_init,
     absorb_range,
@@ -36,8 +37,13 @@ from qprof.verify.nb.keccak import (
     squeeze_into,
 )
 from qprof.verify.nb.keccak_xn import WAYS
-from qprof.verify.nb.mldsa_expand import WS_WORDS, expand_a_times_z, sample_in_ball
+from qprof.verify.nb.mldsa_expand import (
+    WS_WORDS,
+    expand_a_times_z,
+    sample_in_ball_absorbed,
+)
 from qprof.verify.nb.mldsa_poly import (
+    INVNTT_F,
     N,
     Q,
     caddq,
@@ -45,10 +51,9 @@ from qprof.verify.nb.mldsa_poly import (
     decode_z_checked,
     highbits,
     hints_valid,
-    invntt_tomont,
+    invntt_stages,
     montgomery_reduce,
     ntt,
-    reduce32,
     use_hint,
     w1_encode,
 )
@@ -109,23 +114,24 @@ PARAMS: dict[int, MldsaParams] = {
 
 @njit(cache=True, nogil=True)
 def _hash_mu(
-    tr: np.ndarray, ctx: bytes, msg: bytes, state: np.ndarray, mu: np.ndarray, prefix: np.ndarray
+    tr: np.ndarray, ctx_msg: bytes, ctx_len: int, state: np.ndarray, mu: np.ndarray,
+    prefix: np.ndarray,
 ) -> None:
     """mu = H(tr || 0x00 || len(ctx) || ctx || msg, 64) (FIPS 204 Algorithms 3 and 8);
-    ``prefix``: uint8[2] scratch."""
+    ``ctx_msg`` is ctx || msg, ``prefix``: uint8[2] scratch."""
     prefix[0] = 0  # pure ML-DSA domain separator
-    prefix[1] = len(ctx)
+    prefix[1] = ctx_len
     pos = absorb_init(state)
     pos = absorb_update(state, SHAKE256_RATE, pos, tr)
     pos = absorb_update(state, SHAKE256_RATE, pos, prefix)
-    pos = absorb_range(state, SHAKE256_RATE, pos, ctx, 0, len(ctx))
-    pos = absorb_range(state, SHAKE256_RATE, pos, msg, 0, len(msg))
+    pos = absorb_range(state, SHAKE256_RATE, pos, ctx_msg, 0, len(ctx_msg))
     absorb_final(state, SHAKE256_RATE, pos)
     squeeze_into(state, mu, 0, MU_BYTES)
 
 
 # One row per level, in PARAMS order: the kernel takes a row index instead of eight
-# integers (each argument costs numba's dispatcher a type check on every call).
+# integers (each argument costs numba's dispatcher a type check on every call, about
+# 0.1 us for a bytes object: the kernel therefore takes one integer and three bytes).
 _KERNEL_PARAMS = np.array(
     [
         [p.k, p.l, p.tau, p.c_tilde_bytes, p.gamma1_bits, p.gamma2, p.omega, p.beta]
@@ -137,9 +143,14 @@ _KERNEL_ROW = {level: row for row, level in enumerate(PARAMS)}
 
 
 @njit(cache=True, nogil=True)
-def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use_mu: bool) -> bool:
-    """ML-DSA.Verify (Alg. 3 + 8) with the parameters of ``_KERNEL_PARAMS[row]``;
-    ``data`` is the message, or with ``use_mu`` mu itself (and ``ctx`` is unused)."""
+def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
+    """ML-DSA.Verify (Alg. 3 + 8) with the parameters of ``_KERNEL_PARAMS[row]``.
+
+    ``code`` is ``_kernel_code(row, use_mu, len(ctx))``; ``data`` is ctx || message,
+    or with ``use_mu`` mu itself."""
+    row = code & 3
+    use_mu = (code >> 2) & 1 == 1
+    ctx_len = code >> 3
     k = _KERNEL_PARAMS[row, 0]
     l = _KERNEL_PARAMS[row, 1]  # noqa: E741 - FIPS 204 calls it l
     tau = _KERNEL_PARAMS[row, 2]
@@ -156,7 +167,7 @@ def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use
     if use_mu:
         if len(data) != MU_BYTES:
             return False
-    elif len(ctx) > MAX_CONTEXT_BYTES:
+    elif ctx_len > MAX_CONTEXT_BYTES or ctx_len > len(data):
         return False
 
     # sigDecode: hints first (cheap), then z with the infinity-norm check.
@@ -200,8 +211,6 @@ def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use
 
     for i in range(c_tilde_bytes):
         c_tilde[i] = sig[i]
-    sample_in_ball(c_tilde, tau, state, block, chat)
-    ntt(chat, scratch)
     for s in range(l):
         ntt(zhat[s], scratch)
 
@@ -209,24 +218,34 @@ def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use
     for i in range(RHO_BYTES):
         rho[i] = pk[i]
     # tr = H(pk, 64) is computed inside, in a spare way of the multi-way permutation.
-    expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr, not use_mu)
+    # SampleInBall's hash and mu ride in spare ways too when a batch has them.
+    rode = expand_a_times_z(rho, k, l, zhat, acc, state_xn, sampled, counts, pk, tr,
+                            not use_mu, c_tilde, state, data, ctx_len, mu)  # fmt: skip
+    if not rode & 1:
+        absorb(state, SHAKE256_RATE, c_tilde)
+    sample_in_ball_absorbed(tau, state, block, chat)
+    ntt(chat, scratch)
     if use_mu:
         for i in range(MU_BYTES):
             mu[i] = data[i]
-    else:
-        _hash_mu(tr, ctx, data, state, mu, prefix)
+    elif not rode & 2:
+        _hash_mu(tr, data, ctx_len, state, mu, prefix)
 
     hint_start = 0
+    pk_lanes = np.frombuffer(pk, dtype=np.uint64)  # 32 + 320k bytes: whole lanes
     for r in range(k):
-        decode_t1_shifted(pk, 32 + 320 * r, t1)
+        decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
         ntt(t1, scratch)
         row = acc[r]
+        # One reduction of the difference: |A*z| < 7 * 9q^2 and |c * t1| < 81q^2 (both
+        # NTT outputs < 9q), so |difference| < 144q^2 < 2^31 q, Montgomery's input
+        # range, and the result is in (-q, q) as the inverse NTT wants.
         for j in range(N):
-            ct = montgomery_reduce(np.int64(chat[j]) * np.int64(t1[j]))
-            w[j] = reduce32(montgomery_reduce(row[j]) - ct)
-        invntt_tomont(w, scratch)
+            w[j] = montgomery_reduce(row[j] - np.int64(chat[j]) * np.int64(t1[j]))
+        invntt_stages(w, scratch)
         for j in range(N):
-            v = caddq(np.int64(w[j]))
+            # invntt_tomont's final scaling, fused with the mapping to [0, q).
+            v = caddq(montgomery_reduce(INVNTT_F * np.int64(w[j])))
             w[j] = v
             w1[j] = highbits(v, gamma2)
         # UseHint: positions listed in the hint move to the neighbouring high part.
@@ -248,6 +267,11 @@ def _verify_kernel(row: int, pk: bytes, sig: bytes, ctx: bytes, data: bytes, use
         if block[i] != c_tilde[i]:
             same = False
     return same
+
+
+def _kernel_code(row: int, use_mu: bool, ctx_len: int) -> int:
+    """The kernel's first argument: the parameter row, the mu flag, the context length."""
+    return row | (use_mu << 2) | (ctx_len << 3)
 
 
 def _row(level: object) -> int | None:
@@ -278,6 +302,15 @@ def mldsa_verify(
     Returns False (never raises) for unknown levels, non-bytes input, wrong key or
     signature lengths, contexts over 255 bytes and malformed encodings.
     """
+    # The usual call (bytes, an int level) skips the conversions: they cost about a
+    # tenth of a verification's time outside the kernel.
+    if (type(public_key) is bytes and type(message) is bytes and type(signature) is bytes
+            and type(context) is bytes and type(level) is int):  # fmt: skip
+        row = _KERNEL_ROW.get(level)
+        if row is None or len(context) > MAX_CONTEXT_BYTES:
+            return False
+        return _verify_kernel(row | (len(context) << 3), public_key, signature,  # type: ignore[no-any-return]
+                              context + message)  # fmt: skip
     row = _row(level)
     pk = _as_bytes(public_key)
     msg = _as_bytes(message)
@@ -285,7 +318,10 @@ def mldsa_verify(
     ctx = _as_bytes(context)
     if row is None or pk is None or msg is None or sig is None or ctx is None:
         return False
-    return bool(_verify_kernel(row, pk, sig, ctx, msg, False))
+    if len(ctx) > MAX_CONTEXT_BYTES:
+        return False
+    # ctx || msg as one argument (b"" + msg is msg itself: no copy without a context).
+    return bool(_verify_kernel(_kernel_code(row, False, len(ctx)), pk, sig, ctx + msg))
 
 
 def mldsa_verify_mu(level: int, public_key: bytes, mu: bytes, signature: bytes) -> bool:
@@ -296,7 +332,7 @@ def mldsa_verify_mu(level: int, public_key: bytes, mu: bytes, signature: bytes) 
     sig = _as_bytes(signature)
     if row is None or pk is None or mu_bytes is None or sig is None:
         return False
-    return bool(_verify_kernel(row, pk, sig, b"", mu_bytes, True))
+    return bool(_verify_kernel(_kernel_code(row, True, 0), pk, sig, mu_bytes))
 
 
 def warm_up(suite: str | None = None) -> None:

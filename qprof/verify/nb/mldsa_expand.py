@@ -232,7 +232,12 @@ def expand_a_times_z(
     pk: bytes,
     tr: np.ndarray,
     want_tr: bool,
-) -> None:
+    c_tilde: np.ndarray,
+    ball_state: np.ndarray,
+    ctx_msg: bytes,
+    ctx_len: int,
+    mu: np.ndarray,
+) -> int:
     """acc[r] = sum over s of A_hat[r][s] * z_hat[s], unreduced int64 products.
 
     With ``want_tr`` it also computes tr = SHAKE256(pk, 64) into ``tr``: the single tr
@@ -245,7 +250,15 @@ def expand_a_times_z(
     ``zhat``: int32[l, 256] (|coeff| < 9q), ``acc``: int64[k, 256] (overwritten),
     ``state``: uint64[WS_WORDS] (states + staged candidates), ``sampled``:
     int32[WAYS, >= SAMPLE_SLACK] scratch for blocks with rejections,
-    ``counts``: int64[WAYS] scratch, ``tr``: uint8[64]. Sums stay below
+    ``counts``: int64[WAYS] scratch, ``tr``: uint8[64].
+
+    SampleInBall's SHAKE256(c_tilde) rides in the last way of the first batch that
+    leaves it free (after tr; ML-DSA-44's last batch has two entries for eight ways):
+    then ``ball_state`` (uint64[25]) holds the sponge after its first permutation, as
+    ``keccak.absorb`` leaves it, and bit 0 of the return value is set. Likewise
+    mu = SHAKE256(tr || 0 || ctx_len || ctx_msg, 64) when it is one block and a second
+    way is free there (``ctx_msg`` is ctx || message): into ``mu`` (uint8[64]), bit 1.
+    Sums stay below
     7 * q * 9q < 2^53, inside Montgomery's input range.
     """
     for r in range(k):
@@ -258,6 +271,9 @@ def expand_a_times_z(
     tr_done = 0
     total = k * l
     first = 0
+    ball_done = False
+    mu_done = False
+    mu_fits = want_tr and TR_BYTES + 2 + len(ctx_msg) < SHAKE256_RATE
     while first < total or tr_done < tr_perms:
         ways = min(WAYS if tr_done >= tr_perms else TR_WAY, total - first)
         # counts[w] doubles as the nonce until the stream is absorbed.
@@ -268,12 +284,31 @@ def expand_a_times_z(
         for w in range(WAYS):
             counts[w] = 0 if w < ways else N
         pending = ways
+        ball_way = -1
+        if not ball_done and tr_done >= tr_perms and ways < WAYS:
+            ball_way = WAYS - 1
+            absorb_ball_way(state, c_tilde, ball_way)
+        mu_way = -1
+        if mu_fits and not mu_done and tr_done >= tr_perms and ways < WAYS - 1:
+            mu_way = WAYS - 2
+            absorb_mu_way(state, tr, ctx_msg, ctx_len, mu_way)
         while True:
             # One permutation of all ways; the last one may be advancing tr.
             tr_step = tr_done < tr_perms and ways < WAYS
             if tr_step:
                 absorb_tr_block(state, pk, pk_lanes, tr_done)
             keccak_f1600_xn(state)
+            if ball_way >= 0:
+                for i in range(25):
+                    ball_state[i] = state[WAYS * i + ball_way]
+                ball_way = -1
+                ball_done = True
+            if mu_way >= 0:
+                for i in range(TR_BYTES):
+                    lane = state[WAYS * (i >> 3) + mu_way]
+                    mu[i] = np.uint8((lane >> np.uint64(8 * (i & 7))) & np.uint64(0xFF))
+                mu_way = -1
+                mu_done = True
             if tr_step:
                 tr_done += 1
                 if tr_done == tr_perms:
@@ -299,6 +334,39 @@ def expand_a_times_z(
             if pending == 0:
                 break
         first += ways
+    return np.int64(ball_done) | (np.int64(mu_done) << 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _xor_byte_way(s: np.ndarray, w: int, pos: int, byte: np.uint64) -> None:
+    s[WAYS * (pos >> 3) + w] ^= byte << np.uint64(8 * (pos & 7))
+
+
+@njit(cache=True, nogil=True)
+def absorb_mu_way(s: np.ndarray, tr: np.ndarray, ctx_msg: bytes, ctx_len: int, w: int) -> None:
+    """SHAKE256 absorption of tr || 0 || ctx_len || ctx_msg (one block) into way w."""
+    for lane in range(25):
+        s[WAYS * lane + w] = np.uint64(0)
+    for i in range(TR_BYTES):
+        _xor_byte_way(s, w, i, np.uint64(tr[i]))
+    _xor_byte_way(s, w, TR_BYTES + 1, np.uint64(ctx_len))  # byte TR_BYTES is 0 (pure)
+    n = TR_BYTES + 2
+    for i in range(len(ctx_msg)):
+        _xor_byte_way(s, w, n + i, np.uint64(ctx_msg[i]))
+    _xor_byte_way(s, w, n + len(ctx_msg), SHAKE_PAD)
+    s[WAYS * (SHAKE256_RATE // 8 - 1) + w] ^= RATE_END_PAD
+
+
+@njit(cache=True, nogil=True)
+def absorb_ball_way(s: np.ndarray, c_tilde: np.ndarray, w: int) -> None:
+    """SHAKE256 absorption of c_tilde (at most 64 bytes: one block) into way w."""
+    for lane in range(25):
+        s[WAYS * lane + w] = np.uint64(0)
+    n = len(c_tilde)
+    for i in range(n):
+        s[WAYS * (i >> 3) + w] ^= np.uint64(c_tilde[i]) << np.uint64(8 * (i & 7))
+    s[WAYS * (n >> 3) + w] ^= SHAKE_PAD << np.uint64(8 * (n & 7))
+    s[WAYS * (SHAKE256_RATE // 8 - 1) + w] ^= RATE_END_PAD
 
 
 @njit(cache=True, nogil=True)
@@ -310,6 +378,13 @@ def sample_in_ball(
     ``state``: uint64[25] scratch, ``block``: uint8[136] scratch.
     """
     absorb(state, SHAKE256_RATE, c_tilde)
+    sample_in_ball_absorbed(tau, state, block, c)
+
+
+@njit(cache=True, nogil=True)
+def sample_in_ball_absorbed(tau: int, state: np.ndarray, block: np.ndarray, c: np.ndarray) -> None:
+    """``sample_in_ball`` from the SHAKE256 sponge ``state`` that has absorbed c_tilde
+    (``keccak.absorb``, or the way ``expand_a_times_z`` ran it in)."""
     _copy_block(state, block)
     signs = np.uint64(0)
     for b in range(8):
