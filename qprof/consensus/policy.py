@@ -123,6 +123,7 @@ class RatioBinding:
     binds: bool
     reference: str | None  # the reference core matched, if any
     why: str
+    detail: str = ""  # the why without its "binds here" / "not binding here" head
 
 
 def ratio_binding(profile: Profile, core: CoreDesign | None) -> RatioBinding:
@@ -139,9 +140,11 @@ def ratio_binding(profile: Profile, core: CoreDesign | None) -> RatioBinding:
         return RatioBinding(True, None, "binds here: the core's design is unknown, so it "
                             "is held to the ratio as a reference core would be")
     refs = ", ".join(r.name for r in profile.reference_cores)
-    return RatioBinding(False, None, f"not binding here: {core.label()} is not one of "
-                        f"{profile.name}'s reference cores ({refs}); the constants follow "
-                        "the slowest reference core")
+    design = f" ({core.uarch})" if core.uarch and core.uarch != core.label() else ""
+    detail = (f"{core.label()}{design} is not one of {profile.name}'s reference cores "
+              f"({refs})")
+    return RatioBinding(False, None, f"not binding here: {detail}; the constants follow "
+                        "the slowest reference core", detail)
 
 
 @dataclass(frozen=True)
@@ -238,7 +241,7 @@ def _not_binding_text(r: CoverageResult, binding: RatioBinding) -> str:
     if r.decision == "not_covered":
         low = f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})" if r.vu_ci_low is not None else ""
         return (f"estimate {r.vu_estimate}{low}, constant {r.vu_constant}: {NOT_BINDING} "
-                f"({binding.why.removeprefix('not binding here: ')})")
+                f"({binding.detail})")
     return f"{r.verdict} ({binding.why})"
 
 
