@@ -155,5 +155,27 @@ def _check_fleet(port: int, vm_target: str, arm_target: str) -> None:
     ratios = settle(port, "qprof:worst_block_vs_reference:ratio", "cpu", want)
     assert ratios == pytest.approx(want)
     assert ratios["2"] == pytest.approx(2.35, rel=1e-4) and ratios["0"] < 0.3
+    # qprof calibrate through the real Prometheus's HTTP API: constants from the CPUs
+    # where the ratio binds (the arm node's Gold and Silver), none from the x86 node; the
+    # capped Silver core still breaks the time bound with them (exit 1).
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "qprof", "calibrate", "--prometheus",
+                          f"http://127.0.0.1:{port}", "--json"], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert out.returncode == 1, out.stderr
+    proposal = json.loads(out.stdout)
+    assert sorted(proposal["nodes"]) == sorted([vm_target, arm_target])
+    suites = {s["suite"]: s for s in proposal["suites"]}
+    assert suites["ML-DSA-87"]["proposed"] == 296
+    assert suites["ML-DSA-87"]["driven_by"] == f"{arm_target} cpu 6"
+    slh = suites["SLH-DSA-SHAKE-128s"]
+    assert slh["proposed"] == vu_estimate(SILVER_CAPPED_MEDIANS["SLH-DSA-SHAKE-128s"],
+                                          SILVER_CAPPED_MEDIANS["ML-DSA-44"])
+    assert slh["other_cpus"] == 1 and slh["largest_elsewhere"] > 4000  # the x86 node's
+    late_nodes = {(b["node"], b["cpu"]) for b in proposal["time_bounds"] if not b["covered"]}
+    assert late_nodes == {(arm_target, 2)}
     print("fleet margins:", margins, "cap alerts:", sorted(seen), "block vs reference:",
-          ratios)
+          ratios, "calibrate:", proposal["constants"])

@@ -212,6 +212,10 @@ class QprofCollector(Collector):
                                   "verifier, judged), dual (a pair led by it, judged apart) "
                                   "or comparison (a verifier no node runs alone: no verdict)",
                                   labels=["cpu", "suite", "backend", "basis"])
+        est_high = GaugeMetricFamily("qprof_vu_estimate_ci_high",
+                                     "Top of the 95 % interval of qprof_vu_estimate (what "
+                                     "qprof calibrate covers where the ratio binds)",
+                                     labels=["cpu", "suite", "backend"])
         unsure = GaugeMetricFamily("qprof_vu_unsure",
                                    "1 when the estimate's 95 % interval straddles the "
                                    "constant: no covered/not covered until measured longer, "
@@ -221,6 +225,8 @@ class QprofCollector(Collector):
         binds: dict[int, bool] = {}
         for c in cov:
             est.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_estimate))
+            if c.vu_ci_high is not None:
+                est_high.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_ci_high))
             basis.add_metric([str(c.cpu), c.suite, c.backend, c.basis], 1.0)
             if c.basis == "node" and c.covered is not None:
                 key = (c.cpu, c.suite)
@@ -237,7 +243,7 @@ class QprofCollector(Collector):
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name,
                                     "true" if binds[cpu] else "false"], 1.0 if ok else 0.0)
-        yield from (est, basis, const_metric, covered, unsure)
+        yield from (est, est_high, basis, const_metric, covered, unsure)
         if profile is not None:
             yield from block_time_metrics(cov, profile.name)
         yield from _block_metrics(blocks)
