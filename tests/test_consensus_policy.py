@@ -156,3 +156,21 @@ def test_interval_fraction_bound(tmp_path: Path):
     assert bt is not None and bt.interval_fraction == pytest.approx(bt.time_ns / 75e9)
     assert bt.vs_reference is not None and bt.vs_reference < 1
     assert bt.covered is False and "interval" in bt.why
+
+
+def test_check_json_rows_carry_both_verdicts():
+    from qprof.commands.check import result_json
+
+    results = judge("qanum", HW / "vm-this-machine", 1, X86)
+    row = result_json(results["SLH-DSA-SHAKE-256s"], "auto")
+    assert (row["covered"], row["ratio_binds"], row["block_time_covered"]) == (False, False,
+                                                                               True)
+    assert row["policy_decision"] == "covered"
+    assert row["block_time_ns"] == pytest.approx(125 * X86["SLH-DSA-SHAKE-128s"])
+    assert row["block_time_reference_ns"] == pytest.approx(125 * SILVER["SLH-DSA-SHAKE-128s"])
+    worst = row["worst_block"]
+    assert isinstance(worst, dict) and worst["composition"] == {"SLH-DSA-SHAKE-128s": 125}
+    assert worst["binding"] == ["verify_units"] and worst["reference_core"] == "Silver"
+    import json
+
+    json.dumps(row)  # every value is JSON
