@@ -174,3 +174,22 @@ def test_check_json_rows_carry_both_verdicts():
     import json
 
     json.dumps(row)  # every value is JSON
+
+
+def test_a_block_time_near_the_bound_is_unsure_over_the_rounds():
+    """Rounds whose block times straddle the reference core's: no ✓/✗, unsure."""
+    from qprof.consensus.policy import block_time_verdict
+
+    profile = load_profile("qanum")
+    near = {s: 0.99 * t for s, t in SILVER.items()}
+    rounds = {s: (0.95 * t, 0.99 * t, 1.04 * t) for s, t in SILVER.items()}
+    bt = block_time_verdict(profile, near, rounds)
+    assert (bt.decision, bt.covered) == ("unsure", None)
+    assert bt.time_range_ns is not None and bt.time_range_ns[0] < bt.reference_ns  # type: ignore[operator]
+    assert "unsure" in bt.why
+    clear = block_time_verdict(profile, near, {s: (0.98 * t,) for s, t in SILVER.items()})
+    assert clear.decision == "covered" and clear.covered is True
+    from qprof.consensus.policy import policy_decision
+
+    assert policy_decision("covered", True, None, block_time_unsure=True) == "unsure"
+    assert policy_decision("not_covered", True, None, block_time_unsure=True) == "not_covered"

@@ -18,7 +18,8 @@ def block_time_json(bt: BlockTimeVerdict | None) -> dict[str, object] | None:
         return None
     w = bt.worst
     return {
-        "covered": bt.covered, "time_ns": bt.time_ns,
+        "covered": bt.covered, "decision": bt.decision, "time_ns": bt.time_ns,
+        "time_range_ns": list(bt.time_range_ns) if bt.time_range_ns else None,
         "reference_core": bt.reference_core, "reference_ns": bt.reference_ns,
         "vs_reference": bt.vs_reference, "max_vs_reference": bt.max_vs_reference,
         "interval_fraction": bt.interval_fraction,
@@ -55,7 +56,7 @@ def print_block_times(results: list[CoverageResult]) -> None:
             continue
         seen.add(key)
         bt = r.block_time
-        mark = {True: "✓", False: "✗", None: "-"}[bt.covered]
+        mark = {"covered": "✓", "not_covered": "✗", "unsure": "?"}.get(bt.decision, "-")
         print(f"CPU {r.cpu} {r.backend} time bound {mark}: {bt.why}")
 
 

@@ -23,7 +23,7 @@ act on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.hw.topology import Topology
 
+UNSURE_TIME_ADVICE = ("to decide, measure longer or on a quieter host (nothing else "
+                      "running on that core)")
 NOT_BINDING = ("ratio above the constant; not binding here: the constants follow the "
                "slowest reference core")
 
@@ -151,7 +153,7 @@ def ratio_binding(profile: Profile, core: CoreDesign | None) -> RatioBinding:
 class BlockTimeVerdict:
     """The time bound on one core (one backend and operation)."""
 
-    covered: bool | None  # None: no bound stated, or nothing to compare with
+    covered: bool | None  # None: unsure, no bound stated, or nothing to compare with
     worst: WorstBlock  # this core's worst-case block, from its own times
     time_ns: float  # that block here
     reference_core: str | None  # the slowest reference core for that very block
@@ -161,6 +163,11 @@ class BlockTimeVerdict:
     interval_fraction: float | None  # time_ns / the target block interval
     max_interval_fraction: float | None
     why: str
+    # "covered" / "not_covered": the bound holds / fails over the whole range of the
+    # block's time (the estimate and every round's block time); "unsure": the range
+    # straddles it; "none": no bound stated or nothing to compare with.
+    decision: str = "none"
+    time_range_ns: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -172,7 +179,9 @@ class BlockTimeVerdict:
             w[key] = tuple(tuple(x) for x in w[key])
         for key in ("binding", "unsized", "left_out"):
             w[key] = tuple(w.get(key) or ())
-        return cls(**{**data, "worst": WorstBlock(**w)})
+        time_range = data.get("time_range_ns")
+        return cls(**{**data, "worst": WorstBlock(**w),
+                      "time_range_ns": tuple(time_range) if time_range else None})
 
 
 def _ms(ns: float) -> str:
@@ -181,10 +190,27 @@ def _ms(ns: float) -> str:
     return fmt_ns(ns)
 
 
-def block_time_verdict(profile: Profile, times_ns: Mapping[str, float]) -> BlockTimeVerdict:
+def _round_range(worst: WorstBlock, rounds_ns: Mapping[str, Sequence[float]] | None
+                 ) -> tuple[float, float]:
+    """The block's time over the estimate and every round both measured: each round's
+    block from that round's medians (a slow phase of the host moves whole rounds)."""
+    times = [worst.time_ns]
+    if rounds_ns and worst.composition and all(s in rounds_ns for s, _ in worst.composition):
+        n = min(len(rounds_ns[s]) for s, _ in worst.composition)
+        times += [sum(k * float(rounds_ns[s][i]) for s, k in worst.composition)
+                  for i in range(n)]
+    return min(times), max(times)
+
+
+def block_time_verdict(profile: Profile, times_ns: Mapping[str, float],
+                       rounds_ns: Mapping[str, Sequence[float]] | None = None
+                       ) -> BlockTimeVerdict:
     """This core's worst-case block against the same block on the slowest reference core
-    and the share of the block interval the profile allows."""
+    and the share of the block interval the profile allows. ``rounds_ns``: each suite's
+    round medians; the block's time over them is the range the bound is judged on (it
+    holds over all of it, fails over all of it, or the verdict is unsure)."""
     worst = worst_block(BlockLimits.of(profile), times_ns)
+    low_ns, high_ns = _round_range(worst, rounds_ns)
     bound = profile.block_time
     refs = [(r.name, t) for r in profile.reference_cores
             if (t := worst.time_on(r.verify_median_ns)) is not None]
@@ -198,12 +224,13 @@ def block_time_verdict(profile: Profile, times_ns: Mapping[str, float]) -> Block
     block = f"worst-case block {worst.text()} ({worst.binding_text()}): {_ms(worst.time_ns)}"
     there = (f" here, {_ms(ref_ns)} on the reference core {ref_name}" if ref_ns is not None
              else " here")
-    checks: list[tuple[bool, str]] = []
+    # Each check: the largest time it allows, and its words.
+    checks: list[tuple[float, str]] = []
     if factor is not None and ref_ns is not None and vs is not None:
         limit = "" if factor == 1 else f" (bound {factor:g}x)"
-        checks.append((vs <= factor, f"{vs:.2f}x the reference{limit}"))
-    if max_fraction is not None and fraction is not None:
-        checks.append((fraction <= max_fraction, f"{100 * fraction:.3g} % of the "
+        checks.append((factor * ref_ns, f"{vs:.2f}x the reference{limit}"))
+    if max_fraction is not None and fraction is not None and interval_ns:
+        checks.append((max_fraction * interval_ns, f"{100 * fraction:.3g} % of the "
                        f"{profile.target_block_interval_s:g} s interval (bound "
                        f"{100 * max_fraction:g} %)"))
     missing = [s for s in worst.left_out]
@@ -217,24 +244,35 @@ def block_time_verdict(profile: Profile, times_ns: Mapping[str, float]) -> Block
                f"median for {', '.join(s for s, _ in worst.composition)}{note}")
         return BlockTimeVerdict(None, worst, worst.time_ns, ref_name, ref_ns, factor, vs,
                                 fraction, max_fraction, why)
-    covered = all(ok for ok, _ in checks)
-    word = "within the time bound" if covered else "EXCEEDS the time bound"
-    why = f"{block}{there}: {'; '.join(text for _, text in checks)}: {word}{note}"
+    allowed = min(limit for limit, _ in checks)
+    spread = (f" (rounds {_ms(low_ns)}-{_ms(high_ns)})"
+              if high_ns > low_ns * (1 + 1e-9) else "")
+    if high_ns <= allowed:
+        decision, covered, word = "covered", True, "within the time bound"
+    elif low_ns > allowed:
+        decision, covered, word = "not_covered", False, "EXCEEDS the time bound"
+    else:
+        decision, covered = "unsure", None
+        word = (f"unsure: the block's time over the rounds straddles the bound "
+                f"({_ms(allowed)}); {UNSURE_TIME_ADVICE}")
+    why = f"{block}{spread}{there}: {'; '.join(text for _, text in checks)}: {word}{note}"
     return BlockTimeVerdict(covered, worst, worst.time_ns, ref_name, ref_ns, factor, vs,
-                            fraction, max_fraction, why)
+                            fraction, max_fraction, why, decision, (low_ns, high_ns))
 
 
 def policy_decision(ratio_decision: Decision, binds: bool,
-                    block_time_covered: bool | None) -> Decision:
+                    block_time_covered: bool | None, block_time_unsure: bool = False
+                    ) -> Decision:
     """What counts for a suite on a core: its ratio where the ratio binds, and the time
     bound everywhere (a comparison figure counts for nothing)."""
     if ratio_decision == "comparison":
         return "comparison"
     if block_time_covered is False:
         return "not_covered"
-    if binds:
-        return ratio_decision
-    return "covered"
+    ratio = ratio_decision if binds else "covered"
+    if ratio == "covered" and block_time_unsure:
+        return "unsure"
+    return ratio
 
 
 def _not_binding_text(r: CoverageResult, binding: RatioBinding) -> str:
@@ -250,9 +288,12 @@ def apply_policy(profile: Profile, results: list[CoverageResult],
     """Both verdicts on every result: where its ratio binds, and its core's time bound
     (one worst-case block per CPU, backend and operation, from that group's times)."""
     groups: dict[tuple[int, str, str], dict[str, float]] = {}
+    rounds: dict[tuple[int, str, str], dict[str, Sequence[float]]] = {}
     for r in results:
-        groups.setdefault((r.cpu, r.backend, r.operation), {})[r.suite] = r.suite_time_ns
-    times = {key: block_time_verdict(profile, t) for key, t in groups.items()}
+        key = (r.cpu, r.backend, r.operation)
+        groups.setdefault(key, {})[r.suite] = r.suite_time_ns
+        rounds.setdefault(key, {})[r.suite] = r.estimate.round_medians_ns
+    times = {key: block_time_verdict(profile, t, rounds[key]) for key, t in groups.items()}
     out = []
     for r in results:
         binding = ratio_binding(profile, (cores or {}).get(r.cpu))
@@ -264,5 +305,6 @@ def apply_policy(profile: Profile, results: list[CoverageResult],
             r, ratio_binds=binding.binds, ratio_binding_why=binding.why,
             binding_reference=binding.reference, block_time=bt,
             block_time_covered=covered_in_time, verdict=verdict,
-            policy_decision=policy_decision(r.decision, binding.binds, covered_in_time)))
+            policy_decision=policy_decision(r.decision, binding.binds, covered_in_time,
+                                            judged and bt.decision == "unsure")))
     return out

@@ -270,6 +270,10 @@ def block_time_metrics(cov: list[CoverageResult], profile: str) -> Iterator[Any]
         "qprof_worst_block_reference_seconds",
         "The same block on the slowest reference core (its verify medians in the profile)",
         labels=["cpu", "profile", "reference"])
+    unsure = GaugeMetricFamily(
+        "qprof_block_time_unsure",
+        "1 when the block's time over the run's rounds straddles the time bound (no "
+        "verdict until measured longer or on a quieter host)", labels=["cpu", "profile"])
     info = InfoMetricFamily(
         "qprof_worst_block", "What this CPU's worst-case block holds and which limits bind",
         labels=["cpu", "profile"])
@@ -285,9 +289,11 @@ def block_time_metrics(cov: list[CoverageResult], profile: str) -> Iterator[Any]
             there.add_metric([*label, bt.reference_core], bt.reference_ns / 1e9)
         if c.block_time_covered is not None:
             covered.add_metric(label, 1.0 if c.block_time_covered else 0.0)
+        elif bt.decision == "unsure":
+            unsure.add_metric(label, 1.0)
         info.add_metric(label, {"block": bt.worst.text(),
                                 "binding": ",".join(bt.worst.binding) or "none"})
-    yield from (covered, here, there, info)
+    yield from (covered, unsure, here, there, info)
 
 
 def _cpu_metrics(freqs: dict[int, CpuFreq]) -> Iterator[GaugeMetricFamily]:

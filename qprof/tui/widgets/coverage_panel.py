@@ -60,7 +60,7 @@ def block_time_line(rows: tuple[CoverageView, ...]) -> str:
             by_cpu.setdefault(r.cpu, r)
     parts = []
     for cpu, r in sorted(by_cpu.items()):
-        mark = {True: "✓", False: "✗ OVER", None: "-"}[r.block_time_covered]
+        mark = {True: "✓", False: "✗ OVER", None: "?"}[r.block_time_covered]
         ref = (f" vs {fmt_ns(r.block_reference_ns)} on {r.block_reference_core}"
                if r.block_reference_ns is not None else "")
         parts.append(f"@{cpu} {mark} {fmt_ns(r.block_time_ns)}{ref} ({r.block_text})")
