@@ -13,7 +13,7 @@ from qprof.consensus import load_profile
 from qprof.consensus.verdict import evaluate
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
-from qprof.measure.report import fmt_ns, render_report
+from qprof.report.markdown import fmt_ns, render_report
 
 U = "ML-DSA-44"
 CPU = 2

@@ -202,7 +202,7 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
         s: r.vu_estimate for s, r in check.items()}
     assert frame.cores[0].statistic == "paired"
     assert statistic_line(frame.coverage).startswith(
-        "Stat as `qprof check`: paired on CPU 0: ML-DSA round medians")
+        "Stat as `qprof check`: paired on CPU 0: interleaved turns; the host was contended")
     # The app evaluates in a child process (a thread would hold the UI's GIL for
     # seconds): the same verdict comes back.
     from qprof.tui.sources.consensus import evaluate_store, evaluate_store_in_child

@@ -126,6 +126,7 @@ class ProgressLine:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError
+    from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import EngineError, run_bench
     from qprof.measure.jsonl import JsonlSink
@@ -166,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
     handlers = {sig: signal.signal(sig, on_interrupt) for sig in (signal.SIGINT,
                                                                   signal.SIGTERM)}
     try:
-        summary = run_bench(config, sink, progress=line, stop=stop)
+        config, rule = rule_for(config)
+        summary = run_bench(config, sink, progress=line, stop=stop, rule=rule)
     except (EngineError, ProfileError, ValueError) as exc:
         line.close()
         sink.close()

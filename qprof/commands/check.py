@@ -33,7 +33,7 @@ from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
-    from qprof.consensus.statistic import Statistic
+    from qprof.consensus.estimate.statistic import Statistic
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
     from qprof.measure.records import Meta, Record
@@ -48,8 +48,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "liboqs is missing): its figures are shown for comparison, with no "
                         "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
-    parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
-                        help="add no rounds that would end after S seconds (default 50)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                        help="add no rounds that would end after S seconds (default 60)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     parser.add_argument("--statistic", choices=("auto", "median", "p10", "paired"),
@@ -103,6 +103,7 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
              records: list[Record]) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl``."""
+    from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import run_bench
     from qprof.measure.jsonl import JsonlSink
@@ -122,9 +123,10 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
         statistic=args.statistic,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
     )
+    config, rule = rule_for(config)
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
-        return run_bench(config, sink, progress=line)
+        return run_bench(config, sink, progress=line, rule=rule)
     finally:
         if line:
             line.close()
@@ -204,7 +206,7 @@ def _unit_rows(profile: Profile, results: list[CoverageResult]
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
     from qprof.commands.check_policy import policy_json
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     e = r.estimate
     return {
@@ -238,6 +240,11 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "vu_by_round": ({str(k): v for k, v in e.vu_by_round.items()}
                         if e.vu_by_round is not None else None),
         "estimate_from_ns": r.suite_time_ns,
+        # Why this estimate decides nothing (too few quiet data; "decision" is unsure).
+        "undecided": e.undecided,
+        "contended_share": (round(e.contended_share, 3)
+                            if e.contended_share is not None else None),
+        "pool_signatures": e.pool_signatures,
         **policy_json(r),
     }
 
@@ -245,7 +252,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], results: list[CoverageResult], decision: Decision
           ) -> dict[str, object]:
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     meta = _meta(records)
     return {
@@ -281,7 +288,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
 
 def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
                 results: list[CoverageResult], decision: Decision) -> None:
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     backend = ", ".join(sorted({r.backend for r in results}))
     print(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
@@ -338,9 +345,13 @@ def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: in
         n = [r + 1 for r in contended]
         print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
               f"{', '.join(map(str, n))} "
-              f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
-              "speed in most turns): left out of the estimates; rounds were added while "
-              "time allowed")
+              f"ran under contention throughout or had no quiet turns ({profile.unit_suite} "
+              "slower than its quiet speed): their operations count only through the "
+              "run's contention curve; rounds were added while time allowed")
+    share = unit.estimate.contended_share
+    if share is not None:
+        print(f"CPU {cpu} {backend}: the host was contended {share:.0%} of the time "
+              f"({profile.unit_suite} more than 3 % slower than its quiet speed)")
 
 
 def _print_footer(summary: RunSummary, results: list[CoverageResult],
@@ -376,5 +387,9 @@ def _print_footer(summary: RunSummary, results: list[CoverageResult],
             if late else "") if x)
               + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
     else:
-        print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
-              f"constant; {UNSURE_ADVICE}")
+        undecided = [r for r in results if r.decision == "unsure" and r.estimate.undecided]
+        if undecided:
+            print(f"verdict: unsure: {where('unsure')}: {undecided[0].estimate.undecided}")
+        else:
+            print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
+                  f"constant; {UNSURE_ADVICE}")

@@ -1,4 +1,4 @@
-"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimator`'s
+"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimate.estimator`'s
 estimates. Entry point :func:`evaluate` (records -> one :class:`CoverageResult` per CPU,
 backend and suite of the profile); `qprof check`, the daemon, `qprof history`, the monitor
 and the Markdown report all take their ✓/✗ from it.
@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
-from qprof.consensus.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.estimate.statistic import Statistic
 from qprof.consensus.policy import BlockTimeVerdict, CoreDesign, apply_policy
 from qprof.consensus.profiles import Profile, ReferenceCore
-from qprof.consensus.statistic import Statistic
 from qprof.consensus.vu import block_signatures
 from qprof.measure.records import Measurement
 
@@ -114,6 +114,9 @@ def _verdict_text(r: CoverageResult) -> str:
         return f"{head}, constant {c}: {r.basis_label}"
     if r.estimate.is_unit:
         return f"estimate {r.vu_estimate}: the unit suite ({c} by definition)"
+    if r.decision == "unsure" and r.estimate.undecided:
+        return (f"{head} against the constant {c}: unsure{dual}: "
+                f"{r.estimate.undecided}")
     if r.decision == "unsure":
         return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
                 f"the constant; {UNSURE_ADVICE}")
@@ -153,6 +156,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
         basis = verdict_basis(profile, e.backend, e.operation)
         judged = basis != "comparison"
         decision = _decision(constant, e.vu_estimate, low, high, judged)
+        if e.undecided and decision in ("covered", "not_covered"):
+            decision = "unsure"  # too few quiet data: the figures decide nothing
         # A cap seen on the unit's rounds skews the ratio as much as one on the suite's.
         unit = units.get((e.cpu, e.backend, e.operation), e)
         capped = e.capped if e.capped is not None else unit.capped
@@ -186,7 +191,7 @@ def evaluate(profile: Profile, measurements: Iterable[Measurement],
              operation: str = "verify", statistic: str = "auto",
              replicates: int = REPLICATES,
              cores: Mapping[int, CoreDesign] | None = None) -> list[CoverageResult]:
-    """The verdict over ``measurements``: :func:`~qprof.consensus.estimator.estimate`
+    """The verdict over ``measurements``: :func:`~qprof.consensus.estimate.estimator.estimate`
     with the profile's unit, then each constant against its estimate."""
     return coverage(profile, estimate(
         measurements, unit_suite=profile.unit_suite, unit_vu=profile.unit_vu,

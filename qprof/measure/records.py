@@ -122,6 +122,10 @@ class Measurement(Record):
     # turn; sample j was timed in turn j // turn_size, the same turn for every suite of
     # the round. None: the suite had the round to itself.
     turn_size: int | None = None
+    # Added: verify of a signature pool (qprof.measure.fixtures): sample j verified the
+    # run's pool signature j % pool_size (the same pool, in the same order, in every worker
+    # of the run). None: not recorded (older runs), or not a pool.
+    pool_size: int | None = None
 
 
 @dataclass

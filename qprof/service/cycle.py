@@ -24,12 +24,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from qprof.consensus.estimate.clock import clock_changes
+from qprof.consensus.estimate.stopping import rule_for
 from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block
-from qprof.measure.clock import clock_changes
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
@@ -262,8 +263,8 @@ class CycleRunner:
         error: str | None = None
         try:
             profile = self.state.profile.name if self.state.profile is not None else None
-            summary = run_bench(bench_config(self.cfg, cpu, self.backend, profile),
-                                self._sink, stop=stop)
+            config, rule = rule_for(bench_config(self.cfg, cpu, self.backend, profile))
+            summary = run_bench(config, self._sink, stop=stop, rule=rule)
             status = summary.status
             if status != "finished":
                 error = summary.reason
@@ -351,7 +352,7 @@ class CycleRunner:
     def _check_skew(self, cpu: int, caps_before: dict[int, float | None],
                     run_id: str | None) -> None:
         """A result measured under a cap, or while the clock changed, is skewed: say so,
-        with the factor and the rounds the estimate left out (qprof.measure.clock)."""
+        with the factor and the rounds the estimate left out (qprof.consensus.estimate.clock)."""
         measured: list[Measurement] = []
         if run_id is not None:
             with contextlib.suppress(KeyError, sqlite3.Error):

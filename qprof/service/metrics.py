@@ -20,9 +20,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from qprof.consensus import Profile
-from qprof.consensus.estimator import DEFAULT_UNIT_SUITE, estimate
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, estimate
+from qprof.consensus.estimate.statistic import Statistic
 from qprof.consensus.policy import CoreDesign
-from qprof.consensus.statistic import Statistic
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
@@ -35,7 +35,7 @@ log = logging.getLogger("qprof.daemon")
 @dataclass(frozen=True)
 class SuiteResult:
     """Verify cost of one suite on one CPU with one backend, from its newest run: the
-    estimator's figure (:mod:`qprof.consensus.estimator`, as `qprof check` computes it)."""
+    estimator's figure (:mod:`qprof.consensus.estimate.estimator`, as `qprof check` computes it)."""
 
     cpu: int
     suite: str

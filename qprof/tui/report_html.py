@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from qprof.measure.report_html_svg import (
+from qprof.measure.units import fmt_ns
+from qprof.report.html_svg import (
     Reference,
     Row,
     Section,
@@ -16,7 +17,6 @@ from qprof.measure.report_html_svg import (
     paragraph,
     row_chart,
 )
-from qprof.measure.units import fmt_ns
 from qprof.tui.model import CoverageView, Frame
 
 

@@ -1,7 +1,7 @@
 """HTML report with charts from one or more JSONL runs (`qprof report --html`).
 
 The same columns (run x CPU) and the same median-rule figures as the Markdown report
-(:mod:`qprof.measure.report`), drawn instead of tabulated: per suite the Verify-Unit
+(:mod:`qprof.report.markdown`), drawn instead of tabulated: per suite the Verify-Unit
 estimate of each core with its 95 % interval against the profile's constant; the round
 medians over the run (drift); frequencies and caps over the run; the worst-case block
 against the target block interval.
@@ -13,17 +13,18 @@ import time
 from pathlib import Path
 
 from qprof.consensus import Profile
+from qprof.consensus.estimate.stats import drift_bp
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
-from qprof.measure.report import column_estimates, column_verdicts
-from qprof.measure.report_columns import (
+from qprof.measure.units import fmt_ns
+from qprof.report.columns import (
     Column,
     backends_of,
     build_columns,
     suites_of,
     unit_of,
 )
-from qprof.measure.report_html_svg import (
+from qprof.report.html_svg import (
     Band,
     Reference,
     Row,
@@ -35,8 +36,7 @@ from qprof.measure.report_html_svg import (
     paragraph,
     row_chart,
 )
-from qprof.measure.stats import drift_bp
-from qprof.measure.units import fmt_ns
+from qprof.report.markdown import column_estimates, column_verdicts
 
 # The text beside an estimate, by the verdict's decision (qprof.consensus.verdict).
 _DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",

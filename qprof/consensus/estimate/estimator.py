@@ -7,7 +7,7 @@ stopping rule and the noise simulator all call these; nothing else works a stati
 estimate or its interval out.
 
 Per CPU and backend one statistic (``median``, ``p10`` or ``paired``; ``auto`` picks
-with :func:`qprof.consensus.statistic.choose_statistic`) gives the suite's time and the
+with :func:`qprof.consensus.estimate.statistic.choose_statistic`) gives the suite's time and the
 unit suite's time, and the 95 % interval of their ratio.
 """
 
@@ -18,9 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from qprof.consensus.statistic import (
-    MIN_PAIRED_ROUNDS,
-    MIN_PAIRED_SHARE,
+from qprof.consensus.estimate.clock import steady_measurements
+from qprof.consensus.estimate.quiet import Paired, paired_ci, unit_quiet
+from qprof.consensus.estimate.reduce import Key, Reduced, ratio_ci, reduce_measurements, vu_by_round
+from qprof.consensus.estimate.statistic import (
     STATISTICS,
     STEADY_SPREAD_BP,
     Statistic,
@@ -30,18 +31,7 @@ from qprof.consensus.statistic import (
     paired_usable,
 )
 from qprof.consensus.vu import exact, vu_estimate
-from qprof.measure.clock import steady_measurements
 from qprof.measure.records import Measurement
-from qprof.measure.reduce import (
-    Key,
-    Paired,
-    Reduced,
-    paired_ci,
-    ratio_ci,
-    reduce_measurements,
-    unit_quiet,
-    vu_by_round,
-)
 
 DEFAULT_UNIT_SUITE = "ML-DSA-44"
 REPLICATES = 1000  # bootstrap replicates of an interval
@@ -96,6 +86,14 @@ class SuiteEstimate:
     vu_by_statistic: dict[Statistic, int | None] = field(default_factory=dict)
     capped: bool | None = None
     cap_factor: float | None = None
+    # Why this estimate cannot decide a verdict (the verdict says "unsure" with it): too
+    # few quiet data for the quiet ratio, so the figures are the median's, whose bias under
+    # contention can exceed its interval. None: it can.
+    undecided: str | None = None
+    # Share of the unit's turns measured under contention (interleaved rounds only).
+    contended_share: float | None = None
+    # Signatures of the pool the suite's values verified (None: not recorded).
+    pool_signatures: int | None = None
 
     @property
     def is_unit(self) -> bool:
@@ -126,25 +124,33 @@ class _Group:
         return next((p for p in self.paired.values() if paired_usable(p)), None)
 
 
-def _suite_statistic(g: _Group, red: Reduced) -> tuple[Statistic, str]:
-    """The group's statistic, unless this suite cannot have it: then the median (paired
-    estimates the ratio of medians too; a 10th percentile would not). The unit's figure is
-    taken by the same fallback, so a suite and its unit always share one statistic."""
+# What to do when the quiet data are too few (said with the contended share).
+UNDECIDED_ADVICE = ("measure longer (a larger --time-limit) or at a quieter time (nothing "
+                    "else running on that core or its SMT sibling)")
+
+
+def _suite_statistic(g: _Group, red: Reduced) -> tuple[Statistic, str, str | None]:
+    """(statistic, why, undecided): the group's statistic, unless this suite cannot have
+    it. Without enough quiet data for the quiet ratio the figures are the median's, with
+    its unit's, and the estimate is undecided: the median's bias under contention can
+    exceed its interval, so it decides nothing. The unit's figure is taken by the same
+    fallback, so a suite and its unit always share one statistic."""
     used, why = g.statistic, g.why
+    undecided: str | None = None
     is_unit = red.suite == g.unit_suite
     if used == "paired" and not (g.any_paired if is_unit else paired_usable(
             g.paired.get(red.suite))):
         pair = g.paired.get(red.suite)
         used = "median"
         why = ("rounds not interleaved" if not g.paired else
-               "no suite had enough quiet turns for pairs" if pair is None else
-               f"too few quiet turns for pairs ({pair.quiet_turns} of {pair.turns} in "
-               f"{len(pair.by_round)} rounds; at least {MIN_PAIRED_SHARE:.0%} in "
-               f"{MIN_PAIRED_ROUNDS} rounds needed)")
+               "no suite had enough quiet turns" if pair is None else
+               pair.why_not or "too few quiet turns")
+        if g.paired and not is_unit:
+            undecided = f"{why}: {UNDECIDED_ADVICE}"
     unit = g.unit
     if used == "p10" and not (red.p10_ns and (unit is None or unit.p10_ns)):
         used, why = "median", "no samples for a 10th percentile"
-    return used, why
+    return used, why, undecided
 
 
 def _times(g: _Group, red: Reduced, used: Statistic) -> tuple[float, float | None]:
@@ -174,14 +180,14 @@ def _ratio(g: _Group, red: Reduced, used: Statistic, suite_ns: float, unit_ns: f
     return exact(suite_ns) / exact(unit_ns)
 
 
-def _interval(g: _Group, red: Reduced, used: Statistic, replicates: int
-              ) -> tuple[float, float] | None:
+def _interval(g: _Group, red: Reduced, used: Statistic, replicates: int,
+              signatures: bool = True) -> tuple[float, float] | None:
     """95 % interval of the suite/unit ratio by the statistic the estimate used."""
     unit = g.unit
     if unit is None or red.suite == g.unit_suite or replicates <= 0:
         return None
     if used == "paired":
-        return paired_ci(g.paired[red.suite], replicates=replicates)
+        return paired_ci(g.paired[red.suite], replicates=replicates, signatures=signatures)
     return ratio_ci(red, unit, replicates=replicates,
                     quantile=0.5 if used == "median" else 0.1)
 
@@ -224,8 +230,9 @@ def _alternatives(g: _Group, red: Reduced) -> dict[Statistic, int | None]:
     }
 
 
-def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int) -> SuiteEstimate:
-    used, why = _suite_statistic(g, red)
+def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
+                    signatures: bool) -> SuiteEstimate:
+    used, why, undecided = _suite_statistic(g, red)
     is_unit = red.suite == g.unit_suite
     suite_ns, unit_ns = _times(g, red, used)
     estimate: int | None = None
@@ -235,7 +242,7 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int) -> Sui
         exact_ratio = _ratio(g, red, used, suite_ns, unit_ns)
         ratio = float(exact_ratio)
         estimate = math.ceil(g.unit_vu * exact_ratio)
-        ci = _interval(g, red, used, replicates)
+        ci = _interval(g, red, used, replicates, signatures)
         if is_unit:
             vu_ci = (g.unit_vu, g.unit_vu)
         elif ci is not None:
@@ -266,7 +273,9 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int) -> Sui
         quiet_turns=ref.quiet_turns if ref is not None and not is_unit else None,
         turns=ref.turns if ref is not None and not is_unit else None,
         vu_by_round=by_round, vu_by_statistic=_alternatives(g, red),
-        capped=red.capped, cap_factor=red.cap_factor,
+        capped=red.capped, cap_factor=red.cap_factor, undecided=undecided,
+        contended_share=ref.contended_share if ref is not None else None,
+        pool_signatures=max(red.pool_sizes.values()) if red.pool_sizes else None,
     )
 
 
@@ -279,16 +288,19 @@ def estimate(
     statistic: str = "auto",
     replicates: int = REPLICATES,
     steady_spread_bp: float = STEADY_SPREAD_BP,
+    signatures: bool = True,
 ) -> list[SuiteEstimate]:
     """One :class:`SuiteEstimate` per (cpu, backend, suite) of ``operation`` in
     ``measurements``, sorted by cpu, backend, then the unit suite first.
 
     ``statistic``: ``"median"`` (the seeds' rule), ``"p10"``, ``"paired"`` (quiet-turn
     pairs, interleaved rounds with enough quiet turns only) or ``"auto"`` (per CPU and backend, see
-    :func:`~qprof.consensus.statistic.choose_statistic`). ``replicates``: of each
+    :func:`~qprof.consensus.estimate.statistic.choose_statistic`). ``replicates``: of each
     bootstrap interval (fewer: faster, coarser; the adaptive rule uses 400; 0: none).
     ``steady_spread_bp``: ``auto`` keeps the median while ML-DSA rounds agree within it.
-    Deterministic: the same records give the same figures.
+    ``signatures``: the interval resamples the pool's signatures too (False: the
+    measurement's share alone, what the stopping rule asks about: more rounds cannot
+    narrow the pool's share). Deterministic: the same records give the same figures.
     """
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
@@ -314,5 +326,5 @@ def estimate(
                         key=lambda s: (s != unit_suite, s))
         for suite in suites:
             out.append(_estimate_suite(g, reduced[(cpu, suite, backend, operation)],
-                                       statistic, replicates))
+                                       statistic, replicates, signatures))
     return out

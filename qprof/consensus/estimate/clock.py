@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from qprof.measure import stats
+from qprof.consensus.estimate import stats
+from qprof.measure import stats as sample_stats
 from qprof.measure.records import Measurement
 
 MIN_STEADY_ROUNDS = 3
@@ -111,8 +112,8 @@ def _unit_levels(unit: list[Measurement]) -> dict[int, float]:
         if not m.samples_ns:
             continue
         k = m.turn_size or 1
-        turns = [stats.median(m.samples_ns[i:i + k]) for i in range(0, len(m.samples_ns), k)]
-        out[m.round] = stats.percentile(turns, 10)
+        turns = [sample_stats.median(m.samples_ns[i:i + k]) for i in range(0, len(m.samples_ns), k)]
+        out[m.round] = sample_stats.percentile(turns, 10)
     return out
 
 
@@ -161,11 +162,11 @@ def _step(cpu: int, backend: str, unit: list[Measurement]) -> ClockChange | None
     if start is None or end is None or end - start < SPELL_S:
         return None
     inner = [levels[r] for r in best[1:-1]] or [levels[r] for r in best]
-    level = stats.median(inner)
+    level = sample_stats.median(inner)
     if stats.bp((max(inner) - min(inner)) / min(inner)) > LEVEL_BP:
         return None  # a chain of spells at different slowdowns, not one clock
     others = [levels[r] for r in order if not slow[r]]
-    factor = level / stats.median(others) if others else level / floor
+    factor = level / sample_stats.median(others) if others else level / floor
     marks = {r: r in best for r in order}
     return _split(cpu, backend, "unit_speed", factor, marks)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from qprof.consensus import Profile
+from qprof.consensus.estimate.reduce import Key, Reduced, reduce_measurements
 from qprof.measure.jsonl import RunData
-from qprof.measure.reduce import Key, Reduced, reduce_measurements
 from qprof.measure.units import fmt_ns
 
 # ---------------------------------------------------------------- formatting

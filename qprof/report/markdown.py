@@ -13,14 +13,15 @@ from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.basis import basis_label, verdict_basis
-from qprof.consensus.estimator import SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
+from qprof.consensus.estimate.reduce import unit_drift_bp
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
-from qprof.measure.reduce import unit_drift_bp
-from qprof.measure.report_columns import (
+from qprof.measure.units import fmt_ns
+from qprof.report.columns import (
     Column,
     backends_of,
     build_columns,
@@ -30,8 +31,7 @@ from qprof.measure.report_columns import (
     suites_of,
     unit_of,
 )
-from qprof.measure.report_machine import machine_section
-from qprof.measure.units import fmt_ns
+from qprof.report.machine import machine_section
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qprof.measure.records import Meta
-from qprof.measure.report_columns import Column, md_table
+from qprof.report.columns import Column, md_table
 
 
 def _meta(c: Column) -> Meta:
