@@ -177,3 +177,29 @@ def test_prometheus_http_api(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert result["constants"] == {"ML-DSA-44": 100, "ML-DSA-87": 291,
                                    "SLH-DSA-SHAKE-128s": 1581, "SLH-DSA-SHAKE-256s": 3497}
     assert all(b["covered"] for b in result["time_bounds"])
+
+
+def test_check_from_with_the_proposed_profile_is_covered(tmp_path: Path,
+                                                         fleet_runs: list[Path],
+                                                         capsys: pytest.CaptureFixture[str]):
+    """The issue's loop: calibrate on the runs, then `qprof check --from RUN --profile
+    proposed.toml` on each: covered wherever the ratio binds (exit 0 on all three)."""
+    out = tmp_path / "proposed.toml"
+    assert main(["calibrate", *map(str, fleet_runs), "-o", str(out)]) == 0
+    capsys.readouterr()
+    for run in fleet_runs:
+        code = main(["check", "--from", str(run), "--profile", str(out), "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert code == 0, (run.name, doc["decision"])
+        for r in doc["results"]:
+            if r["ratio_binds"]:
+                assert r["decision"] == "covered", (run.name, r["suite"], r["verdict"])
+            assert r["block_time_covered"] is True
+    # Against today's qanum the Silver run is covered too; against the 2026-10-14
+    # constants its SLH-DSA-128s is not (1576 > 1200), as the seeds found.
+    assert main(["check", "--from", str(fleet_runs[0]), "--profile", "qanum-2026-10-14",
+                 "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    slh = {r["suite"]: r for r in doc["results"]}["SLH-DSA-SHAKE-128s"]
+    assert (slh["vu_estimate"], slh["decision"], slh["ratio_binds"]) == (1576, "not_covered",
+                                                                         True)

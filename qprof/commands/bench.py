@@ -199,7 +199,6 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.disagreements} disagreements")
     for cpu, reason in summary.aborted_cpus.items():
         print(f"CPU {cpu}: {reason}", file=sys.stderr)
-    print(f"report: qprof report {out} (its Verify-Unit estimates use the median rule, "
-          "ceil(100 x median(suite) / median(unit)) per core, backend and run; "
-          "`qprof check` says when a busy host made it use another statistic)")
+    print(f"report: qprof report {out}; verdict: qprof check --from {out} (both give the "
+          "estimator's Verify-Unit estimates, as `qprof check` does)")
     return {"finished": 0, "partial": 1}.get(summary.status, 2)

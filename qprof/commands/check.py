@@ -17,6 +17,12 @@ runs alone): no verdict.
 A verdict is given only for the verifier the profile's constants are held to
 (``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
 unless ``--comparison`` asks for another verifier's figures, which then carry no verdict.
+
+``--from RUN.jsonl`` measures nothing: it judges a recorded run (``check -o``, ``bench -o``,
+``qprof export``) with today's estimator and the profile given (else the run's own), and
+prints what a live check of those records prints, with the same exit codes: both paths
+end in :func:`conclude`. A file that cannot be judged is exit 2 with one line saying why;
+bad lines are reported as ``file:line: reason`` and skipped, as `qprof report` does.
 """
 
 from __future__ import annotations
@@ -40,7 +46,13 @@ if TYPE_CHECKING:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
+    parser.add_argument("--profile", default=None,
+                        help="chain profile, name or path (default: qanum; with --from, "
+                        "the run's own)")
+    parser.add_argument("--from", dest="from_run", metavar="RUN.jsonl",
+                        help="measure nothing: judge a recorded run (the JSONL of check -o, "
+                        "bench -o or qprof export) with today's estimator and --profile; "
+                        "the same output and exit codes as a live check")
     add_common(parser)
     add_backend(parser, default="liboqs if available, else numba")
     parser.add_argument("--comparison", action="store_true",
@@ -62,6 +74,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "says which")
 
 
+DEFAULT_PROFILE = "qanum"
 # Exit codes by the run's decision (see the module's docstring).
 EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "comparison": 4}
 
@@ -95,7 +108,8 @@ def _ms(ns: float) -> str:
 
 def _fail(args: argparse.Namespace, text: str) -> int:
     if args.json:
-        print(json.dumps({"profile": args.profile, "error": text, "results": []}))
+        print(json.dumps({"profile": args.profile or DEFAULT_PROFILE, "error": text,
+                          "results": []}))
     print(f"qprof check: {text}", file=sys.stderr)
     return 2
 
@@ -136,12 +150,12 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.policy import cores_from_records
-    from qprof.consensus.verdict import evaluate
     from qprof.measure.engine import EngineError
 
+    if args.from_run is not None:
+        return _judge_recorded(args)
     try:
-        profile = load_profile(args.profile)
+        profile = load_profile(args.profile or DEFAULT_PROFILE)
     except ProfileError as exc:
         return _fail(args, str(exc))
     try:
@@ -156,8 +170,22 @@ def run(args: argparse.Namespace) -> int:
         summary = _measure(args, profile, cpus, records)
     except (EngineError, ProfileError, ValueError) as exc:
         return _fail(args, str(exc))
-    results = evaluate(profile, summary.measurements, statistic=args.statistic,
-                       cores=cores_from_records(records))
+    return conclude(args, profile, summary, records)
+
+
+def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
+             records: list[Record]) -> int:
+    """A run's records -> the verdict printed (text, or JSON with ``--json``) and the exit
+    code: the one path of a live check and of ``--from``."""
+    from qprof.consensus.policy import cores_from_records
+    from qprof.consensus.verdict import evaluate
+
+    try:
+        results = evaluate(profile, summary.measurements, statistic=args.statistic,
+                           cores=cores_from_records(records))
+    except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
+        return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
+                     f"give an estimate ({type(exc).__name__}: {exc})")
     if not results:
         return _fail(args, "nothing measured: " + ("; ".join(
             f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
@@ -168,6 +196,51 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(profile, summary, records, results, decision)
     return EXIT_CODES[decision]
+
+
+MAX_PROBLEMS_SHOWN = 10  # bad lines of a --from file on stderr (then how many more)
+# Options that say how to measure: a recorded run was measured already.
+_MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "-o"),
+                      ("rounds", "--rounds"), ("interleave", "--interleave"),
+                      ("budget", "--budget"), ("max_rounds", "--max-rounds"))
+
+
+def _judge_recorded(args: argparse.Namespace) -> int:
+    """``--from RUN.jsonl``: the recorded run's records through :func:`conclude`."""
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.measure.jsonl import read_run
+
+    given = [flag for dest, flag in _MEASURING_OPTIONS if getattr(args, dest) is not None]
+    if given or args.comparison:
+        return _fail(args, f"{', '.join(given + ['--comparison'] * args.comparison)}: "
+                     "--from judges a recorded run, it measures nothing")
+    path = args.from_run
+    try:
+        run_data = read_run(path)
+    except OSError as exc:
+        return _fail(args, f"{path}: {exc.strerror or exc}")
+    problems = run_data.problems
+    if not run_data.measurements or not run_data.complete:
+        first = f" (first problem: {problems[0]})" if problems else ""
+        return _fail(args, f"{path}: no measurements: not a recorded run{first}"
+                     if not run_data.measurements else
+                     f"{path}: not read to its end, no verdict from part of a file{first}")
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"qprof check: {problem}", file=sys.stderr)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        print(f"qprof check: {path}: {len(problems) - MAX_PROBLEMS_SHOWN} more problems "
+              "(qprof report lists them all)", file=sys.stderr)
+    if len(run_data.run_ids) > 1:
+        return _fail(args, f"{path}: holds {len(run_data.run_ids)} runs "
+                     f"({', '.join(run_data.run_ids)}); --from judges one: keep one run's "
+                     "lines (its run_id) in a file of its own")
+    name = args.profile or (run_data.meta.profile if run_data.meta else None)
+    try:
+        profile = load_profile(name or DEFAULT_PROFILE)
+    except ProfileError as exc:
+        return _fail(args, f"{exc}" if args.profile else
+                     f"{exc} (the profile {path} was measured against); give --profile")
+    return conclude(args, profile, run_data.summary(), run_data.records)
 
 
 def run_decision(results: list[CoverageResult]) -> Decision:

@@ -59,6 +59,27 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     }
 
 
+def _coverage_line(c: dict[str, Any]) -> str:
+    """One verdict as `qprof check` gives it: the estimate with its 95 % interval, and the
+    seeds' median rule beside it when the estimate used another statistic."""
+    from qprof.consensus.verdict import CoverageResult
+
+    r = CoverageResult.from_dict(c)
+    word = {"covered": "covered", "not_covered": "NOT covered", "unsure": "unsure"}.get(
+        r.decision, r.basis_label)
+    if r.basis != "comparison" and not r.ratio_binds:
+        word += " (ratio not binding here: the constants follow the reference cores)"
+    unit = r.estimate.is_unit
+    ci = (f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
+          if r.vu_ci_low is not None and not unit else "")
+    rule = r.estimate.vu_by_statistic.get("median")
+    beside = (f"; by the median rule {rule}"
+              if r.statistic != "median" and rule is not None and not unit else "")
+    return (f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} estimate "
+            f"{r.vu_estimate:>5}{ci} vs constant {r.vu_constant:>5}  {word} "
+            f"[{r.statistic}]{beside}")
+
+
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
     """Each CPU's time bound, as consensus decided it (qprof.consensus.policy)."""
     lines, seen = [], set()
@@ -67,7 +88,8 @@ def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
         if c["basis"] != "node" or bt is None or (c["cpu"], c["backend"]) in seen:
             continue
         seen.add((c["cpu"], c["backend"]))
-        mark = {True: "within", False: "EXCEEDED", None: "no verdict"}[c["block_time_covered"]]
+        mark = {"covered": "within", "not_covered": "EXCEEDED", "unsure": "unsure"}.get(
+            bt.get("decision"), "no verdict")
         lines.append(f"  cpu {c['cpu']:<3} time bound {mark}: {bt['why']}")
     return ["", "block-time bound (worst-case block vs the reference core):", *lines] \
         if lines else []
@@ -115,13 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
-        word = {"covered": "covered", "not_covered": "NOT covered",
-                "unsure": f"unsure (95 % CI {c['vu_ci_low']}-{c['vu_ci_high']})"}.get(
-                    c["decision"], c["basis_label"])
-        if c["basis"] != "comparison" and not c.get("ratio_binds", True):
-            word += " (ratio not binding here: the constants follow the reference cores)"
-        out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
-                   f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
+        out.append(_coverage_line(c))
     out += _block_times(data["coverage"])
     out += ["", "recent alerts:"]
     if not data["alerts"]:

@@ -243,6 +243,8 @@ def _check_measurement(rec: Measurement) -> None:
                               f"got {getattr(rec, name)}")
     if rec.samples_ns is not None and any(v < 0 for v in rec.samples_ns):
         raise RecordError("measurement samples_ns must not hold negative times")
+    if rec.turn_size is not None and rec.turn_size < 0:
+        raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
     if rec.cap_factor is not None and rec.cap_factor <= 0:
         raise RecordError(f"measurement cap_factor must be above 0, got {rec.cap_factor!r}")
 

@@ -1,8 +1,10 @@
 """HTML report with charts from one or more JSONL runs (`qprof report --html`).
 
-The same columns (run x CPU) and the same median-rule figures as the Markdown report
-(:mod:`qprof.report.markdown`), drawn instead of tabulated: per suite the Verify-Unit
-estimate of each core with its 95 % interval against the profile's constant; the round
+The same columns (run x CPU) and the same figures as the Markdown report
+(:mod:`qprof.report.markdown`: the estimator's, as `qprof check` gives them), drawn
+instead of tabulated: per suite the Verify-Unit estimate of each core with its 95 %
+interval against the profile's constant (the seeds' median rule written beside it when
+the estimate used another statistic); the round
 medians over the run (drift); frequencies and caps over the run; the worst-case block
 against the target block interval.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.stats import drift_bp
+from qprof.consensus.vu import block_signatures
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
 from qprof.measure.units import fmt_ns
@@ -24,6 +27,7 @@ from qprof.report.columns import (
     suites_of,
     unit_of,
 )
+from qprof.report.figures import column_estimates, column_verdicts
 from qprof.report.html_svg import (
     Band,
     Reference,
@@ -36,7 +40,6 @@ from qprof.report.html_svg import (
     paragraph,
     row_chart,
 )
-from qprof.report.markdown import column_estimates, column_verdicts
 
 # The text beside an estimate, by the verdict's decision (qprof.consensus.verdict).
 _DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
@@ -48,7 +51,7 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
     figures = []
     for backend in backends_of(cols, "verify"):
         per_col = column_estimates(cols, profile, unit, backend, "verify")
-        verdicts = {(v.cpu, v.suite): v for v in column_verdicts(profile, per_col)}
+        verdicts = {(v.cpu, v.suite): v for v in column_verdicts(profile, per_col, cols)}
         for suite in suites_of(cols, profile, ("verify",)):
             if suite == unit:
                 continue
@@ -59,11 +62,14 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
                 if e is None or e.vu_estimate is None:
                     continue
                 ci = e.vu_ci
-                text = f"{e.vu_estimate}" + (f" ({ci[0]}-{ci[1]})" if ci and ci[0] != ci[1]
+                text = f"{e.vu_estimate}" + (f" ({ci[0]}-{ci[1]})" if ci
                                              else "")
                 v = verdicts.get((i, suite))
                 if v is not None:
                     text += _DECISION_TEXT[v.decision].format(c=const)
+                rule = e.vu_by_statistic.get("median")
+                if e.statistic != "median" and rule is not None:
+                    text += f"; median rule {rule}"
                 lo, hi = ci if ci is not None else (None, None)
                 rows.append(Row(c.label, e.vu_estimate, lo, hi, text=text,
                                 bad=v is not None and v.decision == "not_covered"))
@@ -71,9 +77,11 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
                 ref = Reference(const, f"constant {const}") if const is not None else None
                 figures.append(row_chart(f"{suite} ({backend}): VU estimate per core",
                                          rows, ref, unit="Verify Units"))
-    intro = (f"Estimate = ceil(100 × median(suite) / median({unit})) on the same core, "
-             "backend and run; the whisker is its 95 % interval (bootstrap over rounds "
-             "and samples); the dashed line is the profile's constant. ✓ covered, ✗ not "
+    intro = (f"Estimate = ceil(100 × t(suite) / t({unit})) on the same core, backend and "
+             "run: the estimator's, as `qprof check` gives it for these records (t by the "
+             "statistic it chose; the seeds' median rule is written beside it when that "
+             "is another); the whisker is its 95 % interval; the dashed line is the "
+             "profile's constant. ✓ covered, ✗ not "
              "(the whole interval on one side), ? unsure (it straddles the constant); "
              "a verifier no node runs alone is comparison only.")
     return Section("Verify Units per core", intro,
@@ -157,7 +165,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
     interval = profile.target_block_interval_s
     figures = []
     for suite in profile.suites:
-        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        nsig = block_signatures(profile, suite)
         rows = []
         for backend, op in ways:
             for c in cols:

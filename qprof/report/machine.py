@@ -98,9 +98,9 @@ def machine_section(cols: list[Column]) -> list[str]:
     lines += [
         "- Statistics: median and, in brackets, the 95th percentile of all samples of all "
         "rounds; invalid signatures: median of the round medians. Every Verify-Unit "
-        "estimate in this report uses the median rule, ceil(100 x median(suite) / "
-        "median(unit)) on the same core, backend and run (`qprof check` may use another "
-        "statistic on a busy host and says which).",
+        "estimate in this report is the estimator's, the one `qprof check` gives for the "
+        "same records, with its 95 % interval; the statistic it used is named beside it "
+        "(on a busy host not the seeds' median rule, whose figure then stands beside it).",
     ]
     cmds = {" ".join(c.run.meta.command) for c in cols if c.run.meta}
     lines += [f"- Command: `{cmd}`" for cmd in sorted(cmds)]

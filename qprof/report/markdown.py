@@ -8,14 +8,15 @@ signatures; dual enforce/shadow; worst-case block; notes on caps, drift and agre
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.basis import basis_label, verdict_basis
-from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.estimate.reduce import unit_drift_bp
-from qprof.consensus.verdict import CoverageResult, coverage
+from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
+from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.vu import block_signatures
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
@@ -31,7 +32,9 @@ from qprof.report.columns import (
     suites_of,
     unit_of,
 )
+from qprof.report.figures import column_estimates, column_verdicts
 from qprof.report.machine import machine_section
+from qprof.report.policy import policy_section
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
@@ -41,38 +44,19 @@ DUAL_VALID = ("dual_enforce", "dual_shadow")
 
 def _other_statistics(c: Column, profile: Profile | None, unit: str,
                       backend: str) -> list[str]:
-    """The 10th-percentile and quiet-turn estimates of a noisy run (not the rule)."""
-    def by(statistic: str) -> list[SuiteEstimate]:
-        return [e for e in estimate(
-            (m for m in c.run.measurements if m.cpu == c.cpu and m.backend == backend),
-            unit_suite=unit, unit_vu=profile.unit_vu if profile else 100,
-            statistic=statistic) if not e.is_unit and e.statistic == statistic
-            and e.vu_estimate is not None]
-
-    lines = []
-    alt = [f"{e.suite} {e.vu_estimate}" for e in by("p10")]
-    if alt:
-        lines.append(f"  - Estimates from the 10th percentile ({backend}; the speed "
-                     "when nothing else ran, not the rule): " + ", ".join(alt))
-    pairs = [f"{e.suite} {e.vu_estimate} ({e.rounds_used} of {e.rounds} rounds, per round "
-             f"{min(rounds.values()):.1f}-{max(rounds.values()):.1f}, "
-             f"{e.round_spread_bp or 0:.0f} bp apart)"
-             for e in by("paired") if (rounds := e.vu_by_round)]
-    if pairs:
-        lines.append(f"  - Estimates from quiet-turn pairs ({backend}; interleaved rounds, "
-                     "each suite turn against the unit turns on both sides where all three "
-                     "ran at the quiet speed; what `qprof check` uses on a busy host, not "
-                     "the rule): " + ", ".join(pairs))
-    return lines
-
-
-def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
-                     op: str) -> list[dict[str, SuiteEstimate]]:
-    """Per column, suite -> its estimate by the median rule (the report's statistic)."""
-    return [{e.suite: e for e in estimate(
-        (m for m in c.run.measurements if m.cpu == c.cpu and m.backend == backend),
-        unit_suite=unit, unit_vu=profile.unit_vu if profile else 100, operation=op,
-        statistic="median")} for c in cols]
+    """Every statistic's estimate of a noisy run beside the one the estimate used (the
+    estimator's own side-by-side figures; for comparison, not the verdict)."""
+    col = column_estimates([c], profile, unit, backend, "verify")[0]
+    rows = [e for e in col.values() if not e.is_unit]
+    labels: tuple[tuple[Statistic, str], ...] = (
+        ("median", "the median rule (the seeds')"), ("p10", "10th percentiles"),
+        ("paired", "quiet-turn pairs"))
+    alt = "; ".join(
+        f"{label}: " + ", ".join(f"{e.suite} {e.vu_by_statistic[key]}" for e in rows
+                                 if e.vu_by_statistic.get(key))
+        for key, label in labels if any(e.vu_by_statistic.get(key) for e in rows))
+    return [f"  - Estimates by each statistic ({backend}; for comparison, the verdict "
+            f"uses the one named above): {alt}"] if alt else []
 
 
 def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) -> list[str]:
@@ -86,47 +70,64 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
                   if any(c.get(s, backend, op) for c in cols)]
         if not suites:
             continue
-        lines += [f"## {title} ({backend})", "",
-                  f"Estimate = ceil(100 × median / median of {unit}), same core, backend and "
-                  "run; 95 % CI from a bootstrap over rounds and samples.", ""]
-        header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
-        header += ["VU estimate " + " / ".join(c.label for c in cols)]
         per_col = column_estimates(cols, profile, unit, backend, op)
-        verdicts = column_verdicts(profile, per_col)
+        verdicts = column_verdicts(profile, per_col, cols)
+        # The seeds' median rule beside the estimate, where the estimate used another.
+        beside = any(e.statistic != "median" for col in per_col for e in col.values())
+        intro = (f"VU estimate = ceil(100 × t(suite) / t({unit})), same core, backend and "
+                 "run, with its 95 % interval: the estimator's, as `qprof check` gives it "
+                 "for these records (t by the statistic named below the table).")
         if profile:
             basis = verdict_basis(profile, backend, op)
-            lines[-2] += f" Figures of {basis_label(profile, backend, basis)}."
+            intro += f" Figures of {basis_label(profile, backend, basis)}."
+        lines += [f"## {title} ({backend})", "", intro, ""]
+        header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
+        header += ["VU estimate (95 % CI) " + " / ".join(c.label for c in cols)]
+        if beside:
+            header += ["VU by the median rule " + " / ".join(c.label for c in cols)]
+        if profile:
             header += ["Consensus VU", "Covered"]
         rows = []
         for suite in suites:
             r = [suite] + [fmt_range(red) if (red := c.get(suite, backend, op)) else "-"
                            for c in cols]
             r.append(" / ".join(_estimate_cell(col.get(suite)) for col in per_col))
+            if beside:
+                r.append(" / ".join(_median_rule_cell(col.get(suite)) for col in per_col))
             if profile:
                 const = profile.verify_units.get(suite)
                 r += [str(const) if const is not None else "-",
                       _covered_cell([v for v in verdicts if v.suite == suite])]
             rows.append(r)
         lines += md_table(header, rows) + [""]
+        lines += [f"- {c.label}: {_statistic_text(col)}"
+                  for c, col in zip(cols, per_col, strict=True) if col]
         if profile:
             lines += _coverage_bullets(cols, profile, verdicts)
+        lines += [""] if lines[-1] else []
     return lines
 
 
-def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstimate]]
-                    ) -> list[CoverageResult]:
-    """The verdicts of :func:`column_estimates`; ``cpu`` is the column's index, so that two
-    runs of the same CPU stay apart."""
-    if profile is None:
-        return []
-    return coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
-                              for e in col.values()])
+def _statistic_text(col: dict[str, SuiteEstimate]) -> str:
+    """The statistic a column's estimates used and why (its unit's, as `qprof check`
+    prints it; a suite that fell back to another says so)."""
+    unit = next((e for e in col.values() if e.is_unit), None) or next(iter(col.values()))
+    text = (f"statistic {unit.statistic} = {STATISTIC_TEXT[unit.statistic]} "
+            f"({unit.statistic_why})")
+    others = [f"{e.suite}: {e.statistic} ({e.statistic_why})" for e in col.values()
+              if e.statistic != unit.statistic]
+    return text + ("; " + "; ".join(others) if others else "")
+
+
+def _median_rule_cell(e: SuiteEstimate | None) -> str:
+    vu = e.vu_by_statistic.get("median") if e is not None else None
+    return "-" if vu is None else str(vu)
 
 
 def _estimate_cell(e: SuiteEstimate | None) -> str:
     if e is None or e.vu_estimate is None:
         return "-"
-    if e.vu_ci is not None and e.vu_ci[0] != e.vu_ci[1]:
+    if e.vu_ci is not None and not e.is_unit:  # even when it is one value, as check says
         return f"{e.vu_estimate} ({e.vu_ci[0]}-{e.vu_ci[1]})"
     return str(e.vu_estimate)
 
@@ -134,7 +135,13 @@ def _estimate_cell(e: SuiteEstimate | None) -> str:
 def _covered_cell(verdicts: list[CoverageResult]) -> str:
     if verdicts and all(v.decision == "comparison" for v in verdicts):
         return "comparison only"
-    judged = [v.covered for v in verdicts if v.covered is not None]
+    if verdicts and not any(v.ratio_binds for v in verdicts if v.decision != "comparison"):
+        if any(v.covered is False for v in verdicts):
+            return "over, not binding here (not a reference core)"
+        if any(v.decision == "unsure" for v in verdicts):
+            return "unsure, not binding here (not a reference core)"
+        return "yes"
+    judged = [v.covered for v in verdicts if v.covered is not None and v.ratio_binds]
     unsure = " (unsure on some cores)" if any(v.decision == "unsure" for v in verdicts) else ""
     if not judged:
         return "unsure" if unsure else "-"
@@ -154,7 +161,8 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
             lines.append(
                 f"- {r.suite} on {cols[r.cpu].label}: estimate {r.vu_estimate} exceeds "
                 f"the constant {r.vu_constant} by {r.vu_estimate - r.vu_constant}: NOT covered."
-                if r.decision == "not_covered" else f"- {r.suite} on {cols[r.cpu].label}: "
+                if r.decision == "not_covered" and r.ratio_binds
+                else f"- {r.suite} on {cols[r.cpu].label}: "
                 f"{r.verdict}.")
     else:
         lines.append(f"- Every constant of profile `{profile.name}` covers its estimate; least "
@@ -273,7 +281,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
         header.append(f"Reference: {ref.name} ({ref.part_name or ref.uarch})")
     rows = []
     for suite in profile.suites:
-        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        nsig = block_signatures(profile, suite)
         r = [f"{suite} ({nsig:,})"]
         any_value = False
         for b, o in ways:
@@ -289,14 +297,17 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
         if any_value:
             rows.append(r)
     lines = ["## Worst-case block estimate", "",
-             f"A block holding as many signatures of one suite as MAX_BLOCK_VERIFY_UNITS "
-             f"({profile.max_block_verify_units:,}) allows, times the median of one signature, "
-             "on one core. An estimate, not a measured block; validation on several cores "
-             "takes less.", ""]
+             f"A block holding as many signatures of one suite as every limit allows "
+             f"(MAX_BLOCK_VERIFY_UNITS {profile.max_block_verify_units:,}"
+             + (f", auth bytes {profile.max_block_auth_bytes:,}"
+                if profile.max_block_auth_bytes else "")
+             + "), times the median of one signature, on one core; the costliest mixture "
+             "of suites is in the chain's rule section above. An estimate, not a measured "
+             "block; validation on several cores takes less.", ""]
     lines += md_table(header, rows) + [""]
     worst, worst_suite = 0.0, None
     for suite in profile.suites:
-        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        nsig = block_signatures(profile, suite)
         for b, o in ways:
             for c in cols:
                 red = c.get(suite, b, o)
@@ -411,6 +422,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
     lines += _kem(cols)
     lines += _invalid(cols, profile)
     lines += _dual(cols, profile)
+    lines += policy_section(cols, profile)
     lines += _worst_block(cols, profile)
     if blocks:
         lines += _measured_blocks(list(blocks))

@@ -233,6 +233,7 @@ def coverage_rows(
                 basis_label=r.basis_label,
                 decision=r.decision,
                 vu_ci=r.estimate.vu_ci,
+                is_unit=r.estimate.is_unit,
                 ratio_binds=r.ratio_binds,
                 block_time_covered=r.block_time_covered,
                 block_time_ns=r.block_time.time_ns if r.block_time else None,

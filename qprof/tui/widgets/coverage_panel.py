@@ -13,13 +13,15 @@ from qprof.tui.model import (
     CoverageView,
     cpu_ranges,
     fmt_covered,
+    fmt_estimate,
     fmt_stat,
 )
 from qprof.tui.widgets.core_table import short_suite
 
 # Cap before the worst block: at 80 columns the last column is the one cut off.
 # "Verify" is the time `qprof check` compared: the median, or the 10th percentile when
-# "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host).
+# "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host). "Est" is the estimate
+# with its 95 % interval, as `qprof check` prints it.
 COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
            "Worst block")
 
@@ -40,12 +42,10 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
         fmt_ns(row.time_ns, missing="—"),
         fmt_stat(row.statistic),
-        "—" if row.vu_estimate is None else str(row.vu_estimate),
+        fmt_estimate(row),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds)
-        + (f" {row.vu_ci[0]}-{row.vu_ci[1]}" if row.decision == "unsure" and row.vu_ci
-           else ""),
+        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds),
         cap,
         fmt_ns(row.worst_block_ns, missing="—"),
     )
