@@ -280,7 +280,9 @@ def _not_binding_text(r: CoverageResult, binding: RatioBinding) -> str:
         low = f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})" if r.vu_ci_low is not None else ""
         return (f"estimate {r.vu_estimate}{low}, constant {r.vu_constant}: {NOT_BINDING} "
                 f"({binding.detail})")
-    return f"{r.verdict} ({binding.why})"
+    if r.estimate.is_unit:
+        return r.verdict
+    return f"{r.verdict} (the ratio does not bind here: {binding.detail})"
 
 
 def apply_policy(profile: Profile, results: list[CoverageResult],
