@@ -32,13 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", default=",".join(s.name for s in simulate.SHAPES),
                    help="comma-separated shape names")
     p.add_argument("--profile", default="qanum")
+    p.add_argument("--rounds", type=int, default=simulate.CHECK.rounds,
+                   help="base rounds per run (the pins of the ratio shapes use 15)")
     p.add_argument("--adaptive", action="store_true",
                    help="extra B/A pairs by the engine's stopping rule, as qprof check")
     args = p.parse_args(argv)
     shapes = [simulate.SHAPES_BY_NAME[n] for n in args.shapes.split(",")]
     profile = load_profile(args.profile)
     started = time.monotonic()
-    cfg = simulate.Config(adaptive=args.adaptive)
+    cfg = simulate.Config(adaptive=args.adaptive, rounds=args.rounds)
     cells = simulate.simulate_table(
         profile, shapes, runs=args.runs, seed=args.seed, cfg=cfg,
         progress=lambda name: print(f"# {name} done, {time.monotonic() - started:.0f} s",

@@ -54,6 +54,7 @@ INTERRUPTS_PER_S = 1200.0  # interrupts hitting the measured thread (Poisson in 
 INTERRUPT_MEAN_S = 20e-6  # exponential length of one
 ROUND_GAP_S = 0.005  # engine and worker work between two rounds
 HW_MAX_KHZ = 3_000_000
+WOBBLE_S = 0.004  # a contention phase's level changes at this scale
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class Host:
         self.phase_start: list[float] = []
         self.phase_end: list[float] = []
         self.phase_slow: list[float] = []
+        self.phase_wobble: list[np.ndarray] = []
         if shape.phase_share > 0:
             mean = sum(shape.phase_s) / 2
             gap = mean * (1 - shape.phase_share) / shape.phase_share
@@ -158,6 +160,10 @@ class Host:
                 self.phase_start.append(t)
                 self.phase_end.append(t + length)
                 self.phase_slow.append(rng.uniform(*shape.phase_slowdown))
+                # A neighbour's load is not steady at the scale of turns: each 4 ms of a
+                # phase takes 40-160 % of the phase's slowdown (as the unit's turn
+                # medians spread under contention on the Xeon guest).
+                self.phase_wobble.append(rng.uniform(0.4, 1.6, int(length / WOBBLE_S) + 2))
                 t += length
 
     def capped(self, t: float) -> bool:
@@ -173,7 +179,8 @@ class Host:
             i -= 1
         j = bisect.bisect_right(self.phase_start, t) - 1
         if j >= 0 and self.phase_end[j] > t:
-            return self.phase_slow[j]
+            wobble = self.phase_wobble[j][int((t - self.phase_start[j]) / WOBBLE_S)]
+            return 1.0 + (self.phase_slow[j] - 1.0) * float(wobble)
         return 1.0
 
     def speed(self, t: float, suite: str = UNIT) -> float:
@@ -272,7 +279,7 @@ class Config:
     # up to max_rounds or the time limit (`qprof check --time-limit`, simulated seconds).
     adaptive: bool = False
     max_rounds: int = CHECK.max_rounds
-    time_limit_s: float = 50.0
+    time_limit_s: float = 60.0
     cpu: int = 1
     backend: str = "liboqs"
     suites: tuple[str, ...] = tuple(QUIET_COST_S)

@@ -33,6 +33,19 @@ RMS_SLACK_BP = 10.0
 
 TODAY_FAILS: set[tuple[str, str]] = set()
 
+# The shapes of contention that moves the ratio itself (issue 18): phases of seconds to
+# minutes, a drifting quiet ratio. Runs of 15 rounds (~20 simulated s, no stopping rule:
+# CI seconds); an undecided run (too few quiet data: the verdict says unsure) is scored
+# apart, and at most half of the runs may be undecided.
+RATIO_SHAPES = [simulate.SHAPES_BY_NAME[n] for n in simulate.RATIO_SHAPES]
+RATIO_RUNS = 6
+RATIO_MAX_BIAS_BP = 25.0
+# What the estimator does not meet on them (docs/ESTIMATOR.md): smt-here runs without a
+# quiet stretch take the quickest contended level for the quiet speed (ML-DSA-87 -32 bp,
+# its narrow interval misses); smt-up SLH-DSA-SHAKE-256s -33 bp.
+RATIO_FAILS: set[tuple[str, str]] = {("bias", "smt-here"), ("coverage", "smt-here"),
+                                     ("bias", "smt-up")}
+
 
 @pytest.fixture(scope="module")
 def cells() -> dict[tuple[str, str, str], simulate.Cell]:
@@ -109,3 +122,36 @@ def test_the_stopping_rule_adds_pairs_on_a_busy_host_within_its_limits() -> None
     assert {m.round for m in quiet.measurements} == set(range(cfg.rounds))
     rounds = {m.round for m in busy.measurements}
     assert cfg.rounds < len(rounds) <= cfg.max_rounds and (len(rounds) - cfg.rounds) % 2 == 0
+
+
+@pytest.fixture(scope="module")
+def ratio_cells() -> dict[tuple[str, str, str], simulate.Cell]:
+    return simulate.simulate_table(PROFILE, RATIO_SHAPES, runs=RATIO_RUNS, seed=5,
+                                   cfg=simulate.Config(rounds=15), statistics=("auto",))
+
+
+def _ratio_params(check: str) -> list:
+    return [pytest.param(s.name, marks=pytest.mark.xfail(
+        strict=True, reason="today's estimator; see docs/ESTIMATOR.md"))
+            if (check, s.name) in RATIO_FAILS else s.name for s in RATIO_SHAPES]
+
+
+@pytest.mark.parametrize("shape", _ratio_params("bias"))
+def test_quiet_ratio_bias_within_25_bp_when_contention_moves_the_ratio(
+        ratio_cells: dict, shape: str) -> None:
+    got = {c.suite: round(c.bias_bp) for c in _suites(ratio_cells, shape, "auto")}
+    assert all(abs(b) <= RATIO_MAX_BIAS_BP for b in got.values()), got
+
+
+@pytest.mark.parametrize("shape", _ratio_params("coverage"))
+def test_quiet_ratio_interval_covers_the_truth_when_contention_moves_the_ratio(
+        ratio_cells: dict, shape: str) -> None:
+    got = {c.suite: c.coverage for c in _suites(ratio_cells, shape, "auto")}
+    assert all(c >= MIN_COVERAGE for c in got.values()), got
+
+
+@pytest.mark.parametrize("shape", [s.name for s in RATIO_SHAPES])
+def test_at_most_half_the_runs_undecided(ratio_cells: dict, shape: str) -> None:
+    for c in _suites(ratio_cells, shape, "auto"):
+        assert c.undecided <= c.runs / 2, (c.suite, c.undecided, c.runs)
+        assert all(c.inside), c.suite  # every estimate inside its own interval

@@ -474,3 +474,14 @@ def test_each_timed_call_takes_the_next_signature_of_the_pool(monkeypatch):
     # estimator's interval resamples the signatures.
     assert seen == [bytes([k]) for k in (0, 0, 1, 1, 2, 2) * 2]
     assert state.pool_size == 3 and state.calls == 6
+
+
+def test_base_rounds_stop_at_the_time_limit_after_three():
+    """A worker starved by others' load (base rounds of 1.2 s took 5-27 s on the shared
+    Xeon guest) must not take `qprof check` past its time limit: past it, no base round
+    starts after the third, and a note says why."""
+    records: list = []
+    summary = run_bench(_config(rounds=7, max_rounds=7, time_limit_s=0.01), records.append)
+    assert summary.status == "finished"
+    assert {m.round for m in records if isinstance(m, Measurement)} == {0, 1, 2}
+    assert any(isinstance(n, Note) and n.kind == "time_limit" for n in records)

@@ -63,6 +63,8 @@ from qprof.measure.runmeta import build_meta, choose_timer
 __all__ = ["EngineError", "choose_timer", "run_bench"]
 
 Sink = Callable[[Record], None]
+# Base rounds a CPU gets whatever the time limit (the estimate needs three).
+MIN_BASE_ROUNDS = 3
 
 
 @dataclass
@@ -210,6 +212,14 @@ class _Run:
             while r < target:
                 if self.stop.is_set():
                     return
+                if r >= MIN_BASE_ROUNDS and r < plan.rounds and self._past_limit(plan):
+                    # A starved worker (nice 10 under others' load: base rounds of 1.2 s
+                    # took 5-27 s here) must not take the run past its time limit.
+                    self.note("warning", "time_limit",
+                              f"CPU {cpu}: {r} of {plan.rounds} base rounds within the "
+                              f"time limit ({self.config.time_limit_s:.0f} s): the host "
+                              "gave the measurement little CPU time", cpu)
+                    break
                 block = list(range(r, min(target, r + plan.per_worker)))
                 tasks = [replace(t, n=self.fixed_n.get((cpu, *t.key)))
                          for k in block for t in plan.round_tasks(k)]
@@ -239,6 +249,12 @@ class _Run:
                 and pair_fits(self.progress.elapsed(), self.config.time_limit_s,
                               plan.pair_budget(), self.worker_seconds, self.worker_budgets,
                               plan.pair_spawn_s()))
+
+    def _past_limit(self, plan: Plan) -> bool:
+        """Would one more base round (one worker) end past the time limit?"""
+        one = sum(t.budget_s for t in plan.round_tasks(0)) * plan.per_worker
+        return not pair_fits(self.progress.elapsed(), self.config.time_limit_s, one,
+                             self.worker_seconds, self.worker_budgets, SPAWN_COST_S)
 
     def _pyperf_path(self, cpu: int) -> Path:
         """One pyperf file per run and CPU (``compare_to`` works between two runs)."""

@@ -47,9 +47,15 @@ if TYPE_CHECKING:
 # from the within-turn spread of its samples) above the round's second quickest turn.
 QUIET_SIGMAS = 4.0
 MIN_QUIET_WIDTH = 0.002  # at least 20 bp wide
-# A round whose quiet centre is this far above the run's median centre ran under a
+# A round whose quiet centre is this far above the run's quiet speed ran under a
 # neighbour throughout (worker processes of one run differ by up to ~50 bp here).
 ROUND_TOLERANCE_BP = 100.0
+# A round with fewer of its unit turns in its quiet phase than this ran contended
+# throughout: under a neighbour the turns spread over several %, and the quickest of
+# them is no quiet speed (on the Xeon guest: quiet rounds hold 30-90 % of their turns
+# within the quiet width, contended ones under 10 %).
+MIN_QUIET_SHARE = 0.15
+MIN_RUN_QUIET_TURNS = 5  # the run's quiet speed: at least this many turns at one speed
 # s bins (unit slowdown) of the contention curve; the line through the bins up to FIT_MAX
 # gives the quiet level; operations beyond USE_MAX (heavy spells) are left out.
 BIN_EDGES = (0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.11, 0.15, 0.20)
@@ -82,7 +88,8 @@ class RoundQuiet:
         return (self.turn_medians[c] + self.turn_medians[c + 1]) / 2 / self.centre - 1
 
 
-def _quiet_centre(samples: list[float], size: int) -> tuple[list[float], float]:
+def _quiet_centre(samples: list[float], size: int
+                  ) -> tuple[list[float], float, float, float]:
     turns = _turns(samples, size)
     medians = [sample_stats.median(t) for t in turns]
     order = sorted(medians)
@@ -94,7 +101,22 @@ def _quiet_centre(samples: list[float], size: int) -> tuple[list[float], float]:
              if mads else 0.0)
     width = max(QUIET_SIGMAS * sigma, MIN_QUIET_WIDTH)
     quiet = [m for m in medians if m <= floor * (1 + width)]
-    return medians, sample_stats.median(quiet)
+    return medians, sample_stats.median(quiet), len(quiet) / len(medians), width
+
+
+def _run_quiet_speed(medians: list[float], width: float) -> float | None:
+    """The run's quiet speed: the centre of the quickest cluster of at least
+    ``MIN_RUN_QUIET_TURNS`` unit turns (of any rounds) within ``width`` of each other. Not
+    a round's: under steady contention a round's own quickest turns are contended ones."""
+    order = sorted(medians)
+    j = 0
+    for i, lo in enumerate(order):
+        j = max(j, i)
+        while j + 1 < len(order) and order[j + 1] <= lo * (1 + width):
+            j += 1
+        if j - i + 1 >= MIN_RUN_QUIET_TURNS:
+            return sample_stats.median(order[i:j + 1])
+    return None
 
 
 def round_quiet(unit: Reduced) -> dict[int, RoundQuiet]:
@@ -104,12 +126,14 @@ def round_quiet(unit: Reduced) -> dict[int, RoundQuiet]:
            if r in unit.samples_by_round and len(unit.samples_by_round[r]) >= 2 * k}
     if not raw:
         return {}
-    # The run's quiet speed: its second quickest round centre (not the median: on a
-    # shared host most rounds may run under a neighbour throughout).
-    centres = sorted(c for _m, c in raw.values())
-    run_centre = centres[min(1, len(centres) - 1)]
+    run_centre = _run_quiet_speed([x for m, _c, _s, _w in raw.values() for x in m],
+                                  sample_stats.median([w for *_r, w in raw.values()]))
+    if run_centre is None:  # too few turns at any one speed: no quiet speed
+        return {r: RoundQuiet(m, c, True) for r, (m, c, _s, _w) in raw.items()}
     top = run_centre * (1 + ROUND_TOLERANCE_BP / 1e4)
-    return {r: RoundQuiet(m, min(c, top), c > top) for r, (m, c) in raw.items()}
+    return {r: RoundQuiet(m, min(c, top) if share >= MIN_QUIET_SHARE else top,
+                          c > top or share < MIN_QUIET_SHARE)
+            for r, (m, c, share, _w) in raw.items()}
 
 
 def unit_quiet(unit: Reduced) -> tuple[float, dict[int, float], list[int]]:
@@ -212,6 +236,13 @@ def _fit(ops: PairOps, weights: np.ndarray, fit_bins: list[int], level_bins: lis
         b = np.where(var > 0, (wt * (x - mx[:, None]) * (y - my[:, None])).sum(1)
                      / np.maximum(var, 1e-300), 0.0)
         a = my - b * mx
+        if fit_bins[0] == 0 and (which == 0).sum() >= MIN_QUIET_OPS:
+            # Enough operations at the quiet speed: their own level, moved along the line
+            # by their small mean slowdown. A neighbour's load changes within a turn, so
+            # s measures the contention of a suite turn with an error: the line's slope
+            # is attenuated, and an intercept extrapolated from contended bins with it
+            # lies on the contended side (-40 bp on the smt-here shape).
+            a = y[:, 0] - b * x[:, 0]
     g = np.ones((reps, len(norm)))
     quiet = ops.slowdown <= FIT_MAX
     g[:, quiet] = (a[:, None] + b[:, None] * ops.slowdown[quiet]) / a[:, None]
@@ -342,6 +373,11 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
     fit, _level, _used = _bins_used(ops)
     # A level at s = 0: a line through two quiet bins, or the quickest bin alone.
     fits = len(fit) >= 2 or fit == [0]
+    if all(q.held for q in rq.values()):
+        base.why_not = (f"the host was contended throughout the run (no round had a quiet "
+                        f"phase: fewer than {MIN_QUIET_SHARE:.0%} of its unit turns at one "
+                        "speed)")
+        return base
     if n_quiet < MIN_QUIET_OPS or not fits or len(quiet_rounds) < MIN_QUIET_ROUNDS:
         base.why_not = (
             f"too few quiet turns: {sum(quiet.values())} of {sum(turns.values())} in "
@@ -381,15 +417,15 @@ def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
     if ops is None or not p.usable or replicates <= 0:
         return None
     n = len(ops.ratio)
-    if n > MAX_BOOTSTRAP_OPS:  # thin, keeping time order (and every round and bin)
-        keep = np.arange(0, n, -(-n // MAX_BOOTSTRAP_OPS))
+    rng = np.random.default_rng(SEED)
+    if n > MAX_BOOTSTRAP_OPS:  # a random subset (every k-th would alias with the pool)
+        keep = np.sort(rng.choice(n, MAX_BOOTSTRAP_OPS, replace=False))
         ops = PairOps(ops.ratio[keep], ops.slowdown[keep], ops.round_index[keep],
                       ops.signature[keep], ops.cost[keep], ops.rounds)
         n = len(keep)
     fit, _level, _used = _bins_used(ops)
     if not (len(fit) >= 2 or fit == [0]):
         return None
-    rng = np.random.default_rng(SEED)
     _ids, sig_index = np.unique(ops.signature, return_inverse=True)
     n_sig, n_round = int(sig_index.max()) + 1, len(ops.rounds)
     # Records without the pool's order: each operation is its own signature (one level).
@@ -407,4 +443,7 @@ def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
         done += reps
     values = np.concatenate(out)
     alpha = (1 - confidence) / 2
-    return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
+    lo, mid, hi = np.quantile(values, [alpha, 0.5, 1 - alpha])
+    # The replicates' spread about their own median, put about the estimate: a subset
+    # for the interval, or a curve the weights bend, may move the replicates' centre.
+    return float(p.ratio * lo / mid), float(p.ratio * hi / mid)
