@@ -203,3 +203,19 @@ def test_check_from_with_the_proposed_profile_is_covered(tmp_path: Path,
     slh = {r["suite"]: r for r in doc["results"]}["SLH-DSA-SHAKE-128s"]
     assert (slh["vu_estimate"], slh["decision"], slh["ratio_binds"]) == (1576, "not_covered",
                                                                          True)
+
+
+def test_check_text_shows_both_verdicts(fleet_runs: list[Path],
+                                        capsys: pytest.CaptureFixture[str]):
+    """The x86 run in words: the SLH-DSA ratios above the constants but not binding, the
+    time bound with both block times, and the verdict that counts."""
+    assert main(["check", "--from", str(fleet_runs[2]), "--profile", "qanum"]) == 0
+    out = capsys.readouterr().out
+    assert ("constant 1600: ratio above the constant; not binding here: the constants "
+            "follow the slowest reference core") in out
+    assert "time bound ✓: worst-case block 125 x SLH-DSA-SHAKE-128s" in out
+    assert "on the reference core Silver" in out
+    assert "verdict: every binding verdict holds" in out
+    assert main(["check", "--from", str(fleet_runs[0]), "--profile",
+                 "qanum-2026-10-14"]) == 1
+    assert "verdict: NOT covered: SLH-DSA-SHAKE-128s on CPU 2" in capsys.readouterr().out
