@@ -256,3 +256,47 @@ def test_cli_worst_measures_the_costliest_mixture(tmp_path) -> None:  # noqa: AN
         assert row["wall_ci_s"][0] <= row["wall_median_s"] <= row["wall_ci_s"][1]
     if len(_cpus()) > 1:
         assert data["results"][0]["vs_single"] is not None
+
+
+def test_daemon_verifies_the_worst_mixture_too(tmp_path) -> None:  # noqa: ANN001
+    """A profile whose worst-case block mixes suites (the auth bytes bind: 13 ML-DSA-87 +
+    1 ML-DSA-44 take longest): the daemon's block cycle verifies that mixture as well."""
+    import threading
+    from pathlib import Path
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.consensus.profiles import profile_from_dict
+    from qprof.consensus.verdict import evaluate
+    from qprof.measure.records import Measurement
+    from qprof.service.config import DaemonConfig
+    from qprof.service.cycle import CycleRunner
+    from qprof.service.metrics import MetricsState, QprofCollector
+
+    profile = profile_from_dict(
+        {"name": "mix", "unit_suite": SUITE, "verify_units": {SUITE: 100, "ML-DSA-87": 100},
+         "max_block_verify_units": 4000, "max_block_auth_bytes": 100_000,
+         "auth_bytes_per_spend": {SUITE: 3739, "ML-DSA-87": 7226},
+         "target_block_interval_s": 75}, Path(tmp_path / "mix.toml"))  # fmt: skip
+    ms = [Measurement(run_id="r", cpu=0, suite=s, backend="numba", operation="verify",
+                      round=k, n=1, median_ns=t, p95_ns=t)
+          for k in range(3) for s, t in ((SUITE, 100_000.0), ("ML-DSA-87", 200_000.0))]
+    state = MetricsState(profile=profile)
+    state.profile = profile
+    # The verdict of a numba run is a comparison figure: judge a copy as the node's.
+    from dataclasses import replace
+
+    state.coverage = [replace(c, basis="node") for c in evaluate(profile, ms)]
+    bt = state.coverage[0].block_time
+    assert bt is not None and bt.worst.composition == ((SUITE, 1), ("ML-DSA-87", 13))
+    runner = CycleRunner(DaemonConfig(block=True, dual=False), None, None, state, "numba",
+                         dict, lambda cpu: True)  # type: ignore[arg-type]  # fmt: skip
+    runner.measure_blocks(threading.Event())
+    worst = [b for b in state.blocks if b.suite == "worst"]
+    assert len(worst) == 1 and worst[0].signatures == 14 and worst[0].all_verified
+    assert worst[0].composition == [(SUITE, 1), ("ML-DSA-87", 13)]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(state, {"qprof": "test"}))
+    text = generate_latest(registry).decode()
+    assert 'qprof_block_composition_info{block="1 x ML-DSA-44 + 13 x ML-DSA-87",suite="worst"}' \
+        in text

@@ -30,7 +30,7 @@ from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
-from qprof.measure.block import Block
+from qprof.measure.block import Block, BlockResult
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
@@ -252,8 +252,39 @@ class CycleRunner:
                                                 block_interval_s=profile.target_block_interval_s))
             except (BlockError, OSError, ValueError) as exc:
                 log.warning("block %s: not verified: %s", suite, exc)
+        results += self._measure_worst_mixture(cpus, modes, stop)
         with self.state.lock:
             self.state.blocks = results
+
+    def _measure_worst_mixture(self, cpus: list[int], modes: list[str],
+                               stop: threading.Event) -> list[BlockResult]:
+        """The worst-case block when it mixes suites (consensus's, from the newest
+        verdict's times on the first judged CPU), built for real and verified as the
+        single-suite blocks are; ``suite`` "worst", its composition in the result."""
+        from qprof.measure.block import BlockError, build_mixed_block, verify_block
+
+        profile = self.state.profile
+        with self.state.lock:
+            coverage = list(self.state.coverage)
+        bt = next((c.block_time for c in coverage
+                   if c.basis == "node" and c.block_time is not None), None)
+        if profile is None or bt is None or len(bt.worst.composition) < 2 or stop.is_set():
+            return []
+        key = "worst: " + bt.worst.text()
+        out = []
+        try:
+            if key not in self._blocks:
+                self._blocks = {k: b for k, b in self._blocks.items()
+                                if not k.startswith("worst: ")}  # one mixture kept
+                self._blocks[key] = build_mixed_block(bt.worst.composition)
+            for mode in modes:
+                r = verify_block(self._blocks[key], cpus, self.backend, mode,
+                                 block_interval_s=profile.target_block_interval_s,
+                                 per_signature_s=bt.time_ns / 1e9 / max(1, bt.worst.spends))
+                out.append(dataclasses.replace(r, suite="worst"))
+        except (BlockError, OSError, ValueError) as exc:
+            log.warning("worst-case block %s: not verified: %s", bt.worst.text(), exc)
+        return out
 
     def _measure_cpu(self, cpu: int, stop: threading.Event) -> str:
         self.current_cpu = cpu

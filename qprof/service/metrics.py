@@ -378,12 +378,20 @@ def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
         "The same block estimated on one core: signatures x median per-signature time",
         labels=["suite", "mode"],
     )
+    mixture = InfoMetricFamily(
+        "qprof_block_composition",
+        "What the block labelled suite=\"worst\" holds: the profile's worst-case mixture "
+        "of suites under all its limits, as consensus found it from this node's times",
+        labels=["suite"])
     for b in blocks:
         wall.add_metric([b.suite, b.mode, b.scope], b.wall_s)
+        if b.composition and b.mode == "single":
+            mixture.add_metric([b.suite], {"block": " + ".join(
+                f"{n} x {s}" for s, n in b.composition)})
     estimates = {(b.suite, b.mode): b.single_core_estimate_s for b in blocks}
     for (suite, mode), seconds in estimates.items():
         estimate.add_metric([suite, mode], seconds)
-    yield from (wall, estimate)
+    yield from (wall, estimate, mixture)
 
 
 def serve_metrics(state: MetricsState, host: str, port: int
