@@ -2,8 +2,13 @@
 
 Measures the profile's suites (verify only) on the chosen CPUs through the engine's
 "check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
-straddles its constant, within a time limit. Exit 0: every suite covered on every CPU
-(each whole 95 % interval at or below its constant); 1: some suite not covered; 2: error
+straddles its constant, within a time limit. Each suite and CPU gets both verdicts of
+the chain's rule (``qprof.consensus.policy``): the ratio coverage, which counts only where
+the profile's ``ratio_binds`` makes it bind (qanum: on its reference cores), and the time
+bound (the CPU's worst-case block against the same block on the slowest reference core).
+Exit 0: every binding verdict holds (each whole 95 % interval at or below its constant
+where the ratio binds, every time bound kept); 1: some suite not covered where its ratio
+binds, or a worst-case block over its time bound; 2: error
 (nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
 3: unsure: no suite surely over its constant, but some interval straddles it (the output
 says what to do); 4: comparison figures only (``--comparison`` with a verifier no node
@@ -173,10 +178,12 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
              records: list[Record]) -> int:
     """A run's records -> the verdict printed (text, or JSON with ``--json``) and the exit
     code: the one path of a live check and of ``--from``."""
+    from qprof.consensus.policy import cores_from_records
     from qprof.consensus.verdict import evaluate
 
     try:
-        results = evaluate(profile, summary.measurements, statistic=args.statistic)
+        results = evaluate(profile, summary.measurements, statistic=args.statistic,
+                           cores=cores_from_records(records))
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
@@ -238,8 +245,10 @@ def _judge_recorded(args: argparse.Namespace) -> int:
 
 
 def run_decision(results: list[CoverageResult]) -> Decision:
-    """One suite surely over its constant decides the run; else any unsure one."""
-    decisions = {r.decision for r in results}
+    """One binding verdict surely broken decides the run (a suite over its constant
+    where the ratio binds, a worst-case block over its time bound); else any unsure one.
+    Each result's ``policy_decision`` is consensus's (qprof.consensus.policy)."""
+    decisions = {r.policy_decision for r in results}
     for decision in ("not_covered", "unsure", "covered"):
         if decision in decisions:
             return decision
@@ -270,6 +279,7 @@ def _unit_rows(profile: Profile, results: list[CoverageResult]
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
+    from qprof.commands.check_policy import policy_json
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     e = r.estimate
@@ -309,6 +319,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "contended_share": (round(e.contended_share, 3)
                             if e.contended_share is not None else None),
         "pool_signatures": e.pool_signatures,
+        **policy_json(r),
     }
 
 
@@ -330,7 +341,9 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         # True / False once decided; None when unsure (see "unsure") or comparison only.
         "covered": {"covered": True, "not_covered": False}.get(decision),
         "decision": decision,
-        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == "unsure"],
+        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results
+                   if r.policy_decision == "unsure"],
+        "ratio_binds": profile.ratio_binds,
         "advice": UNSURE_ADVICE if decision == "unsure" else None,
         "exit_code": EXIT_CODES[decision],
         "statistic": args.statistic,
@@ -422,22 +435,30 @@ def _print_footer(summary: RunSummary, results: list[CoverageResult],
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
         print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
-    worst = max(results, key=lambda r: r.worst_block_ns)
-    ref = (f"; on the reference core {worst.reference_core}: "
-           f"{_ms(worst.reference_block_ns)}" if worst.reference_block_ns else "")
-    print(f"worst-case block: {worst.worst_block_signatures} x {worst.suite} = "
-          f"{_ms(worst.worst_block_ns)} on CPU {worst.cpu}{ref}")
+    from qprof.commands.check_policy import not_binding, over_time, print_block_times
+
+    print_block_times(results)
     for cpu, why in summary.aborted_cpus.items():
         print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
     def where(d: str) -> str:
-        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == d)
+        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results
+                         if r.policy_decision == d and r.decision == d)
 
+    aside = not_binding(results)
+    if aside:
+        print(aside)
     if decision == "comparison":
         print("verdict: none: " + "; ".join(sorted({r.basis_label for r in results})))
     elif decision == "covered":
-        print("verdict: every suite covered")
+        print("verdict: every binding verdict holds: "
+              + ("every suite covered" if not aside else "each ratio covered where it binds")
+              + ("; every worst-case block within its time bound"
+                 if any(r.block_time_covered for r in results) else ""))
     elif decision == "not_covered":
-        print("verdict: NOT covered: " + where("not_covered")
+        late = over_time(results)
+        print("verdict: NOT covered: " + "; ".join(x for x in (
+            where("not_covered"), f"worst-case block over the time bound on {late}"
+            if late else "") if x)
               + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
     else:
         undecided = [r for r in results if r.decision == "unsure" and r.estimate.undecided]

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
+from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.measure.jsonl import RunData
 from qprof.report.columns import Column
@@ -38,11 +39,19 @@ def column_estimates(cols: list[Column], profile: Profile | None, unit: str, bac
     return out
 
 
-def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstimate]]
-                    ) -> list[CoverageResult]:
-    """The verdicts of :func:`column_estimates`; ``cpu`` is the column's index, so that two
-    runs of the same CPU stay apart."""
+def column_cores(cols: list[Column]) -> dict[int, CoreDesign]:
+    """What each column's CPU is (its run's Meta), keyed by the column's index: the
+    profile's policy matches reference cores by design or part."""
+    return {i: replace(CoreDesign.from_row(c.cpu_row), cpu=i) for i, c in enumerate(cols)}
+
+
+def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstimate]],
+                    cols: list[Column] | None = None) -> list[CoverageResult]:
+    """The verdicts of :func:`column_estimates`, with the profile's policy (``cols``: what
+    each column's CPU is); ``cpu`` is the column's index, so that two runs of the same CPU
+    stay apart."""
     if profile is None:
         return []
     return coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
-                              for e in col.values()])
+                              for e in col.values()],
+                    cores=column_cores(cols) if cols is not None else None)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.stats import drift_bp
+from qprof.consensus.vu import block_signatures
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
 from qprof.measure.units import fmt_ns
@@ -50,7 +51,7 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
     figures = []
     for backend in backends_of(cols, "verify"):
         per_col = column_estimates(cols, profile, unit, backend, "verify")
-        verdicts = {(v.cpu, v.suite): v for v in column_verdicts(profile, per_col)}
+        verdicts = {(v.cpu, v.suite): v for v in column_verdicts(profile, per_col, cols)}
         for suite in suites_of(cols, profile, ("verify",)):
             if suite == unit:
                 continue
@@ -164,7 +165,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
     interval = profile.target_block_interval_s
     figures = []
     for suite in profile.suites:
-        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        nsig = block_signatures(profile, suite)
         rows = []
         for backend, op in ways:
             for c in cols:

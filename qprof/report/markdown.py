@@ -16,6 +16,7 @@ from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.estimate.reduce import unit_drift_bp
 from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
 from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.vu import block_signatures
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
@@ -33,6 +34,7 @@ from qprof.report.columns import (
 )
 from qprof.report.figures import column_estimates, column_verdicts
 from qprof.report.machine import machine_section
+from qprof.report.policy import policy_section
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
@@ -69,7 +71,7 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
         if not suites:
             continue
         per_col = column_estimates(cols, profile, unit, backend, op)
-        verdicts = column_verdicts(profile, per_col)
+        verdicts = column_verdicts(profile, per_col, cols)
         # The seeds' median rule beside the estimate, where the estimate used another.
         beside = any(e.statistic != "median" for col in per_col for e in col.values())
         intro = (f"VU estimate = ceil(100 × t(suite) / t({md_text(unit)})), same core, backend and "
@@ -133,7 +135,13 @@ def _estimate_cell(e: SuiteEstimate | None) -> str:
 def _covered_cell(verdicts: list[CoverageResult]) -> str:
     if verdicts and all(v.decision == "comparison" for v in verdicts):
         return "comparison only"
-    judged = [v.covered for v in verdicts if v.covered is not None]
+    if verdicts and not any(v.ratio_binds for v in verdicts if v.decision != "comparison"):
+        if any(v.covered is False for v in verdicts):
+            return "over, not binding here (not a reference core)"
+        if any(v.decision == "unsure" for v in verdicts):
+            return "unsure, not binding here (not a reference core)"
+        return "yes"
+    judged = [v.covered for v in verdicts if v.covered is not None and v.ratio_binds]
     unsure = " (unsure on some cores)" if any(v.decision == "unsure" for v in verdicts) else ""
     if not judged:
         return "unsure" if unsure else "-"
@@ -154,7 +162,8 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
             lines.append(
                 f"- {where}: estimate {r.vu_estimate} exceeds "
                 f"the constant {r.vu_constant} by {r.vu_estimate - r.vu_constant}: NOT covered."
-                if r.decision == "not_covered" else f"- {where}: {md_text(r.verdict)}.")
+                if r.decision == "not_covered" and r.ratio_binds
+                else f"- {where}: {md_text(r.verdict)}.")
     else:
         lines.append(f"- Every constant of profile {md_code(profile.name)} covers its estimate; "
                      f"least room: {md_text(least.suite)} on {md_text(cols[least.cpu].label)} "
@@ -274,7 +283,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
         header.append(f"Reference: {ref.name} ({ref.part_name or ref.uarch})")
     rows = []
     for suite in profile.suites:
-        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        nsig = block_signatures(profile, suite)
         r = [f"{suite} ({nsig:,})"]
         any_value = False
         for b, o in ways:
@@ -290,14 +299,17 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
         if any_value:
             rows.append(r)
     lines = ["## Worst-case block estimate", "",
-             f"A block holding as many signatures of one suite as MAX_BLOCK_VERIFY_UNITS "
-             f"({profile.max_block_verify_units:,}) allows, times the median of one signature, "
-             "on one core. An estimate, not a measured block; validation on several cores "
-             "takes less.", ""]
+             f"A block holding as many signatures of one suite as every limit allows "
+             f"(MAX_BLOCK_VERIFY_UNITS {profile.max_block_verify_units:,}"
+             + (f", auth bytes {profile.max_block_auth_bytes:,}"
+                if profile.max_block_auth_bytes else "")
+             + "), times the median of one signature, on one core; the costliest mixture "
+             "of suites is in the chain's rule section above. An estimate, not a measured "
+             "block; validation on several cores takes less.", ""]
     lines += md_table(header, rows) + [""]
     worst, worst_suite = 0.0, None
     for suite in profile.suites:
-        nsig = profile.max_block_verify_units // profile.verify_units[suite]
+        nsig = block_signatures(profile, suite)
         for b, o in ways:
             for c in cols:
                 red = c.get(suite, b, o)
@@ -414,6 +426,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
     lines += _kem(cols)
     lines += _invalid(cols, profile)
     lines += _dual(cols, profile)
+    lines += policy_section(cols, profile)
     lines += _worst_block(cols, profile)
     if blocks:
         lines += _measured_blocks(list(blocks))
