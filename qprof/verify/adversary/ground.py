@@ -7,9 +7,10 @@ addresses, so the search goes top down:
 
 1. greedy: for each of the top ``fixed`` layers, compute the roots of candidate trees
    under the prefix chosen so far and keep the one whose root makes the layer above
-   walk the most steps (one XMSS tree per candidate);
+   walk the most steps (one XMSS tree per candidate); at the last level keep the best
+   ``KEEP_LAST``;
 2. landing: grind opt_rand (two Keccak calls per try) until H_msg puts the address
-   under that prefix (2^(h' fixed) tries a hit);
+   under one of those prefixes (2^(h' fixed) / KEEP_LAST tries a hit);
 3. for each hit, the remaining layers top down, dropped as soon as catching up with the
    best so far would take its remaining layers ``CATCH_UP_SD`` standard deviations
    above their mean (or, before any is complete, once it falls below the mean).
@@ -30,8 +31,9 @@ from qprof.verify.adversary.keys import SlhSecret, message_prime, one_block_temp
 from qprof.verify.slhdsa_calls import nb_module, params_of, random_layer_steps
 
 LANDING_BITS = 20  # the most prefix bits landing may need (about 2^20 tries a hit)
-LAND_CHUNK = 1 << 16
-CATCH_UP_SD = 1.5  # tries per landing kernel call (deadline checks in between)
+LAND_CHUNK = 1 << 16  # tries per landing kernel call (deadline checks in between)
+CATCH_UP_SD = 1.5
+KEEP_LAST = 16  # prefixes kept at the last greedy level
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class ValidGrinder:
         key = (layer, tree)
         if key not in self._roots:
             out = np.empty(self.p.n // 8, dtype=np.uint64)
-            xmss_root(self._seed_w, self._sk_w, self.p.n, self.p.hp, layer, tree, out)
+            xmss_root(self._seed_w, self._sk_w, self.p.n, self.p.hp, layer, np.uint64(tree), out)
             self._roots[key] = int(node_steps(out, 0, self.p.n))
             self.stats.trees += 1
         return self._roots[key]
@@ -105,7 +107,7 @@ class ValidGrinder:
         node_steps = nb_module("slhdsa_walk").node_steps
         p = self.p
         out = np.empty(p.n // 8, dtype=np.uint64)
-        fors_pk(self._seed_w, self._sk_w, p.n, p.a, p.k, address >> p.hp,
+        fors_pk(self._seed_w, self._sk_w, p.n, p.a, p.k, np.uint64(address >> p.hp),
                 address & ((1 << p.hp) - 1), out)  # fmt: skip
         self.stats.fors_keys += 1
         return int(node_steps(out, 0, p.n))
@@ -117,41 +119,55 @@ class ValidGrinder:
         return self.root_steps(layer - 1, address >> (self.p.hp * layer))
 
     # -- search --------------------------------------------------------------------------
-    def _greedy(self, fixed: int, deadline: float) -> tuple[int, list[int]]:
-        """Prefix (the top ``fixed`` layers' choice) and those layers' steps."""
+    def _best_of(self, layer: int, prefix: int, stop: float) -> list[tuple[int, int]]:
+        """(steps, prefix << h' | x) for the extensions x tried before ``stop``, best
+        first: the roots of layer - 1's trees under ``prefix``."""
+        hp = self.p.hp
+        options = list(range(1 << hp))
+        self._rng.shuffle(options)
+        scored = []
+        for x in options:
+            candidate = (prefix << hp) | x
+            scored.append((self.root_steps(layer - 1, candidate), candidate))
+            if time.monotonic() > stop:
+                break
+        scored.sort(reverse=True)
+        return scored
+
+    def _greedy(self, fixed: int, deadline: float) -> dict[int, list[int]]:
+        """The prefixes (the top ``fixed`` layers' choice) landing may hit, with the
+        steps of those layers: the best choice at every level but the last, where the
+        best ``KEEP_LAST`` are kept (fewer landing tries a hit for a little less)."""
         p = self.p
         prefix = 0
-        steps: list[int] = []
+        top: list[int] = []
         for i in range(fixed):
             layer = p.d - 1 - i  # the layer whose message this choice sets
-            share = (deadline - time.monotonic()) / (fixed - i)
-            stop = time.monotonic() + share
-            options = list(range(1 << p.hp))
-            self._rng.shuffle(options)
-            best = (-1, 0)
-            for x in options:
-                candidate = (prefix << p.hp) | x
-                s = self.root_steps(layer - 1, candidate)
-                if s > best[0]:
-                    best = (s, candidate)
-                if time.monotonic() > stop:
-                    break
-            prefix = best[1]
-            steps.insert(0, best[0])
-        return prefix, steps
+            stop = time.monotonic() + (deadline - time.monotonic()) / (fixed - i)
+            scored = self._best_of(layer, prefix, stop)
+            if i < fixed - 1:
+                prefix = scored[0][1]
+                top.insert(0, scored[0][0])
+                continue
+            keep = scored[: max(1, min(KEEP_LAST, len(scored) // 16))]
+            return {cand: [s, *top] for s, cand in keep}
+        return {0: []}
 
-    def _land(self, shift: int, prefix: int, deadline: float) -> list[tuple[int, int]]:
+    def _land(self, shift: int, allowed: np.ndarray, deadline: float) -> list[tuple[int, int]]:
         land_kernel = nb_module("slhdsa_grind").land_kernel
         p = self.p
         hits = np.empty(16, dtype=np.int64)
-        where = np.empty(16, dtype=np.uint64)
+        trees = np.empty(16, dtype=np.uint64)
+        leaves = np.empty(16, dtype=np.uint64)
         while time.monotonic() < deadline:
             found = land_kernel(self._prf_tmpl, self._hmsg_tmpl, p.n // 8, p.h, p.hp, p.a, p.k,
-                                self._counter, LAND_CHUNK, shift, prefix, hits, where)
+                                self._counter, LAND_CHUNK, shift, allowed, hits, trees,
+                                leaves)  # fmt: skip
             self._counter += LAND_CHUNK
             self.stats.landing_tries += LAND_CHUNK
             if found:
-                return [(int(hits[i]), int(where[i])) for i in range(found)]
+                return [(int(hits[i]), (int(trees[i]) << p.hp) | int(leaves[i]))
+                        for i in range(found)]
         return []
 
     def _behind(self, lead: float, remaining: int, found: list[GroundCandidate]) -> bool:
@@ -168,12 +184,15 @@ class ValidGrinder:
         deadline = start + seconds
         fixed = max(1, min(p.d - 1, LANDING_BITS // p.hp))
         self.stats.fixed_layers = fixed
-        prefix, top = self._greedy(fixed, start + 0.35 * seconds)
+        prefixes = self._greedy(fixed, start + 0.35 * seconds)
         shift = p.h - p.hp * fixed
+        allowed = np.zeros(1 << (p.hp * fixed), dtype=np.uint8)
+        allowed[list(prefixes)] = 1
         found: list[GroundCandidate] = []
         while time.monotonic() < deadline:
-            for counter, address in self._land(shift, prefix, deadline):
+            for counter, address in self._land(shift, allowed, deadline):
                 self.stats.hits += 1
+                top = prefixes[address >> shift]
                 steps = list(top)
                 lead = sum(s - self.mean for s in top)
                 for layer in range(p.d - 1 - fixed, -1, -1):

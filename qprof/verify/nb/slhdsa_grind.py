@@ -203,12 +203,15 @@ def fors_pk(seed, skseed, n, a, k, tree, keypair, out):
 
 
 @njit(cache=True, nogil=True)
-def land_kernel(prf_tmpl, hmsg_tmpl, nw, h, hp, a, k, start, count, shift, prefix, hits, where):
+def land_kernel(prf_tmpl, hmsg_tmpl, nw, h, hp, a, k, start, count, shift, allowed, hits, trees,
+                leaves):  # fmt: skip
     """Try opt_rand counters ``start .. start + count``: R = PRF_msg(SK.prf, opt_rand, M')
     from the one-block template ``prf_tmpl`` (25 lanes; opt_rand's first word, lane
     ``nw``, is the counter), then H_msg from ``hmsg_tmpl`` (R in lanes 0 .. nw-1).  A
-    counter whose address A = idx_tree << hp | idx_leaf has ``A >> shift == prefix`` goes
-    to ``hits`` and A to ``where``; returns how many were found (at most ``hits.size``).
+    counter whose address A = idx_tree << hp | idx_leaf has ``allowed[A >> shift]`` set
+    (``shift`` >= hp: whole layers; A may not fit 64 bits, so idx_tree is shifted) goes
+    to ``hits``, its idx_tree and idx_leaf to ``trees`` and ``leaves``; returns how many
+    were found (at most ``hits.size``).
     """
     px = np.empty(25 * WAYS, dtype=np.uint64)
     hx = np.empty(25 * WAYS, dtype=np.uint64)
@@ -226,8 +229,7 @@ def land_kernel(prf_tmpl, hmsg_tmpl, nw, h, hp, a, k, start, count, shift, prefi
     if tree_bits < 64:
         tree_mask = (np.uint64(1) << np.uint64(tree_bits)) - np.uint64(1)
     leaf_mask = np.uint64((1 << hp) - 1)
-    ushift = np.uint64(shift)
-    uprefix = np.uint64(prefix)
+    ushift = np.uint64(shift - hp)
     found = 0
     for base in range(start, start + count, WAYS):
         for j in range(WAYS):
@@ -248,10 +250,10 @@ def land_kernel(prf_tmpl, hmsg_tmpl, nw, h, hp, a, k, start, count, shift, prefi
                 byte = (dx[WAYS * (b >> 3) + j] >> np.uint64(8 * (b & 7))) & np.uint64(0xFF)
                 idx_leaf = (idx_leaf << np.uint64(8)) | byte
             idx_leaf &= leaf_mask
-            address = (idx_tree << np.uint64(hp)) | idx_leaf
-            if (address >> ushift) == uprefix and found < hits.shape[0]:
+            if allowed[idx_tree >> ushift] != 0 and found < hits.shape[0]:
                 hits[found] = base + j
-                where[found] = address
+                trees[found] = idx_tree
+                leaves[found] = idx_leaf
                 found += 1
         if found >= hits.shape[0]:
             return found
