@@ -53,6 +53,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         help="verify each block this many times per scope, scopes in turn; the run with "
         "the median wall time is reported (default 3)",
     )
+    parser.add_argument("--adversarial", action="store_true",
+                        help="SLH-DSA: a block of the ground signatures of the last `qprof "
+                        "adversary SUITE` run against a block of its median ones")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
 
@@ -120,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     if not cpus:
         return fail(f"--cpus {args.cpus or 'all'}: no CPU to verify on")
     backend = args.backend or _default_backend()
+    if args.adversarial:
+        from qprof.commands.block_adversarial import run_adversarial
+
+        return run_adversarial(args, profile, suites, cpus, backend)
     results = []
     for suite in suites:
         n = args.signatures or block_signatures(profile, suite)

@@ -1,0 +1,142 @@
+"""The worst-signature figure: the Verify Units of the costliest signature an adversary
+can bring, beside the median signature's.
+
+The constants are computed from the median signature (the seeds' method).  Whoever
+builds a block chooses its signatures, so for SLH-DSA the figure that matters to an
+attacker is the median estimate times the factor ``qprof adversary`` measured: the
+liboqs time of the costliest ground valid (or crafted invalid) signature over the
+median of fresh random ones, timed together on one pinned core.  The factor is a
+property of the verifier's code path (hash calls per signature and time per call),
+so it carries to a core where only the median was measured (the seeds' Silver) as a
+projection, and is labelled so.
+
+Worst VU = ceil(unit_vu x ratio x factor); its interval multiplies the ends of the two
+intervals (both are positive), so it holds every source of error of both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qprof.consensus.profiles import Profile
+from qprof.measure.adversary import summary_path
+
+# Which adversarial signature a figure is for, costliest first in what it does to a node.
+KINDS = ("ground", "crafted_invalid", "costliest")
+
+
+@dataclass(frozen=True)
+class AdversaryFactor:
+    """A worst signature's liboqs time over the median random one (``qprof adversary``)."""
+
+    suite: str
+    kind: str  # "ground" (valid, chosen by the key owner) | "crafted_invalid" | "costliest"
+    factor: float
+    low: float
+    high: float
+    hash_calls: int | None
+    cpu_model: str
+    measured_at: float
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any], kind: str) -> AdversaryFactor | None:
+        worst = summary.get("worst", {}).get(kind)
+        if not worst:
+            return None
+        return cls(str(summary["suite"]), kind, float(worst["ratio"]), float(worst["low"]),
+                   float(worst["high"]), worst.get("hash_calls"), str(summary["cpu_model"]),
+                   float(summary["measured_at"]))
+
+
+def load_factors(suite: str, directory: Path | None = None) -> dict[str, AdversaryFactor]:
+    """The factors of the last ``qprof adversary SUITE`` run, by kind ({} without one)."""
+    path = summary_path(suite, directory)
+    try:
+        summary = json.loads(path.read_text())["summary"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    found = {}
+    for kind in KINDS:
+        try:
+            f = AdversaryFactor.from_summary(summary, kind)
+        except (KeyError, TypeError, ValueError):
+            f = None
+        if f is not None:
+            found[kind] = f
+    return found
+
+
+@dataclass(frozen=True)
+class WorstSignatureVU:
+    """The worst-signature figure of one suite: VU and its 95 % interval."""
+
+    suite: str
+    kind: str
+    vu: int
+    vu_ci: tuple[int, int]
+    median_vu: int
+    factor: AdversaryFactor
+    projected: bool  # the factor was measured elsewhere (another core or machine)
+
+    def covered_by(self, constant: int) -> bool | None:
+        """True/False when the whole interval is on one side of ``constant``, else None."""
+        if self.vu_ci[1] <= constant:
+            return True
+        if self.vu_ci[0] > constant:
+            return False
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suite": self.suite, "kind": self.kind, "vu": self.vu,
+                "vu_ci": list(self.vu_ci), "median_vu": self.median_vu,
+                "factor": self.factor.factor,
+                "factor_ci": [self.factor.low, self.factor.high],
+                "hash_calls": self.factor.hash_calls, "factor_cpu": self.factor.cpu_model,
+                "projected": self.projected}
+
+
+def worst_signature_vu(suite: str, unit_vu: int, ratio: float,
+                       ratio_ci: tuple[float, float] | None, factor: AdversaryFactor,
+                       projected: bool = False) -> WorstSignatureVU:
+    """The VU at ``factor``'s signature for a suite whose median ratio to the unit is
+    ``ratio`` (interval ``ratio_ci``; None: the point alone, as for seed medians)."""
+    lo_r, hi_r = ratio_ci if ratio_ci else (ratio, ratio)
+    vu = math.ceil(unit_vu * ratio * factor.factor - 1e-9)
+    low = min(vu, math.ceil(unit_vu * lo_r * factor.low - 1e-9))
+    high = max(vu, math.ceil(unit_vu * hi_r * factor.high - 1e-9))
+    median_vu = math.ceil(unit_vu * ratio - 1e-9)
+    return WorstSignatureVU(suite, factor.kind, vu, (low, high), median_vu, factor, projected)
+
+
+def worst_of(suite: str, unit_vu: int, ratio: float, ratio_ci: tuple[float, float] | None,
+             factors: dict[str, AdversaryFactor], projected: bool = False
+             ) -> WorstSignatureVU | None:
+    """The highest worst-signature figure over the kinds measured (None: none)."""
+    figures = [worst_signature_vu(suite, unit_vu, ratio, ratio_ci, f, projected)
+               for f in factors.values()]
+    return max(figures, key=lambda w: w.vu) if figures else None
+
+
+def reference_worst(profile: Profile, directory: Path | None = None
+                    ) -> list[tuple[str, WorstSignatureVU]]:
+    """(reference core, figure) per priced suite with a measured factor: the profile's
+    reference medians (the seeds' Silver for qanum) times the factor measured here,
+    a projection (the factor comes from another core)."""
+    out = []
+    for core in profile.reference_cores:
+        med = core.verify_median_ns
+        unit = med.get(profile.unit_suite)
+        if not unit:
+            continue
+        for suite in profile.suites:
+            if suite not in med or suite not in profile.verify_units:
+                continue
+            w = worst_of(suite, profile.unit_vu, med[suite] / unit, None,
+                         load_factors(suite, directory), projected=True)
+            if w is not None:
+                out.append((core.name, w))
+    return out
