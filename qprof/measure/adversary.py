@@ -266,9 +266,11 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
     if dual and numba.available and suite in numba.suites:
         backends.append("numba")
     items = [c[1] for c in chosen]
-    say(f"timing {len(items)} signatures on CPU {cpu} ({rounds} rounds, "
-        f"{' and '.join(backends)}) ...")
-    timings = time_signatures(items, cpu, rounds, backends)
+    # The pool is timed in the same job, so the fit and the ratios share its phases.
+    pool = signature_pool(suite, pool_size) if suite.startswith("SLH-DSA") else []
+    say(f"timing {len(items)} signatures and the pool of {len(pool)} on CPU {cpu} "
+        f"({rounds} rounds, {' and '.join(backends)}) ...")
+    timings = time_signatures(items + [p.item for p in pool], cpu, rounds, backends)
     calls = [hash_calls(i) for i in items]
     sigs: list[AdversarySignature] = []
     for kind in KINDS:
@@ -276,18 +278,15 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
         sigs += _timed(kind, [items[i] for i in idx], [timings[i] for i in idx],
                        [calls[i] for i in idx], [chosen[i][2] for i in idx])
     run = AdversaryRun(suite, cpu, cpu_model_name(), minutes, rounds, sigs, grind)
-    if suite.startswith("SLH-DSA"):
-        run.pool = _pool_profile(suite, pool_size, cpu, rounds, say, run)
+    if pool:
+        run.pool = _pool_profile([p.hash_calls or 0 for p in pool],
+                                 [t[0].median_ns for t in timings[len(items):]], run)
     return run
 
 
-def _pool_profile(suite: str, size: int, cpu: int, rounds: int, say: Say,
-                  run: AdversaryRun) -> dict[str, Any]:
-    pool = signature_pool(suite, size)
-    say(f"timing the pool of {len(pool)} on CPU {cpu} ...")
-    timings = time_signatures([p.item for p in pool], cpu, rounds, ("liboqs",))
-    times = [t[0].median_ns for t in timings]
-    calls = [p.hash_calls or 0 for p in pool]
+def _pool_profile(calls: list[int], times: list[float], run: AdversaryRun) -> dict[str, Any]:
+    """The pool's distribution and the time-per-call fit, with how well the fit predicts
+    the signatures outside the pool (the ground and crafted ones)."""
     model = CallModel.fit(calls, times)
     outside = {s.kind: abs(model.predict(s.hash_calls or 0) - s.verify_ns) / s.verify_ns
                for s in run.signatures if s.kind in ("ground", "crafted_invalid")}
