@@ -140,3 +140,15 @@ def reference_worst(profile: Profile, directory: Path | None = None
             if w is not None:
                 out.append((core.name, w))
     return out
+
+
+def for_estimate(suite: str, unit_vu: int, ratio: float | None,
+                 ratio_ci: tuple[float, float] | None,
+                 factors: dict[str, AdversaryFactor] | None = None,
+                 directory: Path | None = None) -> WorstSignatureVU | None:
+    """The worst-signature figure beside a measured estimate (its ratio and interval),
+    with the factors of the last adversary run of ``suite`` unless given."""
+    if ratio is None or not suite.startswith("SLH-DSA"):
+        return None
+    found = factors if factors is not None else load_factors(suite, directory)
+    return worst_of(suite, unit_vu, ratio, ratio_ci, found)
