@@ -30,10 +30,12 @@ import numpy as np
 from qprof.verify.adversary.keys import SlhSecret, message_prime, one_block_template, words
 from qprof.verify.slhdsa_calls import nb_module, params_of, random_layer_steps
 
-LANDING_BITS = 20  # the most prefix bits landing may need (about 2^20 tries a hit)
+LANDING_BITS = 18  # landing may need about 2^18 tries a hit (0.1 s)
 LAND_CHUNK = 1 << 16  # tries per landing kernel call (deadline checks in between)
 CATCH_UP_SD = 1.5
 KEEP_LAST = 16  # prefixes kept at the last greedy level
+KEEP_MID = 4  # and at the levels between the first and the last
+MAX_FIXED = 2  # 3 (256s: 24 bits, beam 4 x 16) measured no better: landing took the time
 
 
 @dataclass(frozen=True)
@@ -136,22 +138,35 @@ class ValidGrinder:
 
     def _greedy(self, fixed: int, deadline: float) -> dict[int, list[int]]:
         """The prefixes (the top ``fixed`` layers' choice) landing may hit, with the
-        steps of those layers: the best choice at every level but the last, where the
-        best ``KEEP_LAST`` are kept (fewer landing tries a hit for a little less)."""
+        steps of those layers.  A beam: the best choice at the first level, the best
+        ``KEEP_MID`` extensions of those at middle levels, the best ``KEEP_LAST`` at the
+        last (fewer landing tries a hit, for a little less per layer)."""
         p = self.p
-        prefix = 0
-        top: list[int] = []
+        beam: dict[int, list[int]] = {0: []}
         for i in range(fixed):
             layer = p.d - 1 - i  # the layer whose message this choice sets
             stop = time.monotonic() + (deadline - time.monotonic()) / (fixed - i)
-            scored = self._best_of(layer, prefix, stop)
-            if i < fixed - 1:
-                prefix = scored[0][1]
-                top.insert(0, scored[0][0])
-                continue
-            keep = scored[: max(1, min(KEEP_LAST, len(scored) // 16))]
-            return {cand: [s, *top] for s, cand in keep}
-        return {0: []}
+            share = stop - time.monotonic()
+            scored: list[tuple[int, int, list[int]]] = []
+            for j, (prefix, top) in enumerate(beam.items()):
+                part = time.monotonic() + share / len(beam) if j < len(beam) - 1 else stop
+                scored += [(s, c, top) for s, c in self._best_of(layer, prefix, part)]
+            scored.sort(key=lambda t: -t[0])
+            keep = 1 if i == 0 else KEEP_MID if i < fixed - 1 else KEEP_LAST
+            keep = max(1, min(keep, len(scored) // 16))
+            beam = {c: [s, *top] for s, c, top in scored[:keep]}
+        return beam
+
+    @staticmethod
+    def fixed_layers(hp: int, d: int) -> int:
+        """The most top layers whose beam landing reaches in <= 2^LANDING_BITS tries."""
+        fixed = 1
+        while fixed + 1 < min(d, MAX_FIXED + 1):
+            prefixes = KEEP_LAST * KEEP_MID ** max(0, fixed - 1)  # with one more level
+            if hp * (fixed + 1) - prefixes.bit_length() + 1 > LANDING_BITS:
+                break
+            fixed += 1
+        return fixed
 
     def _land(self, shift: int, allowed: np.ndarray, deadline: float) -> list[tuple[int, int]]:
         land_kernel = nb_module("slhdsa_grind").land_kernel
@@ -182,7 +197,7 @@ class ValidGrinder:
         start = time.monotonic()
         cpu0 = time.thread_time()
         deadline = start + seconds
-        fixed = max(1, min(p.d - 1, LANDING_BITS // p.hp))
+        fixed = self.fixed_layers(p.hp, p.d)
         self.stats.fixed_layers = fixed
         prefixes = self._greedy(fixed, start + 0.35 * seconds)
         shift = p.h - p.hp * fixed
