@@ -18,7 +18,7 @@ from qprof.cli import main
 from qprof.verify.slhdsa_calls import count_calls
 
 KEYS = {"kind", "suite", "pk", "msg", "ctx", "sig", "valid", "hash_calls", "verify_ns"}
-pytestmark = pytest.mark.usefixtures("liboqs_available")
+needs_liboqs = pytest.mark.usefixtures("liboqs_available")
 
 
 @pytest.fixture
@@ -31,6 +31,7 @@ def _cpu() -> str:
     return str(max(os.sched_getaffinity(0)))
 
 
+@needs_liboqs
 def test_slhdsa_run_writes_checkable_signatures(cache: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from qprof.verify import get_verifier
@@ -62,6 +63,7 @@ def test_slhdsa_run_writes_checkable_signatures(cache: Path,
     assert row["ratio"] > 0
 
 
+@needs_liboqs
 def test_mldsa_run_writes_its_rejections(cache: Path) -> None:
     out = cache / "adv.json"
     assert main(["adversary", "ML-DSA-44", "--minutes", "0", "--pool", "4", "--rounds", "3",
