@@ -52,9 +52,26 @@ class AdversaryFactor:
                    float(summary["measured_at"]))
 
 
+_loaded: dict[Path, tuple[int, dict[str, AdversaryFactor]]] = {}
+
+
 def load_factors(suite: str, directory: Path | None = None) -> dict[str, AdversaryFactor]:
-    """The factors of the last ``qprof adversary SUITE`` run, by kind ({} without one)."""
+    """The factors of the last ``qprof adversary SUITE`` run, by kind ({} without one).
+    Read again only when the file changed (the verdict asks on every evaluation)."""
     path = summary_path(suite, directory)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return {}
+    cached = _loaded.get(path)
+    if cached and cached[0] == stamp:
+        return dict(cached[1])
+    found = _read_factors(path)
+    _loaded[path] = (stamp, found)
+    return dict(found)
+
+
+def _read_factors(path: Path) -> dict[str, AdversaryFactor]:
     try:
         summary = json.loads(path.read_text())["summary"]
     except (OSError, ValueError, KeyError, TypeError):
