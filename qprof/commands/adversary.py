@@ -114,6 +114,10 @@ def _print(run: object) -> None:
               f"{g['landing_tries'] / 1e6:.1f} M landing tries, {g['hits']} hits; best "
               f"+{calls_gain:.0f} chain steps over the random mean "
               f"({g['random_mean_steps']:.0f})")
+        if g["trajectory"]:
+            print("  best so far at CPU-s: " + ", ".join(
+                f"{cpu:.0f} s +{best - g['random_mean_steps']:.0f}"
+                for cpu, best in _improvements(g["trajectory"])))
     c = run.grind.get("crafted")
     if c:
         print(f"crafted invalid: {c['cpu_seconds']:.0f} CPU-s, "
@@ -129,3 +133,12 @@ def _print(run: object) -> None:
               f"(rms {100 * m['rms_error']:.1f} %); outside it: " + ", ".join(
                   f"{k} {100 * v:.1f} %"
                   for k, v in run.pool["model_error_outside_pool"].items()))
+
+
+def _improvements(trajectory: list[list[float]]) -> list[tuple[float, float]]:
+    """The (CPU seconds, best steps) points where the best grew."""
+    out: list[tuple[float, float]] = []
+    for cpu, best in trajectory:
+        if not out or best > out[-1][1]:
+            out.append((cpu, best))
+    return out
