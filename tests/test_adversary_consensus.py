@@ -57,3 +57,13 @@ def test_silver_projection_against_3600(tmp_path: Path) -> None:
 def test_bad_summary_gives_no_factor(tmp_path: Path) -> None:
     (tmp_path / f"{SUITE}.last.json").write_text("{not json")
     assert load_factors(SUITE, tmp_path) == {}
+
+
+def test_round_trip_and_words(tmp_path: Path) -> None:
+    from qprof.consensus.adversarial import describe, worst_from_dict
+
+    _summary(tmp_path, SUITE, 1.10, 1.30)
+    w = worst_signature_vu(SUITE, 100, 34.92, (34.8, 35.0), load_factors(SUITE, tmp_path)["ground"])
+    assert worst_from_dict(w.to_dict()) == w and worst_from_dict(None) is None
+    text = describe(w, 3600, binds=False)
+    assert "3842 VU" in text and "OVER the constant 3600" in text and "not binding" in text

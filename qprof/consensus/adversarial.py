@@ -113,6 +113,7 @@ class WorstSignatureVU:
                 "factor": self.factor.factor,
                 "factor_ci": [self.factor.low, self.factor.high],
                 "hash_calls": self.factor.hash_calls, "factor_cpu": self.factor.cpu_model,
+                "measured_at": self.factor.measured_at,
                 "projected": self.projected}
 
 
@@ -169,3 +170,31 @@ def for_estimate(suite: str, unit_vu: int, ratio: float | None,
         return None
     found = factors if factors is not None else load_factors(suite, directory)
     return worst_of(suite, unit_vu, ratio, ratio_ci, found)
+
+
+def worst_from_dict(d: dict[str, Any] | None) -> WorstSignatureVU | None:
+    """Inverse of ``WorstSignatureVU.to_dict`` (a JSON round trip); None stays None."""
+    if d is None:
+        return None
+    factor = AdversaryFactor(str(d["suite"]), str(d["kind"]), float(d["factor"]),
+                             float(d["factor_ci"][0]), float(d["factor_ci"][1]),
+                             d.get("hash_calls"), str(d.get("factor_cpu", "")),
+                             float(d.get("measured_at", 0.0)))
+    return WorstSignatureVU(str(d["suite"]), str(d["kind"]), int(d["vu"]),
+                            (int(d["vu_ci"][0]), int(d["vu_ci"][1])), int(d["median_vu"]),
+                            factor, bool(d.get("projected", False)))
+
+
+KIND_WORDS = {"ground": "ground valid", "crafted_invalid": "crafted invalid",
+              "costliest": "costliest of the pool"}
+
+
+def describe(w: WorstSignatureVU, constant: int, binds: bool) -> str:
+    """The worst-signature figure in words, beside the median (check, report, monitor)."""
+    side = {True: "within", False: "OVER", None: "straddling"}[w.covered_by(constant)]
+    held = "the constants are held to it" if binds else "shown, not binding (the " \
+        "constants are held to the median)"
+    where = "projected with the factor measured on " if w.projected else "factor from "
+    return (f"worst signature ({KIND_WORDS.get(w.kind, w.kind)}, x{w.factor.factor:.3f}, "
+            f"{where}{w.factor.cpu_model}): {w.vu} VU (95 % CI {w.vu_ci[0]}-{w.vu_ci[1]}) "
+            f"vs median {w.median_vu}, {side} the constant {constant}; {held}")
