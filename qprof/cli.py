@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adversary": ("adversary", "costliest signatures an adversary can bring: ground valid, "
                   "crafted invalid, timed against random ones"),
     "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0/1/2)"),
+    "calibrate": ("calibrate", "propose Verify-Unit constants from a fleet's runs (JSONL, "
+                  "Prometheus) as a profile TOML"),
     "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
     "history": ("history", "runs and results recorded by the daemon"),
     "export": ("export", "export a recorded run as JSONL"),

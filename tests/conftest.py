@@ -39,3 +39,10 @@ def seeds(tmp_path: Path) -> Path:
     root = tmp_path / "seeds"
     shutil.copytree(HW_FIXTURES / "seeds-arm", root)
     return root
+
+
+@pytest.fixture(autouse=True)
+def _small_signature_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run signs 256 SLH-DSA signatures per suite once (minutes, then cached); tests
+    with an empty cache sign pools of 8 (qprof.measure.fixtures.POOL_SIZE_ENV)."""
+    monkeypatch.setenv("QPROF_POOL_SIZE", "8")

@@ -16,8 +16,8 @@ import pytest
 import simulate
 
 from qprof.consensus import load_profile
+from qprof.consensus.estimate.clock import clock_changes, steady_measurements
 from qprof.consensus.verdict import evaluate
-from qprof.measure.clock import clock_changes, steady_measurements
 from qprof.measure.records import FreqSample, Measurement, Note, Record
 from qprof.service import cycle
 from qprof.service.alerts import Alert, AlertDispatcher
@@ -107,10 +107,10 @@ def test_a_cap_that_starts_under_the_running_engine(seeds: Path, tmp_path: Path,
 
     runner._sink = watch_and_cap  # type: ignore[method-assign]
 
-    def short_run(config: BenchConfig, sink, stop=None):  # the daemon's config, shorter
+    def short_run(config: BenchConfig, sink, stop=None, rule=None):  # the daemon's, shorter
         config = dataclasses.replace(config, suites=[UNIT, "ML-DSA-87"], budget_s=0.02,
                                      rounds=8, max_rounds=8, adaptive=False)
-        return run_bench(config, sink, stop=stop)
+        return run_bench(config, sink, stop=stop, rule=rule)
 
     monkeypatch.setattr(cycle, "run_bench", short_run)
     status = runner._measure_cpu(cpu, threading.Event())

@@ -60,18 +60,46 @@ def test_profile_by_path(tmp_path: Path):
     assert load_profile(str(copy)).name == "qanum"
 
 
-def test_profiles_ship_inside_the_package_and_qprof_profiles_overrides(
+def test_profiles_ship_from_the_top_level_directory_and_qprof_profiles_overrides(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import qprof
+    from importlib import resources
 
+    import qprof.profiles
+
+    repo = Path(__file__).resolve().parents[1]
     shipped = load_profile("qanum").path
-    assert shipped.parent == Path(qprof.__file__).resolve().parent / "profiles"
+    # The package qprof.profiles is the repository's profiles/ (pyproject package-dir);
+    # scripts/check-wheel proves that a wheel carries the same files.
+    assert shipped.parent == Path(str(resources.files("qprof.profiles"))).resolve()
+    assert shipped.parent == repo / "profiles"
+    assert Path(qprof.profiles.__file__).parent == repo / "profiles"
+    assert not (repo / "qprof" / "profiles").exists()
     mine = tmp_path / "qanum.toml"
     mine.write_text(shipped.read_text().replace("max_block_verify_units = 200000",
                                                 "max_block_verify_units = 150000"))
     monkeypatch.setenv("QPROF_PROFILES", str(tmp_path))
     p = load_profile("qanum")
     assert p.path == mine and p.max_block_verify_units == 150_000
+
+
+def test_qanum_states_the_seeds_rule():
+    for name in ("qanum", "qanum-2026-10-14"):
+        p = load_profile(name)
+        assert p.ratio_binds == "reference"
+        assert p.block_time is not None and p.block_time.max_vs_reference == 1.0
+        assert p.block_time.max_interval_fraction is None
+        assert p.auth_bytes_per_spend["ML-DSA-87"] == 7226
+        assert p.auth_bytes_per_spend["SLH-DSA-SHAKE-256s"] == 29864
+        assert set(p.auth_bytes_per_spend) == set(p.verify_units)
+        assert p.auth_bytes_per_block == 16
+
+
+def test_a_profile_without_policy_keys_binds_everywhere(tmp_path: Path):
+    path = tmp_path / "plain.toml"
+    path.write_text(GOOD)
+    p = load_profile(path)
+    assert p.ratio_binds == "all" and p.block_time is None
+    assert p.auth_bytes_per_spend == {} and p.auth_bytes_per_block == 0
 
 
 GOOD = """
@@ -100,6 +128,23 @@ max_block_verify_units = 200000
         (GOOD.replace('name = "t"', 'name = "t"\nsuites_in_use = ["ML-DSA-65"]'),
          "suites_in_use", "no entry"),
         ("name = [", "", "not valid TOML"),
+        ('ratio_binds = "some"\n' + GOOD, "ratio_binds", "expected one of"),
+        ('ratio_binds = "reference"\n' + GOOD, "ratio_binds", "reference_cores"),
+        (GOOD + '[block_time]\nmax_vs_reference = 0\n', "block_time.max_vs_reference",
+         "positive"),
+        (GOOD + '[block_time]\nmax_vs_ref = 1\n', "block_time", "unknown key"),
+        (GOOD + '[block_time]\nmax_interval_fraction = 0.5\n',
+         "block_time.max_interval_fraction", "target_block_interval_s"),
+        ('target_block_interval_s = 75\n' + GOOD
+         + '[block_time]\nmax_interval_fraction = 2\n', "max_interval_fraction",
+         "fraction"),
+        (GOOD + '[auth_bytes_per_spend]\n"ML-DSA-44" = 3739\n', "auth_bytes_per_spend",
+         "max_block_auth_bytes"),
+        ('max_block_auth_bytes = 3000000\n' + GOOD
+         + '[auth_bytes_per_spend]\n"ML-DSA-65" = 10\n', "auth_bytes_per_spend",
+         "unknown suite"),
+        ('max_block_auth_bytes = 3000000\n' + GOOD
+         + '[auth_bytes_per_spend]\n"ML-DSA-44" = 0\n', "ML-DSA-44", ">= 1"),
     ],
 )
 def test_profile_errors_name_file_key_and_expectation(tmp_path, text, key, expected):

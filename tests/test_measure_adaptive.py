@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from qprof.measure.adaptive import StoppingRule, pair_fits
+from qprof.consensus.estimate.stopping import StoppingRule
+from qprof.measure.adaptive import pair_fits
 from qprof.measure.config import ProgressEvent
 from qprof.measure.progress import Progress, expected_pairs
 from qprof.measure.protocol import (

@@ -184,3 +184,75 @@ def test_median_run_keeps_every_wall_time_and_any_wrong_verdict(block) -> None: 
     assert chosen.wall_s == sorted(r.wall_s for r in runs)[1]
     assert chosen.wall_runs_s == [r.wall_s for r in runs]
     assert not chosen.all_verified and chosen.wrong_verdicts == [7]
+
+
+def test_median_interval_is_distribution_free() -> None:
+    from qprof.measure.block import median_interval
+
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # (min, max) covers 93.75 %
+    assert median_interval([float(i) for i in range(6)]) == (0.0, 5.0)  # 96.9 %
+    assert median_interval([float(i) for i in range(9)]) == (1.0, 7.0)  # 96.1 %
+    assert median_interval([float(i) for i in range(20)]) == (5.0, 14.0)  # 95.9 %
+
+
+def test_median_run_pairs_with_the_single_cpu_runs(block) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    from qprof.measure.block import median_run
+
+    one = verify_block(block, _cpus()[:1], "numba")
+    runs = [replace(one, wall_s=w) for w in (1.0, 1.2, 0.9, 1.1, 1.0, 1.3)]
+    single = [replace(one, wall_s=2 * w) for w in (1.0, 1.2, 0.9, 1.1, 1.0, 1.3)]
+    chosen = median_run(runs, single)
+    assert chosen.wall_median_s == pytest.approx(1.05)
+    assert chosen.wall_ci_s == [0.9, 1.3]
+    assert chosen.vs_single == pytest.approx(0.5) and chosen.vs_single_ci == [0.5, 0.5]
+
+
+def test_a_mixed_block_verifies_each_item_with_its_suite() -> None:
+    from qprof.measure.block import build_mixed_block
+
+    mixed = build_mixed_block([("ML-DSA-44", 30), ("ML-DSA-87", 10)], distinct=4)
+    assert mixed.composition == (("ML-DSA-44", 30), ("ML-DSA-87", 10))
+    assert mixed.suites == ["ML-DSA-44", "ML-DSA-87"]
+    suites = [it.suite for it in mixed.items]
+    assert suites.count("ML-DSA-87") == 10 and len(suites) == 40
+    # Interleaved: each half of the block holds half of each suite.
+    assert suites[:20].count("ML-DSA-87") == 5
+    result = verify_block(mixed, _cpus(), "numba", per_signature_s=1e-4)
+    assert result.all_verified and result.accepted == 40
+    assert result.composition == [("ML-DSA-44", 30), ("ML-DSA-87", 10)]
+
+
+def test_cli_worst_measures_the_costliest_mixture(tmp_path) -> None:  # noqa: ANN001
+    # A small profile whose worst block mixes both suites: ML-DSA-44 has the most time
+    # per VU, but the byte limit keeps it to a few, the rest is ML-DSA-87.
+    profile = tmp_path / "mix.toml"
+    profile.write_text(
+        'name = "mix"\nunit_suite = "ML-DSA-44"\nmax_block_verify_units = 6000\n'
+        "max_block_auth_bytes = 150000\ntarget_block_interval_s = 75\n"
+        '[verify_units]\n"ML-DSA-44" = 100\n"ML-DSA-87" = 100\n'
+        '[auth_bytes_per_spend]\n"ML-DSA-44" = 3739\n"ML-DSA-87" = 7226\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "qprof", "block", "--json", "--worst", "--profile",
+         str(profile), "--backend", "numba", "--cpus", ",".join(map(str, _cpus())),
+         "--repeat", "6"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    worst = data["worst_block"]
+    # With equal constants ML-DSA-87 (slower) gives more time per VU: bytes bind.
+    assert worst["auth_bytes"] <= 150_000 and worst["verify_units"] <= 6000
+    assert "auth_bytes" in worst["binding"]
+    from qprof.consensus import load_profile
+    from qprof.consensus.worst_block import BlockLimits, worst_block
+
+    expect = worst_block(BlockLimits.of(load_profile(profile)), worst["per_signature_ns"])
+    assert worst["composition"] == dict(expect.composition)
+    for row in data["results"]:
+        assert row["signatures"] == sum(worst["composition"].values())
+        assert row["all_verified"] and len(row["wall_runs_s"]) == 6
+        assert row["wall_ci_s"][0] <= row["wall_median_s"] <= row["wall_ci_s"][1]
+    if len(_cpus()) > 1:
+        assert data["results"][0]["vs_single"] is not None

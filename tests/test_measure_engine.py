@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from qprof.consensus.estimate.stopping import StoppingRule, rule_for
 from qprof.measure.config import BenchConfig, ProgressEvent
 from qprof.measure.engine import EngineError, choose_timer, run_bench
 from qprof.measure.records import End, Measurement, Meta, Note
@@ -36,6 +37,11 @@ def _config(**kw) -> BenchConfig:
                 command=["pytest"], interleave_block_s=0.0)  # the seeds' A/B rounds
     base.update(kw)
     return BenchConfig(**base)
+
+
+def _judged(**kw) -> tuple[BenchConfig, StoppingRule]:
+    """An adaptive run's config and the stopping rule its caller hands the engine."""
+    return rule_for(_config(adaptive=True, **kw))
 
 
 def test_stop_aborts_after_the_current_worker():
@@ -295,11 +301,10 @@ def test_extra_rounds_time_only_the_verdict_and_progress_is_honest():
     pair = _two_verifiers()
     events: list[ProgressEvent] = []
     records: list = []
-    summary = run_bench(
-        _config(backends=[pair[0]], dual=pair, rounds=3, max_rounds=7, adaptive=True,
-                target_ci_bp=0.0,  # never sure: every allowed pair is added
-                operations=["verify", "verify_invalid", "dual_shadow", "dual_enforce"]),
-        records.append, progress=events.append)
+    cfg, rule = _judged(backends=[pair[0]], dual=pair, rounds=3, max_rounds=7,
+                        target_ci_bp=0.0,  # never sure: every allowed pair is added
+                        operations=["verify", "verify_invalid", "dual_shadow", "dual_enforce"])
+    summary = run_bench(cfg, records.append, progress=events.append, rule=rule)
     assert summary.status == "finished"
     ms = [r for r in records if isinstance(r, Measurement)]
     assert {m.round for m in ms if m.operation == "verify"} == set(range(7))
@@ -352,10 +357,9 @@ def test_interleaved_extra_rounds_run_in_the_base_rounds_worker(tmp_path):
 
     records: list = []
     events: list[ProgressEvent] = []
-    summary = run_bench(
-        _config(interleave_block_s=0.002, rounds=3, max_rounds=7, adaptive=True,
-                target_ci_bp=0.0, pyperf_dir=tmp_path, record_base=tmp_path),
-        records.append, progress=events.append)
+    cfg, rule = _judged(interleave_block_s=0.002, rounds=3, max_rounds=7, target_ci_bp=0.0,
+                        pyperf_dir=tmp_path, record_base=tmp_path)
+    summary = run_bench(cfg, records.append, progress=events.append, rule=rule)
     assert summary.status == "finished"
     ms = [r for r in records if isinstance(r, Measurement)]
     assert sorted({(m.suite, m.round) for m in ms}) == [
@@ -384,10 +388,10 @@ def test_stop_ends_a_worker_waiting_for_extra_rounds():
         if isinstance(rec, Measurement) and rec.round == 3:
             stop.set()
 
-    summary = run_bench(
-        _config(interleave_block_s=0.002, rounds=3, max_rounds=9, adaptive=True,
-                rounds_per_worker=3,  # base rounds in one worker, which serves the extra
-                target_ci_bp=0.0), sink, stop=stop)
+    cfg, rule = _judged(interleave_block_s=0.002, rounds=3, max_rounds=9,
+                        rounds_per_worker=3,  # base rounds in one worker, which serves the extra
+                        target_ci_bp=0.0)
+    summary = run_bench(cfg, sink, stop=stop, rule=rule)
     assert summary.status == "aborted"
     assert {m.round for m in records if isinstance(m, Measurement)} == set(range(5))
     assert not any(_alive(p) for p in _children(os.getpid()))
@@ -458,9 +462,15 @@ def test_each_timed_call_takes_the_next_signature_of_the_pool(monkeypatch):
     monkeypatch.setattr(qprof.verify, "get_verifier", lambda b, s: Recording())
     pool = tuple(Fixture("ML-DSA-44", bytes([k]), MESSAGE, b"sig", flip_one_byte(b"sig"),
                          b"", "test") for k in range(3))
+    state = TaskState()
     func = make_time_func(Task("ML-DSA-44", "liboqs", "verify", 0.1, 1, 10),
-                          {"ML-DSA-44": pool}, TaskState(), Clock.of("wall"))
-    seen.clear()  # the untimed first call of each
+                          {"ML-DSA-44": pool}, state, Clock.of("wall"))
+    func(1)  # a warm-up call: not counted once the timing starts
+    state.reset()
+    seen.clear()  # and the untimed first calls
     for _ in range(6):
         func(2)
-    assert seen == [bytes([k]) for k in (1, 1, 2, 2, 0, 0) * 2]
+    # Timed value j verified signature j % 3: the record says so (pool_size), and the
+    # estimator's interval resamples the signatures.
+    assert seen == [bytes([k]) for k in (0, 0, 1, 1, 2, 2) * 2]
+    assert state.pool_size == 3 and state.calls == 6

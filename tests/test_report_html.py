@@ -16,8 +16,8 @@ from test_report_tables import records
 from qprof.consensus import load_profile
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import FreqSample, Meta
-from qprof.measure.report_html import render_html
-from qprof.measure.report_html_svg import nice_ticks
+from qprof.report.html import render_html
+from qprof.report.html_svg import nice_ticks
 
 WINDOW = (900, 2400)
 

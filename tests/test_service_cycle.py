@@ -1,5 +1,6 @@
-"""What a cycle makes of its records: coverage lost/regained, disagreements, skew, and
-which CPUs a cycle measures. Real store, real profile (qprof/profiles/qanum.toml), real records.
+"""What a cycle makes of its records: coverage lost/regained (where the ratio binds), the
+block-time bound, disagreements, skew, and which CPUs a cycle measures. Real store, real
+profile (profiles/qanum.toml), real records, real hardware snapshots as the daemon's root.
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ from qprof.service.cycle import CycleRunner, bench_config, select_cpus
 from qprof.service.metrics import MetricsState
 from qprof.service.store import Store
 
+HW = Path(__file__).resolve().parent / "fixtures" / "hw"
+# CPU 0 of the seeds' machine is a Kryo 4XX Silver: qanum's reference core, where the
+# ratio binds.
+SEEDS_ARM = HW / "seeds-arm"
+
 
 def runner(tmp_path: Path, capped: dict[int, float | None] | None = None,
-           backend: str = "liboqs") -> tuple[CycleRunner, list[Alert], MetricsState]:
+           backend: str = "liboqs", root: Path = SEEDS_ARM
+           ) -> tuple[CycleRunner, list[Alert], MetricsState]:
     got: list[Alert] = []
     state = MetricsState(profile=load_profile("qanum"))
-    r = CycleRunner(DaemonConfig(), Store(tmp_path / "qprof.db"), AlertDispatcher([got.append]),
+    r = CycleRunner(DaemonConfig(root=root), Store(tmp_path / "qprof.db"),
+                    AlertDispatcher([got.append]),
                     state, backend, capped_now=lambda: dict(capped or {}),
                     online_now=lambda cpu: True)
     return r, got, state
@@ -86,6 +94,68 @@ def test_numba_alone_is_comparison_never_a_verdict(tmp_path: Path) -> None:
         "comparison"}
 
 
+def _families(state: MetricsState) -> dict[str, list[tuple[dict[str, str], float]]]:
+    from qprof.service.metrics import QprofCollector
+
+    return {f.name: [(s.labels, s.value) for s in f.samples]
+            for f in QprofCollector(state, {"version": "t"}).collect()}
+
+
+X86 = {"ML-DSA-44": 21_000.0, "ML-DSA-87": 46_000.0, "SLH-DSA-SHAKE-128s": 880_000.0,
+       "SLH-DSA-SHAKE-256s": 1_850_000.0}  # this guest's shape: SLH-DSA far over its ratio
+
+
+def test_a_ratio_that_does_not_bind_never_alerts(tmp_path: Path) -> None:
+    """On x86 the SLH-DSA ratios exceed qanum's constants, which follow the reference
+    cores: shown as not covered, not binding; no coverage_lost, no binding series at 0."""
+    r, alerts, state = runner(tmp_path, root=HW / "vm-this-machine")
+    record_run(r, "a", 1000.0, {**X86, "SLH-DSA-SHAKE-128s": 150_000.0})
+    r.refresh_results()
+    record_run(r, "b", 2000.0, X86)
+    r.refresh_results()
+    assert alerts == []
+    slh = {c.suite: c for c in state.coverage}["SLH-DSA-SHAKE-128s"]
+    assert (slh.covered, slh.ratio_binds, slh.policy_decision) == (False, False, "covered")
+    assert slh.block_time_covered is True and "not binding here" in slh.verdict
+    fam = _families(state)
+    assert {(s["suite"], s["binding"], v) for s, v in fam["qprof_vu_covered"]
+            if s["suite"].startswith("SLH")} == {("SLH-DSA-SHAKE-128s", "false", 0.0),
+                                                 ("SLH-DSA-SHAKE-256s", "false", 0.0)}
+    assert fam["qprof_block_time_covered"] == [({"cpu": "0", "profile": "qanum"}, 1.0)]
+
+
+SILVER = {"ML-DSA-44": 190_750.0, "ML-DSA-87": 545_300.0, "SLH-DSA-SHAKE-128s": 3_005_000.0,
+          "SLH-DSA-SHAKE-256s": 6_660_000.0}
+
+
+def test_capped_reference_core_raises_block_time_exceeded(tmp_path: Path) -> None:
+    """A Silver core held at 768 MHz of 1.80 GHz (fixture seeds-arm-silver-capped): the
+    same ratios, but every signature 2.35x slower, so its worst-case block takes 2.35x the
+    reference core's: block_time_exceeded, and block_time_restored once back."""
+    r, alerts, state = runner(tmp_path, root=HW / "seeds-arm-silver-capped")
+    record_run(r, "a", 1000.0, SILVER)
+    r.refresh_results()
+    assert alerts == [] and all(c.block_time_covered for c in state.coverage)
+    record_run(r, "b", 2000.0, {s: 2.35 * t for s, t in SILVER.items()}, capped=True)
+    r.refresh_results()
+    [a] = alerts
+    assert (a.kind, a.severity, a.cpu) == ("block_time_exceeded", "critical", 0)
+    assert a.details["reference_core"] == "Silver"
+    assert a.details["vs_reference"] == pytest.approx(2.35)
+    assert a.details["block"] == "608 x ML-DSA-44 + 87 x SLH-DSA-SHAKE-128s"
+    assert {c.policy_decision for c in state.coverage} == {"not_covered"}
+    assert all(c.covered for c in state.coverage)  # the ratios still hold
+    fam = _families(state)
+    assert fam["qprof_block_time_covered"] == [({"cpu": "0", "profile": "qanum"}, 0.0)]
+    [(labels, ref_s)] = fam["qprof_worst_block_reference_seconds"]
+    assert labels["reference"] == "Silver" and ref_s == pytest.approx(0.377411)
+    [(_, here_s)] = fam["qprof_worst_block_seconds"]
+    assert here_s == pytest.approx(2.35 * 0.377411)
+    record_run(r, "c", 3000.0, SILVER)
+    r.refresh_results()
+    assert [x.kind for x in alerts] == ["block_time_exceeded", "block_time_restored"]
+
+
 def test_disagreement_alerts_at_once(tmp_path: Path) -> None:
     r, alerts, _ = runner(tmp_path)
     r._sink(Meta(run_id="a", started_at=1.0, qprof_version="t", command=[]))
@@ -133,8 +203,8 @@ def test_bench_config_is_check_mode_on_one_cpu() -> None:
 def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[Measurement]:
     """Interleaved rounds of 20 turns of 10 operations: in each round a neighbour slows
     the first ``share`` of the turns 1.6x, every suite alike (a shared host). Shares that
-    change per round make round medians jump (auto takes the quiet-turn pairs); equal
-    shares give agreeing medians (auto keeps the median)."""
+    change per round make round medians jump; equal shares give agreeing medians (auto
+    takes the quiet ratio either way)."""
     out = []
     turns, size = 20, 10
     for rnd, busy_share in enumerate(shares):
@@ -165,7 +235,9 @@ def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -
         cov = verdicts[(res.cpu, res.suite)]
         assert res.statistic == cov.statistic
         assert res.time_ns == cov.suite_time_ns  # what qprof_verify_seconds serves
-    assert {r.statistic for r in summary.results} == ({"paired"} if noisy else {"median"})
+    # Interleaved turns give the quiet ratio whether the round medians agree or not
+    # (equal shares of contention in every round leave the medians agreeing and biased).
+    assert {r.statistic for r in summary.results} == {"paired"}
     # Without a profile (it failed to load): the same choice from the samples alone.
     assert [(r.statistic, r.time_ns) for r in summarize(ms).results] == [
         (r.statistic, r.time_ns) for r in summary.results]

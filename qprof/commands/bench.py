@@ -126,6 +126,7 @@ class ProgressLine:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError
+    from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import EngineError, run_bench
     from qprof.measure.jsonl import JsonlSink
@@ -166,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
     handlers = {sig: signal.signal(sig, on_interrupt) for sig in (signal.SIGINT,
                                                                   signal.SIGTERM)}
     try:
-        summary = run_bench(config, sink, progress=line, stop=stop)
+        config, rule = rule_for(config)
+        summary = run_bench(config, sink, progress=line, stop=stop, rule=rule)
     except (EngineError, ProfileError, ValueError) as exc:
         line.close()
         sink.close()
@@ -197,7 +199,6 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.disagreements} disagreements")
     for cpu, reason in summary.aborted_cpus.items():
         print(f"CPU {cpu}: {reason}", file=sys.stderr)
-    print(f"report: qprof report {out} (its Verify-Unit estimates use the median rule, "
-          "ceil(100 x median(suite) / median(unit)) per core, backend and run; "
-          "`qprof check` says when a busy host made it use another statistic)")
+    print(f"report: qprof report {out}; verdict: qprof check --from {out} (both give the "
+          "estimator's Verify-Unit estimates, as `qprof check` does)")
     return {"finished": 0, "partial": 1}.get(summary.status, 2)

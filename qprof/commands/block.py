@@ -1,15 +1,20 @@
 """`qprof block`: verify a real worst-case block, spread over cores as a node does.
 
-For each suite: as many signatures as the profile's MAX_BLOCK_VERIFY_UNITS allows
-(floor(max / constant)), fresh keys, verified by one pinned thread per CPU
-(``qprof.measure.block``). Printed per scope (all the CPUs given, each cluster among
-them when there are several, and one core alone): the wall time, the single-core
-estimate (signatures x the median per-signature time on the first CPU, the figure
-``qprof check`` uses), the speed-up, and the share of the profile's block interval.
-Each block is verified ``--repeat`` times per scope, the scopes in turns, and the run
-with the median wall time is shown (a neighbour on a shared host easily slows one
-short block); the JSON keeps every run's wall time in ``wall_runs_s``.
-Exit 0 when every verdict was right, 1 otherwise, 2 on errors.
+For each suite: as many spends as every limit of the profile allows (its
+MAX_BLOCK_VERIFY_UNITS and its auth bytes, ``qprof.consensus.worst_block``), fresh keys,
+verified by one pinned thread per CPU (``qprof.measure.block``). ``--worst`` measures
+the worst-case block instead: the costliest mixture of suites under all the limits, from
+the per-signature times measured here on the first CPU, with its composition and the
+limits that bind. Printed per scope (all the CPUs given, each cluster among them when
+there are several, and one core alone): the median wall time and its 95 % interval, the
+single-core estimate (signatures x the median per-signature time on the first CPU, the
+figure ``qprof check`` uses), the speed-up, the ratio to the single-CPU runs (paired
+repeat by repeat) and the share of the profile's block interval.
+Each block is verified ``--repeat`` times per scope (default 9: a distribution-free 95 %
+interval of a median needs at least 6), the scopes in turns and in reversed order every
+other repeat, so the single-CPU and all-CPU runs share the host's phases (one short
+block is easily slowed by a neighbour); the JSON keeps every run's wall time in
+``wall_runs_s``. Exit 0 when every verdict was right, 1 otherwise, 2 on errors.
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from qprof.commands.options import add_backend, add_cpus, add_suites
 from qprof.measure.block import MODES
+
+if TYPE_CHECKING:
+    from qprof.consensus import Profile
+    from qprof.measure.block import Block, BlockResult
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +59,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=3,
-        help="verify each block this many times per scope, scopes in turn; the run with "
-        "the median wall time is reported (default 3)",
+        default=9,
+        help="verify each block this many times per scope, scopes in turn (reversed every "
+        "other repeat); the median wall time is reported with its 95 %% interval (needs "
+        ">= 6; default 9)",
+    )
+    parser.add_argument(
+        "--worst", action="store_true",
+        help="measure the worst-case block: the costliest mixture of the suites under all "
+        "the profile's limits (VU budget and auth bytes), from the per-signature times "
+        "measured here",
     )
     parser.add_argument("--adversarial", action="store_true",
                         help="SLH-DSA: a block of the ground signatures of the last `qprof "
@@ -88,14 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from qprof.commands.bench import resolve_cpus
     from qprof.consensus import ProfileError, load_profile
     from qprof.consensus.vu import block_signatures
-    from qprof.measure.block import (
-        BlockError,
-        build_block,
-        median_run,
-        node_verifier,
-        single_core_median_s,
-        verify_block,
-    )
+    from qprof.measure.block import BlockError, build_block, node_verifier, single_core_median_s
     from qprof.verify import SUITES
 
     def fail(text: str) -> int:
@@ -127,51 +137,119 @@ def run(args: argparse.Namespace) -> int:
         from qprof.commands.block_adversarial import run_adversarial
 
         return run_adversarial(args, profile, suites, cpus, backend)
-    results = []
-    for suite in suites:
-        n = args.signatures or block_signatures(profile, suite)
-        invalid = [n * (k + 1) // (args.invalid + 1) for k in range(args.invalid)]
-        try:
+    scopes = _scopes(cpus, args.root)
+    results: list[BlockResult] = []
+    worst: dict[str, object] | None = None
+    try:
+        if args.worst:
+            block, per_sig, worst = _worst_block(args, profile, suites, cpus[0], backend)
+            results += _repeat(args, profile, block, per_sig, scopes, backend)
+        for suite in ([] if args.worst else suites):
+            n = args.signatures or block_signatures(profile, suite)
+            invalid = [n * (k + 1) // (args.invalid + 1) for k in range(args.invalid)]
             if not args.json:
                 print(f"{suite}: signing {n} signatures...", file=sys.stderr)
             block = build_block(suite, n, args.distinct, invalid)
             per_sig = single_core_median_s(
                 block, cpus[0], node_verifier(suite, backend, args.mode, args.second)
             )
-            scopes = _scopes(cpus, args.root)
-            runs: dict[str, list] = {scope: [] for scope, _ in scopes}
-            for _ in range(max(1, args.repeat)):
-                for scope, share in scopes:  # in turns: a slow spell hits every scope
-                    runs[scope].append(
-                        verify_block(block, share, backend, args.mode, args.second, scope,
-                                     profile.target_block_interval_s, per_sig)  # fmt: skip
-                    )
-            results += [median_run(runs[scope]) for scope, _ in scopes]
-        except (BlockError, ValueError, OSError) as exc:
-            return fail(f"{suite}: {exc}")
+            results += _repeat(args, profile, block, per_sig, scopes, backend)
+    except (BlockError, ValueError, OSError) as exc:
+        return fail(str(exc))
     if args.json:
-        print(json.dumps({"profile": profile.name, "results": [r.to_dict() for r in results]},
-                         indent=1))  # fmt: skip
+        out: dict[str, object] = {"profile": profile.name,
+                                  "results": [r.to_dict() for r in results]}
+        if worst is not None:
+            out["worst_block"] = worst
+        print(json.dumps(out, indent=1))
     else:
+        if worst is not None:
+            print(f"worst-case block of {profile.name} from the times on CPU {cpus[0]}: "
+                  f"{worst['block']} ({worst['binding_text']}), estimated "
+                  f"{1e3 * float(worst['estimate_s']):.2f} ms on one core "  # type: ignore[arg-type]
+                  f"({worst['verify_units']} VU, {worst['auth_bytes']} auth bytes)")
         _print_table(results, profile.name)
     return 0 if all(r.all_verified for r in results) else 1
+
+
+def _repeat(args: argparse.Namespace, profile: Profile, block: Block, per_sig: float,
+            scopes: list[tuple[str, list[int]]], backend: str) -> list[BlockResult]:
+    """Every scope ``--repeat`` times, in turns, the order reversed every other repeat;
+    each scope's median run, paired with the single-CPU runs of the same repeats."""
+    from qprof.measure.block import median_run, verify_block
+
+    runs: dict[str, list[BlockResult]] = {scope: [] for scope, _ in scopes}
+    for k in range(max(1, args.repeat)):
+        for scope, share in (scopes if k % 2 == 0 else scopes[::-1]):
+            runs[scope].append(verify_block(block, share, backend, args.mode, args.second,
+                                            scope, profile.target_block_interval_s,
+                                            per_sig))  # fmt: skip
+    single = next((runs[scope] for scope, share in scopes if len(share) == 1), None)
+    return [median_run(runs[scope], single if len(share) > 1 else None)
+            for scope, share in scopes]
+
+
+def _worst_block(args: argparse.Namespace, profile: Profile, suites: list[str], cpu: int,
+                 backend: str) -> tuple[Block, float, dict[str, object]]:
+    """The costliest mixture under the profile's limits, from per-signature medians
+    measured here on ``cpu`` (a pool of each suite), built as a real block."""
+    from qprof.consensus.worst_block import BlockLimits, worst_block
+    from qprof.measure.block import (
+        build_block,
+        build_mixed_block,
+        node_verifier,
+        single_core_median_s,
+    )
+
+    times = {}
+    for suite in suites:
+        if not args.json:
+            print(f"{suite}: timing a pool of signatures on CPU {cpu}...", file=sys.stderr)
+        pool = build_block(suite, 16, args.distinct)
+        times[suite] = 1e9 * single_core_median_s(
+            pool, cpu, node_verifier(suite, backend, args.mode, args.second), sample=64)
+    w = worst_block(BlockLimits.of(profile), times, suites)
+    if not args.json:
+        print(f"worst-case block: {w.text()}: signing...", file=sys.stderr)
+    block = build_mixed_block(w.composition, args.distinct)
+    per_sig = w.time_ns / 1e9 / max(1, w.spends)
+    return block, per_sig, {
+        "block": w.text(), "composition": dict(w.composition), "binding": list(w.binding),
+        "binding_text": w.binding_text(), "verify_units": w.verify_units,
+        "max_verify_units": w.max_verify_units, "auth_bytes": w.auth_bytes,
+        "max_auth_bytes": w.max_auth_bytes, "estimate_s": w.time_ns / 1e9,
+        "per_signature_ns": times, "cpu": cpu,
+    }
 
 
 def _print_table(results: list, profile: str) -> None:
     from qprof.hw.sysfs import format_cpulist
 
-    print(f"worst-case blocks of profile {profile} (one pinned thread per CPU)")
+    print(f"worst-case blocks of profile {profile} (one pinned thread per CPU; median "
+          "wall time of the repeats, [95 % interval])")
     print(
         f"{'SUITE':19s} {'MODE':8s} {'SCOPE':10s} {'CPUS':6s} {'SIGS':>5s} {'WALL ms':>9s} "
-        f"{'1-CORE EST ms':>13s} {'SPEEDUP':>7s} {'% INTERVAL':>10s}  VERDICTS"
+        f"{'[95 % CI]':>17s} {'1-CORE EST ms':>13s} {'SPEEDUP':>7s} {'VS 1 CPU':>20s} "
+        f"{'% INTERVAL':>10s}  VERDICTS"
     )
     for r in results:
-        interval = f"{100 * r.interval_fraction:.3f}" if r.interval_fraction is not None else "-"
+        wall = r.wall_median_s if r.wall_median_s is not None else r.wall_s
+        interval = (f"{100 * wall / r.block_interval_s:.3f}" if r.block_interval_s
+                    else "-")
         verdicts = "all right" if r.all_verified else f"{len(r.wrong_verdicts)} WRONG"
         if r.rejected:
             verdicts += f" ({r.rejected} rejected)"
+        ci = (f"[{1e3 * r.wall_ci_s[0]:.2f}-{1e3 * r.wall_ci_s[1]:.2f}]" if r.wall_ci_s
+              else "[too few runs]")
+        vs = "-"
+        if r.vs_single is not None:
+            vs = f"{r.vs_single:.2f}x" + (f" [{r.vs_single_ci[0]:.2f}-{r.vs_single_ci[1]:.2f}]"
+                                          if r.vs_single_ci else "")
+        label = r.suite if len(r.suite) <= 19 else "worst mixture"
         print(
-            f"{r.suite:19s} {r.mode:8s} {r.scope:10s} {format_cpulist(r.cpus):6s} "
-            f"{r.signatures:5d} {1e3 * r.wall_s:9.2f} {1e3 * r.single_core_estimate_s:13.2f} "
-            f"{r.speedup:6.2f}x {interval:>10s}  {verdicts}"
+            f"{label:19s} {r.mode:8s} {r.scope:10s} {format_cpulist(r.cpus):6s} "
+            f"{r.signatures:5d} {1e3 * wall:9.2f} {ci:>17s} "
+            f"{1e3 * r.single_core_estimate_s:13.2f} "
+            f"{r.single_core_estimate_s / wall if wall else 0:6.2f}x {vs:>20s} "
+            f"{interval:>10s}  {verdicts}"
         )

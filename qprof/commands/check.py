@@ -2,8 +2,13 @@
 
 Measures the profile's suites (verify only) on the chosen CPUs through the engine's
 "check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
-straddles its constant, within a time limit. Exit 0: every suite covered on every CPU
-(each whole 95 % interval at or below its constant); 1: some suite not covered; 2: error
+straddles its constant, within a time limit. Each suite and CPU gets both verdicts of
+the chain's rule (``qprof.consensus.policy``): the ratio coverage, which counts only where
+the profile's ``ratio_binds`` makes it bind (qanum: on its reference cores), and the time
+bound (the CPU's worst-case block against the same block on the slowest reference core).
+Exit 0: every binding verdict holds (each whole 95 % interval at or below its constant
+where the ratio binds, every time bound kept); 1: some suite not covered where its ratio
+binds, or a worst-case block over its time bound; 2: error
 (nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
 3: unsure: no suite surely over its constant, but some interval straddles it (the output
 says what to do); 4: comparison figures only (``--comparison`` with a verifier no node
@@ -12,6 +17,12 @@ runs alone): no verdict.
 A verdict is given only for the verifier the profile's constants are held to
 (``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
 unless ``--comparison`` asks for another verifier's figures, which then carry no verdict.
+
+``--from RUN.jsonl`` measures nothing: it judges a recorded run (``check -o``, ``bench -o``,
+``qprof export``) with today's estimator and the profile given (else the run's own), and
+prints what a live check of those records prints, with the same exit codes: both paths
+end in :func:`conclude`. A file that cannot be judged is exit 2 with one line saying why;
+bad lines are reported as ``file:line: reason`` and skipped, as `qprof report` does.
 """
 
 from __future__ import annotations
@@ -28,14 +39,20 @@ from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
-    from qprof.consensus.statistic import Statistic
+    from qprof.consensus.estimate.statistic import Statistic
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
     from qprof.measure.records import Meta, Record
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default="qanum", help="chain profile, name or path")
+    parser.add_argument("--profile", default=None,
+                        help="chain profile, name or path (default: qanum; with --from, "
+                        "the run's own)")
+    parser.add_argument("--from", dest="from_run", metavar="RUN.jsonl",
+                        help="measure nothing: judge a recorded run (the JSONL of check -o, "
+                        "bench -o or qprof export) with today's estimator and --profile; "
+                        "the same output and exit codes as a live check")
     add_common(parser)
     add_backend(parser, default="liboqs if available, else numba")
     parser.add_argument("--comparison", action="store_true",
@@ -43,8 +60,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "liboqs is missing): its figures are shown for comparison, with no "
                         "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
-    parser.add_argument("--time-limit", type=float, default=50.0, metavar="S",
-                        help="add no rounds that would end after S seconds (default 50)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                        help="add no rounds that would end after S seconds (default 60)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     parser.add_argument("--statistic", choices=("auto", "median", "p10", "paired"),
@@ -57,6 +74,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "says which")
 
 
+DEFAULT_PROFILE = "qanum"
 # Exit codes by the run's decision (see the module's docstring).
 EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "comparison": 4}
 
@@ -90,7 +108,8 @@ def _ms(ns: float) -> str:
 
 def _fail(args: argparse.Namespace, text: str) -> int:
     if args.json:
-        print(json.dumps({"profile": args.profile, "error": text, "results": []}))
+        print(json.dumps({"profile": args.profile or DEFAULT_PROFILE, "error": text,
+                          "results": []}))
     print(f"qprof check: {text}", file=sys.stderr)
     return 2
 
@@ -98,6 +117,7 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
              records: list[Record]) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl``."""
+    from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import run_bench
     from qprof.measure.jsonl import JsonlSink
@@ -117,9 +137,10 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
         statistic=args.statistic,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
     )
+    config, rule = rule_for(config)
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
-        return run_bench(config, sink, progress=line)
+        return run_bench(config, sink, progress=line, rule=rule)
     finally:
         if line:
             line.close()
@@ -129,11 +150,12 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.verdict import evaluate
     from qprof.measure.engine import EngineError
 
+    if args.from_run is not None:
+        return _judge_recorded(args)
     try:
-        profile = load_profile(args.profile)
+        profile = load_profile(args.profile or DEFAULT_PROFILE)
     except ProfileError as exc:
         return _fail(args, str(exc))
     try:
@@ -148,7 +170,22 @@ def run(args: argparse.Namespace) -> int:
         summary = _measure(args, profile, cpus, records)
     except (EngineError, ProfileError, ValueError) as exc:
         return _fail(args, str(exc))
-    results = evaluate(profile, summary.measurements, statistic=args.statistic)
+    return conclude(args, profile, summary, records)
+
+
+def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
+             records: list[Record]) -> int:
+    """A run's records -> the verdict printed (text, or JSON with ``--json``) and the exit
+    code: the one path of a live check and of ``--from``."""
+    from qprof.consensus.policy import cores_from_records
+    from qprof.consensus.verdict import evaluate
+
+    try:
+        results = evaluate(profile, summary.measurements, statistic=args.statistic,
+                           cores=cores_from_records(records))
+    except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
+        return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
+                     f"give an estimate ({type(exc).__name__}: {exc})")
     if not results:
         return _fail(args, "nothing measured: " + ("; ".join(
             f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
@@ -161,9 +198,56 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[decision]
 
 
+MAX_PROBLEMS_SHOWN = 10  # bad lines of a --from file on stderr (then how many more)
+# Options that say how to measure: a recorded run was measured already.
+_MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "-o"),
+                      ("rounds", "--rounds"), ("interleave", "--interleave"),
+                      ("budget", "--budget"), ("max_rounds", "--max-rounds"))
+
+
+def _judge_recorded(args: argparse.Namespace) -> int:
+    """``--from RUN.jsonl``: the recorded run's records through :func:`conclude`."""
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.measure.jsonl import read_run
+
+    given = [flag for dest, flag in _MEASURING_OPTIONS if getattr(args, dest) is not None]
+    if given or args.comparison:
+        return _fail(args, f"{', '.join(given + ['--comparison'] * args.comparison)}: "
+                     "--from judges a recorded run, it measures nothing")
+    path = args.from_run
+    try:
+        run_data = read_run(path)
+    except OSError as exc:
+        return _fail(args, f"{path}: {exc.strerror or exc}")
+    problems = run_data.problems
+    if not run_data.measurements or not run_data.complete:
+        first = f" (first problem: {problems[0]})" if problems else ""
+        return _fail(args, f"{path}: no measurements: not a recorded run{first}"
+                     if not run_data.measurements else
+                     f"{path}: not read to its end, no verdict from part of a file{first}")
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"qprof check: {problem}", file=sys.stderr)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        print(f"qprof check: {path}: {len(problems) - MAX_PROBLEMS_SHOWN} more problems "
+              "(qprof report lists them all)", file=sys.stderr)
+    if len(run_data.run_ids) > 1:
+        return _fail(args, f"{path}: holds {len(run_data.run_ids)} runs "
+                     f"({', '.join(run_data.run_ids)}); --from judges one: keep one run's "
+                     "lines (its run_id) in a file of its own")
+    name = args.profile or (run_data.meta.profile if run_data.meta else None)
+    try:
+        profile = load_profile(name or DEFAULT_PROFILE)
+    except ProfileError as exc:
+        return _fail(args, f"{exc}" if args.profile else
+                     f"{exc} (the profile {path} was measured against); give --profile")
+    return conclude(args, profile, run_data.summary(), run_data.records)
+
+
 def run_decision(results: list[CoverageResult]) -> Decision:
-    """One suite surely over its constant decides the run; else any unsure one."""
-    decisions = {r.decision for r in results}
+    """One binding verdict surely broken decides the run (a suite over its constant
+    where the ratio binds, a worst-case block over its time bound); else any unsure one.
+    Each result's ``policy_decision`` is consensus's (qprof.consensus.policy)."""
+    decisions = {r.policy_decision for r in results}
     for decision in ("not_covered", "unsure", "covered"):
         if decision in decisions:
             return decision
@@ -194,7 +278,8 @@ def _unit_rows(profile: Profile, results: list[CoverageResult]
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.commands.check_policy import policy_json
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     e = r.estimate
     return {
@@ -228,13 +313,19 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "vu_by_round": ({str(k): v for k, v in e.vu_by_round.items()}
                         if e.vu_by_round is not None else None),
         "estimate_from_ns": r.suite_time_ns,
+        # Why this estimate decides nothing (too few quiet data; "decision" is unsure).
+        "undecided": e.undecided,
+        "contended_share": (round(e.contended_share, 3)
+                            if e.contended_share is not None else None),
+        "pool_signatures": e.pool_signatures,
+        **policy_json(r),
     }
 
 
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], results: list[CoverageResult], decision: Decision
           ) -> dict[str, object]:
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     meta = _meta(records)
     return {
@@ -249,7 +340,9 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         # True / False once decided; None when unsure (see "unsure") or comparison only.
         "covered": {"covered": True, "not_covered": False}.get(decision),
         "decision": decision,
-        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == "unsure"],
+        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results
+                   if r.policy_decision == "unsure"],
+        "ratio_binds": profile.ratio_binds,
         "advice": UNSURE_ADVICE if decision == "unsure" else None,
         "exit_code": EXIT_CODES[decision],
         "statistic": args.statistic,
@@ -268,7 +361,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
 
 def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
                 results: list[CoverageResult], decision: Decision) -> None:
-    from qprof.consensus.statistic import STATISTIC_TEXT
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     backend = ", ".join(sorted({r.backend for r in results}))
     print(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
@@ -325,9 +418,13 @@ def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: in
         n = [r + 1 for r in contended]
         print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
               f"{', '.join(map(str, n))} "
-              f"ran mostly under contention ({profile.unit_suite} slower than its quiet "
-              "speed in most turns): left out of the estimates; rounds were added while "
-              "time allowed")
+              f"ran under contention throughout or had no quiet turns ({profile.unit_suite} "
+              "slower than its quiet speed): their operations count only through the "
+              "run's contention curve; rounds were added while time allowed")
+    share = unit.estimate.contended_share
+    if share is not None:
+        print(f"CPU {cpu} {backend}: the host was contended {share:.0%} of the time "
+              f"({profile.unit_suite} more than 3 % slower than its quiet speed)")
 
 
 def _print_footer(summary: RunSummary, results: list[CoverageResult],
@@ -337,23 +434,35 @@ def _print_footer(summary: RunSummary, results: list[CoverageResult],
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
         print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
-    worst = max(results, key=lambda r: r.worst_block_ns)
-    ref = (f"; on the reference core {worst.reference_core}: "
-           f"{_ms(worst.reference_block_ns)}" if worst.reference_block_ns else "")
-    print(f"worst-case block: {worst.worst_block_signatures} x {worst.suite} = "
-          f"{_ms(worst.worst_block_ns)} on CPU {worst.cpu}{ref}")
+    from qprof.commands.check_policy import not_binding, over_time, print_block_times
+
+    print_block_times(results)
     for cpu, why in summary.aborted_cpus.items():
         print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
     def where(d: str) -> str:
-        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results if r.decision == d)
+        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results
+                         if r.policy_decision == d and r.decision == d)
 
+    aside = not_binding(results)
+    if aside:
+        print(aside)
     if decision == "comparison":
         print("verdict: none: " + "; ".join(sorted({r.basis_label for r in results})))
     elif decision == "covered":
-        print("verdict: every suite covered")
+        print("verdict: every binding verdict holds: "
+              + ("every suite covered" if not aside else "each ratio covered where it binds")
+              + ("; every worst-case block within its time bound"
+                 if any(r.block_time_covered for r in results) else ""))
     elif decision == "not_covered":
-        print("verdict: NOT covered: " + where("not_covered")
+        late = over_time(results)
+        print("verdict: NOT covered: " + "; ".join(x for x in (
+            where("not_covered"), f"worst-case block over the time bound on {late}"
+            if late else "") if x)
               + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
     else:
-        print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
-              f"constant; {UNSURE_ADVICE}")
+        undecided = [r for r in results if r.decision == "unsure" and r.estimate.undecided]
+        if undecided:
+            print(f"verdict: unsure: {where('unsure')}: {undecided[0].estimate.undecided}")
+        else:
+            print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
+                  f"constant; {UNSURE_ADVICE}")

@@ -41,11 +41,14 @@ def _profile(runs: list[Any]) -> Any:
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     from dataclasses import asdict
 
+    from qprof.service.cores import recorded_cores
     from qprof.service.metrics import summarize
 
     runs = store.runs(max(n_runs, 20))
     profile = _profile(runs)
-    summary = summarize(store.newest_run_measurements("verify"), profile=profile)
+    measurements = store.newest_run_measurements("verify")
+    summary = summarize(measurements, profile=profile,
+                        cores=recorded_cores(store, measurements))
     return {
         "runs": [r.to_dict() for r in runs[:n_runs]],
         "profile": profile.name if profile is not None else None,
@@ -54,6 +57,42 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
     }
+
+
+def _coverage_line(c: dict[str, Any]) -> str:
+    """One verdict as `qprof check` gives it: the estimate with its 95 % interval, and the
+    seeds' median rule beside it when the estimate used another statistic."""
+    from qprof.consensus.verdict import CoverageResult
+
+    r = CoverageResult.from_dict(c)
+    word = {"covered": "covered", "not_covered": "NOT covered", "unsure": "unsure"}.get(
+        r.decision, r.basis_label)
+    if r.basis != "comparison" and not r.ratio_binds:
+        word += " (ratio not binding here: the constants follow the reference cores)"
+    unit = r.estimate.is_unit
+    ci = (f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
+          if r.vu_ci_low is not None and not unit else "")
+    rule = r.estimate.vu_by_statistic.get("median")
+    beside = (f"; by the median rule {rule}"
+              if r.statistic != "median" and rule is not None and not unit else "")
+    return (f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} estimate "
+            f"{r.vu_estimate:>5}{ci} vs constant {r.vu_constant:>5}  {word} "
+            f"[{r.statistic}]{beside}")
+
+
+def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
+    """Each CPU's time bound, as consensus decided it (qprof.consensus.policy)."""
+    lines, seen = [], set()
+    for c in coverage:
+        bt = c.get("block_time")
+        if c["basis"] != "node" or bt is None or (c["cpu"], c["backend"]) in seen:
+            continue
+        seen.add((c["cpu"], c["backend"]))
+        mark = {"covered": "within", "not_covered": "EXCEEDED", "unsure": "unsure"}.get(
+            bt.get("decision"), "no verdict")
+        lines.append(f"  cpu {c['cpu']:<3} time bound {mark}: {bt['why']}")
+    return ["", "block-time bound (worst-case block vs the reference core):", *lines] \
+        if lines else []
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,11 +137,8 @@ def run(args: argparse.Namespace) -> int:
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
-        word = {"covered": "covered", "not_covered": "NOT covered",
-                "unsure": f"unsure (95 % CI {c['vu_ci_low']}-{c['vu_ci_high']})"}.get(
-                    c["decision"], c["basis_label"])
-        out.append(f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} estimate "
-                   f"{c['vu_estimate']:>5} vs constant {c['vu_constant']:>5}  {word}")
+        out.append(_coverage_line(c))
+    out += _block_times(data["coverage"])
     out += ["", "recent alerts:"]
     if not data["alerts"]:
         out.append("  none")

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
     from qprof.measure.block import BlockError, load_block_results
     from qprof.measure.jsonl import read_run
-    from qprof.measure.report import render_report
+    from qprof.report.markdown import render_report
 
     runs = []
     failed = False
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     text = render_report(runs, profile, blocks)
     try:
         if args.html:
-            from qprof.measure.report_html import render_html
+            from qprof.report.html import render_html
 
             Path(args.html).write_text(render_html(runs, profile), encoding="utf-8")
         if args.output and args.output != "-":

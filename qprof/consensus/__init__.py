@@ -9,7 +9,11 @@
 - ``estimator``: ``estimate(measurements, ...) -> list[SuiteEstimate]``, the one
   estimator (estimate, interval, statistic);
 - ``verdict``: ``evaluate(profile, measurements, ...) -> list[CoverageResult]``;
-- ``vu``: exact Verify-Unit arithmetic, worst-case blocks.
+- ``vu``: exact Verify-Unit arithmetic, blocks of one suite;
+- ``worst_block``: the costliest block under every limit (an exact small integer program);
+- ``policy``: the chain's rule: where the ratio binds, the block-time bound everywhere,
+  the decision that counts (``policy_decision``);
+- ``calibrate``: constants proposed from a fleet's runs.
 """
 
 from qprof.consensus.profiles import (
@@ -19,7 +23,13 @@ from qprof.consensus.profiles import (
     available_profiles,
     load_profile,
 )
-from qprof.consensus.vu import block_signatures, vu_estimate, vu_ratio, worst_block_ns
+from qprof.consensus.vu import (
+    block_signatures,
+    vu_block_signatures,
+    vu_estimate,
+    vu_ratio,
+    worst_block_ns,
+)
 
 __all__ = [
     "Profile",
@@ -28,6 +38,7 @@ __all__ = [
     "available_profiles",
     "block_signatures",
     "load_profile",
+    "vu_block_signatures",
     "vu_estimate",
     "vu_ratio",
     "worst_block_ns",

@@ -1,9 +1,18 @@
-"""Chain profiles: a chain's Verify-Unit constants and block limits, in TOML.
+"""Chain profiles: a chain's Verify-Unit constants, block limits and policy, in TOML.
 
 A profile is found by name in ``$QPROF_PROFILES`` (directories, searched first) or among
-the profiles shipped as package data (``qprof/profiles/*.toml``), or given as a path.
-Every error names the file, the key and what was expected, so a typo in a profile never
-turns into a silently wrong verdict.
+the profiles shipped as package data (the package ``qprof.profiles``: the repository's
+top-level ``profiles/`` directory), or given as a path. Every error names the file, the
+key and what was expected, so a typo in a profile never turns into a silently wrong
+verdict.
+
+The policy (the chain's own rule, ``qprof.consensus.policy`` applies it):
+``ratio_binds`` says on which cores the ratio coverage binds ("reference": the reference
+cores, matched by design or part; "all": every core), ``[block_time]`` the bound every
+node is held to (its worst-case block no longer than the same block on the slowest
+reference core, times ``max_vs_reference``; optionally at most ``max_interval_fraction``
+of the target block interval), and ``[auth_bytes_per_spend]`` what one spend of each suite
+adds to a block against ``max_block_auth_bytes``.
 """
 
 from __future__ import annotations
@@ -13,13 +22,19 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from qprof.tomlfile import TomlFileError, read_toml
 from qprof.verify.suites import SUITES
 
 # What a profile without a `verifier` key is held to: the node's verifier (qanum-core).
 DEFAULT_VERIFIER = "liboqs"
+
+
+RatioBinds = Literal["reference", "all"]
+RATIO_BINDS: tuple[RatioBinds, ...] = ("reference", "all")
+# What a profile without a `ratio_binds` key says: every core, the strict reading.
+DEFAULT_RATIO_BINDS: RatioBinds = "all"
 
 
 class ProfileError(ValueError):
@@ -42,6 +57,16 @@ class ReferenceCore:
 
 
 @dataclass(frozen=True)
+class BlockTimeBound:
+    """The time bound every node is held to (``[block_time]``): this core's worst-case
+    block takes at most ``max_vs_reference`` x the same block on the slowest reference
+    core, and, when stated, at most ``max_interval_fraction`` of the target interval."""
+
+    max_vs_reference: float = 1.0
+    max_interval_fraction: float | None = None
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: Path
@@ -56,6 +81,14 @@ class Profile:
     # The verifier backend the constants are held to (a node's own verifier): only its
     # figures, alone or as the first of a dual pair, get a coverage verdict.
     verifier: str = DEFAULT_VERIFIER
+    # Where the ratio coverage binds: on the reference cores (matched by design or part),
+    # or on every core.
+    ratio_binds: RatioBinds = DEFAULT_RATIO_BINDS
+    block_time: BlockTimeBound | None = None  # None: the profile states no time bound
+    # suite -> bytes one spend adds against max_block_auth_bytes (key + signature + the
+    # chain's overhead), and the bytes every block carries whatever it holds.
+    auth_bytes_per_spend: dict[str, int] = field(default_factory=dict)
+    auth_bytes_per_block: int = 0
 
     @property
     def unit_vu(self) -> int:
@@ -72,9 +105,13 @@ class Profile:
 
 
 def shipped_profile_dir() -> Path:
-    """The profiles installed with the package. qprof is always installed as files (numba
-    caches its kernels by source path), so the resource is a real directory."""
-    return Path(str(resources.files("qprof") / "profiles"))
+    """The profiles installed with the package (``qprof.profiles``, mapped onto the
+    repository's ``profiles/``). qprof is always installed as files (numba caches its
+    kernels by source path), so the resource is a real directory."""
+    try:
+        return Path(str(resources.files("qprof.profiles")))
+    except ModuleNotFoundError:  # run from a checkout that was never installed
+        return Path(__file__).resolve().parents[2] / "profiles"
 
 
 def profile_dirs() -> list[Path]:
@@ -240,6 +277,8 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ProfileError(f"{path}: description: expected a string")
+    ratio_binds = _ratio_binds(path, data.get("ratio_binds", DEFAULT_RATIO_BINDS), refs)
+    per_spend, per_block = _auth_bytes(path, data, verify_units)
     return Profile(
         name=name,
         path=path,
@@ -252,4 +291,72 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
         description=description,
         reference_cores=tuple(refs),
         verifier=verifier,
+        ratio_binds=ratio_binds,
+        block_time=_block_time(path, data.get("block_time"), refs, interval_s),
+        auth_bytes_per_spend=per_spend,
+        auth_bytes_per_block=per_block,
     )
+
+
+def _ratio_binds(path: Path, value: Any, refs: list[ReferenceCore]) -> RatioBinds:
+    for choice in RATIO_BINDS:
+        if value == choice:
+            break
+    else:
+        raise ProfileError(f"{path}: ratio_binds: expected one of "
+                           f"{', '.join(repr(c) for c in RATIO_BINDS)}, got {value!r}")
+    if choice == "reference":
+        if not refs:
+            raise ProfileError(f"{path}: ratio_binds: 'reference' needs [[reference_cores]] "
+                               "(the cores the ratio binds on)")
+        for i, ref in enumerate(refs):
+            if not (ref.uarch or ref.part):
+                raise ProfileError(
+                    f"{path}: reference_cores[{i}]: ratio_binds = 'reference' matches cores "
+                    "by design or part: expected uarch, or implementer and part")
+    return choice
+
+
+def _block_time(path: Path, value: Any, refs: list[ReferenceCore],
+                interval_s: float | None) -> BlockTimeBound | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ProfileError(f"{path}: block_time: expected a table")
+    unknown = sorted(set(value) - {"max_vs_reference", "max_interval_fraction"})
+    if unknown:
+        raise ProfileError(f"{path}: block_time: unknown key {unknown[0]!r} (expected "
+                           "max_vs_reference, max_interval_fraction)")
+    factor = _number(path, "block_time.max_vs_reference", value.get("max_vs_reference", 1.0))
+    if "max_vs_reference" in value and not refs:
+        raise ProfileError(f"{path}: block_time.max_vs_reference: needs [[reference_cores]] "
+                           "with verify_median_ns (the block on the reference core)")
+    fraction = value.get("max_interval_fraction")
+    if fraction is not None:
+        fraction = _number(path, "block_time.max_interval_fraction", fraction)
+        if fraction > 1:
+            raise ProfileError(f"{path}: block_time.max_interval_fraction: expected a "
+                               f"fraction of the interval (0 < f <= 1), got {fraction}")
+        if interval_s is None:
+            raise ProfileError(f"{path}: block_time.max_interval_fraction: needs "
+                               "target_block_interval_s")
+    return BlockTimeBound(max_vs_reference=factor, max_interval_fraction=fraction)
+
+
+def _auth_bytes(path: Path, data: dict[str, Any], verify_units: dict[str, int]
+                ) -> tuple[dict[str, int], int]:
+    table = data.get("auth_bytes_per_spend", {})
+    if not isinstance(table, dict):
+        raise ProfileError(f"{path}: auth_bytes_per_spend: expected a table of "
+                           "suite = bytes")
+    suites = tuple(verify_units)
+    per_spend = {
+        _suite(path, f"auth_bytes_per_spend.{s!r}", s, suites): _int(
+            path, f"auth_bytes_per_spend.{s!r}", v)
+        for s, v in table.items()
+    }
+    per_block = _int(path, "auth_bytes_per_block", data.get("auth_bytes_per_block", 0), 0)
+    if per_spend and data.get("max_block_auth_bytes") is None:
+        raise ProfileError(f"{path}: auth_bytes_per_spend: needs max_block_auth_bytes (the "
+                           "limit the bytes count against)")
+    return per_spend, per_block

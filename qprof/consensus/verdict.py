@@ -1,4 +1,4 @@
-"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimator`'s
+"""The coverage verdict: a profile's constants against :mod:`qprof.consensus.estimate.estimator`'s
 estimates. Entry point :func:`evaluate` (records -> one :class:`CoverageResult` per CPU,
 backend and suite of the profile); `qprof check`, the daemon, `qprof history`, the monitor
 and the Markdown report all take their ✓/✗ from it.
@@ -6,14 +6,15 @@ and the Markdown report all take their ✓/✗ from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
-from qprof.consensus.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import REPLICATES, SuiteEstimate, estimate
+from qprof.consensus.estimate.statistic import Statistic
+from qprof.consensus.policy import BlockTimeVerdict, CoreDesign, apply_policy
 from qprof.consensus.profiles import Profile, ReferenceCore
-from qprof.consensus.statistic import Statistic
 from qprof.consensus.vu import block_signatures
 from qprof.measure.records import Measurement
 
@@ -54,6 +55,15 @@ class CoverageResult:
     # it; None: no interval.
     confidence: str | None = None
     verdict: str = ""
+    # The chain's rule (qprof.consensus.policy): whether the ratio binds on this core
+    # (``decision`` counts only where it does), the core's time bound, and the decision
+    # that counts: check's exit code, alerts, metrics and every view act on it.
+    ratio_binds: bool = True
+    ratio_binding_why: str = ""
+    binding_reference: str | None = None  # the reference core this core matched
+    block_time_covered: bool | None = None
+    block_time: BlockTimeVerdict | None = None
+    policy_decision: Decision = "covered"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,8 +78,11 @@ class CoverageResult:
         if e.get("vu_by_round") is not None:
             e["vu_by_round"] = {int(k): v for k, v in e["vu_by_round"].items()}
         known = {f.name for f in fields(cls)}
+        block_time = data.get("block_time")
         return cls(**{**{k: v for k, v in data.items() if k in known},
-                      "estimate": SuiteEstimate(**e)})
+                      "estimate": SuiteEstimate(**e),
+                      "block_time": (BlockTimeVerdict.from_dict(block_time)
+                                     if block_time is not None else None)})
 
 
 Decision = Literal["covered", "not_covered", "unsure", "comparison"]
@@ -101,6 +114,9 @@ def _verdict_text(r: CoverageResult) -> str:
         return f"{head}, constant {c}: {r.basis_label}"
     if r.estimate.is_unit:
         return f"estimate {r.vu_estimate}: the unit suite ({c} by definition)"
+    if r.decision == "unsure" and r.estimate.undecided:
+        return (f"{head} against the constant {c}: unsure{dual}: "
+                f"{r.estimate.undecided}")
     if r.decision == "unsure":
         return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
                 f"the constant; {UNSURE_ADVICE}")
@@ -116,9 +132,12 @@ def _verdict_text(r: CoverageResult) -> str:
 
 
 def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
-             reference: ReferenceCore | None = None) -> list[CoverageResult]:
+             reference: ReferenceCore | None = None,
+             cores: Mapping[int, CoreDesign] | None = None) -> list[CoverageResult]:
     """One result per estimate of a suite the profile has a constant for, measured with
-    the unit suite on the same CPU and backend (an estimate needs both)."""
+    the unit suite on the same CPU and backend (an estimate needs both), with the
+    profile's policy on it (``qprof.consensus.policy``; ``cores`` says what each CPU is:
+    a CPU it does not name is held to the ratio)."""
     ref = reference if reference is not None else profile.reference_core()
     estimates = list(estimates)
     units = {(e.cpu, e.backend, e.operation): e for e in estimates if e.is_unit}
@@ -137,6 +156,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
         basis = verdict_basis(profile, e.backend, e.operation)
         judged = basis != "comparison"
         decision = _decision(constant, e.vu_estimate, low, high, judged)
+        if e.undecided and decision in ("covered", "not_covered"):
+            decision = "unsure"  # too few quiet data: the figures decide nothing
         # A cap seen on the unit's rounds skews the ratio as much as one on the suite's.
         unit = units.get((e.cpu, e.backend, e.operation), e)
         capped = e.capped if e.capped is not None else unit.capped
@@ -162,14 +183,16 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
         )
         results.append(replace(r, verdict=_verdict_text(r)))
     order = {s: i for i, s in enumerate(profile.suites)}
+    results = apply_policy(profile, results, cores)
     return sorted(results, key=lambda r: (r.cpu, r.backend, r.operation, order[r.suite]))
 
 
 def evaluate(profile: Profile, measurements: Iterable[Measurement],
              operation: str = "verify", statistic: str = "auto",
-             replicates: int = REPLICATES) -> list[CoverageResult]:
-    """The verdict over ``measurements``: :func:`~qprof.consensus.estimator.estimate`
+             replicates: int = REPLICATES,
+             cores: Mapping[int, CoreDesign] | None = None) -> list[CoverageResult]:
+    """The verdict over ``measurements``: :func:`~qprof.consensus.estimate.estimator.estimate`
     with the profile's unit, then each constant against its estimate."""
     return coverage(profile, estimate(
         measurements, unit_suite=profile.unit_suite, unit_vu=profile.unit_vu,
-        operation=operation, statistic=statistic, replicates=replicates))
+        operation=operation, statistic=statistic, replicates=replicates), cores=cores)

@@ -12,6 +12,7 @@ import math
 from fractions import Fraction
 
 from qprof.consensus.profiles import Profile
+from qprof.consensus.worst_block import BlockLimits, suite_block
 
 
 def exact(x: float | int | Fraction) -> Fraction:
@@ -37,9 +38,16 @@ def vu_estimate(median_suite_ns: float, median_unit_ns: float, unit_vu: int = 10
     return math.ceil(vu_ratio(median_suite_ns, median_unit_ns, unit_vu))
 
 
-def block_signatures(profile: Profile, suite: str) -> int:
-    """How many signatures of one suite fit in a block: floor(MAX_VU / constant)."""
+def vu_block_signatures(profile: Profile, suite: str) -> int:
+    """How many signatures of one suite the VU budget alone allows: floor(MAX_VU /
+    constant) (seed 2026-10-21's "worst-case block estimate", which leaves bytes out)."""
     return profile.max_block_verify_units // profile.verify_units[suite]
+
+
+def block_signatures(profile: Profile, suite: str) -> int:
+    """How many spends of one suite fit in a block under every limit the profile states
+    (the VU budget and the auth bytes; ``qprof.consensus.worst_block``)."""
+    return suite_block(BlockLimits.of(profile), suite).spends
 
 
 def worst_block_ns(profile: Profile, suite: str, median_ns: float) -> float:

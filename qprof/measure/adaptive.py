@@ -1,82 +1,30 @@
-"""The adaptive stopping rule: add B/A pairs while the verdict is not sure yet.
+"""The adaptive rounds' seams: the stopping rule the engine is handed, and the time limit.
 
-A CPU gets more rounds while, for the estimates the verdict will make
-(:func:`qprof.consensus.estimator.estimate`, the one estimator), a Verify-Unit interval
-straddles the profile's constant or a ratio's interval is wider than ``target_ci_bp``,
-an ML-DSA round spread exceeds ``max_spread_bp``, or (quiet-turn pairs) fewer quiet
-rounds than the base rounds were kept; and only while one more pair fits in the time
-limit (:func:`pair_fits`).
+The engine measures; whether a CPU needs more rounds is the estimator's question, so the
+caller (``qprof check``, ``qprof bench``, the daemon's cycle, the monitor) builds the rule
+from :mod:`qprof.consensus.estimate.stopping` and passes it to
+:func:`qprof.measure.engine.run_bench`. This package imports nothing from consensus.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Protocol
 
-from qprof.consensus import Profile
-from qprof.consensus.estimator import SuiteEstimate, estimate
-from qprof.measure import stats
-from qprof.measure.plan import VERDICT_OPS
+from qprof.measure.plan import NoteText
 from qprof.measure.records import Measurement
 
-CI_REPLICATES = 400  # enough to decide "unsure", cheap enough to run after every pair
 
-
-@dataclass(frozen=True)
-class StoppingRule:
-    unit_suite: str
-    base_rounds: int
-    statistic: str = "median"  # as asked: "median", "p10", "paired" or "auto"
-    target_ci_bp: float = 50.0
-    max_spread_bp: float = 100.0
-    profile: Profile | None = None
+class StoppingRule(Protocol):
+    """What the engine asks after each round of a CPU, and once when the CPU is done."""
 
     def needs_more(self, measurements: Sequence[Measurement], cpu: int) -> bool:
-        mine = [m for m in measurements if m.cpu == cpu]
-        # What extra rounds time (plan.extra_tasks): the dual pairs' CIs could not narrow
-        # (a run of dual_enforce alone has them in every round, and is decided on them).
-        ops: Iterable[str] = (VERDICT_OPS if any(m.operation in VERDICT_OPS for m in mine)
-                              else ("dual_enforce",))
-        for op in ops:
-            groups: dict[str, list[SuiteEstimate]] = {}
-            for e in estimate(mine, unit_suite=self.unit_suite,
-                              unit_vu=self.profile.unit_vu if self.profile else 100,
-                              operation=op, statistic=self.statistic,
-                              replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp):
-                groups.setdefault(e.backend, []).append(e)
-            if any(self._unsure(g) for g in groups.values() if any(e.is_unit for e in g)):
-                return True
-        return False
+        """Does ``cpu`` need another B/A pair (its estimate is not sure yet)?"""
+        ...
 
-    def _unsure(self, group: list[SuiteEstimate]) -> bool:
-        """One CPU and backend: is anything the verdict needs still unsure?"""
-        statistic = next(e.statistic for e in group if e.is_unit)
-        paired = [e for e in group if e.statistic == "paired" and not e.is_unit]
-        if paired and min(e.rounds_used for e in paired) < self.base_rounds:
-            return True  # redo the rounds measured under contention
-        # Spreads decide unless the rounds are quiet-turn pairs (their rounds agree: one
-        # process, and more rounds only widen max - min; the interval decides), or an
-        # explicit --statistic p10 (the interval alone decides).
-        spread_counts = statistic != "paired" and (
-            statistic != "p10" or self.statistic == "auto")
-        for e in group:
-            if (spread_counts and e.suite.startswith("ML-DSA")
-                    and e.round_spread_bp is not None
-                    and e.round_spread_bp > self.max_spread_bp):
-                return True
-            if e.is_unit or e.ratio_ci is None or not e.ratio:
-                continue
-            if self._verdict_unsure(e):
-                return True
-            if stats.bp((e.ratio_ci[1] - e.ratio_ci[0]) / 2 / e.ratio) > self.target_ci_bp:
-                return True
-        return False
-
-    def _verdict_unsure(self, e: SuiteEstimate) -> bool:
-        """The estimate's Verify-Unit interval straddles the profile's constant."""
-        if self.profile is None or e.suite not in self.profile.verify_units or not e.vu_ci:
-            return False
-        return e.vu_ci[0] <= self.profile.verify_units[e.suite] < e.vu_ci[1]
+    def cpu_notes(self, measurements: Sequence[Measurement], cpu: int) -> list[NoteText]:
+        """(level, kind, text) notes on a measured CPU: drift, clock changes."""
+        ...
 
 
 def pair_fits(elapsed_s: float, limit_s: float | None, pair_budget_s: float,

@@ -8,6 +8,10 @@ are ``nogil`` and liboqs is called through ctypes, which releases the GIL, so th
 threads run in parallel. Each thread records when it started and ended its share, so
 a caller can see that they overlapped; every signature's verdict is kept.
 
+A block may mix suites (the worst-case block under every limit of a profile can be a
+mixture, ``qprof.consensus.worst_block``): :func:`build_mixed_block` interleaves each
+suite's spends evenly, and every thread verifies each item with its suite's verifier.
+
 Modes follow the measurement engine's dual operations: ``single`` verifies with one
 backend; ``enforce`` runs the second verifier only on what the first accepted and
 accepts when both do; ``shadow`` runs both always and accepts on the first (the
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import statistics
 import threading
@@ -46,14 +51,20 @@ class BlockItem:
     signature: bytes
     context: bytes
     valid: bool  # what the signer made: a real signature, or one with a byte flipped
+    suite: str = ""  # the item's suite (a mixed block holds several)
 
 
 @dataclass(frozen=True)
 class Block:
-    suite: str
+    suite: str  # the suite, or for a mixture its composition ("608 x A + 87 x B")
     items: tuple[BlockItem, ...]
     signed_by: str
     distinct: int  # different (key, signature) pairs in the block
+    composition: tuple[tuple[str, int], ...] = ()  # (suite, spends); () = one suite
+
+    @property
+    def suites(self) -> list[str]:
+        return [s for s, _ in self.composition] if self.composition else [self.suite]
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,15 @@ class BlockResult:
     threads: list[ThreadSpan] = field(default_factory=list)
     verdicts: list[bool] = field(default_factory=list, repr=False)
     wall_runs_s: list[float] = field(default_factory=list)  # every run (median_run)
+    # median_run: the median wall time of the runs and its distribution-free 95 %
+    # interval (order statistics; None with fewer than 6 runs, which cannot give one).
+    wall_median_s: float | None = None
+    wall_ci_s: list[float] | None = None
+    # Against the single-CPU runs of the same repeats (interleaved, so a host phase hits
+    # both): the median of the paired wall-time ratios and its 95 % interval.
+    vs_single: float | None = None
+    vs_single_ci: list[float] | None = None
+    composition: list[tuple[str, int]] = field(default_factory=list)  # a mixed block
 
     @property
     def overlap_s(self) -> float:
@@ -114,18 +134,53 @@ class BlockResult:
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in d.items() if k in known}
         data["threads"] = [ThreadSpan(**t) for t in d.get("threads", [])]
+        data["composition"] = [tuple(c) for c in d.get("composition", [])]
         return cls(**data)
 
 
-def median_run(runs: Sequence[BlockResult]) -> BlockResult:
+def _binomial_cdf(k: int, n: int) -> float:
+    return float(sum(math.comb(n, i) for i in range(k + 1))) / 2.0**n
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95
+                    ) -> tuple[float, float] | None:
+    """Distribution-free interval of the median: the order statistics (k, n+1-k) with
+    the largest k whose coverage 1 - 2 P(Bin(n, 1/2) < k) is at least ``confidence``.
+    None when even (min, max) covers less (fewer than 6 values at 95 %)."""
+    x = sorted(values)
+    n = len(x)
+    best = None
+    for k in range(1, n // 2 + 1):
+        if 1 - 2 * _binomial_cdf(k - 1, n) >= confidence:
+            best = k
+    if best is None:
+        return None
+    return x[best - 1], x[n - best]
+
+
+def median_run(runs: Sequence[BlockResult],
+               single: Sequence[BlockResult] | None = None) -> BlockResult:
     """The run with the median wall time (the lower middle for an even count), with
-    every run's wall time in ``wall_runs_s``; all_verified only when every run was
-    right. On a shared host one short block is easily slowed by a neighbour."""
+    every run's wall time in ``wall_runs_s``, the median and its 95 % interval, and
+    (given the single-CPU runs of the same repeats, in the same order) the median
+    paired ratio to them; all_verified only when every run was right. On a shared host
+    one short block is easily slowed by a neighbour."""
     if not runs:
         raise BlockError("no runs")
     ordered = sorted(runs, key=lambda r: r.wall_s)
     chosen = replace(ordered[(len(ordered) - 1) // 2])
-    chosen.wall_runs_s = [r.wall_s for r in runs]
+    walls = [r.wall_s for r in runs]
+    chosen.wall_runs_s = walls
+    chosen.wall_median_s = statistics.median(walls)
+    ci = median_interval(walls)
+    chosen.wall_ci_s = list(ci) if ci else None
+    if single is not None and len(single) == len(runs):
+        ratios = [r.wall_s / s.wall_s for r, s in zip(runs, single, strict=True)
+                  if s.wall_s > 0]
+        if ratios:
+            chosen.vs_single = statistics.median(ratios)
+            ratio_ci = median_interval(ratios)
+            chosen.vs_single_ci = list(ratio_ci) if ratio_ci else None
     chosen.all_verified = all(r.all_verified for r in runs)
     chosen.wrong_verdicts = sorted({i for r in runs for i in r.wrong_verdicts})
     return chosen
@@ -190,8 +245,28 @@ def build_block(
     for i in range(signatures):
         pk, msg, sig = signed[i % distinct]
         items.append(BlockItem(pk, msg, flip_one_byte(sig) if i in bad else sig, CONTEXT,
-                               i not in bad))  # fmt: skip
+                               i not in bad, suite))  # fmt: skip
     return Block(suite, tuple(items), backend, distinct)
+
+
+def build_mixed_block(composition: Sequence[tuple[str, int]],
+                      distinct: int | None = None) -> Block:
+    """A block of several suites, ``composition`` = (suite, spends) each, built with
+    :func:`build_block` per suite and interleaved evenly (item k of a suite with n
+    spends sits at k/n of the block), so every thread's contiguous share holds the same
+    mixture."""
+    parts = [(s, n) for s, n in composition if n > 0]
+    if not parts:
+        raise BlockError("an empty composition")
+    if len(parts) == 1:
+        return build_block(parts[0][0], parts[0][1], distinct)
+    blocks = [build_block(s, n, distinct) for s, n in parts]
+    keyed = [((k + 0.5) / len(b.items), i, it) for i, b in enumerate(blocks)
+             for k, it in enumerate(b.items)]
+    items = tuple(it for _, _, it in sorted(keyed, key=lambda x: (x[0], x[1])))
+    label = " + ".join(f"{n} x {s}" for s, n in parts)
+    return Block(label, items, "+".join(sorted({b.signed_by for b in blocks})),
+                 sum(b.distinct for b in blocks), tuple(parts))
 
 
 def node_verifier(
@@ -223,6 +298,17 @@ def node_verifier(
         return a, a != b
 
     return dual
+
+
+def block_verifier(block: Block, backend: str, mode: str, second: str | None
+                   ) -> Callable[[BlockItem], tuple[bool, bool]]:
+    """:func:`node_verifier` for every suite of ``block``; a mixture dispatches on each
+    item's suite (fresh verifier objects: one set per thread)."""
+    suites = block.suites
+    if len(suites) == 1:
+        return node_verifier(suites[0], backend, mode, second)
+    by_suite = {s: node_verifier(s, backend, mode, second) for s in suites}
+    return lambda it: by_suite[it.suite](it)
 
 
 def _run_threads(
@@ -317,7 +403,7 @@ def verify_block(
         second = "numba"
 
     def make() -> Callable[[BlockItem], tuple[bool, bool]]:
-        return node_verifier(block.suite, backend, mode, second)
+        return block_verifier(block, backend, mode, second)
 
     if per_signature_s is None:
         per_signature_s = single_core_median_s(block, cpus[0], make())
@@ -346,4 +432,5 @@ def verify_block(
         disagreements=disagreements,
         threads=spans,
         verdicts=verdicts,
+        composition=list(block.composition),
     )

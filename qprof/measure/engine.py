@@ -7,9 +7,11 @@ default the base rounds share one process, so the process start-up, ~0.5-1 s wit
 and liboqs, is paid once; ``check`` starts one per round, see its mode settings). One
 ``Measurement`` per (suite, backend, operation, round) goes
 to ``sink`` as soon as its worker finishes. After the base rounds, B/A pairs are added
-while the stopping rule (:mod:`qprof.measure.adaptive`) says the verdict is not sure yet,
-up to ``max_rounds`` or the time limit; they time only what the verdict needs. The
-progress ETA counts the pairs still likely (:mod:`qprof.measure.progress`).
+while the stopping rule it is handed (:mod:`qprof.measure.adaptive`) says the verdict is
+not sure yet, up to ``max_rounds`` or the time limit (the rule is the caller's, built by
+:mod:`qprof.consensus.estimate.stopping`; without one no pairs are added); they time only
+what the verdict needs. The progress ETA counts the pairs still likely
+(:mod:`qprof.measure.progress`).
 
 Interleaved rounds (``interleave_block_s`` > 0; ``check`` mode's default, 4 ms): every
 round times the unit and all suites together, in turns (A B1 B2 B3 A B1 B2 B3 ...), the
@@ -47,7 +49,6 @@ from pathlib import Path
 
 from qprof.measure import hwinfo
 from qprof.measure.adaptive import StoppingRule, pair_fits
-from qprof.measure.clock import clock_changes
 from qprof.measure.collect import Collected, Where, collect
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
 from qprof.measure.fixtures import FixtureError, Pool, cached_pool, save_fixtures
@@ -57,7 +58,6 @@ from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
 from qprof.measure.progress import Progress
 from qprof.measure.protocol import Job, Task, WorkerEvent, WorkerResult
 from qprof.measure.records import End, Env, Measurement, Note, Record
-from qprof.measure.reduce import reduce_measurements, unit_drift_bp
 from qprof.measure.runmeta import build_meta, choose_timer
 
 __all__ = ["EngineError", "choose_timer", "run_bench"]
@@ -80,8 +80,8 @@ class _Cpu:
 class _Run:
     def __init__(self, config: BenchConfig, sink: Sink,
                  progress: Callable[[ProgressEvent], None] | None,
-                 stop: threading.Event) -> None:
-        self.config, self.sink, self.stop = config, sink, stop
+                 stop: threading.Event, rule: StoppingRule | None) -> None:
+        self.config, self.sink, self.stop, self.rule = config, sink, stop, rule
         self.run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
         self.summary = RunSummary(self.run_id, "finished", None, 0.0, [])
         self.progress = Progress(progress, config.time_limit_s)
@@ -91,8 +91,6 @@ class _Run:
         # Values per round, fixed by the first round of each (cpu, suite, backend, op).
         self.fixed_n: dict[tuple[int, str, str, str], int] = {}
         self.plan = Plan(config)
-        self.rule = StoppingRule(self.plan.unit, self.plan.rounds, config.statistic,
-                                 config.target_ci_bp, config.max_spread_bp, self.plan.profile)
         self.timer, self.timer_note = choose_timer(config.timer, config.root)
         self.workdir = Path(".")
         self.fixtures_path: Path | None = None
@@ -190,6 +188,7 @@ class _Run:
                 fixtures[suite] = cached_pool(
                     suite, tuple(plan.backends), self.config.fixture_cache,
                     checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
+                    say=lambda text: self.progress.report(message=text),
                 )
             except FixtureError as exc:
                 self.note("error", "fixture", str(exc))
@@ -205,7 +204,7 @@ class _Run:
         """A/B/A/B/A rounds, several per worker process; extra B/A pairs while unsure."""
         plan, cfg = self.plan, self.config
         c = _Cpu(cpu, FreqWatch(cfg.root, cpu, self.run_id, self.emit), self._pyperf_path(cpu))
-        self.progress.start_cpu(cfg.adaptive)
+        self.progress.start_cpu(cfg.adaptive and self.rule is not None)
         r, target = 0, plan.rounds
         try:
             while r < target:
@@ -235,8 +234,8 @@ class _Run:
 
     def _more_rounds(self, c: _Cpu, target: int) -> bool:
         plan = self.plan
-        return (bool(self.config.adaptive) and target + 2 <= plan.max_rounds
-                and self.rule.needs_more(c.mine, c.cpu)
+        return (bool(self.config.adaptive) and self.rule is not None
+                and target + 2 <= plan.max_rounds and self.rule.needs_more(c.mine, c.cpu)
                 and pair_fits(self.progress.elapsed(), self.config.time_limit_s,
                               plan.pair_budget(), self.worker_seconds, self.worker_budgets,
                               plan.pair_spawn_s()))
@@ -350,25 +349,16 @@ class _Run:
         self.note("error", "cpu_aborted", f"CPU {cpu} aborted: {reason}", cpu)
 
     def _drift_and_cap_notes(self, c: _Cpu) -> None:
-        plan, cpu = self.plan, c.cpu
-        reduced = reduce_measurements(c.mine)
-        for backend in plan.backends:
-            unit = reduced.get((cpu, plan.unit, backend, "verify"))
-            d = unit_drift_bp(unit) if unit is not None else None
-            if d is not None:
-                self.note("info", "drift",
-                          f"CPU {cpu} {backend}: {plan.unit} at the end vs the start: {d:+.0f} "
-                          "bp; largest spread of round medians "
-                          f"{max(r.spread_bp for r in reduced.values()):.0f} bp", cpu)
+        cpu = c.cpu
         states = {k: v for k, v in c.round_caps.items() if v is not None}
         if c.round_caps and not states:
             self.note("info", "freq_unknown",
                       f"CPU {cpu}: no frequency data (no cpufreq files, e.g. a VM): a frequency "
                       "cap could not be seen; ratios on the same core are still valid", cpu)
-        # A cap that came or went (cpufreq), or a step of the unit's quiet speed (VMs):
-        # said here, left out by the verdict (qprof.measure.clock, from these records).
-        for change in clock_changes(c.mine, plan.unit):
-            self.note("warning", change.kind, change.text(), cpu)
+        # The unit's drift, a cap that came or went (cpufreq), a step of the unit's quiet
+        # speed (VMs): the estimator's reading of these records, said here.
+        for level, kind, text in (self.rule.cpu_notes(c.mine, cpu) if self.rule else []):
+            self.note(level, kind, text, cpu)
 
 
 def run_bench(
@@ -376,11 +366,16 @@ def run_bench(
     sink: Callable[[Record], None],
     progress: Callable[[ProgressEvent], None] | None = None,
     stop: threading.Event | None = None,
+    rule: StoppingRule | None = None,
 ) -> RunSummary:
     """Measure as ``config`` says; records go to ``sink`` as they are made.
+
+    ``rule``: asked after the base rounds of each CPU whether to add B/A pairs, and for
+    the CPU's notes (drift, clock changes); build it with
+    :func:`qprof.consensus.estimate.stopping.rule_for`. None: the base rounds only.
 
     Raises :class:`EngineError` (or ``ProfileError``) before anything is measured when the
     configuration cannot work; everything that goes wrong later becomes a ``Note`` and the
     run's ``End`` status.
     """
-    return _Run(config, sink, progress, stop or threading.Event()).run()
+    return _Run(config, sink, progress, stop or threading.Event(), rule).run()

@@ -5,12 +5,16 @@ would cost more than the measurement. Public keys and signatures are FIPS encodi
 signature made by one backend verifies with every other; the invalid signature is the
 valid one with one byte flipped (the seeds' rule).
 
-Each suite has a pool of ``POOL_SIZE`` keys and signatures, and the timed loop takes them
-in turn: what one signature costs to verify depends on the signature. SLH-DSA verify walks
-WOTS+ chains whose lengths follow the message digest; 8 fresh signatures here took
-1109-1222 us (SLH-DSA-SHAKE-256s) and 509-573 us (128s) with liboqs, ML-DSA-44 within
-0.9 %. One signature made every estimate a property of that signature (up to +-5 %); a
-pool of 8 cuts that to about +-1.5 %.
+Each suite has a pool of keys and signatures (:func:`pool_size`), and the timed loop takes
+them in turn (value j: signature j % pool size; the records say so, and the estimator's
+interval resamples the signatures): what one signature costs to verify depends on it.
+SLH-DSA verify walks WOTS+ chains whose lengths follow the message digest: 48 fresh
+SLH-DSA-SHAKE-128s signatures verified in 0.92-1.14x their median (liboqs 0.16, Intel
+Xeon guest; standard deviation 420 bp per signature, SLH-DSA-SHAKE-256s 410 bp), ML-DSA
+within ~1 %. A pool of N signatures leaves the estimate an error of about 420/sqrt(N) bp
+(one standard deviation): 8 gave +-150 bp, 256 gives ~26 bp. Signing one SLH-DSA "s"
+signature takes 0.7-1.1 s of CPU here, so the pool is signed once, on every CPU this
+process may use, and cached.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ import contextlib
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +37,20 @@ if TYPE_CHECKING:
 # A transaction sighash is 32 bytes: verify what a node verifies.
 MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
 CONTEXT = b""
-POOL_SIZE = 8  # keys and signatures per suite
+SLH_DSA_POOL_SIZE = 256  # per SLH-DSA suite: its share of the error ~25 bp (see above)
+ML_DSA_POOL_SIZE = 32  # ML-DSA: ~1 % between signatures, signing takes a millisecond
+# Cache files are named with this: pools of another size or make are not reused (the pools
+# of 8 that older versions cached would keep their +-150 bp).
+CACHE_TAG = "pool256"
+# An override of the pool size (tests, small boxes): at most this many per suite.
+POOL_SIZE_ENV = "QPROF_POOL_SIZE"
+
+
+def pool_size(suite: str) -> int:
+    """Keys and signatures of ``suite``'s pool (``$QPROF_POOL_SIZE`` caps it)."""
+    size = SLH_DSA_POOL_SIZE if suite.startswith("SLH-DSA") else ML_DSA_POOL_SIZE
+    cap = os.environ.get(POOL_SIZE_ENV, "")
+    return max(1, min(size, int(cap))) if cap.isdigit() else size
 
 
 @dataclass(frozen=True)
@@ -43,15 +64,17 @@ class Fixture:
     signed_by: str
 
     def to_dict(self) -> dict[str, str]:
-        return {
+        out = {
             "suite": self.suite,
             "public_key": self.public_key.hex(),
             "message": self.message.hex(),
             "signature": self.signature.hex(),
-            "invalid_signature": self.invalid_signature.hex(),
             "context": self.context.hex(),
             "signed_by": self.signed_by,
         }
+        if self.invalid_signature != flip_one_byte(self.signature):
+            out["invalid_signature"] = self.invalid_signature.hex()  # else derived on load
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, str]) -> Fixture:
@@ -60,7 +83,9 @@ class Fixture:
             public_key=bytes.fromhex(d["public_key"]),
             message=bytes.fromhex(d["message"]),
             signature=bytes.fromhex(d["signature"]),
-            invalid_signature=bytes.fromhex(d["invalid_signature"]),
+            invalid_signature=(bytes.fromhex(d["invalid_signature"])
+                               if "invalid_signature" in d
+                               else flip_one_byte(bytes.fromhex(d["signature"]))),
             context=bytes.fromhex(d["context"]),
             signed_by=d["signed_by"],
         )
@@ -150,30 +175,93 @@ def _still_good(fx: Fixture, checker: str) -> bool:
     )
 
 
+def _sign_many(suite: str, preferred: tuple[str, ...], count: int) -> list[Fixture]:
+    """``count`` fixtures signed by helper processes on every CPU this process may use
+    (SLH-DSA "s" signing takes seconds each): ``python -m qprof.measure.fixtures``, so
+    nothing of the caller (its threads, its main module) is copied or re-run."""
+    workers = min(len(os.sched_getaffinity(0)), count)
+    if workers <= 1:
+        return [make_fixture(suite, preferred) for _ in range(count)]
+    shares = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
+    procs = [subprocess.Popen([sys.executable, "-m", "qprof.measure.fixtures", suite, str(n),
+                               *preferred], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for n in shares]
+    out: list[Fixture] = []
+    errors = []
+    for proc in procs:
+        stdout, stderr = proc.communicate()
+        if proc.returncode != 0:
+            errors.append(stderr.decode(errors="replace").strip().splitlines()[-1:])
+            continue
+        out.extend(Fixture.from_dict(d) for d in json.loads(stdout))
+    if errors:
+        raise FixtureError(f"signing {suite} in helper processes failed: {errors}")
+    return out
+
+
+# Cached fixtures are checked with the verifier before use: these many of them (the first
+# ones, then a spread), since verifying every SLH-DSA signature of a pool twice on every
+# run would cost a second; a cache file is written whole (tmp + rename) by qprof only.
+CHECKED_PER_LOAD = 4
+
+
 def cached_pool(suite: str, preferred: tuple[str, ...] = (), directory: Path | None = None,
-                checker: str | None = None, size: int = POOL_SIZE) -> Pool:
-    """``size`` fixtures of ``suite``: the cached ones that still verify (with
-    ``checker``), topped up with new ones.
+                checker: str | None = None, size: int | None = None,
+                say: Callable[[str], None] | None = None) -> Pool:
+    """``size`` fixtures of ``suite`` (default :func:`pool_size`): the cached ones (a few
+    checked with ``checker``), topped up with new ones; ``say`` is told what the signing
+    will take before it starts.
 
     Test keys only: caching them saves signing SLH-DSA "s" signatures (about a second
     each) on every run.
     """
+    size = size or pool_size(suite)
     d = directory or cache_dir()
-    path = d / f"{suite}.pool.json"
+    path = d / f"{suite}.{CACHE_TAG}.json"
     pool: list[Fixture] = []
     if path.is_file() and checker:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            for item in json.loads(path.read_text()):
-                fx = Fixture.from_dict(item)
-                if fx.suite == suite and fx.message == MESSAGE and _still_good(fx, checker):
-                    pool.append(fx)
+            items = [Fixture.from_dict(item) for item in json.loads(path.read_text())]
+            step = max(1, len(items) // CHECKED_PER_LOAD)
+            probe = items[::step][:CHECKED_PER_LOAD]
+            if all(fx.suite == suite and fx.message == MESSAGE for fx in items) and all(
+                    _still_good(fx, checker) for fx in probe):
+                pool = items
     if len(pool) >= size:
         return tuple(pool[:size])
-    while len(pool) < size:
+    missing = size - len(pool)
+    pool.append(make_fixture(suite, preferred))  # the first also loads the backend
+    if missing > 1:
+        started = time.monotonic()
         pool.append(make_fixture(suite, preferred))
+        one, rest = time.monotonic() - started, missing - 2
+        cpus = len(os.sched_getaffinity(0))
+        workers = max(1, min(cpus, rest))
+        # What the helpers will get of the CPUs: others' load shares them (the estimate
+        # said 97 s where a shared 2-vCPU guest took 366 s).
+        free = max(1.0, min(workers, cpus + 1 - os.getloadavg()[0]))
+        if one * rest < 2.0:  # ML-DSA: milliseconds each, here
+            pool.extend(make_fixture(suite, preferred) for _ in range(rest))
+        elif rest > 0:
+            if say is not None:
+                say(f"signing {missing} {suite} signatures, ~{one * rest / free:.0f} s, "
+                    "once; cached")
+            pool.extend(_sign_many(suite, preferred, rest))
     with contextlib.suppress(OSError):
         d.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps([fx.to_dict() for fx in pool]))
         tmp.replace(path)
     return tuple(pool)
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m qprof.measure.fixtures SUITE COUNT [BACKEND...]``: COUNT fixtures as a
+    JSON list on stdout (the helper processes of :func:`_sign_many`)."""
+    suite, count, preferred = argv[0], int(argv[1]), tuple(argv[2:])
+    print(json.dumps([make_fixture(suite, preferred).to_dict() for _ in range(count)]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TextIO, TypeVar
 
+from qprof.measure.config import RunSummary
 from qprof.measure.records import (
     Disagreement,
     End,
@@ -92,6 +93,35 @@ class RunData:
     def end(self) -> End | None:
         ends = self._of(End)
         return ends[-1] if ends else None
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs whose measurements the file holds, in order (one, unless two runs
+        were appended to one file)."""
+        return list(dict.fromkeys(m.run_id for m in self.measurements))
+
+    def summary(self) -> RunSummary:
+        """What the engine returned when it recorded this run, from the records alone:
+        status and reason from the end line, the CPUs skipped or aborted from their
+        notes, the elapsed time from the meta and end lines' clocks."""
+        meta, end = self.meta, self.end
+        aborted: dict[int, str] = {}
+        for n in self.notes:
+            if n.kind == "cpu_aborted" and n.cpu is not None:
+                aborted.setdefault(n.cpu, n.text.split(": ", 1)[-1])
+        cpus = [int(row["cpu"]) for row in (meta.cpus if meta else [])
+                if isinstance(row.get("cpu"), int)]
+        cpus += sorted(({m.cpu for m in self.measurements} | set(aborted)) - set(cpus))
+        run_id = meta.run_id if meta else (self.run_ids or [""])[0]
+        status, reason = (("partial", "no end line: the run was cut short") if end is None
+                          else (end.status, end.reason))
+        elapsed = (end.finished_at - meta.started_at) if meta and end else 0.0
+        return RunSummary(
+            run_id=run_id, status=status, reason=reason, elapsed_s=max(elapsed, 0.0),
+            cpus=list(dict.fromkeys(cpus)), aborted_cpus=aborted,
+            measurements=self.measurements,
+            checks=end.checks if end else 0, disagreements=end.disagreements if end else 0,
+            notes=[n.text for n in self.notes])
 
 
 # The longest line a run holds is a measurement with its samples or an env snapshot

@@ -1,15 +1,15 @@
 """What a run measures: resolved names, the tasks of each round, and the planned seconds.
 
 A/B/A/B/A rounds: A the unit suite, B the other suites (interleaved rounds time both, in
-turns). After the base rounds the adaptive rule (:mod:`qprof.measure.adaptive`) may add
-B/A pairs, which time only what the verdict needs (:data:`VERDICT_OPS`).
+turns). After the base rounds the stopping rule the engine is handed
+(:mod:`qprof.measure.adaptive`) may add B/A pairs, which time only what the verdict
+needs (:data:`VERDICT_OPS`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from qprof.consensus import Profile
 from qprof.measure.config import DUAL_OPS, KEM_OPS, QANUM_SUITES, WALLET_OPS, BenchConfig
 from qprof.measure.protocol import Task
 from qprof.verify import BackendStatus
@@ -36,13 +36,12 @@ class Plan:
         self.mode = config.settings()
         self.statuses: dict[str, BackendStatus] = available_backends()
         self.notes: list[NoteText] = []
-        self.profile: Profile | None = None
-        if config.profile:
-            from qprof.consensus import load_profile
-
-            self.profile = load_profile(config.profile)
-        self.unit = config.unit_suite or (self.profile.unit_suite if self.profile else "ML-DSA-44")
-        suites = list(config.suites or (self.profile.suites if self.profile else QANUM_SUITES))
+        if config.profile and not config.suites:
+            # The profile is the consensus layer's: its caller resolves it into suites and
+            # unit (qprof.consensus.estimate.stopping.rule_for); here it is a label.
+            raise EngineError(f"profile {config.profile!r} given but not resolved into suites")
+        self.unit = config.unit_suite or "ML-DSA-44"
+        suites = list(config.suites or QANUM_SUITES)
         for name in [*suites, self.unit]:
             if name not in SUITES:
                 raise EngineError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")

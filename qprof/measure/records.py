@@ -122,6 +122,10 @@ class Measurement(Record):
     # turn; sample j was timed in turn j // turn_size, the same turn for every suite of
     # the round. None: the suite had the round to itself.
     turn_size: int | None = None
+    # Added: verify of a signature pool (qprof.measure.fixtures): sample j verified the
+    # run's pool signature j % pool_size (the same pool, in the same order, in every worker
+    # of the run). None: not recorded (older runs), or not a pool.
+    pool_size: int | None = None
 
 
 @dataclass
@@ -239,6 +243,8 @@ def _check_measurement(rec: Measurement) -> None:
                               f"got {getattr(rec, name)}")
     if rec.samples_ns is not None and any(v < 0 for v in rec.samples_ns):
         raise RecordError("measurement samples_ns must not hold negative times")
+    if rec.turn_size is not None and rec.turn_size < 0:
+        raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
     if rec.cap_factor is not None and rec.cap_factor <= 0:
         raise RecordError(f"measurement cap_factor must be above 0, got {rec.cap_factor!r}")
 

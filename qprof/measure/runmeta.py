@@ -137,7 +137,7 @@ def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: dict[str, Any],
         },
         cpus=_cpu_rows(topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None],
                        cfg.root),
-        profile=plan.profile.name if plan.profile else cfg.profile,
+        profile=cfg.profile,
         settings={
             "mode": cfg.mode,
             "suites": plan.suites,

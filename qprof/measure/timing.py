@@ -71,11 +71,20 @@ class TaskState:
     disagreements: int = 0
     wrong_verdicts: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
+    # Timed calls so far: call j takes the pool's signature j % pool_size, so a record can
+    # say which signature each of its values verified (the interval resamples them).
+    calls: int = 0
+    pool_size: int | None = None
 
     def reset(self) -> None:
         """Count only timed calls (not the pilot and warm-up ones)."""
-        self.checks = self.disagreements = self.wrong_verdicts = 0
+        self.checks = self.disagreements = self.wrong_verdicts = self.calls = 0
         self.examples.clear()
+
+
+# Pool cases verified once before the timing (what numba compiles lazily is per kernel,
+# not per input: two are enough, and a pool of 256 SLH-DSA signatures would take 0.4 s).
+WARM_CASES = 2
 
 
 def _verify_func(task: Task, pool: Pool, state: TaskState, clock: Clock) -> TimeFunc:
@@ -89,16 +98,16 @@ def _verify_func(task: Task, pool: Pool, state: TaskState, clock: Clock) -> Time
     cases = [(fx.public_key, fx.message, fx.invalid_signature if invalid else fx.signature,
               fx.context) for fx in pool]
     expected = not invalid
-    turn = 0
+    state.pool_size = len(cases)
 
     def next_case() -> tuple[bytes, bytes, bytes, bytes]:
-        nonlocal turn
-        turn += 1
-        return cases[turn % len(cases)]
+        case = cases[state.calls % len(cases)]
+        state.calls += 1
+        return case
 
     if task.operation in ("verify", "verify_invalid"):
         verify = get_verifier(task.backend, task.suite).verify
-        for case in cases:
+        for case in cases[:WARM_CASES]:
             verify(*case)  # load lazily compiled parts outside the timing
 
         def time_verify(loops: int) -> float:
@@ -119,7 +128,7 @@ def _verify_func(task: Task, pool: Pool, state: TaskState, clock: Clock) -> Time
     primary_name, secondary_name = task.dual
     primary = get_verifier(primary_name, task.suite).verify
     secondary = get_verifier(secondary_name, task.suite).verify
-    for case in cases:
+    for case in cases[:WARM_CASES]:
         primary(*case)
         secondary(*case)
     shadow = task.operation.startswith("dual_shadow")

@@ -199,7 +199,7 @@ class Session:
             started_at=started, finished_at=time.time(), values_s=tuple(values),
             checks=state.checks, disagreements=state.disagreements,
             wrong_verdicts=state.wrong_verdicts, examples=tuple(state.examples),
-            turn_size=turn_size,
+            turn_size=turn_size, pool_size=state.pool_size,
         ))
         self.save()
         _emit(WorkerEvent("done", index, task.name, n=len(values)))

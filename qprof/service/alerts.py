@@ -35,6 +35,10 @@ KINDS = (
     "cpu_offline",
     "cpu_online",
     "degraded",
+    # The chain's time bound (qprof.consensus.policy): a CPU's worst-case block took
+    # longer than the same block on the slowest reference core / is back within it.
+    "block_time_exceeded",
+    "block_time_restored",
 )
 
 

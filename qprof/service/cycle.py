@@ -4,8 +4,9 @@ Each CPU is its own run in the store (begun by the engine's Meta, closed by its 
 a stop or crash mid-cycle loses only the CPU in flight: the runs before it are finished,
 and the run cut short is marked aborted (at once on SIGTERM, at the next start after a
 kill -9). After each run the results are re-read from the store and compared: a lost or
-regained Verify-Unit coverage, a verifier disagreement, a result taken under a cap all
-raise alerts.
+regained Verify-Unit coverage (only where the profile's ratio binds), a worst-case block
+over or back within its time bound, a verifier disagreement, a result taken under a cap
+all raise alerts.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+from qprof.consensus.estimate.clock import clock_changes
+from qprof.consensus.estimate.stopping import rule_for
+from qprof.consensus.policy import CoreDesign
+from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block
-from qprof.measure.clock import clock_changes
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
@@ -86,6 +91,8 @@ class CycleRunner:
         self.current_cpu: int | None = None
         self._store_failed = False
         self._coverage: dict[tuple[int, str, str], bool] = {}
+        self._block_time: dict[tuple[int, str], bool] = {}
+        self._cores: dict[int, CoreDesign] | None = None
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
 
@@ -93,15 +100,20 @@ class CycleRunner:
 
     def refresh_results(self, announce: bool = True) -> None:
         """Re-read results from the store into the metrics; alert on coverage changes."""
-        summary = summarize(self.store.newest_run_measurements("verify"),
-                            profile=self.state.profile)
+        measurements = self.store.newest_run_measurements("verify")
+        summary = summarize(measurements, profile=self.state.profile,
+                            cores=self.cores(measurements))
         self.state.set_summary(summary)
         coverage = summary.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
+        self._block_time_alerts(coverage, announce)
         for c in coverage:
-            if c.covered is None:
-                continue  # comparison figures (a verifier no node runs alone): no verdict
+            if c.covered is None or not c.ratio_binds:
+                # Comparison figures (a verifier no node runs alone): no verdict; a ratio
+                # that does not bind on this core (the constants follow the reference
+                # cores): shown, never an alert. The time bound holds it instead.
+                continue
             key = (c.cpu, c.suite, c.backend)
             was = self._coverage.get(key)
             self._coverage[key] = c.covered
@@ -123,6 +135,40 @@ class CycleRunner:
                                  backend=c.backend, estimate=c.vu_estimate,
                                  constant=c.vu_constant, profile=profile,
                                  capped=c.capped, cap_factor=c.cap_factor)
+
+    def cores(self, measurements: list[Measurement]) -> dict[int, CoreDesign]:
+        """What each CPU is (the profile's policy matches reference cores by design or
+        part): the daemon's topology, read once, under what the runs recorded."""
+        from qprof.service.cores import recorded_cores, topology_cores
+
+        if self._cores is None:
+            self._cores = topology_cores(str(self.cfg.root))
+        return {**self._cores, **recorded_cores(self.store, measurements)}
+
+    def _block_time_alerts(self, coverage: list[CoverageResult], announce: bool) -> None:
+        """block_time_exceeded / block_time_restored when a CPU's time bound flips."""
+        profile = self.state.profile.name if self.state.profile else "?"
+        for c in coverage:
+            bt = c.block_time
+            if c.basis != "node" or c.block_time_covered is None or bt is None:
+                continue
+            key = (c.cpu, c.backend)
+            was = self._block_time.get(key)
+            self._block_time[key] = c.block_time_covered
+            if not announce or was is None or was == c.block_time_covered:
+                continue
+            details: dict[str, Any] = dict(
+                backend=c.backend, profile=profile, block=bt.worst.text(),
+                binding=list(bt.worst.binding), block_ns=bt.time_ns,
+                reference_core=bt.reference_core, reference_ns=bt.reference_ns,
+                vs_reference=bt.vs_reference, capped=c.capped, cap_factor=c.cap_factor)
+            if c.block_time_covered:
+                self.alerts.emit("block_time_restored", "info",
+                                 f"cpu {c.cpu} ({c.backend}): {bt.why}", cpu=c.cpu, **details)
+            else:
+                self.alerts.emit("block_time_exceeded", "critical",
+                                 f"cpu {c.cpu} ({c.backend}): {bt.why}", cpu=c.cpu,
+                                 **details)
 
     # -- the sink ------------------------------------------------------------------------
 
@@ -217,8 +263,8 @@ class CycleRunner:
         error: str | None = None
         try:
             profile = self.state.profile.name if self.state.profile is not None else None
-            summary = run_bench(bench_config(self.cfg, cpu, self.backend, profile),
-                                self._sink, stop=stop)
+            config, rule = rule_for(bench_config(self.cfg, cpu, self.backend, profile))
+            summary = run_bench(config, self._sink, stop=stop, rule=rule)
             status = summary.status
             if status != "finished":
                 error = summary.reason
@@ -306,7 +352,7 @@ class CycleRunner:
     def _check_skew(self, cpu: int, caps_before: dict[int, float | None],
                     run_id: str | None) -> None:
         """A result measured under a cap, or while the clock changed, is skewed: say so,
-        with the factor and the rounds the estimate left out (qprof.measure.clock)."""
+        with the factor and the rounds the estimate left out (qprof.consensus.estimate.clock)."""
         measured: list[Measurement] = []
         if run_id is not None:
             with contextlib.suppress(KeyError, sqlite3.Error):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -20,8 +20,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from qprof.consensus import Profile
-from qprof.consensus.estimator import DEFAULT_UNIT_SUITE, estimate
-from qprof.consensus.statistic import Statistic
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, estimate
+from qprof.consensus.estimate.statistic import Statistic
+from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
@@ -34,7 +35,7 @@ log = logging.getLogger("qprof.daemon")
 @dataclass(frozen=True)
 class SuiteResult:
     """Verify cost of one suite on one CPU with one backend, from its newest run: the
-    estimator's figure (:mod:`qprof.consensus.estimator`, as `qprof check` computes it)."""
+    estimator's figure (:mod:`qprof.consensus.estimate.estimator`, as `qprof check` computes it)."""
 
     cpu: int
     suite: str
@@ -60,11 +61,12 @@ class Summary:
 
 
 def summarize(measurements: Iterable[Measurement], operation: str = "verify",
-              profile: Profile | None = None, statistic: str = "auto") -> Summary:
+              profile: Profile | None = None, statistic: str = "auto",
+              cores: Mapping[int, CoreDesign] | None = None) -> Summary:
     """The newest run per (cpu, suite, backend), through the one estimator and verdict
-    (``qprof.consensus``), so the metrics, `qprof history` and `qprof check` agree by
-    construction. Without a profile (it failed to load) the unit is ML-DSA-44 and there
-    is no verdict."""
+    (``qprof.consensus``, with the profile's policy: ``cores`` says what each CPU is), so
+    the metrics, `qprof history` and `qprof check` agree by construction. Without a
+    profile (it failed to load) the unit is ML-DSA-44 and there is no verdict."""
     groups: dict[tuple[int, str, str], list[Measurement]] = {}
     for m in measurements:
         if m.operation == operation:
@@ -87,7 +89,8 @@ def summarize(measurements: Iterable[Measurement], operation: str = "verify",
             rounds=e.rounds, capped=e.capped, cap_factor=e.cap_factor,
             finished_at=max((m.finished_at or 0.0) for m in ms) or None,
             median_ns=e.median_ns, p10_ns=e.p10_ns))
-    return Summary(results, coverage(profile, estimates) if profile is not None else [])
+    return Summary(results, coverage(profile, estimates, cores=cores)
+                   if profile is not None else [])
 
 
 class DegradedReason(StrEnum):
@@ -200,25 +203,35 @@ class QprofCollector(Collector):
         covered = GaugeMetricFamily("qprof_vu_covered",
                                     "1 when the profile's constant covers the estimate of "
                                     "the verifier the constants are held to (the profile's "
-                                    "verifier; other verifiers alone get no verdict)",
-                                    labels=["cpu", "suite", "profile"])
+                                    "verifier; other verifiers alone get no verdict); "
+                                    "binding: whether the ratio binds on this CPU (the "
+                                    "profile's ratio_binds: its reference cores, or all)",
+                                    labels=["cpu", "suite", "profile", "binding"])
         basis = GaugeMetricFamily("qprof_vu_estimate_basis_info",
                                   "1 for what qprof_vu_estimate is: node (the profile's "
                                   "verifier, judged), dual (a pair led by it, judged apart) "
                                   "or comparison (a verifier no node runs alone: no verdict)",
                                   labels=["cpu", "suite", "backend", "basis"])
+        est_high = GaugeMetricFamily("qprof_vu_estimate_ci_high",
+                                     "Top of the 95 % interval of qprof_vu_estimate (what "
+                                     "qprof calibrate covers where the ratio binds)",
+                                     labels=["cpu", "suite", "backend"])
         unsure = GaugeMetricFamily("qprof_vu_unsure",
                                    "1 when the estimate's 95 % interval straddles the "
                                    "constant: no covered/not covered until measured longer, "
                                    "on a quieter host or another core",
                                    labels=["cpu", "suite", "profile"])
         verdicts: dict[tuple[int, str], bool] = {}
+        binds: dict[int, bool] = {}
         for c in cov:
             est.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_estimate))
+            if c.vu_ci_high is not None:
+                est_high.add_metric([str(c.cpu), c.suite, c.backend], float(c.vu_ci_high))
             basis.add_metric([str(c.cpu), c.suite, c.backend, c.basis], 1.0)
             if c.basis == "node" and c.covered is not None:
                 key = (c.cpu, c.suite)
                 verdicts[key] = verdicts.get(key, True) and c.covered
+                binds[c.cpu] = c.ratio_binds
             if c.basis == "node" and c.decision == "unsure" and profile is not None:
                 unsure.add_metric([str(c.cpu), c.suite, profile.name], 1.0)
         const_metric = GaugeMetricFamily("qprof_vu_constant",
@@ -228,12 +241,59 @@ class QprofCollector(Collector):
             for suite, value in profile.verify_units.items():
                 const_metric.add_metric([suite, profile.name], float(value))
             for (cpu, suite), ok in sorted(verdicts.items()):
-                covered.add_metric([str(cpu), suite, profile.name], 1.0 if ok else 0.0)
-        yield from (est, basis, const_metric, covered, unsure)
+                covered.add_metric([str(cpu), suite, profile.name,
+                                    "true" if binds[cpu] else "false"], 1.0 if ok else 0.0)
+        yield from (est, est_high, basis, const_metric, covered, unsure)
+        if profile is not None:
+            yield from block_time_metrics(cov, profile.name)
         yield from _block_metrics(blocks)
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
                                     degraded)
+
+
+def block_time_metrics(cov: list[CoverageResult], profile: str) -> Iterator[Any]:
+    """The time bound per CPU (the node's verifier: basis node), as consensus decided it
+    (``CoverageResult.block_time``): the worst-case block here, the same block on the
+    slowest reference core, and whether the bound holds."""
+    covered = GaugeMetricFamily(
+        "qprof_block_time_covered",
+        "1 when this CPU's worst-case block (the costliest the profile's limits allow, from "
+        "its verify times) takes no longer than the same block on the slowest reference "
+        "core (and within the profile's share of the block interval, if it states one)",
+        labels=["cpu", "profile"])
+    here = GaugeMetricFamily(
+        "qprof_worst_block_seconds",
+        "This CPU's worst-case block, estimated from its verify times (one core)",
+        labels=["cpu", "profile"])
+    there = GaugeMetricFamily(
+        "qprof_worst_block_reference_seconds",
+        "The same block on the slowest reference core (its verify medians in the profile)",
+        labels=["cpu", "profile", "reference"])
+    unsure = GaugeMetricFamily(
+        "qprof_block_time_unsure",
+        "1 when the block's time over the run's rounds straddles the time bound (no "
+        "verdict until measured longer or on a quieter host)", labels=["cpu", "profile"])
+    info = InfoMetricFamily(
+        "qprof_worst_block", "What this CPU's worst-case block holds and which limits bind",
+        labels=["cpu", "profile"])
+    seen: set[int] = set()
+    for c in cov:
+        bt = c.block_time
+        if c.basis != "node" or bt is None or c.cpu in seen:
+            continue
+        seen.add(c.cpu)
+        label = [str(c.cpu), profile]
+        here.add_metric(label, bt.time_ns / 1e9)
+        if bt.reference_ns is not None and bt.reference_core is not None:
+            there.add_metric([*label, bt.reference_core], bt.reference_ns / 1e9)
+        if c.block_time_covered is not None:
+            covered.add_metric(label, 1.0 if c.block_time_covered else 0.0)
+        elif bt.decision == "unsure":
+            unsure.add_metric(label, 1.0)
+        info.add_metric(label, {"block": bt.worst.text(),
+                                "binding": ",".join(bt.worst.binding) or "none"})
+    yield from (covered, unsure, here, there, info)
 
 
 def _cpu_metrics(freqs: dict[int, CpuFreq]) -> Iterator[GaugeMetricFamily]:

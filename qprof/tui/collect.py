@@ -246,9 +246,10 @@ class Collector:
         store = self.sources.store
         if store is None:
             return Evaluation()
+        root = str(self.config.root)  # what each CPU is: the profile's policy
         if in_child:
-            return evaluate_store_in_child(store.path, self.profile, key[1], stop)
-        return evaluate_store(store.path, self.profile, key[1])
+            return evaluate_store_in_child(store.path, self.profile, key[1], stop, root=root)
+        return evaluate_store(store.path, self.profile, key[1], root)
 
     def set_evaluation(self, key: EvalKey, evaluation: Evaluation) -> None:
         self._evaluation, self._evaluation_key = evaluation, key

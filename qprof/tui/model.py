@@ -92,6 +92,16 @@ class CoverageView:
     # qprof.consensus.verdict: covered / not_covered / unsure / comparison.
     decision: str | None = None
     vu_ci: tuple[int, int] | None = None  # the estimate's 95 % interval
+    is_unit: bool = False  # the unit suite: its estimate is the unit's VU by definition
+    # The chain's rule (qprof.consensus.policy): whether the ratio binds on this core
+    # (a ✗ where it does not is shown, but is no failure), and the core's time bound:
+    # its worst-case block here against the same block on the slowest reference core.
+    ratio_binds: bool | None = None
+    block_time_covered: bool | None = None
+    block_time_ns: float | None = None
+    block_reference_ns: float | None = None
+    block_reference_core: str | None = None
+    block_text: str | None = None  # "125 x SLH-DSA-SHAKE-128s (bound by ...)"
 
 
 @dataclass(frozen=True)
@@ -170,14 +180,26 @@ UNSURE_CELL = "? unsure"
 
 
 def fmt_covered(covered: bool | None, missing: str = "not measured yet",
-                decision: str | None = None) -> str:
+                decision: str | None = None, binds: bool | None = None) -> str:
     if decision == "comparison":
         return COMPARISON_CELL
     if decision == "unsure":
-        return UNSURE_CELL
+        return UNSURE_CELL + (" (not binding)" if binds is False else "")
     if covered is None:
         return missing
+    if binds is False:  # the constants follow the reference cores: no failure here
+        return "yes (not binding)" if covered else "over (not binding)"
     return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
+
+
+def fmt_estimate(row: CoverageView) -> str:
+    """'4294 (4234-4332)': the estimate with its 95 % interval, as `qprof check` gives
+    it ('—' when not measured; the unit suite alone, its figure by definition)."""
+    if row.vu_estimate is None:
+        return "—"
+    if row.vu_ci is None or row.is_unit:
+        return str(row.vu_estimate)
+    return f"{row.vu_estimate} ({row.vu_ci[0]}-{row.vu_ci[1]})"
 
 
 STAT_SHORT = {"median": "med"}  # others ("p10", "paired") are short already

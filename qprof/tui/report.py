@@ -12,6 +12,7 @@ from qprof.tui.model import (
     Frame,
     fmt_cap,
     fmt_covered,
+    fmt_estimate,
     fmt_ghz,
     fmt_stat,
 )
@@ -65,7 +66,7 @@ def _coverage(frame: Frame) -> list[str]:
     lines = ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
         lines += [f"_{frame.coverage_note}_", ""]
-    head = ["Suite", "Where", "Verify", "Statistic", "Estimate", "Constant", "Margin",
+    head = ["Suite", "Where", "Verify", "Statistic", "Estimate (95 % CI)", "Constant", "Margin",
             "Covered", "Worst-case block", "Capped"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in frame.coverage:
@@ -75,12 +76,10 @@ def _coverage(frame: Frame) -> list[str]:
         lines.append("| " + " | ".join([
             r.suite, where, fmt_ns(r.time_ns, missing="—"),
             fmt_stat(r.statistic) if r.time_ns else "—",
-            "—" if r.vu_estimate is None else str(r.vu_estimate),
+            fmt_estimate(r),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered, r.note or "not measured yet", r.decision)
-            + (f" (95 % CI {r.vu_ci[0]}-{r.vu_ci[1]})" if r.decision == "unsure" and r.vu_ci
-               else ""),
+            fmt_covered(r.covered, r.note or "not measured yet", r.decision),
             fmt_ns(r.worst_block_ns, missing="—"),
             capped if r.time_ns else "—",
         ]) + " |")

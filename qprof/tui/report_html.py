@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from qprof.measure.report_html_svg import (
+from qprof.measure.units import fmt_ns
+from qprof.report.html_svg import (
     Reference,
     Row,
     Section,
@@ -16,8 +17,23 @@ from qprof.measure.report_html_svg import (
     paragraph,
     row_chart,
 )
-from qprof.measure.units import fmt_ns
-from qprof.tui.model import CoverageView, Frame
+from qprof.tui.model import CoverageView, Frame, fmt_estimate
+
+# The text beside an estimate, by the verdict's decision (as `qprof report --html`).
+_DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
+                  "unsure": " ? {c}: unsure", "comparison": " (comparison only)"}
+
+
+def _estimate_row(r: CoverageView, const: int | None) -> Row:
+    """The estimate with its 95 % interval (the whisker), as `qprof check` gives it."""
+    text = fmt_estimate(r)
+    if const is not None and r.decision in _DECISION_TEXT:
+        text += _DECISION_TEXT[r.decision].format(c=const)
+    if r.statistic not in (None, "median") and r.vu_median_rule is not None and not r.is_unit:
+        text += f"; median rule {r.vu_median_rule}"
+    lo, hi = r.vu_ci if r.vu_ci is not None and not r.is_unit else (None, None)
+    return Row(r.where, float(r.vu_estimate or 0), lo, hi, text=text,
+               bad=r.decision == "not_covered")
 
 
 def _estimates(frame: Frame) -> Section:
@@ -29,18 +45,14 @@ def _estimates(frame: Frame) -> Section:
             continue
         const = rows[0].vu_constant
         figures.append(row_chart(
-            f"{suite}: VU estimate per cluster", [
-                Row(r.where, float(r.vu_estimate or 0), text=(
-                    f"{r.vu_estimate}" + ("" if const is None else
-                                          f" ≤ {const} ✓" if r.covered else f" > {const} ✗")
-                    + (f" ({r.confidence})" if r.confidence == "uncertain" else "")),
-                    bad=r.covered is False)
-                for r in rows],
+            f"{suite}: VU estimate per cluster", [_estimate_row(r, const) for r in rows],
             Reference(const, f"constant {const}") if const is not None else None,
             unit="Verify Units"))
     return Section("Verify Units per cluster", "ceil(100 × t(suite) / t(unit)) on the "
-                   "cluster's measured core, as `qprof check` computes it; the dashed line "
-                   "is the profile's constant. ✓ covered, ✗ not.",
+                   "cluster's measured core, as `qprof check` computes it, the whisker its "
+                   "95 % interval (the seeds' median rule beside it when the estimate used "
+                   "another statistic); the dashed line is the profile's constant. "
+                   "✓ covered, ✗ not, ? unsure (the interval straddles the constant).",
                    tuple(figures) or (paragraph("Nothing measured yet."),))
 
 

@@ -15,12 +15,13 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qprof.consensus import Profile
+from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult
 from qprof.tui.model import CoverageView, cpu_ranges, short_design
 from qprof.tui.sources.hardware import ClusterFacts
@@ -87,11 +88,13 @@ class Evaluation:
 
 
 def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
-                          backend: str | None) -> Evaluation:
+                          backend: str | None,
+                          cores: Mapping[int, CoreDesign] | None = None) -> Evaluation:
     """Every round of the newest run per (cpu, suite, backend) -> the verdict, through
     :func:`qprof.consensus.verdict.evaluate` with ``statistic="auto"``, exactly as
     `qprof check` computes it (median while the ML-DSA rounds agree, else the 10th
-    percentile). Slow with samples (a bootstrap CI per suite): call it off the UI thread.
+    percentile). ``cores`` says what each CPU is (the profile's policy: where the ratio
+    binds). Slow with samples (a bootstrap CI per suite): call it off the UI thread.
     """
     if info.profile is None:
         return Evaluation()
@@ -101,7 +104,8 @@ def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
     results: list[CoverageResult] = []
     seen: set[tuple[int, str, str]] = set()
     for operation in VERIFY_OPERATIONS:  # the plain verify first, as `qprof check`
-        for r in evaluate(info.profile, ms, operation=operation, statistic=STATISTIC):
+        for r in evaluate(info.profile, ms, operation=operation, statistic=STATISTIC,
+                          cores=cores):
             if (r.cpu, r.suite, r.backend) not in seen:
                 seen.add((r.cpu, r.suite, r.backend))
                 results.append(r)
@@ -112,19 +116,23 @@ def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
     return Evaluation(tuple(results), measured_at)
 
 
-def evaluate_store(path: Path, info: ProfileInfo, backend: str | None) -> Evaluation:
+def evaluate_store(path: Path, info: ProfileInfo, backend: str | None,
+                   root: str = "/") -> Evaluation:
     """Read the newest runs from the store file at ``path`` (its own connection: this
-    runs in a worker thread) and evaluate them; failures become ``error``."""
+    runs in a worker thread) and evaluate them; failures become ``error``. What each CPU
+    is comes from ``root``'s topology and what the runs recorded."""
     try:
+        from qprof.service.cores import recorded_cores, topology_cores
         from qprof.service.store import Store
 
         store = Store(path, readonly=True)
         try:
             measurements = [m for op in VERIFY_OPERATIONS
                              for m in store.newest_run_measurements(op)]
+            cores = {**topology_cores(root), **recorded_cores(store, measurements)}
         finally:
             store.close()
-        return evaluate_measurements(measurements, info, backend)
+        return evaluate_measurements(measurements, info, backend, cores)
     except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
         return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
 
@@ -150,7 +158,7 @@ def evaluation_from_json(text: str) -> Evaluation:
 
 def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
                             stop: threading.Event | None = None,
-                            timeout_s: float = 300.0) -> Evaluation:
+                            timeout_s: float = 300.0, root: str = "/") -> Evaluation:
     """:func:`evaluate_store` in a child process. In a thread it would hold the UI's
     GIL for seconds (pure-Python statistics and a bootstrap: keys answered ~3.5 s late
     on this 2-vCPU VM); a child leaves the UI process idle. Blocking: from a worker;
@@ -158,7 +166,7 @@ def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
     from qprof.tui.sources.child import run_child
 
     cmd = [sys.executable, "-m", "qprof.tui.sources.consensus", str(path), info.location,
-           backend or ""]
+           backend or "", root]
     try:
         rc, out, err = run_child(cmd, stop, timeout_s)
         if rc != 0:
@@ -225,16 +233,26 @@ def coverage_rows(
                 basis_label=r.basis_label,
                 decision=r.decision,
                 vu_ci=r.estimate.vu_ci,
+                is_unit=r.estimate.is_unit,
+                ratio_binds=r.ratio_binds,
+                block_time_covered=r.block_time_covered,
+                block_time_ns=r.block_time.time_ns if r.block_time else None,
+                block_reference_ns=r.block_time.reference_ns if r.block_time else None,
+                block_reference_core=r.block_time.reference_core if r.block_time else None,
+                block_text=(f"{r.block_time.worst.text()} "
+                            f"({r.block_time.worst.binding_text()})"
+                            if r.block_time else None),
             ))
     return tuple(rows)
 
 
-if __name__ == "__main__":  # the child of evaluate_store_in_child: PATH PROFILE BACKEND
+if __name__ == "__main__":  # the child of evaluate_store_in_child: PATH PROFILE BACKEND ROOT
     import os
 
     os.nice(10)  # background work: the UI and the user's own jobs come first
     _path, _profile, _backend = sys.argv[1:4]
+    _root = sys.argv[4] if len(sys.argv) > 4 else "/"
     _info = load_profile_info(_profile)
     if _info.error:
         sys.exit(f"profile: {_info.error}")
-    print(evaluation_to_json(evaluate_store(Path(_path), _info, _backend or None)))
+    print(evaluation_to_json(evaluate_store(Path(_path), _info, _backend or None, _root)))

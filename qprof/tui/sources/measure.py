@@ -65,6 +65,7 @@ class MeasureSource:
                 progress: Callable[[Progress], None] | None = None,
                 stop: threading.Event | None = None) -> str:
         """Measure verify of ``suites`` on ``cpu``; returns a one-line summary."""
+        from qprof.consensus.estimate.stopping import rule_for
         from qprof.measure.engine import run_bench
         from qprof.measure.records import Note
         from qprof.service.store import Store
@@ -78,13 +79,14 @@ class MeasureSource:
             store.add(record)
 
         try:
-            config = bench_config(cpu, suites, backend, self.profile, self.root, self.mode)
+            config, rule = rule_for(
+                bench_config(cpu, suites, backend, self.profile, self.root, self.mode))
 
             def on_progress(event: ProgressEvent) -> None:
                 if progress is not None:
                     progress(progress_of(event))
 
-            summary = run_bench(config, add, progress=on_progress, stop=stop)
+            summary = run_bench(config, add, progress=on_progress, stop=stop, rule=rule)
         finally:
             store.close()
         if summary.status == "aborted" and not (stop and stop.is_set()):

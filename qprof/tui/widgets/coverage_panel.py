@@ -11,14 +11,17 @@ from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     CAP_MARK,
     CoverageView,
+    cpu_ranges,
     fmt_covered,
+    fmt_estimate,
     fmt_stat,
 )
 from qprof.tui.widgets.core_table import short_suite
 
 # Cap before the worst block: at 80 columns the last column is the one cut off.
 # "Verify" is the time `qprof check` compared: the median, or the 10th percentile when
-# "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host).
+# "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host). "Est" is the estimate
+# with its 95 % interval, as `qprof check` prints it.
 COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
            "Worst block")
 
@@ -39,15 +42,30 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         row.where + (f" @{row.cpu}" if row.cpu is not None else ""),
         fmt_ns(row.time_ns, missing="—"),
         fmt_stat(row.statistic),
-        "—" if row.vu_estimate is None else str(row.vu_estimate),
+        fmt_estimate(row),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered, decision=row.decision)
-        + (f" {row.vu_ci[0]}-{row.vu_ci[1]}" if row.decision == "unsure" and row.vu_ci
-           else ""),
+        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds),
         cap,
         fmt_ns(row.worst_block_ns, missing="—"),
     )
+
+
+def block_time_line(rows: tuple[CoverageView, ...]) -> str:
+    """Each measured core's time bound, as consensus decided it: 'Time bound: @1 ✓ 83.9 ms
+    vs 376 ms on Silver (125 x SLH-DSA-SHAKE-128s ...)'."""
+    by_cpu: dict[int, CoverageView] = {}
+    for r in rows:
+        if r.cpu is not None and r.block_time_ns is not None and r.basis != "comparison":
+            by_cpu.setdefault(r.cpu, r)
+    parts = []
+    for cpu, r in sorted(by_cpu.items()):
+        mark = {True: "✓", False: "✗ OVER", None: "?"}[r.block_time_covered]
+        ref = (f" vs {fmt_ns(r.block_reference_ns)} on {r.block_reference_core}"
+               if r.block_reference_ns is not None else "")
+        parts.append(f"@{cpu} {mark} {fmt_ns(r.block_time_ns)}{ref} ({r.block_text})")
+    return "Time bound, worst-case block here vs the reference core: " + "; ".join(parts) \
+        if parts else ""
 
 
 def statistic_line(rows: tuple[CoverageView, ...]) -> str:
@@ -77,6 +95,8 @@ class CoveragePanel(Vertical):
     CoveragePanel > DataTable { height: 1fr; }
     CoveragePanel > #coverage-why { height: 1; padding: 0 1; display: none; }
     CoveragePanel > #coverage-why.-shown { display: block; }
+    CoveragePanel > #coverage-time { height: 1; padding: 0 1; display: none; }
+    CoveragePanel > #coverage-time.-shown { display: block; }
     """
 
     def compose(self) -> ComposeResult:
@@ -84,6 +104,7 @@ class CoveragePanel(Vertical):
         table: DataTable = DataTable(cursor_type="row", id="coverage-table")
         yield table
         yield Static("", id="coverage-why")
+        yield Static("", id="coverage-time")
 
     def on_mount(self) -> None:
         self._rows: tuple[tuple[str, ...], ...] | None = None
@@ -92,11 +113,20 @@ class CoveragePanel(Vertical):
     def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
              note: str | None) -> None:
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
-        covered = sum(1 for r in rows if r.covered is True)
-        not_covered = sum(1 for r in rows if r.covered is False)
-        unsure = sum(1 for r in rows if r.decision == "unsure")
+        binding = [r for r in rows if r.ratio_binds is not False]
+        covered = sum(1 for r in binding if r.covered is True)
+        not_covered = sum(1 for r in binding if r.covered is False)
+        unsure = sum(1 for r in binding if r.decision == "unsure")
+        aside = sum(1 for r in rows if r.ratio_binds is False and r.covered is False)
         if covered or not_covered:
             title += f" · ✓ {covered} covered, ✗ {not_covered} not covered"
+        if aside:
+            title += (f" · {aside} ratio over, not binding here (the constants follow the "
+                      "slowest reference core)")
+        over = sorted({r.cpu for r in rows if r.block_time_covered is False
+                       and r.cpu is not None})
+        if over:
+            title += f" · ✗ worst-case block over the time bound on CPU {cpu_ranges(over)}"
         if unsure:
             title += f" · ? {unsure} unsure: measure longer, quieter or on another core"
         # Figures of a verifier no node runs alone: said once, in words, never as ✓/✗.
@@ -109,6 +139,12 @@ class CoveragePanel(Vertical):
             self._title = title
             self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
                                                                   overflow="ellipsis"))
+        time_line = block_time_line(rows)
+        time_widget = self.query_one("#coverage-time", Static)
+        time_widget.set_class(bool(time_line), "-shown")
+        if time_line != getattr(self, "_time", None):
+            self._time = time_line
+            time_widget.update(Text(time_line, no_wrap=True, overflow="ellipsis"))
         why = statistic_line(rows)
         why_widget = self.query_one("#coverage-why", Static)
         why_widget.set_class(bool(why), "-shown")

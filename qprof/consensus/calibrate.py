@@ -1,0 +1,192 @@
+"""Constants proposed from a fleet's runs (`qprof calibrate`).
+
+The chain's constants were changed once after a measurement (SLH-DSA-128s 1200 -> 1600).
+Given the estimates of many nodes' CPUs, the proposal is the smallest constant of each
+suite that covers the top of the 95 % interval of its estimate on every CPU where the
+ratio binds (``qprof.consensus.policy``: qanum's reference cores); the unit keeps its
+constant, and a suite no binding CPU measured keeps its current one. The time bound is
+then judged again on every node with the proposed constants (they change the worst-case
+block: the VU budget holds other counts).
+
+Inputs are already judged (``NodeEstimate``: from recorded runs through
+``qprof.consensus.verdict.evaluate``, or from a fleet's Prometheus); the headroom the
+adversarial-cost work may add is not part of the proposal yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qprof.consensus.policy import BlockTimeVerdict, block_time_verdict
+from qprof.consensus.profiles import Profile
+from qprof.consensus.verdict import CoverageResult
+
+
+@dataclass(frozen=True)
+class NodeEstimate:
+    """One suite on one CPU of one node, judged by the profile's verifier (basis node)."""
+
+    node: str
+    cpu: int
+    suite: str
+    backend: str
+    vu_estimate: int
+    vu_high: int  # top of the 95 % interval (the estimate itself when there is none)
+    time_ns: float  # the verify time the estimate used
+    binds: bool  # whether the ratio binds on this CPU (the profile's policy)
+    binding_why: str = ""
+
+    @classmethod
+    def from_result(cls, node: str, r: CoverageResult) -> NodeEstimate:
+        return cls(node=node, cpu=r.cpu, suite=r.suite, backend=r.backend,
+                   vu_estimate=r.vu_estimate,
+                   vu_high=r.vu_ci_high if r.vu_ci_high is not None else r.vu_estimate,
+                   time_ns=r.suite_time_ns, binds=r.ratio_binds,
+                   binding_why=r.ratio_binding_why)
+
+
+def node_estimates(node: str, results: Iterable[CoverageResult]) -> list[NodeEstimate]:
+    """The figures a proposal may use: the node's verifier alone (basis "node")."""
+    return [NodeEstimate.from_result(node, r) for r in results if r.basis == "node"]
+
+
+@dataclass(frozen=True)
+class SuiteProposal:
+    suite: str
+    current: int
+    proposed: int
+    upper_bound: int | None  # the largest 95 % upper bound where the ratio binds
+    driven_by: str | None  # "node cpu N": where that bound was measured
+    binding_cpus: int  # CPUs where the ratio binds that measured this suite
+    other_cpus: int  # CPUs that measured it where the ratio does not bind
+    largest_elsewhere: int | None  # the largest upper bound where it does not bind
+    note: str
+
+    @property
+    def change(self) -> int:
+        return self.proposed - self.current
+
+
+@dataclass(frozen=True)
+class NodeTimeBound:
+    """A node's CPU: its worst-case block under the current and the proposed constants."""
+
+    node: str
+    cpu: int
+    backend: str
+    current: BlockTimeVerdict
+    proposed: BlockTimeVerdict
+
+
+@dataclass(frozen=True)
+class Proposal:
+    profile: Profile  # the current profile
+    proposed_profile: Profile
+    suites: tuple[SuiteProposal, ...]
+    time_bounds: tuple[NodeTimeBound, ...]
+    nodes: tuple[str, ...]
+
+    @property
+    def constants(self) -> dict[str, int]:
+        return dict(self.proposed_profile.verify_units)
+
+
+def propose(profile: Profile, estimates: Sequence[NodeEstimate],
+            name: str | None = None) -> Proposal:
+    """The smallest constants covering every binding CPU's 95 % upper bound."""
+    rows: list[SuiteProposal] = []
+    constants = dict(profile.verify_units)
+    for suite in profile.suites:
+        current = profile.verify_units[suite]
+        mine = [e for e in estimates if e.suite == suite]
+        binding = [e for e in mine if e.binds]
+        elsewhere = [e for e in mine if not e.binds]
+        far = max((e.vu_high for e in elsewhere), default=None)
+        if suite == profile.unit_suite:
+            rows.append(SuiteProposal(suite, current, current, None, None, len(binding),
+                                      len(elsewhere), far, "the unit (its constant by "
+                                      "definition)"))
+            continue
+        if not binding:
+            note = ("kept: no CPU where the ratio binds measured it"
+                    + (f" (up to {far} where it does not bind)" if far is not None else ""))
+            rows.append(SuiteProposal(suite, current, current, None, None, 0,
+                                      len(elsewhere), far, note))
+            continue
+        top = max(binding, key=lambda e: (e.vu_high, e.node, e.cpu))
+        constants[suite] = top.vu_high
+        change = top.vu_high - current
+        note = ("covers the 95 % upper bound of every CPU where the ratio binds"
+                + ("" if change else " (unchanged)"))
+        rows.append(SuiteProposal(suite, current, top.vu_high, top.vu_high,
+                                  f"{top.node} cpu {top.cpu}", len(binding), len(elsewhere),
+                                  far, note))
+    proposed = dataclasses.replace(
+        profile, name=name or f"{profile.name}-proposed", verify_units=constants,
+        description=(f"{profile.name} constants proposed by qprof calibrate from "
+                     f"{len({e.node for e in estimates})} node(s)"))
+    bounds = []
+    groups: dict[tuple[str, int, str], dict[str, float]] = {}
+    for e in estimates:
+        groups.setdefault((e.node, e.cpu, e.backend), {})[e.suite] = e.time_ns
+    for (node, cpu, backend), times in sorted(groups.items()):
+        bounds.append(NodeTimeBound(node, cpu, backend, block_time_verdict(profile, times),
+                                    block_time_verdict(proposed, times)))
+    return Proposal(profile, proposed, tuple(rows), tuple(bounds),
+                    tuple(dict.fromkeys(e.node for e in estimates)))
+
+
+# -- the proposal as a profile TOML ---------------------------------------------------------
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else "nan"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise TypeError(f"no TOML for {v!r}")
+
+
+def _table(lines: list[str], header: str, values: Mapping[str, Any]) -> None:
+    lines += ["", header]
+    lines += [f"{_value(k)} = {_value(v)}" if not k.isidentifier() or "-" in k
+              else f"{k} = {_value(v)}" for k, v in values.items() if v is not None]
+
+
+def profile_toml(profile: Profile, comment: Sequence[str] = ()) -> str:
+    """``profile`` as a TOML file :func:`qprof.consensus.load_profile` reads back equal."""
+    lines = [f"# {c}" if c else "#" for c in comment]
+    top: dict[str, Any] = {
+        "name": profile.name, "description": profile.description,
+        "unit_suite": profile.unit_suite, "verifier": profile.verifier,
+        "suites_in_use": list(profile.suites_in_use),
+        "max_block_verify_units": profile.max_block_verify_units,
+        "max_block_auth_bytes": profile.max_block_auth_bytes,
+        "auth_bytes_per_block": profile.auth_bytes_per_block or None,
+        "target_block_interval_s": profile.target_block_interval_s,
+        "ratio_binds": profile.ratio_binds,
+    }
+    lines += [f"{k} = {_value(v)}" for k, v in top.items() if v is not None]
+    if profile.block_time is not None:
+        _table(lines, "[block_time]", {
+            "max_vs_reference": profile.block_time.max_vs_reference,
+            "max_interval_fraction": profile.block_time.max_interval_fraction})
+    if profile.auth_bytes_per_spend:
+        _table(lines, "[auth_bytes_per_spend]", profile.auth_bytes_per_spend)
+    _table(lines, "[verify_units]", profile.verify_units)
+    for ref in profile.reference_cores:
+        _table(lines, "[[reference_cores]]", {
+            "name": ref.name, "part_name": ref.part_name, "uarch": ref.uarch,
+            "implementer": ref.implementer, "part": ref.part, "max_khz": ref.max_khz,
+            "backend": ref.backend, "source": ref.source})
+        _table(lines, "[reference_cores.verify_median_ns]", ref.verify_median_ns)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,410 @@
+"""Quiet turns and the quiet ratio under contention (the ``paired`` statistic).
+
+Interleaved rounds time the unit and every suite in turns of a few ms (A B1 B2 B3 A ...).
+Each operation of suite turn c lies between unit turns c and c+1: the mean of their
+medians is the unit's speed at that moment (the "clock"), and the operation over it is
+one per-operation ratio. On a shared host the core is slowed now and then, and the
+slowdown moves the ratio itself (a neighbour on the SMT sibling slows the suites
+unequally: on the Intel Xeon guest measured here the SLH-DSA ratios fall about 50 bp per
+1 % of unit slowdown, docs/ESTIMATOR.md). So the estimate is the ratio at no contention:
+
+1. **Quiet speed per round** (each worker process has its own): the unit's turn medians
+   are a mixture of a quiet phase, spread only by the jitter of a turn's samples (sigma
+   from their within-turn spread), and slower contended phases. The quiet phase's centre
+   is the median of the turns within ``QUIET_SIGMAS`` sigma above the round's second
+   quickest turn. A round whose centre lies more than ``ROUND_TOLERANCE_BP`` above the
+   run's median centre ran contended throughout and is held to the run's centre.
+2. **Contention of a pair**: s = clock / centre - 1.
+3. **Each pool signature's own cost** (records that say which signature each value
+   verified, ``Measurement.pool_size``): the median of its ratios brought to the quiet
+   speed, over all signatures' median. Dividing by it takes the signatures' spread
+   (SLH-DSA: ~4 % per signature) out of the fit; the estimate keeps the pool's mix.
+4. **The contention curve**: the median signature-normalised ratio per bin of s; a line
+   through the quiet bins (s <= ``FIT_MAX``) gives the level at s = 0 (the quiet ratio),
+   each bin beyond keeps its own level; g(s) = level(s) / level(0).
+5. **The estimate**: the median over every operation (s <= ``USE_MAX``) of ratio / g(s):
+   each operation brought to the quiet speed, every signature counted as often as it was
+   verified.
+
+The interval (:func:`paired_ci`): a hierarchical Bayesian bootstrap of steps 4-5 with
+weights for the rounds (worker processes, and the drift and phases that move whole
+rounds), the pool signatures and the operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from qprof.consensus.estimate import stats
+from qprof.consensus.estimate.reduce import Reduced
+from qprof.measure import stats as sample_stats
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# The quiet phase of a round: unit turns within this many sigma (a turn median's jitter,
+# from the within-turn spread of its samples) above the round's second quickest turn.
+QUIET_SIGMAS = 4.0
+MIN_QUIET_WIDTH = 0.002  # at least 20 bp wide
+# A round whose quiet centre is this far above the run's median centre ran under a
+# neighbour throughout (worker processes of one run differ by up to ~50 bp here).
+ROUND_TOLERANCE_BP = 100.0
+# s bins (unit slowdown) of the contention curve; the line through the bins up to FIT_MAX
+# gives the quiet level; operations beyond USE_MAX (heavy spells) are left out.
+BIN_EDGES = (0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.11, 0.15, 0.20)
+FIT_MAX = 0.03
+USE_MAX = 0.20
+MIN_BIN_OPS = 5  # a bin's median from fewer operations is not used
+# The quiet data a suite needs for an estimate: operations in the fit bins, and rounds
+# with some of them (the interval resamples rounds).
+MIN_QUIET_OPS = 20
+MIN_QUIET_ROUNDS = 3
+MAX_BOOTSTRAP_OPS = 4000  # more operations are thinned (every k-th) for the interval
+BOOTSTRAP_CHUNK = 32  # replicates at a time (memory: chunk x operations)
+SEED = 20261201
+
+
+def _turns(samples: list[float], size: int) -> list[list[float]]:
+    return [samples[i:i + size] for i in range(0, len(samples), size)]
+
+
+@dataclass(frozen=True)
+class RoundQuiet:
+    """One round's unit turns and its quiet speed."""
+
+    turn_medians: list[float]
+    centre: float  # the quiet phase's centre (or the run's, if contended throughout)
+    held: bool  # contended throughout: held to the run's centre
+
+    def slowdown(self, c: int) -> float:
+        """s of the pair around suite turn c (unit turns c and c+1)."""
+        return (self.turn_medians[c] + self.turn_medians[c + 1]) / 2 / self.centre - 1
+
+
+def _quiet_centre(samples: list[float], size: int) -> tuple[list[float], float]:
+    turns = _turns(samples, size)
+    medians = [sample_stats.median(t) for t in turns]
+    order = sorted(medians)
+    floor = order[min(1, len(order) - 1)]
+    # A turn median's jitter: 1.25 x 1.4826 x (within-turn MAD) / sqrt(size), relative.
+    mads = [sample_stats.median([abs(x - m) for x in t]) / m
+            for t, m in zip(turns, medians, strict=True) if len(t) > 1 and m > 0]
+    sigma = (1.2533 * 1.4826 * sample_stats.median(mads) / max(size, 1) ** 0.5
+             if mads else 0.0)
+    width = max(QUIET_SIGMAS * sigma, MIN_QUIET_WIDTH)
+    quiet = [m for m in medians if m <= floor * (1 + width)]
+    return medians, sample_stats.median(quiet)
+
+
+def round_quiet(unit: Reduced) -> dict[int, RoundQuiet]:
+    """Round -> its unit turns and quiet speed (interleaved rounds with samples only)."""
+    raw = {r: _quiet_centre(unit.samples_by_round[r], k)
+           for r, k in sorted(unit.turn_sizes.items())
+           if r in unit.samples_by_round and len(unit.samples_by_round[r]) >= 2 * k}
+    if not raw:
+        return {}
+    # The run's quiet speed: its second quickest round centre (not the median: on a
+    # shared host most rounds may run under a neighbour throughout).
+    centres = sorted(c for _m, c in raw.values())
+    run_centre = centres[min(1, len(centres) - 1)]
+    top = run_centre * (1 + ROUND_TOLERANCE_BP / 1e4)
+    return {r: RoundQuiet(m, min(c, top), c > top) for r, (m, c) in raw.items()}
+
+
+def unit_quiet(unit: Reduced) -> tuple[float, dict[int, float], list[int]]:
+    """The unit's quiet speed: (median of the rounds' quiet centres, centre per round not
+    contended throughout, rounds contended throughout)."""
+    rq = round_quiet(unit)
+    if not rq:
+        return float("nan"), {}, []
+    kept = {r: q.centre for r, q in rq.items() if not q.held}
+    return (sample_stats.median([q.centre for q in rq.values()]), kept,
+            sorted(r for r, q in rq.items() if q.held))
+
+
+@dataclass
+class PairOps:
+    """Every paired operation of a suite: the arrays the estimate and its interval use."""
+
+    ratio: np.ndarray  # operation / clock
+    slowdown: np.ndarray  # s of its pair
+    round_index: np.ndarray  # 0..rounds-1, for the bootstrap
+    signature: np.ndarray  # pool signature id (unknown: one id per operation)
+    cost: np.ndarray  # its signature's relative cost (1 when unknown)
+    rounds: list[int]  # round_index -> round
+
+
+@dataclass
+class Paired:
+    """A suite's quiet ratio from interleaved turns (see the module text)."""
+
+    ratio: float  # the quiet ratio (nan: too few quiet operations)
+    by_round: dict[int, float]  # the same per round that had quiet operations
+    quiet_fraction: dict[int, float]  # every round: share of its B turns at s <= FIT_MAX
+    contended: list[int]  # rounds without quiet turns, or contended throughout
+    quiet_turns: int  # B turns at s <= FIT_MAX
+    turns: int  # B turns in all rounds
+    unit_quiet_ns: float  # the unit's quiet speed
+    unit_by_round: dict[int, float]  # its quiet centre per round not contended throughout
+    # Kept round -> its operations brought to the quiet speed (ratio / g(s)).
+    ratios_by_round: dict[int, list[float]] = field(default_factory=dict)
+    contended_share: float = 0.0  # share of the unit's turns at s > FIT_MAX
+    slope_bp: float | None = None  # the ratio's change per 1 % of slowdown, in bp
+    quiet_ops: int = 0  # operations in the fit bins
+    ops: PairOps | None = field(default=None, repr=False, compare=False)
+    why_not: str | None = None  # why there is no estimate (too few quiet data)
+
+    @property
+    def spread_bp(self) -> float:
+        return stats.round_spread_bp(list(self.by_round.values()))
+
+    @property
+    def unit_spread_bp(self) -> float:
+        return stats.round_spread_bp(list(self.unit_by_round.values()))
+
+    @property
+    def usable(self) -> bool:
+        return self.why_not is None and self.ratio == self.ratio
+
+
+def _bins(slowdown: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.searchsorted(np.asarray(BIN_EDGES), slowdown, side="left")
+
+
+def _weighted_medians(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per row of ``weights`` (replicates x values): the weighted median of ``values``."""
+    import numpy as np
+
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[:, order], axis=1)
+    pos = np.argmax(cum >= cum[:, -1:] / 2, axis=1)
+    out: np.ndarray = values[order][pos]
+    return out
+
+
+def _fit(ops: PairOps, weights: np.ndarray, fit_bins: list[int], level_bins: list[int]
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per replicate (rows of ``weights``): the quiet level a (line through the fit bins
+    at s = 0), its slope b, and each operation's g(s)."""
+    import numpy as np
+
+    norm = ops.ratio / ops.cost
+    which = _bins(ops.slowdown)
+    reps = weights.shape[0]
+    xs, ys, ws = [], [], []
+    for k in fit_bins:
+        sel = which == k
+        w = weights[:, sel]
+        ys.append(_weighted_medians(norm[sel], w))
+        tot = w.sum(axis=1)
+        xs.append((w * ops.slowdown[sel]).sum(axis=1) / np.maximum(tot, 1e-300))
+        ws.append(tot)
+    x, y, wt = np.stack(xs, 1), np.stack(ys, 1), np.stack(ws, 1)
+    if len(fit_bins) == 1:  # the quiet bin alone (a quiet host): its level, no slope
+        a, b = y[:, 0], np.zeros(reps)
+    else:
+        sw = wt.sum(1)
+        mx, my = (wt * x).sum(1) / sw, (wt * y).sum(1) / sw
+        var = (wt * (x - mx[:, None]) ** 2).sum(1)
+        b = np.where(var > 0, (wt * (x - mx[:, None]) * (y - my[:, None])).sum(1)
+                     / np.maximum(var, 1e-300), 0.0)
+        a = my - b * mx
+    g = np.ones((reps, len(norm)))
+    quiet = ops.slowdown <= FIT_MAX
+    g[:, quiet] = (a[:, None] + b[:, None] * ops.slowdown[quiet]) / a[:, None]
+    for k in level_bins:
+        sel = which == k
+        g[:, sel] = (_weighted_medians(norm[sel], weights[:, sel]) / a)[:, None]
+    return a, b, g
+
+
+def _bins_used(ops: PairOps) -> tuple[list[int], list[int], np.ndarray]:
+    """(fit bins, level bins, operations used) with enough operations each."""
+    import numpy as np
+
+    which = _bins(ops.slowdown)
+    counts = np.bincount(which, minlength=len(BIN_EDGES) + 1)
+    nfit = sum(1 for e in BIN_EDGES if e <= FIT_MAX)
+    fit = [k for k in range(nfit) if counts[k] >= MIN_BIN_OPS]
+    level = [k for k in range(nfit, len(BIN_EDGES)) if counts[k] >= MIN_BIN_OPS]
+    # The line holds for every s up to FIT_MAX; beyond it, only bins with their own level.
+    used = (ops.slowdown <= FIT_MAX) | (np.isin(which, level) & (ops.slowdown <= USE_MAX))
+    return fit, level, used
+
+
+def _estimate(ops: PairOps, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per replicate: (quiet ratio, slope b)."""
+    import numpy as np
+
+    fit, level, used = _bins_used(ops)
+    a, b, g = _fit(ops, weights, fit, level)
+    z = ops.ratio[None, :] / g
+    w = np.where(used[None, :], weights, 0.0)
+    # z differs per replicate: sort each row.
+    order = np.argsort(z, axis=1)
+    zs = np.take_along_axis(z, order, 1)
+    cum = np.cumsum(np.take_along_axis(w, order, 1), axis=1)
+    pos = np.argmax(cum >= cum[:, -1:] / 2, axis=1)
+    return zs[np.arange(len(pos)), pos], b
+
+
+def _signature_costs(ops: PairOps) -> np.ndarray:
+    """Each operation's signature cost relative to the pool's median signature, from its
+    ratios brought to the quiet speed by a first fit without them."""
+    import numpy as np
+
+    fit, level, used = _bins_used(ops)
+    one = np.ones((1, len(ops.ratio)))
+    _a, _b, g = _fit(ops, one, fit, level)
+    z = ops.ratio / g[0]
+    sig = ops.signature
+    ids, inverse = np.unique(sig[used], return_inverse=True)
+    if len(ids) < 2 or len(ids) == used.sum():  # one signature, or no pool recorded
+        return np.ones(len(ops.ratio))
+    order = np.argsort(inverse, kind="stable")
+    groups = np.split(z[used][order], np.cumsum(np.bincount(inverse))[:-1])
+    per_sig = np.array([np.median(g) for g in groups])
+    rel = per_sig / np.median(z[used])
+    lookup = dict(zip(ids.tolist(), rel.tolist(), strict=True))
+    return np.array([lookup.get(s, 1.0) for s in sig.tolist()])
+
+
+def _collect(suite: Reduced, rq: dict[int, RoundQuiet]
+             ) -> tuple[PairOps, dict[int, int], dict[int, int]] | None:
+    """The paired operations, and per round its B turns and its quiet B turns."""
+    import numpy as np
+
+    ratio: list[float] = []
+    slow: list[float] = []
+    rix: list[int] = []
+    sig: list[int] = []
+    turns: dict[int, int] = {}
+    quiet: dict[int, int] = {}
+    rounds: list[int] = []
+    unique = 1 << 40  # ids of operations whose signature is not recorded
+    for r, k in sorted(suite.turn_sizes.items()):
+        q = rq.get(r)
+        if q is None or r not in suite.samples_by_round:
+            continue
+        samples = suite.samples_by_round[r]
+        pairable = max(min(-(-len(samples) // k), len(q.turn_medians) - 1), 0)
+        pool = suite.pool_sizes.get(r)
+        turns[r], quiet[r] = pairable, 0
+        i = len(rounds)
+        rounds.append(r)
+        for c in range(pairable):
+            s = q.slowdown(c)
+            clock = (q.turn_medians[c] + q.turn_medians[c + 1]) / 2
+            quiet[r] += s <= FIT_MAX
+            for j in range(c * k, min((c + 1) * k, len(samples))):
+                ratio.append(samples[j] / clock)
+                slow.append(s)
+                rix.append(i)
+                if pool:
+                    sig.append(j % pool)
+                else:
+                    sig.append(unique)
+                    unique += 1
+    if not ratio:
+        return None
+    ops = PairOps(np.asarray(ratio), np.asarray(slow), np.asarray(rix),
+                  np.asarray(sig, dtype=np.int64), np.ones(len(ratio)), rounds)
+    return ops, turns, quiet
+
+
+def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
+    """The suite's quiet ratio against the unit (see the module text); None unless both
+    were timed in interleaved rounds with their samples kept."""
+    import numpy as np
+
+    rq = round_quiet(unit)
+    if not rq or not suite.turn_sizes:
+        return None
+    got = _collect(suite, rq)
+    unit_ns, unit_by_round, held = unit_quiet(unit)
+    if got is None:
+        return None
+    ops, turns, quiet = got
+    unit_turns = sum(len(q.turn_medians) for q in rq.values())
+    contended_turns = sum(
+        sum(1 for c in range(len(q.turn_medians) - 1) if q.slowdown(c) > FIT_MAX)
+        for q in rq.values())
+    share = contended_turns / max(unit_turns - len(rq), 1)
+    fraction = {r: quiet[r] / turns[r] if turns[r] else 0.0 for r in turns}
+    quiet_rounds = [r for r in turns if quiet[r] > 0]
+    contended = sorted(set(held) | {r for r in turns if quiet[r] == 0})
+    n_quiet = int((ops.slowdown <= FIT_MAX).sum())
+    base = Paired(float("nan"), {}, fraction, contended, sum(quiet.values()),
+                  sum(turns.values()), unit_ns, unit_by_round, {}, share, None, n_quiet, ops)
+    fit, _level, _used = _bins_used(ops)
+    # A level at s = 0: a line through two quiet bins, or the quickest bin alone.
+    fits = len(fit) >= 2 or fit == [0]
+    if n_quiet < MIN_QUIET_OPS or not fits or len(quiet_rounds) < MIN_QUIET_ROUNDS:
+        base.why_not = (
+            f"too few quiet turns: {sum(quiet.values())} of {sum(turns.values())} in "
+            f"{len(quiet_rounds)} rounds ({n_quiet} operations; at least {MIN_QUIET_OPS} "
+            f"in {MIN_QUIET_ROUNDS} rounds needed); the host was contended "
+            f"{share:.0%} of the time")
+        return base
+    ops.cost = _signature_costs(ops)
+    est, slope = _estimate(ops, np.ones((1, len(ops.ratio))))
+    ratio = float(est[0])
+    _f, level, used = _bins_used(ops)
+    a, _b, g = _fit(ops, np.ones((1, len(ops.ratio))), fit, level)
+    z = ops.ratio / g[0]
+    by_round: dict[int, float] = {}
+    zs: dict[int, list[float]] = {}
+    for i, r in enumerate(ops.rounds):
+        sel = (ops.round_index == i) & used
+        if r in quiet_rounds and sel.any():
+            zs[r] = z[sel].tolist()
+            by_round[r] = float(np.median(z[sel]))
+    base.ratio = ratio
+    base.by_round = by_round
+    base.ratios_by_round = zs
+    base.slope_bp = float(slope[0] / a[0] * 100) if a[0] else None  # per 0.01 of s, in bp
+    return base
+
+
+def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
+              signatures: bool = True) -> tuple[float, float] | None:
+    """95 % interval of the quiet ratio: a Bayesian bootstrap with weights for rounds,
+    pool signatures and operations, the curve and the median redone per replicate.
+    ``signatures=False``: the measurement's share alone (what more rounds can narrow;
+    the stopping rule's question), the pool held as it is."""
+    import numpy as np
+
+    ops = p.ops
+    if ops is None or not p.usable or replicates <= 0:
+        return None
+    n = len(ops.ratio)
+    if n > MAX_BOOTSTRAP_OPS:  # thin, keeping time order (and every round and bin)
+        keep = np.arange(0, n, -(-n // MAX_BOOTSTRAP_OPS))
+        ops = PairOps(ops.ratio[keep], ops.slowdown[keep], ops.round_index[keep],
+                      ops.signature[keep], ops.cost[keep], ops.rounds)
+        n = len(keep)
+    fit, _level, _used = _bins_used(ops)
+    if not (len(fit) >= 2 or fit == [0]):
+        return None
+    rng = np.random.default_rng(SEED)
+    _ids, sig_index = np.unique(ops.signature, return_inverse=True)
+    n_sig, n_round = int(sig_index.max()) + 1, len(ops.rounds)
+    # Records without the pool's order: each operation is its own signature (one level).
+    by_signature = signatures and n_sig < n
+    out: list[np.ndarray] = []
+    done = 0
+    while done < replicates:
+        reps = min(BOOTSTRAP_CHUNK, replicates - done)
+        w = (rng.exponential(size=(reps, n_round))[:, ops.round_index]
+             * rng.exponential(size=(reps, n)))
+        if by_signature:
+            w *= rng.exponential(size=(reps, n_sig))[:, sig_index]
+        est, _b = _estimate(ops, w)
+        out.append(est)
+        done += reps
+    values = np.concatenate(out)
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))

@@ -1,0 +1,121 @@
+"""The adaptive stopping rule: add B/A pairs while the verdict is not sure yet.
+
+The engine is handed it (:class:`qprof.measure.adaptive.StoppingRule` is the seam); the
+caller builds it here with :func:`rule_for`. A CPU gets more rounds while, for the
+estimates the verdict will make (:func:`qprof.consensus.estimate.estimator.estimate`), a
+Verify-Unit interval straddles the profile's constant or a ratio's interval is wider than
+``target_ci_bp``,
+an ML-DSA round spread exceeds ``max_spread_bp``, or (quiet-turn pairs) fewer quiet
+rounds than the base rounds were kept; the engine adds one only while it fits in the
+time limit (:func:`qprof.measure.adaptive.pair_fits`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from qprof.consensus.estimate import stats
+from qprof.consensus.estimate.clock import clock_changes
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, SuiteEstimate, estimate
+from qprof.consensus.estimate.reduce import reduce_measurements, unit_drift_bp
+from qprof.consensus.profiles import Profile, load_profile
+from qprof.measure.config import BenchConfig
+from qprof.measure.plan import VERDICT_OPS, NoteText
+from qprof.measure.records import Measurement
+
+CI_REPLICATES = 400  # enough to decide "unsure", cheap enough to run after every pair
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    unit_suite: str
+    base_rounds: int
+    statistic: str = "median"  # as asked: "median", "p10", "paired" or "auto"
+    target_ci_bp: float = 50.0
+    max_spread_bp: float = 100.0
+    profile: Profile | None = None
+
+    def needs_more(self, measurements: Sequence[Measurement], cpu: int) -> bool:
+        mine = [m for m in measurements if m.cpu == cpu]
+        # What extra rounds time (plan.extra_tasks): the dual pairs' CIs could not narrow
+        # (a run of dual_enforce alone has them in every round, and is decided on them).
+        ops: Iterable[str] = (VERDICT_OPS if any(m.operation in VERDICT_OPS for m in mine)
+                              else ("dual_enforce",))
+        for op in ops:
+            groups: dict[str, list[SuiteEstimate]] = {}
+            for e in estimate(mine, unit_suite=self.unit_suite,
+                              unit_vu=self.profile.unit_vu if self.profile else 100,
+                              operation=op, statistic=self.statistic,
+                              replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp,
+                              signatures=False):  # the pool: no more rounds help
+                groups.setdefault(e.backend, []).append(e)
+            if any(self._unsure(g) for g in groups.values() if any(e.is_unit for e in g)):
+                return True
+        return False
+
+    def _unsure(self, group: list[SuiteEstimate]) -> bool:
+        """One CPU and backend: is anything the verdict needs still unsure?"""
+        statistic = next(e.statistic for e in group if e.is_unit)
+        paired = [e for e in group if e.statistic == "paired" and not e.is_unit]
+        if paired and min(e.rounds_used for e in paired) < self.base_rounds:
+            return True  # redo the rounds measured under contention
+        # Spreads decide unless the rounds are quiet-turn pairs (their rounds agree: one
+        # process, and more rounds only widen max - min; the interval decides), or an
+        # explicit --statistic p10 (the interval alone decides).
+        spread_counts = statistic != "paired" and (
+            statistic != "p10" or self.statistic == "auto")
+        if any(e.undecided for e in group):
+            return True  # too few quiet data yet: more rounds may bring them
+        for e in group:
+            if (spread_counts and e.suite.startswith("ML-DSA")
+                    and e.round_spread_bp is not None
+                    and e.round_spread_bp > self.max_spread_bp):
+                return True
+            if e.is_unit or e.ratio_ci is None or not e.ratio:
+                continue
+            if self._verdict_unsure(e):
+                return True
+            if stats.bp((e.ratio_ci[1] - e.ratio_ci[0]) / 2 / e.ratio) > self.target_ci_bp:
+                return True
+        return False
+
+    def _verdict_unsure(self, e: SuiteEstimate) -> bool:
+        """The estimate's Verify-Unit interval straddles the profile's constant."""
+        if self.profile is None or e.suite not in self.profile.verify_units or not e.vu_ci:
+            return False
+        return e.vu_ci[0] <= self.profile.verify_units[e.suite] < e.vu_ci[1]
+
+    def cpu_notes(self, measurements: Sequence[Measurement], cpu: int) -> list[NoteText]:
+        """The unit's drift over the run and the clock changes found (left out by the
+        estimate, :mod:`qprof.consensus.estimate.clock`), for the engine's notes."""
+        mine = [m for m in measurements if m.cpu == cpu]
+        reduced = reduce_measurements(mine)
+        notes: list[NoteText] = []
+        for (c, suite, backend, op), unit in sorted(reduced.items()):
+            if (c, suite, op) != (cpu, self.unit_suite, "verify"):
+                continue
+            d = unit_drift_bp(unit)
+            if d is not None:
+                notes.append(("info", "drift",
+                              f"CPU {cpu} {backend}: {self.unit_suite} at the end vs the start: "
+                              f"{d:+.0f} bp; largest spread of round medians "
+                              f"{max(r.spread_bp for r in reduced.values()):.0f} bp"))
+        notes.extend(("warning", change.kind, change.text())
+                     for change in clock_changes(mine, self.unit_suite))
+        return notes
+
+
+def rule_for(config: BenchConfig) -> tuple[BenchConfig, StoppingRule]:
+    """The run's configuration with its profile resolved (suites and unit), and the rule
+    the engine is handed: ``run_bench(config, sink, rule=rule)``.
+
+    Raises ``ProfileError`` for a profile that cannot be read.
+    """
+    profile = load_profile(config.profile) if config.profile else None
+    unit = config.unit_suite or (profile.unit_suite if profile else DEFAULT_UNIT_SUITE)
+    suites = config.suites or (list(profile.suites) if profile else None)
+    resolved = replace(config, unit_suite=unit, suites=suites)
+    rounds = config.rounds or config.settings().rounds
+    return resolved, StoppingRule(unit, rounds, config.statistic, config.target_ci_bp,
+                                  config.max_spread_bp, profile)

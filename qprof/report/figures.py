@@ -1,0 +1,57 @@
+"""The figures a report shows for a run: the estimator's estimates and intervals, what
+`qprof check` gives for the same records (``statistic="auto"``), computed once per run
+and operation. The one place the report modules reach the estimator."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from qprof.consensus import Profile
+from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
+from qprof.consensus.policy import CoreDesign
+from qprof.consensus.verdict import CoverageResult, coverage
+from qprof.measure.jsonl import RunData
+from qprof.report.columns import Column
+
+# What `qprof check` uses unless told otherwise: the report must show the same figure.
+STATISTIC = "auto"
+
+
+def run_estimates(run: RunData, profile: Profile | None, unit: str, op: str
+                  ) -> list[SuiteEstimate]:
+    """Every (cpu, backend, suite) estimate of ``op`` in one run, as `qprof check` makes
+    them from the run's records."""
+    return estimate(run.measurements, unit_suite=unit,
+                    unit_vu=profile.unit_vu if profile else 100, operation=op,
+                    statistic=STATISTIC)
+
+
+def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
+                     op: str) -> list[dict[str, SuiteEstimate]]:
+    """Per column, suite -> the estimator's estimate (the run's, on the column's CPU)."""
+    per_run: dict[int, list[SuiteEstimate]] = {}
+    out = []
+    for c in cols:
+        if id(c.run) not in per_run:
+            per_run[id(c.run)] = run_estimates(c.run, profile, unit, op)
+        out.append({e.suite: e for e in per_run[id(c.run)]
+                    if e.cpu == c.cpu and e.backend == backend})
+    return out
+
+
+def column_cores(cols: list[Column]) -> dict[int, CoreDesign]:
+    """What each column's CPU is (its run's Meta), keyed by the column's index: the
+    profile's policy matches reference cores by design or part."""
+    return {i: replace(CoreDesign.from_row(c.cpu_row), cpu=i) for i, c in enumerate(cols)}
+
+
+def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstimate]],
+                    cols: list[Column] | None = None) -> list[CoverageResult]:
+    """The verdicts of :func:`column_estimates`, with the profile's policy (``cols``: what
+    each column's CPU is); ``cpu`` is the column's index, so that two runs of the same CPU
+    stay apart."""
+    if profile is None:
+        return []
+    return coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
+                              for e in col.values()],
+                    cores=column_cores(cols) if cols is not None else None)

@@ -1,0 +1,312 @@
+"""`qprof check --from RUN.jsonl`: real runs recorded on a shared host replayed through
+today's estimator, and recorded runs against profiles whose constants sit just above and
+just below the runs' own figures. No verifier is needed (nothing is measured), so all of
+this runs without liboqs.
+
+tests/data/runs/NAME.jsonl.xz is the record file of one `qprof check --profile qanum
+--cpus 1 -o NAME.jsonl --json > NAME.json` run and NAME.json what that live run printed
+(tests/data/runs/README.md says where and how they were recorded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from qprof.commands import check as check_cmd
+from qprof.consensus import load_profile
+
+RUNS = Path(__file__).parent / "data" / "runs"
+RECORDED = sorted(p.name.removesuffix(".jsonl.xz") for p in RUNS.glob("*.jsonl.xz"))
+# The suites a verdict is drawn for (the unit is 100 by definition).
+JUDGED = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    check_cmd.add_parser(parser)
+    return parser.parse_args(list(argv))
+
+
+def _check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = check_cmd.run(_args(*argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _unpacked(name: str, tmp_path: Path) -> Path:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(lzma.decompress((RUNS / f"{name}.jsonl.xz").read_bytes()))
+    return path
+
+
+def _live(name: str) -> dict:
+    return json.loads((RUNS / f"{name}.json").read_text())
+
+
+def _figures(doc: dict) -> list[tuple]:
+    """What a verdict rests on, per result row."""
+    return [(r["cpu"], r["suite"], r["backend"], r["statistic_used"], r["vu_estimate"],
+             tuple(r["vu_ci_95"]), r["decision"], r["ratio"]) for r in doc["results"]]
+
+
+def test_three_real_runs_are_recorded():
+    assert len(RECORDED) >= 3, RECORDED
+    for name in RECORDED:
+        assert (RUNS / f"{name}.json").is_file(), name
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_from_gives_the_live_runs_figures_and_decision(name, tmp_path, capsys):
+    live = _live(name)
+    code, out, _err = _check(capsys, "--from", str(_unpacked(name, tmp_path)),
+                             "--profile", "qanum", "--json")
+    replay = json.loads(out)
+    assert _figures(replay) == _figures(live)
+    assert (replay["decision"], replay["exit_code"], code) == (
+        live["decision"], live["exit_code"], live["exit_code"])
+    # Every key the live check printed, with the same values but for where the profile
+    # file sits and the elapsed time (the live one is the engine's own clock).
+    assert set(replay) == set(live)
+    same = set(live) - {"profile_path", "elapsed_s"}
+    assert {k: replay[k] for k in same} == {k: live[k] for k in same}
+    assert abs(replay["elapsed_s"] - live["elapsed_s"]) < 5
+
+
+@pytest.mark.parametrize("name", RECORDED[:1])
+def test_from_prints_the_live_text(name, tmp_path, capsys):
+    """Text output: the same lines as the live check of these records (one function
+    prints both); the verdict line agrees with the recorded decision."""
+    live = _live(name)
+    path = _unpacked(name, tmp_path)
+    code, out, _err = _check(capsys, "--from", str(path))
+    assert code == live["exit_code"]
+    lines = out.splitlines()
+    assert lines[0].startswith(f"profile qanum (qanum.toml), backend {live['backend']}")
+    for r in live["results"]:
+        row = next(x for x in lines if x.startswith(f"CPU {r['cpu']} {r['suite']} "))
+        assert f"estimate {r['vu_estimate']}" in row
+    verdict = {"covered": "verdict: every suite covered", "not_covered": "verdict: NOT covered",
+               "unsure": "verdict: unsure"}[live["decision"]]
+    assert lines[-1].startswith(verdict)
+
+
+@pytest.mark.parametrize("name", RECORDED[:1])
+def test_report_shows_the_checks_figures(name, tmp_path):
+    """`qprof report` on a recorded check run: the estimate and interval the check gave."""
+    from qprof.measure.jsonl import read_run
+    from qprof.report.markdown import render_report
+
+    live = _live(name)
+    text = render_report([read_run(_unpacked(name, tmp_path))], load_profile("qanum"))
+    for r in live["results"]:
+        if r["suite"] == "ML-DSA-44":
+            continue
+        low, high = r["vu_ci_95"]
+        assert f"| {r['suite']} |" in text
+        row = next(x for x in text.splitlines() if x.startswith(f"| {r['suite']} |"))
+        assert f"| {r['vu_estimate']} ({low}-{high}) |" in row, row
+
+
+def _profile_with(tmp_path: Path, suite: str, constant: int) -> Path:
+    """The shipped qanum profile with one constant changed."""
+    shipped = Path(load_profile("qanum").path)
+    text = shipped.read_text()
+    line = f'"{suite}" = {load_profile("qanum").verify_units[suite]}\n'
+    assert text.count(line) == 1
+    path = tmp_path / f"qanum-{suite}-{constant}.toml"
+    path.write_text(text.replace(line, f'"{suite}" = {constant}\n')
+                    .replace('name = "qanum"', f'name = "qanum-{suite}-{constant}"'))
+    return path
+
+
+@pytest.mark.parametrize("suite", JUDGED)
+def test_constants_one_percent_off_the_median_never_get_a_wrong_verdict(suite, tmp_path,
+                                                                        capsys):
+    """A constant 1 % above the suite's across-run median must never be judged not
+    covered, one 1 % below it never covered: unsure is allowed, a wrong verdict is not."""
+    estimates = [next(r["vu_estimate"] for r in _live(n)["results"] if r["suite"] == suite)
+                 for n in RECORDED]
+    median = statistics.median(estimates)
+    for constant, wrong in ((math.ceil(median * 1.01), "not_covered"),
+                            (math.floor(median * 0.99), "covered")):
+        profile = _profile_with(tmp_path, suite, constant)
+        for name in RECORDED:
+            _code, out, _err = _check(capsys, "--from", str(_unpacked(name, tmp_path)),
+                                      "--profile", str(profile), "--json")
+            row = next(r for r in json.loads(out)["results"] if r["suite"] == suite)
+            assert row["vu_constant"] == constant
+            assert row["decision"] != wrong, (name, suite, constant, median, row["vu_estimate"],
+                                              row["vu_ci_95"])
+
+
+# -- files that cannot be judged ----------------------------------------------------------
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    return _unpacked(RECORDED[0], tmp_path)
+
+
+def test_bad_lines_are_reported_and_skipped(recorded, capsys):
+    lines = recorded.read_text().splitlines(keepends=True)
+    lines.insert(3, '{"type": "measurement", "cpu": 1,\n')
+    lines.insert(5, "\x00\x01 not json\n")
+    recorded.write_text("".join(lines))
+    code, out, err = _check(capsys, "--from", str(recorded), "--json")
+    assert f"{recorded}:4: not valid JSON" in err and f"{recorded}:6: not valid JSON" in err
+    assert code == _live(RECORDED[0])["exit_code"]
+    assert _figures(json.loads(out)) == _figures(_live(RECORDED[0]))
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda p: p.with_name("missing.jsonl"), "No such file or directory"),
+    (lambda p: p.parent, "Is a directory"),
+    (lambda p: (p.write_bytes(bytes(range(256)) * 64), p)[1], "no measurements"),
+    (lambda p: (p.write_text(""), p)[1], "no measurements"),
+    (lambda p: (p.write_text(p.read_text().splitlines()[0] + "\n"), p)[1], "no measurements"),
+])
+def test_files_that_hold_no_run_are_exit_2_in_one_line(recorded, capsys, make, why):
+    path = make(recorded)
+    code, out, err = _check(capsys, "--from", str(path), "--json")
+    assert code == 2
+    assert json.loads(out)["error"].endswith(why) or why in json.loads(out)["error"]
+    assert err.count("\n") == 1 and err.startswith(f"qprof check: {path}")
+    assert "Traceback" not in err
+
+
+def test_two_runs_in_one_file_are_refused(recorded, capsys):
+    text = recorded.read_text()
+    other = text.replace(_live(RECORDED[0])["run_id"], "20260101T000000-00000000")
+    recorded.write_text(text + other)
+    code, _out, err = _check(capsys, "--from", str(recorded))
+    assert code == 2 and "holds 2 runs" in err and "Traceback" not in err
+
+
+def test_records_that_give_no_estimate_are_exit_2(recorded, capsys):
+    """Zero-length samples pass the record checks but no engine writes them: the
+    estimator cannot work with them, and says so in one line."""
+    rows = [json.loads(x) for x in recorded.read_text().splitlines()]
+    for r in rows:
+        if r["type"] == "measurement" and r["samples_ns"]:
+            r["samples_ns"] = [0.0] * len(r["samples_ns"])
+    recorded.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, _out, err = _check(capsys, "--from", str(recorded))
+    assert code == 2 and err.startswith("qprof check: cannot judge run ")
+    assert err.count("\n") == 1
+
+
+def test_measuring_options_do_not_apply(recorded, capsys):
+    code, _out, err = _check(capsys, "--from", str(recorded), "--cpus", "0", "-o", "x.jsonl")
+    assert code == 2 and "--cpus, -o: --from judges a recorded run" in err
+
+
+def test_the_runs_own_profile_by_default_and_an_unknown_one(recorded, tmp_path, capsys):
+    code, out, _err = _check(capsys, "--from", str(recorded), "--json")
+    assert json.loads(out)["profile"] == "qanum" and code == _live(RECORDED[0])["exit_code"]
+    code, _out, err = _check(capsys, "--from", str(recorded), "--profile",
+                             str(tmp_path / "nope.toml"))
+    assert code == 2 and "Traceback" not in err
+
+
+def test_a_bench_run_is_judged_too(tmp_path, capsys):
+    """`bench -o` files: sequential rounds, other operations beside verify (the report
+    tests' synthetic run; its SLH-DSA-SHAKE-128s interval straddles 1600)."""
+    from test_report_tables import write
+
+    path = write(tmp_path / "bench.jsonl")
+    # Its core (a Cortex-A76) is none of qanum's reference cores: the unsure ratio does
+    # not bind there (qprof.consensus.policy), the time bound holds: exit 0 ...
+    code, out, err = _check(capsys, "--from", str(path), "--json")
+    doc = json.loads(out)
+    assert (code, doc["decision"]) == (0, "covered")
+    row128 = {r["suite"]: r for r in doc["results"]}["SLH-DSA-SHAKE-128s"]
+    assert (row128["decision"], row128["ratio_binds"], row128["block_time_covered"]) == (
+        "unsure", False, True)
+    # ... and with a profile binding every core, the unsure ratio decides: exit 3.
+    from qprof.consensus import load_profile
+
+    every = tmp_path / "all.toml"
+    every.write_text(load_profile("qanum").path.read_text().replace(
+        'ratio_binds = "reference"', 'ratio_binds = "all"'))
+    code, out, err = _check(capsys, "--from", str(path), "--json", "--profile", str(every))
+    doc = json.loads(out)
+    assert (code, doc["decision"], doc["unsure"]) == (3, "unsure", ["SLH-DSA-SHAKE-128s on CPU 2"])
+    assert {r["suite"]: r["vu_estimate"] for r in doc["results"]} == {
+        "ML-DSA-44": 100, "ML-DSA-87": 283, "SLH-DSA-SHAKE-128s": 1614,
+        "SLH-DSA-SHAKE-256s": 3476}
+    assert doc["status"] == "finished" and doc["elapsed_s"] == 123.0 and doc["cpus"] == [2]
+
+
+def test_a_daemon_export_and_history_give_the_same_figures(recorded, tmp_path, capsys):
+    """The run stored as the daemon stores it, then `qprof export` -> `check --from`,
+    and `qprof history` over the store: the figures of the recorded file."""
+    from qprof.commands import export as export_cmd
+    from qprof.commands import history as history_cmd
+    from qprof.measure.jsonl import read_run
+    from qprof.service.store import Store
+
+    state = tmp_path / "state"
+    state.mkdir()
+    store = Store(state / "qprof.db")
+    for rec in read_run(recorded).records:
+        store.add(rec)
+    store.close()
+    parser = argparse.ArgumentParser()
+    export_cmd.add_parser(parser)
+    exported = tmp_path / "exported.jsonl"
+    assert export_cmd.run(parser.parse_args(["latest", "--state-dir", str(state),
+                                             "-o", str(exported)])) == 0
+    capsys.readouterr()
+    live = _live(RECORDED[0])
+    code, out, _err = _check(capsys, "--from", str(exported), "--json")
+    assert _figures(json.loads(out)) == _figures(live) and code == live["exit_code"]
+
+    parser = argparse.ArgumentParser()
+    history_cmd.add_parser(parser)
+    assert history_cmd.run(parser.parse_args(["--state-dir", str(state)])) == 0
+    text = capsys.readouterr().out
+    for r in live["results"]:
+        if r["suite"] != "ML-DSA-44":
+            low, high = r["vu_ci_95"]
+            assert f"{r['vu_estimate']} (95 % CI {low}-{high}) vs constant" in text, text
+
+
+def test_the_monitor_shows_the_checks_figures(recorded):
+    """The monitor's coverage rows over the same records: check's estimate and interval."""
+    from qprof.measure.jsonl import read_run
+    from qprof.tui.model import fmt_estimate
+    from qprof.tui.sources.consensus import (
+        coverage_rows,
+        evaluate_measurements,
+        load_profile_info,
+    )
+
+    info = load_profile_info("qanum")
+    evaluation = evaluate_measurements(read_run(recorded).measurements, info, None)
+    rows = {r.suite: r for r in coverage_rows(evaluation, info, [], None)}
+    for r in _live(RECORDED[0])["results"]:
+        low, high = r["vu_ci_95"]
+        shown = fmt_estimate(rows[r["suite"]])
+        assert shown == (str(r["vu_estimate"]) if r["suite"] == "ML-DSA-44"
+                         else f"{r['vu_estimate']} ({low}-{high})")
+        assert rows[r["suite"]].decision == r["decision"]
+
+
+def test_a_verifier_no_node_runs_alone_is_comparison_only(recorded, capsys):
+    """Numba's figures (a run measured with --comparison) carry no verdict: exit 4."""
+    rows = [json.loads(x) for x in recorded.read_text().splitlines()]
+    for r in rows:
+        if r["type"] == "measurement":
+            r["backend"] = "numba"
+    recorded.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, _err = _check(capsys, "--from", str(recorded), "--json")
+    doc = json.loads(out)
+    assert (code, doc["decision"], doc["covered"]) == (4, "comparison", None)
+    assert {r["decision"] for r in doc["results"]} == {"comparison"}
