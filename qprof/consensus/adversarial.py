@@ -27,6 +27,7 @@ from qprof.measure.adversary import summary_path
 
 # Which adversarial signature a figure is for, costliest first in what it does to a node.
 KINDS = ("ground", "crafted_invalid", "costliest")
+SHOWN_KINDS = ("ground", "crafted_invalid")  # the chosen and the crafted signature
 
 
 @dataclass(frozen=True)
@@ -151,13 +152,24 @@ def reference_worst(profile: Profile, directory: Path | None = None
         if not unit:
             continue
         for suite in profile.suites:
-            if suite not in med or suite not in profile.verify_units:
+            if (suite not in med or suite not in profile.verify_units
+                    or not suite.startswith("SLH-DSA")):
                 continue
-            w = worst_of(suite, profile.unit_vu, med[suite] / unit, None,
-                         load_factors(suite, directory), projected=True)
-            if w is not None:
-                out.append((core.name, w))
+            for f in load_factors(suite, directory).values():
+                if f.kind in SHOWN_KINDS:
+                    out.append((core.name, worst_signature_vu(
+                        suite, profile.unit_vu, med[suite] / unit, None, f, projected=True)))
     return out
+
+
+def each_kind(suite: str, unit_vu: int, ratio: float | None,
+              ratio_ci: tuple[float, float] | None, directory: Path | None = None
+              ) -> list[WorstSignatureVU]:
+    """The figure at each shown kind (ground valid, crafted invalid) of the last run."""
+    if ratio is None or not suite.startswith("SLH-DSA"):
+        return []
+    return [worst_signature_vu(suite, unit_vu, ratio, ratio_ci, f)
+            for f in load_factors(suite, directory).values() if f.kind in SHOWN_KINDS]
 
 
 def for_estimate(suite: str, unit_vu: int, ratio: float | None,
@@ -173,9 +185,19 @@ def for_estimate(suite: str, unit_vu: int, ratio: float | None,
 
 
 def worst_from_dict(d: dict[str, Any] | None) -> WorstSignatureVU | None:
-    """Inverse of ``WorstSignatureVU.to_dict`` (a JSON round trip); None stays None."""
+    """Inverse of ``WorstSignatureVU.to_dict`` or of ``dataclasses.asdict`` of it (a
+    JSON round trip); None stays None."""
     if d is None:
         return None
+    if isinstance(d.get("factor"), dict):  # dataclasses.asdict (CoverageResult.to_dict)
+        f = d["factor"]
+        return WorstSignatureVU(
+            str(d["suite"]), str(d["kind"]), int(d["vu"]),
+            (int(d["vu_ci"][0]), int(d["vu_ci"][1])), int(d["median_vu"]),
+            AdversaryFactor(str(f["suite"]), str(f["kind"]), float(f["factor"]),
+                            float(f["low"]), float(f["high"]), f.get("hash_calls"),
+                            str(f["cpu_model"]), float(f["measured_at"])),
+            bool(d["projected"]))
     factor = AdversaryFactor(str(d["suite"]), str(d["kind"]), float(d["factor"]),
                              float(d["factor_ci"][0]), float(d["factor_ci"][1]),
                              d.get("hash_calls"), str(d.get("factor_cpu", "")),

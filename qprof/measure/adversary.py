@@ -131,10 +131,18 @@ class AdversaryRun:
                 "pool": self.pool, "measured_at": time.time()}
 
 
+ADVERSARY_DIR_ENV = "QPROF_ADVERSARY_DIR"
+
+
+def adversary_dir() -> Path:
+    """$QPROF_ADVERSARY_DIR, else ``adversary`` beside the fixtures' cache."""
+    return Path(os.environ.get(ADVERSARY_DIR_ENV) or cache_dir().parent / "adversary")
+
+
 def summary_path(suite: str, directory: Path | None = None) -> Path:
     """Where the last run's summary and signatures are kept (``qprof block
     --adversarial`` and the verdict read them)."""
-    return (directory or cache_dir().parent / "adversary") / f"{suite}.last.json"
+    return (directory or adversary_dir()) / f"{suite}.last.json"
 
 
 def save_last(run: AdversaryRun, directory: Path | None = None) -> Path:
