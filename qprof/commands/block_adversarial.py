@@ -2,7 +2,8 @@
 
 The same number of signatures (the profile's worst case), the same CPUs and verifier
 mode, the two blocks verified in turns ``--repeat`` times each (the median run is
-shown); the signatures are those of the last ``qprof adversary SUITE`` run.
+shown, and the ratio of the two paired by repeat with its 95 % interval); the signatures
+are those of the last ``qprof adversary SUITE`` run.
 """
 
 from __future__ import annotations
@@ -44,9 +45,12 @@ def run_adversarial(args: argparse.Namespace, profile: Any, suites: list[str],
         except (BlockError, ValueError, OSError) as exc:
             print(f"qprof block: {suite}: {exc}", file=sys.stderr)
             return 2
-        g, m = median_run(runs["ground"]), median_run(runs["median"])
-        rows.append({"suite": suite, "ratio": g.wall_s / m.wall_s, "ground": g.to_dict(),
-                     "median": m.to_dict()})
+        # Paired by repeat (the two blocks in turns): the ratio's median and its interval.
+        g = median_run(runs["ground"], runs["median"])
+        m = median_run(runs["median"])
+        rows.append({"suite": suite, "ratio": g.vs_single if g.vs_single is not None
+                     else g.wall_s / m.wall_s, "ratio_ci": g.vs_single_ci,
+                     "ground": g.to_dict(), "median": m.to_dict()})
     if not rows:
         print("qprof block: --adversarial needs an SLH-DSA suite", file=sys.stderr)
         return 2
@@ -57,7 +61,9 @@ def run_adversarial(args: argparse.Namespace, profile: Any, suites: list[str],
               f"{len(cpus)} CPUs, median of {max(1, args.repeat)} runs)")
         for r in rows:
             g, m = r["ground"], r["median"]
+            ci = (f" (95 % CI {r['ratio_ci'][0]:.3f}-{r['ratio_ci'][1]:.3f})"
+                  if r["ratio_ci"] else "")
             print(f"{r['suite']:19s} {g['signatures']:4d} sigs  ground {1e3 * g['wall_s']:8.2f} "
-                  f"ms  median {1e3 * m['wall_s']:8.2f} ms  ground/median {r['ratio']:.3f}x")
+                  f"ms  median {1e3 * m['wall_s']:8.2f} ms  ground/median {r['ratio']:.3f}x{ci}")
     ok = all(r["ground"]["all_verified"] and r["median"]["all_verified"] for r in rows)
     return 0 if ok else 1

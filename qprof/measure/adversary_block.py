@@ -19,7 +19,7 @@ from qprof.measure.block import Block, BlockError, BlockItem
 def _items(rows: list[dict[str, object]]) -> list[BlockItem]:
     return [BlockItem(bytes.fromhex(str(r["pk"])), bytes.fromhex(str(r["msg"])),
                       bytes.fromhex(str(r["sig"])), bytes.fromhex(str(r["ctx"])),
-                      bool(r["valid"])) for r in rows]
+                      bool(r["valid"]), str(r["suite"])) for r in rows]
 
 
 def adversarial_blocks(suite: str, signatures: int, path: Path | None = None
