@@ -57,6 +57,10 @@ def test_silver_projection_against_3600(tmp_path: Path) -> None:
 def test_bad_summary_gives_no_factor(tmp_path: Path) -> None:
     (tmp_path / f"{SUITE}.last.json").write_text("{not json")
     assert load_factors(SUITE, tmp_path) == {}
+    _summary(tmp_path, SUITE, float("nan"), -1.0)  # a hand-edited file: no crash, no figure
+    assert load_factors(SUITE, tmp_path) == {}
+    _summary(tmp_path, SUITE, 1.1, 1.3)
+    assert set(load_factors(SUITE, tmp_path)) == {"ground", "crafted_invalid"}
 
 
 def test_round_trip_and_words(tmp_path: Path) -> None:

@@ -48,12 +48,15 @@ class AdversaryFactor:
         worst = summary.get("worst", {}).get(kind)
         if not worst:
             return None
+        values = [float(worst[k]) for k in ("ratio", "low", "high")]
+        if not all(math.isfinite(v) and 0 < v < 100 for v in values):
+            raise ValueError(f"{kind}: ratio and interval must be positive numbers")
         return cls(str(summary["suite"]), kind, float(worst["ratio"]), float(worst["low"]),
                    float(worst["high"]), worst.get("hash_calls"), str(summary["cpu_model"]),
                    float(summary["measured_at"]))
 
 
-_loaded: dict[Path, tuple[int, dict[str, AdversaryFactor]]] = {}
+_loaded: dict[Path, tuple[tuple[int, int, int], dict[str, AdversaryFactor]]] = {}
 
 
 def load_factors(suite: str, directory: Path | None = None) -> dict[str, AdversaryFactor]:
@@ -61,7 +64,8 @@ def load_factors(suite: str, directory: Path | None = None) -> dict[str, Adversa
     Read again only when the file changed (the verdict asks on every evaluation)."""
     path = summary_path(suite, directory)
     try:
-        stamp = path.stat().st_mtime_ns
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
         return {}
     cached = _loaded.get(path)
