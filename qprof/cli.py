@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "measure suites per core through pyperf, write a JSONL run"),
     "report": ("report", "Markdown report from one or more JSONL runs"),
     "block": ("block", "verify a real worst-case block over the node's cores (wall vs estimate)"),
+    "adversary": ("adversary", "costliest signatures an adversary can bring: ground valid, "
+                  "crafted invalid, timed against random ones"),
     "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0/1/2)"),
     "calibrate": ("calibrate", "propose Verify-Unit constants from a fleet's runs (JSONL, "
                   "Prometheus) as a profile TOML"),

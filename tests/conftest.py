@@ -42,6 +42,13 @@ def seeds(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _no_adversary_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Verdicts show a worst-signature figure from the last `qprof adversary` run kept
+    in the user's cache; tests start without one (so they do not depend on this host)."""
+    monkeypatch.setenv("QPROF_ADVERSARY_DIR", str(tmp_path / "adversary-runs"))
+
+
+@pytest.fixture(autouse=True)
 def _small_signature_pools(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run signs 256 SLH-DSA signatures per suite once (minutes, then cached); tests
     with an empty cache sign pools of 8 (qprof.measure.fixtures.POOL_SIZE_ENV)."""

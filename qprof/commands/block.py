@@ -72,6 +72,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         "the profile's limits (VU budget and auth bytes), from the per-signature times "
         "measured here",
     )
+    parser.add_argument("--adversarial", action="store_true",
+                        help="SLH-DSA: a block of the ground signatures of the last `qprof "
+                        "adversary SUITE` run against a block of its median ones")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
 
@@ -132,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     if not cpus:
         return fail(f"--cpus {args.cpus or 'all'}: no CPU to verify on")
     backend = args.backend or _default_backend()
+    if args.adversarial:
+        from qprof.commands.block_adversarial import run_adversarial
+
+        return run_adversarial(args, profile, suites, cpus, backend)
     scopes = _scopes(cpus, args.root)
     results: list[BlockResult] = []
     worst: dict[str, object] | None = None

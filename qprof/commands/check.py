@@ -279,6 +279,7 @@ def _unit_rows(profile: Profile, results: list[CoverageResult]
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
+    from qprof.commands.check_adversarial import worst_json
     from qprof.commands.check_policy import policy_json
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
@@ -320,12 +321,14 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
                             if e.contended_share is not None else None),
         "pool_signatures": e.pool_signatures,
         **policy_json(r),
+        **worst_json(r),
     }
 
 
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], results: list[CoverageResult], decision: Decision
           ) -> dict[str, object]:
+    from qprof.commands.check_adversarial import reference_json
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     meta = _meta(records)
@@ -356,6 +359,8 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         "method": meta.settings.get("interleaving") if meta else None,
         "timer": meta.settings.get("timer") if meta else None,
         "results": [result_json(r, args.statistic) for r in results],
+        "constants_held_to": profile.constants_held_to,
+        "worst_signature_reference": reference_json(profile),
         "notes": _notes(records),
     }
 
@@ -381,6 +386,9 @@ def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
         _print_row(r, units[(r.cpu, r.backend)])
     for (cpu, backend), u in sorted(units.items()):
         _print_alternatives(profile, results, cpu, backend, u)
+    from qprof.commands.check_adversarial import print_worst
+
+    print_worst(profile, results)
     _print_footer(summary, results, decision)
 
 

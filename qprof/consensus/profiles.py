@@ -37,6 +37,13 @@ RATIO_BINDS: tuple[RatioBinds, ...] = ("reference", "all")
 DEFAULT_RATIO_BINDS: RatioBinds = "all"
 
 
+# Which signature's figure the constants are held to: the median one (the seeds' method,
+# qanum) or the worst one an adversary can bring (``qprof adversary``).
+HeldTo = Literal["median", "worst_signature"]
+HELD_TO: tuple[HeldTo, ...] = ("median", "worst_signature")
+DEFAULT_HELD_TO: HeldTo = "median"
+
+
 class ProfileError(ValueError):
     """A profile that cannot be used; the message names file, key and expectation."""
 
@@ -89,6 +96,8 @@ class Profile:
     # chain's overhead), and the bytes every block carries whatever it holds.
     auth_bytes_per_spend: dict[str, int] = field(default_factory=dict)
     auth_bytes_per_block: int = 0
+    # The figure the constants are held to; the other is shown beside it.
+    constants_held_to: HeldTo = DEFAULT_HELD_TO
 
     @property
     def unit_vu(self) -> int:
@@ -279,6 +288,10 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
         raise ProfileError(f"{path}: description: expected a string")
     ratio_binds = _ratio_binds(path, data.get("ratio_binds", DEFAULT_RATIO_BINDS), refs)
     per_spend, per_block = _auth_bytes(path, data, verify_units)
+    held_to = data.get("constants_held_to", DEFAULT_HELD_TO)
+    if held_to not in HELD_TO:
+        raise ProfileError(f"{path}: constants_held_to: expected one of "
+                           f"{', '.join(repr(h) for h in HELD_TO)}, got {held_to!r}")
     return Profile(
         name=name,
         path=path,
@@ -295,6 +308,7 @@ def profile_from_dict(data: dict[str, Any], path: Path) -> Profile:
         block_time=_block_time(path, data.get("block_time"), refs, interval_s),
         auth_bytes_per_spend=per_spend,
         auth_bytes_per_block=per_block,
+        constants_held_to=held_to,
     )
 
 

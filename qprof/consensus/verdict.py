@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
+from qprof.consensus.adversarial import WorstSignatureVU, describe, for_estimate, worst_from_dict
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
 from qprof.consensus.estimate.estimator import REPLICATES, SuiteEstimate, estimate
 from qprof.consensus.estimate.statistic import Statistic
@@ -64,6 +65,11 @@ class CoverageResult:
     block_time_covered: bool | None = None
     block_time: BlockTimeVerdict | None = None
     policy_decision: Decision = "covered"
+    # The worst signature an adversary can bring (SLH-DSA; qprof.consensus.adversarial),
+    # beside the median figure above; it decides only if the profile holds the constants
+    # to it (``constants_held_to``).
+    worst_signature: WorstSignatureVU | None = None
+    held_to: str = "median"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,6 +87,7 @@ class CoverageResult:
         block_time = data.get("block_time")
         return cls(**{**{k: v for k, v in data.items() if k in known},
                       "estimate": SuiteEstimate(**e),
+                      "worst_signature": worst_from_dict(data.get("worst_signature")),
                       "block_time": (BlockTimeVerdict.from_dict(block_time)
                                      if block_time is not None else None)})
 
@@ -183,8 +190,25 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
         )
         results.append(replace(r, verdict=_verdict_text(r)))
     order = {s: i for i, s in enumerate(profile.suites)}
+    results = [_with_worst_signature(profile, r) for r in results]
     results = apply_policy(profile, results, cores)
     return sorted(results, key=lambda r: (r.cpu, r.backend, r.operation, order[r.suite]))
+
+
+def _with_worst_signature(profile: Profile, r: CoverageResult) -> CoverageResult:
+    """The worst-signature figure beside the median one; when the profile holds its
+    constants to it, the decision is that figure's against the constant."""
+    w = for_estimate(r.suite, profile.unit_vu, r.estimate.ratio, r.estimate.ratio_ci)
+    binds = profile.constants_held_to == "worst_signature"
+    r = replace(r, worst_signature=w, held_to=profile.constants_held_to)
+    if w is None or not binds or r.decision == "comparison" or r.estimate.is_unit:
+        return r
+    decision = _decision(r.vu_constant, w.vu, w.vu_ci[0], w.vu_ci[1], True)
+    return replace(r, decision=decision,
+                   covered={"covered": True, "not_covered": False}.get(decision),
+                   margin=r.vu_constant - w.vu,
+                   confidence="uncertain" if decision == "unsure" else "high",
+                   verdict=describe(w, r.vu_constant, binds=True))
 
 
 def evaluate(profile: Profile, measurements: Iterable[Measurement],

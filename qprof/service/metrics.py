@@ -27,6 +27,7 @@ from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
 from qprof.measure.records import Measurement
 from qprof.service.alerts import KINDS
+from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_http import MetricsServer, serve
 
 log = logging.getLogger("qprof.daemon")
@@ -254,6 +255,7 @@ class QprofCollector(Collector):
                 covered.add_metric([str(cpu), suite, profile.name,
                                     "true" if binds[cpu] else "false"], 1.0 if ok else 0.0)
         yield from (est, est_high, basis, const_metric, covered, unsure)
+        yield from worst_signature_metrics(cov, profile)
         if profile is not None:
             yield from block_time_metrics(cov, profile.name)
         yield from _block_metrics(blocks)

@@ -102,6 +102,12 @@ class CoverageView:
     block_reference_ns: float | None = None
     block_reference_core: str | None = None
     block_text: str | None = None  # "125 x SLH-DSA-SHAKE-128s (bound by ...)"
+    # The worst signature an adversary can bring (qprof adversary), beside the median:
+    # its VU and 95 % interval, which kind, and whether the constants are held to it.
+    worst_vu: int | None = None
+    worst_ci: tuple[int, int] | None = None
+    worst_kind: str | None = None
+    worst_binds: bool = False
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,10 @@ def coverage_rows(
                 block_text=(f"{r.block_time.worst.text()} "
                             f"({r.block_time.worst.binding_text()})"
                             if r.block_time else None),
+                worst_vu=r.worst_signature.vu if r.worst_signature else None,
+                worst_ci=r.worst_signature.vu_ci if r.worst_signature else None,
+                worst_kind=r.worst_signature.kind if r.worst_signature else None,
+                worst_binds=r.held_to == "worst_signature",
             ))
     return tuple(rows)
 

@@ -68,6 +68,31 @@ def block_time_line(rows: tuple[CoverageView, ...]) -> str:
         if parts else ""
 
 
+def worst_line(rows: tuple[CoverageView, ...]) -> str:
+    """The worst-signature figure beside the median, where `qprof adversary` measured
+    one: 'Worst signature (qprof adversary): SLH-256s @1 3813 VU 3790-3890 vs median
+    3492, const 3600 ✗ OVER; shown, the constants are held to the median'."""
+    parts = []
+    binds = False
+    for r in rows:
+        if r.worst_vu is None or r.cpu is None or r.basis == "comparison":
+            continue
+        binds = binds or r.worst_binds
+        const = r.vu_constant
+        mark = "" if const is None else ("✓" if r.worst_ci and r.worst_ci[1] <= const else
+                                         "✗ OVER" if r.worst_ci and r.worst_ci[0] > const
+                                         else "?")
+        ci = f" {r.worst_ci[0]}-{r.worst_ci[1]}" if r.worst_ci else ""
+        parts.append(f"{short_suite(r.suite)} @{r.cpu} {r.worst_vu} VU{ci} "
+                     f"({(r.worst_kind or '').replace('_', ' ')}) vs median {r.vu_estimate}, "
+                     f"const {const} {mark}")
+    if not parts:
+        return ""
+    held = "the constants are held to it" if binds else "shown, the constants are held " \
+        "to the median"
+    return "Worst signature (qprof adversary): " + "; ".join(parts) + f"; {held}"
+
+
 def statistic_line(rows: tuple[CoverageView, ...]) -> str:
     """Which statistic each measured core's verdict used, and why (as `qprof check`
     says it): 'Stat as `qprof check`: p10 on CPU 0,1: ML-DSA round medians …'."""
@@ -97,6 +122,8 @@ class CoveragePanel(Vertical):
     CoveragePanel > #coverage-why.-shown { display: block; }
     CoveragePanel > #coverage-time { height: 1; padding: 0 1; display: none; }
     CoveragePanel > #coverage-time.-shown { display: block; }
+    CoveragePanel > #coverage-worst { height: 1; padding: 0 1; display: none; }
+    CoveragePanel > #coverage-worst.-shown { display: block; }
     """
 
     def compose(self) -> ComposeResult:
@@ -105,6 +132,7 @@ class CoveragePanel(Vertical):
         yield table
         yield Static("", id="coverage-why")
         yield Static("", id="coverage-time")
+        yield Static("", id="coverage-worst")
 
     def on_mount(self) -> None:
         self._rows: tuple[tuple[str, ...], ...] | None = None
@@ -145,6 +173,12 @@ class CoveragePanel(Vertical):
         if time_line != getattr(self, "_time", None):
             self._time = time_line
             time_widget.update(Text(time_line, no_wrap=True, overflow="ellipsis"))
+        worst = worst_line(rows)
+        worst_widget = self.query_one("#coverage-worst", Static)
+        worst_widget.set_class(bool(worst), "-shown")
+        if worst != getattr(self, "_worst", None):
+            self._worst = worst
+            worst_widget.update(Text(worst, no_wrap=True, overflow="ellipsis"))
         why = statistic_line(rows)
         why_widget = self.query_one("#coverage-why", Static)
         why_widget.set_class(bool(why), "-shown")

@@ -1,0 +1,144 @@
+"""`qprof adversary SUITE`: what the costliest signatures an adversary can bring cost.
+
+With a key qprof generates: 16 fresh random signatures, the costliest of a cached pool,
+valid signatures ground by the key owner and signed by liboqs, and invalid ones crafted
+so that every layer walks long chains (ML-DSA: the rejections that fail last), all
+timed together on one pinned core (liboqs; numba too, for dual mode).  Prints each
+kind's cost over the median of the random ones measured in the same run, the pool's
+distribution and the time-per-hash-call fit, and writes the signatures (``--out``: a
+JSON list, every byte value in hex) so that anyone can check them with another
+verifier.  ``--minutes`` is the grinding time (3/4 valid, 1/4 crafted); signing and
+timing come on top.  Exit 0, 2 on errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", help="e.g. SLH-DSA-SHAKE-128s, SLH-DSA-SHAKE-256s, ML-DSA-44")
+    parser.add_argument("--minutes", type=float, default=2.0,
+                        help="grinding time in minutes (default 2)")
+    parser.add_argument("--cpu", type=int, help="CPU to time on (default: the highest one "
+                        "this process may use)")
+    parser.add_argument("--out", type=Path, help="write the signatures as a JSON list here")
+    parser.add_argument("--pool", type=int, default=64,
+                        help="signatures in the cached pool (64-256; default 64)")
+    parser.add_argument("--rounds", type=int, default=15, help="timing rounds (default 15)")
+    parser.add_argument("--no-dual", action="store_true",
+                        help="time liboqs only (skip the numba second verifier)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1000:.1f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.measure.adversary import AdversaryError, run_adversary, save_last
+    from qprof.measure.sigtime import SigTimeError
+    from qprof.verify import SUITES
+
+    if args.suite not in SUITES:
+        print(f"qprof adversary: unknown suite {args.suite!r}; known: {', '.join(SUITES)}",
+              file=sys.stderr)
+        return 2
+    if args.minutes < 0 or not 1 <= args.pool <= 1024 or args.rounds < 3:
+        print("qprof adversary: --minutes >= 0, --pool 1..1024 and --rounds >= 3",
+              file=sys.stderr)
+        return 2
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    if cpu not in os.sched_getaffinity(0):
+        print(f"qprof adversary: CPU {cpu} is not one this process may use", file=sys.stderr)
+        return 2
+    say = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    try:
+        result = run_adversary(args.suite, args.minutes, cpu, pool_size=args.pool,
+                               rounds=args.rounds, dual=not args.no_dual, say=say)
+    except (AdversaryError, SigTimeError, ValueError) as exc:
+        print(f"qprof adversary: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        args.out.write_text(json.dumps(result.to_json_list(), indent=1) + "\n")
+    save_last(result)
+    if args.json:
+        print(json.dumps(result.summary(), indent=2))
+        return 0
+    _print(result)
+    if args.out:
+        print(f"\nsignatures written to {args.out}")
+    return 0
+
+
+def _print(run: object) -> None:
+    from qprof.hw.format import table
+    from qprof.measure.adversary import AdversaryRun
+
+    assert isinstance(run, AdversaryRun)
+    base = run.baseline_ns
+    nb_base = run.numba_baseline_ns
+    print(f"{run.suite} on CPU {run.cpu} ({run.cpu_model}), {run.rounds} rounds interleaved; "
+          f"baseline: median of {len(run.of_kind('random'))} random signatures = "
+          f"{base / 1000:.1f} us (liboqs)")
+    rows = []
+    for s in run.signatures:
+        if s.kind == "random":
+            continue
+        r = run.ratio(s)
+        shadow = (f"{(s.verify_ns + s.numba_ns) / (base + nb_base):.3f}x"
+                  if s.numba_ns is not None and nb_base else "-")
+        rows.append([s.kind, s.label, "yes" if s.valid else "no",
+                     str(s.hash_calls) if s.hash_calls is not None else "-",
+                     _us(s.verify_ns), f"{r.value:.3f}x", f"{r.low:.3f}-{r.high:.3f}",
+                     _us(s.numba_ns), shadow])
+    randoms = run.of_kind("random")
+    calls = [s.hash_calls for s in randoms if s.hash_calls is not None]
+    if calls:
+        rows.insert(0, ["random (median)", f"{len(randoms)} fresh", "yes",
+                        str(sorted(calls)[len(calls) // 2]), _us(base), "1.000x", "",
+                        _us(nb_base), "1.000x"])
+    print(table(["kind", "what", "valid", "hash calls", "liboqs us", "ratio", "95% interval",
+                 "numba us", "shadow ratio"], rows))
+    print("enforce mode: an invalid signature costs liboqs alone (the second verifier only "
+          "sees what liboqs accepts); a valid one liboqs + numba")
+    g = run.grind.get("valid")
+    if g:
+        calls_gain = (max(g["best_steps"]) - g["random_mean_steps"]) if g["best_steps"] else 0
+        print(f"valid grinding: {g['cpu_seconds']:.0f} CPU-s ({g['seconds']:.0f} s wall): "
+              f"{g['trees']} XMSS trees, {g['fors_keys']} FORS keys, "
+              f"{g['landing_tries'] / 1e6:.1f} M landing tries, {g['hits']} hits; best "
+              f"+{calls_gain:.0f} chain steps over the random mean "
+              f"({g['random_mean_steps']:.0f})")
+        if g["trajectory"]:
+            print("  best so far at CPU-s: " + ", ".join(
+                f"{cpu:.0f} s +{best - g['random_mean_steps']:.0f}"
+                for cpu, best in _improvements(g["trajectory"])))
+    c = run.grind.get("crafted")
+    if c:
+        print(f"crafted invalid: {c['cpu_seconds']:.0f} CPU-s, "
+              f"{sum(c['tries_per_layer']) / 1e6:.1f} M tries; chain steps per layer "
+              f"{c['layer_steps']}")
+    if run.pool:
+        t, m = run.pool["time_ns"], run.pool["model"]
+        print(f"pool of {t['count']} (liboqs, medians): median {t['median'] / 1000:.1f} us, "
+              f"p90 {t['p90'] / t['median']:.3f}x, p99 {t['p99'] / t['median']:.3f}x, "
+              f"max {t['max'] / t['median']:.3f}x")
+        print(f"time = {m['intercept_ns'] / 1000:.1f} us + {m['ns_per_call']:.1f} ns x hash "
+              f"calls: max error {100 * m['max_error']:.1f} % over the pool "
+              f"(rms {100 * m['rms_error']:.1f} %); outside it: " + ", ".join(
+                  f"{k} {100 * v:.1f} %"
+                  for k, v in run.pool["model_error_outside_pool"].items()))
+
+
+def _improvements(trajectory: list[list[float]]) -> list[tuple[float, float]]:
+    """The (CPU seconds, best steps) points where the best grew."""
+    out: list[tuple[float, float]] = []
+    for cpu, best in trajectory:
+        if not out or best > out[-1][1]:
+            out.append((cpu, best))
+    return out

@@ -1,0 +1,48 @@
+"""`qprof check`: the worst-signature figure beside the median one (text and JSON).
+
+Per measured SLH-DSA suite, the VU at the costliest signature the last `qprof adversary`
+run found (ground valid or crafted invalid) with its interval; and per reference core of
+the profile (qanum: the seeds' Silver medians), the same factor applied there, a
+projection.  Which figure decides is the profile's ``constants_held_to``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qprof.consensus import Profile
+from qprof.consensus.adversarial import describe, each_kind, reference_worst
+from qprof.consensus.verdict import CoverageResult
+
+
+def worst_json(r: CoverageResult) -> dict[str, Any]:
+    w = r.worst_signature
+    return {"vu_worst_signature": w.vu if w else None,
+            "worst_signature": w.to_dict() if w else None,
+            "constants_held_to": r.held_to}
+
+
+def reference_json(profile: Profile) -> list[dict[str, Any]]:
+    return [{"core": core, "vu_constant": profile.verify_units[w.suite], **w.to_dict()}
+            for core, w in reference_worst(profile)]
+
+
+def print_worst(profile: Profile, results: list[CoverageResult]) -> None:
+    binds = profile.constants_held_to == "worst_signature"
+    shown = False
+    for r in results:
+        if r.worst_signature is None or r.decision == "comparison":
+            continue
+        e = r.estimate
+        for w in each_kind(r.suite, profile.unit_vu, e.ratio, e.ratio_ci) or [
+                r.worst_signature]:
+            print(f"CPU {r.cpu} {r.suite:<20} median {r.vu_estimate} VU; "
+                  + describe(w, r.vu_constant, binds))
+            shown = True
+    for core, w in reference_worst(profile):
+        print(f"{core} (reference, the profile's medians) {w.suite:<20} median "
+              f"{w.median_vu} VU; " + describe(w, profile.verify_units[w.suite], binds))
+        shown = True
+    if not shown and any(r.suite.startswith("SLH-DSA") for r in results):
+        print("worst signature: not measured here (run `qprof adversary SUITE` for the "
+              "SLH-DSA suites)")

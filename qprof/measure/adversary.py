@@ -1,0 +1,303 @@
+"""One adversary run: random, costliest, ground and crafted signatures, timed together.
+
+For an SLH-DSA suite, with a key qprof generates: 16 fresh random signatures (the
+baseline: their median), the costliest of the cached pool (by exact hash calls), valid
+signatures ground by the key owner (``verify.adversary.ground``, signed by liboqs) and an
+invalid one crafted layer by layer (``verify.adversary.crafted``); for ML-DSA the
+rejections that fail last (``verify.adversary.mldsa``).  All of them are timed in one
+pinned worker, interleaved round by round (``sigtime``), with liboqs and, for what dual
+mode costs, qprof's numba verifier; the pool is timed there too and fitted
+(``costmodel``).  Ratios are paired per round: a signature's round time over the median
+of the random signatures in that round, so a contention phase falls on both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qprof.measure.costmodel import CallModel, Distribution
+from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
+from qprof.measure.sigpool import DEFAULT_SIZE, hash_calls, signature_pool
+from qprof.measure.sigtime import DEFAULT_ROUNDS, SigItem, SigTiming, time_signatures
+
+KINDS = ("random", "costliest", "ground", "crafted_invalid")
+RANDOM_SIGNATURES = 16
+VALID_SHARE = 0.75  # of the grinding minutes; the crafted search saturates sooner
+BOOTSTRAP = 2000
+
+
+class AdversaryError(RuntimeError):
+    """The run cannot be done here (message says why)."""
+
+
+@dataclass(frozen=True)
+class AdversarySignature:
+    kind: str
+    item: SigItem
+    valid: bool  # liboqs's verdict
+    hash_calls: int | None
+    verify_ns: float  # liboqs, median of the rounds
+    values_ns: tuple[float, ...]  # liboqs, per round
+    numba_ns: float | None = None
+    label: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "kind": self.kind, "suite": self.item.suite, "pk": self.item.public_key.hex(),
+            "msg": self.item.message.hex(), "ctx": self.item.context.hex(),
+            "sig": self.item.signature.hex(), "valid": self.valid,
+            "hash_calls": self.hash_calls, "verify_ns": round(self.verify_ns, 1),
+        }
+        if self.label:
+            d["label"] = self.label
+        if self.numba_ns is not None:
+            d["numba_verify_ns"] = round(self.numba_ns, 1)
+        return d
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A signature's liboqs time over the random median, with its 95 % interval
+    (bootstrap over rounds of the per-round ratios)."""
+
+    value: float
+    low: float
+    high: float
+
+
+@dataclass
+class AdversaryRun:
+    suite: str
+    cpu: int
+    cpu_model: str
+    minutes: float
+    rounds: int
+    signatures: list[AdversarySignature]
+    grind: dict[str, Any] = field(default_factory=dict)
+    pool: dict[str, Any] = field(default_factory=dict)
+
+    def of_kind(self, kind: str) -> list[AdversarySignature]:
+        return [s for s in self.signatures if s.kind == kind]
+
+    @property
+    def baseline_ns(self) -> float:
+        return statistics.median(s.verify_ns for s in self.of_kind("random"))
+
+    @property
+    def numba_baseline_ns(self) -> float | None:
+        values = [s.numba_ns for s in self.of_kind("random") if s.numba_ns is not None]
+        return statistics.median(values) if values else None
+
+    def ratio(self, sig: AdversarySignature, seed: int = 20) -> Ratio:
+        randoms = self.of_kind("random")
+        per_round = [v / statistics.median(r.values_ns[i] for r in randoms)
+                     for i, v in enumerate(sig.values_ns)]
+        rng = random.Random(seed)
+        boots = sorted(statistics.median(rng.choices(per_round, k=len(per_round)))
+                       for _ in range(BOOTSTRAP))
+        value = sig.verify_ns / self.baseline_ns
+        low, high = boots[int(0.025 * BOOTSTRAP)], boots[int(0.975 * BOOTSTRAP) - 1]
+        return Ratio(value, min(low, value), max(high, value))
+
+    def worst(self, kind: str) -> tuple[AdversarySignature, Ratio] | None:
+        sigs = self.of_kind(kind)
+        if not sigs:
+            return None
+        top = max(sigs, key=lambda s: s.verify_ns)
+        return top, self.ratio(top)
+
+    def to_json_list(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self.signatures]
+
+    def summary(self) -> dict[str, Any]:
+        """What the verdict's worst-signature figure needs (no signature bytes)."""
+        worst = {}
+        for kind in KINDS[1:]:
+            w = self.worst(kind)
+            if w:
+                worst[kind] = {"ratio": w[1].value, "low": w[1].low, "high": w[1].high,
+                               "hash_calls": w[0].hash_calls, "label": w[0].label}
+        return {"suite": self.suite, "cpu": self.cpu, "cpu_model": self.cpu_model,
+                "minutes": self.minutes, "rounds": self.rounds,
+                "baseline_ns": self.baseline_ns, "worst": worst, "grind": self.grind,
+                "pool": self.pool, "measured_at": time.time()}
+
+
+ADVERSARY_DIR_ENV = "QPROF_ADVERSARY_DIR"
+
+
+def adversary_dir() -> Path:
+    """$QPROF_ADVERSARY_DIR, else ``adversary`` beside the fixtures' cache."""
+    return Path(os.environ.get(ADVERSARY_DIR_ENV) or cache_dir().parent / "adversary")
+
+
+def summary_path(suite: str, directory: Path | None = None) -> Path:
+    """Where the last run's summary and signatures are kept (``qprof block
+    --adversarial`` and the verdict read them)."""
+    return (directory or adversary_dir()) / f"{suite}.last.json"
+
+
+def save_last(run: AdversaryRun, directory: Path | None = None) -> Path:
+    path = summary_path(run.suite, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"summary": run.summary(), "signatures": run.to_json_list()}))
+    tmp.replace(path)
+    return path
+
+
+def cpu_model_name(root: str = "/") -> str:
+    try:
+        for line in Path(root, "proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+Say = Callable[[str], None]
+
+
+def _timed(kind: str, items: Sequence[SigItem], timings: Sequence[Sequence[SigTiming]],
+           calls: Sequence[int | None], labels: Sequence[str]) -> list[AdversarySignature]:
+    out = []
+    for item, row, c, label in zip(items, timings, calls, labels, strict=True):
+        lib = row[0]
+        numba = row[1].median_ns if len(row) > 1 else None
+        out.append(AdversarySignature(kind, item, lib.accepted, c, lib.median_ns,
+                                      lib.values_ns, numba, label))
+    return out
+
+
+def _slh_signatures(suite: str, minutes: float, pool_size: int, say: Say,
+                    grind: dict[str, Any]) -> list[tuple[str, SigItem, str]]:
+    from qprof.verify import get_signer, get_verifier
+    from qprof.verify.adversary.crafted import craft_invalid
+    from qprof.verify.adversary.ground import ValidGrinder, sign_candidate
+    from qprof.verify.adversary.keys import SlhSecret
+    from qprof.verify.slhdsa_calls import walk
+
+    signer = get_signer("liboqs", suite)
+    verifier = get_verifier("liboqs", suite)
+    pk, sk = signer.keypair()
+    secret = SlhSecret.parse(suite, sk)
+    say(f"signing {RANDOM_SIGNATURES} random signatures (liboqs) ...")
+    chosen: list[tuple[str, SigItem, str]] = [
+        ("random", SigItem(suite, pk, MESSAGE, signer.sign(sk, MESSAGE, CONTEXT), CONTEXT), "")
+        for _ in range(RANDOM_SIGNATURES)]
+    say(f"pool of {pool_size} cached signatures ...")
+    pool = signature_pool(suite, pool_size)
+    for ps in sorted(pool, key=lambda s: -(s.hash_calls or 0))[:2]:
+        chosen.append(("costliest", ps.item, f"costliest of {len(pool)}"))
+    seconds = minutes * 60
+    grinder = ValidGrinder(secret, MESSAGE, CONTEXT, seed=int.from_bytes(os.urandom(8)))
+    grinder.root_steps(0, 0)  # compile / load the kernels before the clock starts
+    grinder.fors_steps(0)
+    say(f"grinding valid signatures for {VALID_SHARE * seconds:.0f} s ...")
+    found = grinder.grind(VALID_SHARE * seconds, keep=2)
+    st = grinder.stats
+    grind["valid"] = {
+        "cpu_seconds": st.cpu_seconds, "seconds": st.seconds, "trees": st.trees,
+        "fors_keys": st.fors_keys, "landing_tries": st.landing_tries, "hits": st.hits,
+        "complete": st.complete, "fixed_layers": st.fixed_layers,
+        "best_steps": [c.steps for c in found], "random_mean_steps": grinder.p.d * grinder.mean,
+        "trajectory": st.best_steps[-50:],
+    }
+    for cand in found:
+        sig = sign_candidate(secret, MESSAGE, CONTEXT, cand)
+        w = walk(suite, pk, MESSAGE, sig, CONTEXT)
+        if not (verifier.verify(pk, MESSAGE, sig, CONTEXT) and w.valid
+                and w.layer_steps == cand.layer_steps):
+            raise AdversaryError(f"{suite}: the ground signature at address {cand.address} "
+                                 "did not verify as predicted")
+        chosen.append(("ground", SigItem(suite, pk, MESSAGE, sig, CONTEXT),
+                       f"ground {st.cpu_seconds:.0f} CPU-s"))
+    base = chosen[0][1].signature
+    craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=0)  # compile / load
+    share = (1 - VALID_SHARE) * seconds
+    say(f"crafting an invalid signature for {share:.0f} s ...")
+    crafted = craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=share,
+                            salt=os.urandom(secret.pk_seed.__len__()))
+    if verifier.verify(pk, MESSAGE, crafted.signature, CONTEXT):
+        raise AdversaryError(f"{suite}: liboqs accepted the crafted signature")
+    grind["crafted"] = {"cpu_seconds": crafted.cpu_seconds, "seconds": crafted.seconds,
+                        "tries_per_layer": list(crafted.tries),
+                        "layer_steps": list(crafted.layer_steps)}
+    chosen.append(("crafted_invalid", SigItem(suite, pk, MESSAGE, crafted.signature, CONTEXT),
+                   "one node per layer ground"))
+    return chosen
+
+
+def _mldsa_signatures(suite: str, pool_size: int, say: Say) -> list[tuple[str, SigItem, str]]:
+    from qprof.verify import get_signer
+    from qprof.verify.adversary.mldsa import rejections
+
+    signer = get_signer("liboqs", suite)
+    pk, sk = signer.keypair()
+    say(f"signing {RANDOM_SIGNATURES} random signatures (liboqs) ...")
+    chosen = [("random", SigItem(suite, pk, MESSAGE, signer.sign(sk, MESSAGE, CONTEXT),
+                                 CONTEXT), "") for _ in range(RANDOM_SIGNATURES)]
+    pool = signature_pool(suite, min(pool_size, 16))
+    chosen.append(("costliest", pool[0].item, "a pool signature (ML-DSA: no chain cost)"))
+    for rej in rejections(suite, chosen[0][1].signature):
+        chosen.append(("crafted_invalid", SigItem(suite, pk, MESSAGE, rej.signature, CONTEXT),
+                       f"rejected at the {rej.label}"))
+    return chosen
+
+
+def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFAULT_SIZE,
+                  rounds: int = DEFAULT_ROUNDS, dual: bool = True,
+                  say: Say = lambda _: None) -> AdversaryRun:
+    from qprof.verify import backend_status
+
+    status = backend_status("liboqs")
+    if not status.available or suite not in status.suites:
+        raise AdversaryError(f"{suite}: liboqs is needed to sign and time ({status.reason})")
+    grind: dict[str, Any] = {}
+    if suite.startswith("SLH-DSA"):
+        chosen = _slh_signatures(suite, minutes, pool_size, say, grind)
+    elif suite.startswith("ML-DSA"):
+        chosen = _mldsa_signatures(suite, pool_size, say)
+    else:
+        raise AdversaryError(f"{suite}: only ML-DSA and SLH-DSA suites")
+    backends = ["liboqs"]
+    numba = backend_status("numba")
+    if dual and numba.available and suite in numba.suites:
+        backends.append("numba")
+    items = [c[1] for c in chosen]
+    # The pool is timed in the same job, so the fit and the ratios share its phases.
+    pool = signature_pool(suite, pool_size) if suite.startswith("SLH-DSA") else []
+    say(f"timing {len(items)} signatures and the pool of {len(pool)} on CPU {cpu} "
+        f"({rounds} rounds, {' and '.join(backends)}) ...")
+    timings = time_signatures(items + [p.item for p in pool], cpu, rounds, backends)
+    calls = [hash_calls(i) for i in items]
+    sigs: list[AdversarySignature] = []
+    for kind in KINDS:
+        idx = [i for i, c in enumerate(chosen) if c[0] == kind]
+        sigs += _timed(kind, [items[i] for i in idx], [timings[i] for i in idx],
+                       [calls[i] for i in idx], [chosen[i][2] for i in idx])
+    run = AdversaryRun(suite, cpu, cpu_model_name(), minutes, rounds, sigs, grind)
+    if pool:
+        run.pool = _pool_profile([p.hash_calls or 0 for p in pool],
+                                 [t[0].median_ns for t in timings[len(items):]], run)
+    return run
+
+
+def _pool_profile(calls: list[int], times: list[float], run: AdversaryRun) -> dict[str, Any]:
+    """The pool's distribution and the time-per-call fit, with how well the fit predicts
+    the signatures outside the pool (the ground and crafted ones)."""
+    model = CallModel.fit(calls, times)
+    outside = {s.kind: abs(model.predict(s.hash_calls or 0) - s.verify_ns) / s.verify_ns
+               for s in run.signatures if s.kind in ("ground", "crafted_invalid")}
+    return {"time_ns": asdict(Distribution.of(times)),
+            "hash_calls": asdict(Distribution.of([float(c) for c in calls])),
+            "model": asdict(model), "model_error_outside_pool": outside}

@@ -1,0 +1,79 @@
+"""A cached pool of many SLH-DSA (or ML-DSA) signatures, each with its exact hash calls.
+
+The measurement pool (``fixtures``, 8 per suite) spreads the cost of a signature over
+the estimate; this one is large enough (64-256) for the tail to show: its costliest
+signatures are what a block builder keeps when it picks among honest ones.  Keys and
+signatures are made by liboqs (one key per ``PER_KEY`` signatures; qprof's message) and
+cached beside the fixtures; a cached signature is used only if liboqs still accepts it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
+from qprof.measure.sigtime import SigItem
+
+PER_KEY = 16
+DEFAULT_SIZE = 64
+
+
+@dataclass(frozen=True)
+class PoolSignature:
+    item: SigItem
+    hash_calls: int | None  # None for ML-DSA (its cost barely depends on the signature)
+
+
+def hash_calls(item: SigItem) -> int | None:
+    if not item.suite.startswith("SLH-DSA"):
+        return None
+    from qprof.verify.slhdsa_calls import count_calls
+
+    return count_calls(item.suite, item.public_key, item.message, item.signature,
+                       item.context).total
+
+
+def pool_path(suite: str, directory: Path | None = None) -> Path:
+    return (directory or cache_dir().parent / "adversary") / f"{suite}.pool.json"
+
+
+def _load(path: Path, suite: str) -> list[SigItem]:
+    from qprof.verify import get_verifier
+
+    items: list[SigItem] = []
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        raw = json.loads(path.read_text())
+        verifier = get_verifier("liboqs", suite)
+        for d in raw:
+            item = SigItem.from_dict(d)
+            if item.suite == suite and verifier.verify(item.public_key, item.message,
+                                                       item.signature, item.context):
+                items.append(item)
+    return items
+
+
+def signature_pool(suite: str, size: int = DEFAULT_SIZE,
+                   directory: Path | None = None) -> list[PoolSignature]:
+    """``size`` liboqs signatures of ``suite`` (cached ones first, topped up)."""
+    from qprof.verify import get_signer
+
+    path = pool_path(suite, directory)
+    items = _load(path, suite)[:size] if path.is_file() else []
+    if len(items) < size:
+        signer = get_signer("liboqs", suite)
+        missing = size - len(items)
+        for _ in range(math.ceil(missing / PER_KEY)):
+            pk, sk = signer.keypair()
+            for _ in range(min(PER_KEY, size - len(items))):
+                items.append(SigItem(suite, pk, MESSAGE, signer.sign(sk, MESSAGE, CONTEXT),
+                                     CONTEXT))
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps([i.to_dict() for i in items]))
+            tmp.replace(path)
+    return [PoolSignature(i, hash_calls(i)) for i in items]

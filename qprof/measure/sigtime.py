@@ -1,0 +1,178 @@
+"""Signature by signature: what each one costs to verify, on one pinned core.
+
+The engine times a suite over its pool; what an adversary brings is single signatures,
+so this times a list of them one by one, interleaved round-robin (every round visits
+every signature, starting one further each round, so drift and contention phases fall
+on all of them alike) in a worker process pinned to the CPU at the workers' niceness,
+on the job's clock (``measure.timing.Clock``; "cpu" by default: on a shared machine a
+niced worker's wall time measures the run queue).  The parent keeps its threads off
+that CPU meanwhile (``processes.parent_off_cpu``).  A value is the mean of enough calls
+to fill ``MIN_VALUE_S``; a signature's figure is the median of its rounds.
+
+    python -m qprof.measure.sigtime --job JOB.json   (JOB: items, cpu, rounds ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+MIN_VALUE_S = 0.004  # calls per value fill at least this long
+DEFAULT_ROUNDS = 15
+NICE = 10
+
+
+class SigTimeError(RuntimeError):
+    """The timing worker failed (message: why)."""
+
+
+@dataclass(frozen=True)
+class SigItem:
+    suite: str
+    public_key: bytes
+    message: bytes
+    signature: bytes
+    context: bytes = b""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"suite": self.suite, "public_key": self.public_key.hex(),
+                "message": self.message.hex(), "signature": self.signature.hex(),
+                "context": self.context.hex()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, str]) -> SigItem:
+        return cls(d["suite"], bytes.fromhex(d["public_key"]), bytes.fromhex(d["message"]),
+                   bytes.fromhex(d["signature"]), bytes.fromhex(d["context"]))
+
+
+@dataclass(frozen=True)
+class SigTiming:
+    """One signature with one backend: per-round ns per call, and the verdict."""
+
+    index: int
+    backend: str
+    accepted: bool
+    values_ns: tuple[float, ...]
+
+    @property
+    def median_ns(self) -> float:
+        return statistics.median(self.values_ns)
+
+
+@dataclass(frozen=True)
+class SigJob:
+    cpu: int
+    rounds: int
+    timer: str
+    nice: int
+    backends: tuple[str, ...]
+    items: tuple[SigItem, ...]
+
+    def write(self, path: Path) -> None:
+        d = asdict(self)
+        d["items"] = [i.to_dict() for i in self.items]
+        path.write_text(json.dumps(d))
+
+    @classmethod
+    def read(cls, path: Path) -> SigJob:
+        d = json.loads(path.read_text())
+        return cls(int(d["cpu"]), int(d["rounds"]), str(d["timer"]), int(d["nice"]),
+                   tuple(str(b) for b in d["backends"]),
+                   tuple(SigItem.from_dict(i) for i in d["items"]))
+
+
+def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_ROUNDS,
+                    backends: Sequence[str] = ("liboqs",), timer: str = "cpu",
+                    nice: int = NICE) -> list[list[SigTiming]]:
+    """Per item, one ``SigTiming`` per backend (in ``backends`` order)."""
+    from qprof.measure.processes import parent_off_cpu
+
+    if not items:
+        return []
+    with tempfile.TemporaryDirectory(prefix="qprof-sigtime-") as tmp:
+        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
+        SigJob(cpu, rounds, timer, nice, tuple(backends), tuple(items)).write(job_path)
+        with parent_off_cpu(cpu):
+            proc = subprocess.run(
+                [sys.executable, "-m", "qprof.measure.sigtime", "--job", str(job_path),
+                 "--out", str(out_path)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        if proc.returncode != 0 or not out_path.is_file():
+            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+            raise SigTimeError(f"timing worker failed on CPU {cpu}: {tail or proc.returncode}")
+        raw = json.loads(out_path.read_text())
+    return [[SigTiming(int(t["index"]), str(t["backend"]), bool(t["accepted"]),
+                       tuple(float(v) for v in t["values_ns"])) for t in row] for row in raw]
+
+
+def _run(job: SigJob) -> list[list[dict[str, object]]]:
+    import time
+
+    from qprof.measure.timing import Clock
+    from qprof.verify import get_verifier
+
+    clock = Clock.of(job.timer)
+    verifiers = {(b, s): get_verifier(b, s) for b in job.backends
+                 for s in {i.suite for i in job.items}}
+    for v in verifiers.values():
+        v.warm_up()
+    n = len(job.items)
+    calls = [[1] * len(job.backends) for _ in range(n)]
+    accepted = [[False] * len(job.backends) for _ in range(n)]
+    for i, item in enumerate(job.items):  # calibrate: calls per value
+        for b, backend in enumerate(job.backends):
+            v = verifiers[(backend, item.suite)]
+            t0 = time.perf_counter()
+            accepted[i][b] = v.verify(item.public_key, item.message, item.signature,
+                                      item.context)
+            one = max(time.perf_counter() - t0, 1e-7)
+            calls[i][b] = max(1, int(MIN_VALUE_S / one + 0.5))
+    values: list[list[list[float]]] = [[[] for _ in job.backends] for _ in range(n)]
+    for r in range(job.rounds):
+        for step in range(n):
+            i = (step + r) % n
+            item = job.items[i]
+            for b, backend in enumerate(job.backends):
+                v = verifiers[(backend, item.suite)]
+                loops = calls[i][b]
+                t0 = clock.now()
+                for _ in range(loops):
+                    v.verify(item.public_key, item.message, item.signature, item.context)
+                dt = clock.now() - t0 - clock.overhead_s
+                values[i][b].append(max(dt, 1e-9) / loops * 1e9)
+    return [[{"index": i, "backend": backend, "accepted": accepted[i][b],
+              "values_ns": values[i][b]} for b, backend in enumerate(job.backends)]
+            for i in range(n)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from qprof.measure.worker import _pin, _set_nice, die_with_parent
+
+    die_with_parent()
+    parser = argparse.ArgumentParser(prog="python -m qprof.measure.sigtime")
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        job = SigJob.read(Path(args.job))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"qprof sigtime: bad job file {args.job}: {exc}", file=sys.stderr)
+        return 4
+    error = _pin(job.cpu)
+    if error:
+        print(f"qprof sigtime: {error}", file=sys.stderr)
+        return 3
+    _set_nice(job.nice)
+    Path(args.out).write_text(json.dumps(_run(job)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Exact hash calls of one SLH-DSA-SHAKE verification, counted with qprof's kernels.
+
+FIPS 205 verification makes, per signature:
+  H_msg once; F: k FORS leaves + every WOTS+ chain step; H: k * a FORS nodes and
+  d * h' XMSS nodes; T: one T_k (FORS roots) and d T_len (WOTS+ public keys); no PRF.
+Only the chain steps depend on the signature: at each layer they are sum(15 - digit)
+over the digits of the message node that layer signs, which ``walk_kernel`` computes
+exactly as verification does (valid or not).  Mean and spread of a random layer follow
+from the digits being uniform (``random_layer_steps``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+W = 16
+
+
+@dataclass(frozen=True)
+class HashCalls:
+    """Calls of each FIPS 205 hash one verification makes (PRF: none when verifying)."""
+
+    f: int
+    h: int
+    t: int
+    hmsg: int
+    prf: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.f + self.h + self.t + self.hmsg + self.prf
+
+    def to_dict(self) -> dict[str, int]:
+        return {"F": self.f, "H": self.h, "T": self.t, "H_msg": self.hmsg, "PRF": self.prf,
+                "total": self.total}
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What verifying one signature walked."""
+
+    params: str
+    valid: bool
+    idx_tree: int
+    idx_leaf: int
+    layer_steps: tuple[int, ...]  # WOTS+ chain steps (F calls) per layer, layer 0 first
+    layer_messages: tuple[bytes, ...]  # the node each layer's WOTS+ signature signs
+
+    @property
+    def calls(self) -> HashCalls:
+        return calls_for_steps(_params()[self.params], sum(self.layer_steps))
+
+
+def nb_module(name: str) -> Any:
+    """A kernel module of ``qprof.verify.nb``, imported by name (as the numba backend
+    does): its functions take numba's types, which mypy does not check."""
+    return importlib.import_module(f"qprof.verify.nb.{name}")
+
+
+# nb.slhdsa_params.SlhParams: a plain dataclass, reached through nb_module like the kernels
+SlhParams = Any
+
+
+def _params() -> dict[str, SlhParams]:
+    params: dict[str, SlhParams] = nb_module("slhdsa_params").PARAMS
+    return params
+
+
+def calls_for_steps(p: SlhParams, chain_steps: int) -> HashCalls:
+    return HashCalls(f=p.k + chain_steps, h=p.k * p.a + p.d * p.hp, t=1 + p.d, hmsg=1)
+
+
+def params_of(suite: str) -> SlhParams:
+    """ValueError for a suite that is not SLH-DSA-SHAKE."""
+    known = _params()
+    p = known.get(suite)
+    if p is None:
+        raise ValueError(f"{suite} is not an SLH-DSA-SHAKE parameter set; known: "
+                         f"{', '.join(known)}")
+    return p
+
+
+def walk(suite: str, public_key: bytes, message: bytes, signature: bytes,
+         context: bytes = b"") -> Walk:
+    """The walk of one verification; ValueError for wrong lengths or an unknown suite."""
+    walk_kernel = nb_module("slhdsa_walk").walk_kernel
+    p = params_of(suite)
+    if len(public_key) != p.public_key_bytes or len(signature) != p.signature_bytes:
+        raise ValueError(f"{suite}: public key must be {p.public_key_bytes} bytes and the "
+                         f"signature {p.signature_bytes}")
+    if len(context) > 255:
+        raise ValueError("context longer than 255 bytes")
+    nw = p.n // 8
+    steps = np.zeros(p.d, dtype=np.int64)
+    messages = np.zeros(p.d * nw, dtype=np.uint64)
+    where = np.zeros(2, dtype=np.int64)
+    valid = walk_kernel(
+        p.n, p.h, p.d, p.hp, p.a, p.k, p.m,
+        np.frombuffer(bytes(public_key), dtype=np.uint8),
+        np.frombuffer(bytes(message), dtype=np.uint8),
+        np.frombuffer(bytes(signature), dtype=np.uint8),
+        np.frombuffer(bytes(context), dtype=np.uint8),
+        steps, messages, where,
+    )  # fmt: skip
+    raw = messages.astype("<u8").tobytes()
+    return Walk(
+        params=suite, valid=bool(valid), idx_tree=int(where[0]), idx_leaf=int(where[1]),
+        layer_steps=tuple(int(s) for s in steps),
+        layer_messages=tuple(raw[i * p.n:(i + 1) * p.n] for i in range(p.d)),
+    )
+
+
+def count_calls(suite: str, public_key: bytes, message: bytes, signature: bytes,
+                context: bytes = b"") -> HashCalls:
+    return walk(suite, public_key, message, signature, context).calls
+
+
+def node_steps(node: bytes) -> int:
+    """Chain steps WOTS+ verification walks for the message node ``node``."""
+    csum = 0
+    for byte in node:
+        csum += (W - 1 - (byte >> 4)) + (W - 1 - (byte & 15))
+    return csum + sum(W - 1 - ((csum >> (4 * (2 - c))) & 15) for c in range(3))
+
+
+@dataclass(frozen=True)
+class LayerDistribution:
+    """Chain steps of one layer whose message node is uniformly random."""
+
+    mean: float
+    sd: float
+    most: int  # every message digit 0: the most the structure allows
+
+
+@functools.cache
+def random_layer_steps(n: int) -> LayerDistribution:
+    """Exact mean and spread of one layer's chain steps (message digits uniform):
+    the distribution of the digit sum by convolution, then the checksum chains of
+    each value."""
+    dist = np.zeros(1, dtype=np.float64)
+    dist[0] = 1.0
+    one = np.full(W, 1.0 / W)
+    for _ in range(2 * n):
+        dist = np.convolve(dist, one)
+    csums = np.arange(dist.size)  # sum of (15 - digit) has the same distribution
+    steps = np.array([c + sum(W - 1 - ((c >> (4 * (2 - i))) & 15) for i in range(3))
+                      for c in csums], dtype=np.float64)
+    mean = float((dist * steps).sum())
+    sd = float(np.sqrt((dist * (steps - mean) ** 2).sum()))
+    return LayerDistribution(mean, sd, int(steps.max()))

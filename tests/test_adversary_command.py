@@ -1,0 +1,79 @@
+"""`qprof adversary` and `qprof block --adversarial` end to end, small (needs liboqs).
+
+SLH-DSA-SHAKE-128f keeps it short: a few seconds of grinding, a pool of 8, 3 rounds.
+The file must hold every kind with the keys the issue names, liboqs must accept the
+ground signatures and reject the crafted ones, and the hash calls must be the ones
+``walk`` counts.  The ML-DSA run writes its rejections.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from qprof.cli import main
+from qprof.verify.slhdsa_calls import count_calls
+
+KEYS = {"kind", "suite", "pk", "msg", "ctx", "sig", "valid", "hash_calls", "verify_ns"}
+needs_liboqs = pytest.mark.usefixtures("liboqs_available")
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def _cpu() -> str:
+    return str(max(os.sched_getaffinity(0)))
+
+
+@needs_liboqs
+def test_slhdsa_run_writes_checkable_signatures(cache: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from qprof.verify import get_verifier
+
+    out = cache / "adv.json"
+    suite = "SLH-DSA-SHAKE-128f"
+    assert main(["adversary", suite, "--minutes", "0.05", "--pool", "8", "--rounds", "3",
+                 "--cpu", _cpu(), "--no-dual", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    kinds = [r["kind"] for r in rows]
+    assert kinds.count("random") == 16 and "costliest" in kinds and "ground" in kinds
+    assert "crafted_invalid" in kinds
+    verifier = get_verifier("liboqs", suite)
+    for r in rows:
+        assert set(r) >= KEYS and r["suite"] == suite and r["verify_ns"] > 0
+        pk, msg, sig, ctx = (bytes.fromhex(r[k]) for k in ("pk", "msg", "sig", "ctx"))
+        assert verifier.verify(pk, msg, sig, ctx) is r["valid"]
+        assert r["valid"] is (r["kind"] != "crafted_invalid")
+        assert r["hash_calls"] == count_calls(suite, pk, msg, sig, ctx).total
+    text = capsys.readouterr().out
+    assert "ground" in text and "time = " in text
+
+    code = main(["block", "--adversarial", "--suites", suite, "--signatures", "6",
+                 "--repeat", "1", "--cpus", _cpu(), "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    (row,) = data["adversarial"]
+    assert row["ground"]["signatures"] == row["median"]["signatures"] == 6
+    assert row["ratio"] > 0
+
+
+@needs_liboqs
+def test_mldsa_run_writes_its_rejections(cache: Path) -> None:
+    out = cache / "adv.json"
+    assert main(["adversary", "ML-DSA-44", "--minutes", "0", "--pool", "4", "--rounds", "3",
+                 "--cpu", _cpu(), "--no-dual", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    rejected = [r for r in rows if r["kind"] == "crafted_invalid"]
+    assert len(rejected) == 3 and not any(r["valid"] for r in rejected)
+    assert all(r["hash_calls"] is None for r in rows)
+
+
+def test_bad_arguments_exit_2(cache: Path) -> None:
+    assert main(["adversary", "NOPE"]) == 2
+    assert main(["adversary", "ML-DSA-44", "--rounds", "1"]) == 2

@@ -1,0 +1,110 @@
+"""The worst-signature figure in the verdict, on the seeds' Silver (fixture seeds-arm,
+CPU 2, the seeds' medians): shown beside the median VU everywhere (check JSON and text,
+metrics, monitor, report), deciding only when the profile holds its constants to it.
+
+The factors come from a summary file written here the way `qprof adversary` keeps it
+(no measurement): 1.09x ground valid, 1.32x crafted invalid, this host's 256s figures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qprof.consensus import load_profile
+from tests.test_consensus_policy import HW, SILVER, judge
+
+SUITE = "SLH-DSA-SHAKE-256s"
+
+
+@pytest.fixture
+def factors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "adversary"
+    directory.mkdir()
+    summary = {"suite": SUITE, "cpu": 1, "cpu_model": "Intel(R) Xeon(R) Processor",
+               "measured_at": 0.0,
+               "worst": {"ground": {"ratio": 1.092, "low": 1.059, "high": 1.114,
+                                    "hash_calls": 4919, "label": ""},
+                         "crafted_invalid": {"ratio": 1.322, "low": 1.320, "high": 1.365,
+                                             "hash_calls": 6059, "label": ""}}}
+    (directory / f"{SUITE}.last.json").write_text(json.dumps({"summary": summary,
+                                                              "signatures": []}))
+    monkeypatch.setenv("QPROF_ADVERSARY_DIR", str(directory))
+    return directory
+
+
+def _held_to_worst(tmp_path: Path) -> str:
+    text = load_profile("qanum").path.read_text().replace(
+        'constants_held_to = "median"', 'constants_held_to = "worst_signature"')
+    path = tmp_path / "qanum-worst.toml"
+    path.write_text(text.replace('name = "qanum"', 'name = "qanum-worst"'))
+    return str(path)
+
+
+@pytest.mark.usefixtures("factors")
+def test_silver_shows_the_worst_signature_against_3600_held_to_the_median() -> None:
+    results = judge("qanum", HW / "seeds-arm", 2, SILVER)
+    r = results[SUITE]
+    w = r.worst_signature
+    assert r.vu_estimate == 3492 and r.decision == "covered" and r.held_to == "median"
+    assert w is not None and w.kind == "crafted_invalid" and w.median_vu == 3492
+    assert w.vu > 3600 and w.vu_ci[0] <= w.vu <= w.vu_ci[1]
+    assert w.covered_by(3600) is False
+    assert results["ML-DSA-87"].worst_signature is None  # no chain cost to choose
+    from qprof.commands.check import result_json
+
+    row = result_json(r, "auto")
+    assert row["vu_worst_signature"] == w.vu and row["constants_held_to"] == "median"
+    json.dumps(row)
+
+
+def test_a_profile_may_bind_the_worst_signature(factors: Path, tmp_path: Path) -> None:
+    results = judge(_held_to_worst(tmp_path), HW / "seeds-arm", 2, SILVER)
+    r = results[SUITE]
+    assert r.held_to == "worst_signature" and r.decision == "not_covered"
+    assert r.policy_decision == "not_covered" and r.margin is not None and r.margin < 0
+    assert "the constants are held to it" in r.verdict
+    assert results["ML-DSA-87"].decision == "covered"
+
+
+def test_no_adversary_run_no_figure() -> None:
+    r = judge("qanum", HW / "seeds-arm", 2, SILVER)[SUITE]
+    assert r.worst_signature is None and r.decision == "covered"
+
+
+@pytest.mark.usefixtures("factors")
+def test_views_show_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from qprof.commands.check_adversarial import print_worst, reference_json
+    from qprof.consensus.verdict import CoverageResult
+    from qprof.service.metrics_adversarial import worst_signature_metrics
+    from qprof.tui.model import CoverageView
+    from qprof.tui.widgets.coverage_panel import worst_line
+
+    profile = load_profile("qanum")
+    results = list(judge("qanum", HW / "seeds-arm", 2, SILVER).values())
+    print_worst(profile, results)
+    text = capsys.readouterr().out
+    assert "CPU 2 SLH-DSA-SHAKE-256s" in text and "OVER the constant 3600" in text
+    assert "Silver (reference, the profile's medians)" in text
+    refs = {x["kind"]: x for x in reference_json(profile) if x["core"] == "Silver"}
+    assert set(refs) == {"ground", "crafted_invalid"}  # the chosen and the crafted one
+    assert refs["ground"]["vu"] == 3813 and refs["crafted_invalid"]["vu"] == 4616
+    assert all(x["suite"] == SUITE and x["projected"] for x in refs.values())
+    assert "ground valid" in text and "crafted invalid" in text
+    families = {f.name: f for f in worst_signature_metrics(results, profile)}
+    (sample,) = families["qprof_vu_worst_signature"].samples
+    assert sample.labels["suite"] == SUITE and sample.value > 3600
+    assert families["qprof_constants_held_to_info"].samples[0].labels["held_to"] == "median"
+    r = next(x for x in results if x.suite == SUITE)
+    back = CoverageResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back.worst_signature == r.worst_signature
+    assert r.worst_signature is not None
+    view = CoverageView(suite=SUITE, where="cl0", cluster=0, cpu=2, backend="liboqs",
+                        time_ns=1.0, vu_estimate=3492, vu_constant=3600, margin=108,
+                        covered=True, worst_vu=r.worst_signature.vu,
+                        worst_ci=r.worst_signature.vu_ci, worst_kind="crafted_invalid")
+    line = worst_line((view,))
+    assert f"{r.worst_signature.vu} VU" in line and "✗ OVER" in line
+    assert "held to the median" in line
