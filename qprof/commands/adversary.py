@@ -19,17 +19,22 @@ import os
 import sys
 from pathlib import Path
 
+from qprof.commands.options import Number
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("suite", help="e.g. SLH-DSA-SHAKE-128s, SLH-DSA-SHAKE-256s, ML-DSA-44")
-    parser.add_argument("--minutes", type=float, default=2.0,
+    parser.add_argument("--minutes", type=Number(float, at_least=0.0, at_most=1440.0),
+                        default=2.0,
                         help="grinding time in minutes (default 2)")
-    parser.add_argument("--cpu", type=int, help="CPU to time on (default: the highest one "
+    parser.add_argument("--cpu", type=Number(int, at_least=0, at_most=65535),
+                        help="CPU to time on (default: the highest one "
                         "this process may use)")
     parser.add_argument("--out", type=Path, help="write the signatures as a JSON list here")
-    parser.add_argument("--pool", type=int, default=64,
+    parser.add_argument("--pool", type=Number(int, at_least=1, at_most=1024), default=64,
                         help="signatures in the cached pool (64-256; default 64)")
-    parser.add_argument("--rounds", type=int, default=15, help="timing rounds (default 15)")
+    parser.add_argument("--rounds", type=Number(int, at_least=3, at_most=1000), default=15,
+                        help="timing rounds (default 15)")
     parser.add_argument("--no-dual", action="store_true",
                         help="time liboqs only (skip the numba second verifier)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -46,10 +51,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.suite not in SUITES:
         print(f"qprof adversary: unknown suite {args.suite!r}; known: {', '.join(SUITES)}",
-              file=sys.stderr)
-        return 2
-    if args.minutes < 0 or not 1 <= args.pool <= 1024 or args.rounds < 3:
-        print("qprof adversary: --minutes >= 0, --pool 1..1024 and --rounds >= 3",
               file=sys.stderr)
         return 2
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))

@@ -60,11 +60,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeat",
-        type=Number(int, at_least=6),
+        type=Number(int, at_least=1),
         default=9,
         help="verify each block this many times per scope, scopes in turn (reversed every "
-        "other repeat); the median wall time is reported with its 95 %% interval (needs "
-        ">= 6; default 9)",
+        "other repeat); the median wall time is reported with its 95 %% interval (an "
+        "interval needs >= 6; default 9)",
     )
     parser.add_argument(
         "--worst", action="store_true",
