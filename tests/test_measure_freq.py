@@ -70,6 +70,7 @@ def test_a_cap_that_lifts_mid_run_marks_only_its_rounds(tmp_path, monkeypatch):
 
     import pytest
 
+    from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import run_bench
     from qprof.measure.records import Measurement, Note
@@ -92,7 +93,9 @@ def test_a_cap_that_lifts_mid_run_marks_only_its_rounds(tmp_path, monkeypatch):
     config = BenchConfig(cpus=[cpu], suites=["ML-DSA-44", "ML-DSA-87"], backends=[backend],
                          mode="check", budget_s=0.02, rounds=3, max_rounds=3,
                          rounds_per_worker=1, root=str(root), command=["pytest"])
-    summary = run_bench(config, records.append, progress=lift_cap)
+    # The clock-change notes come from the estimator's rule, which the engine is handed.
+    config, rule = rule_for(config)
+    summary = run_bench(config, records.append, progress=lift_cap, rule=rule)
     assert summary.status == "finished"
     caps = {m.round: (m.capped, m.cap_factor) for m in records if isinstance(m, Measurement)}
     assert caps[0][0] is True and abs(caps[0][1] - 2.24) < 0.01

@@ -83,7 +83,7 @@ def craft_invalid(suite: str, public_key: bytes, message: bytes, base_signature:
     roots = np.empty(p.k * nw, dtype=np.uint64)
     below = np.empty(nw, dtype=np.uint64)
     fors_off = n  # bytes
-    fors_below_top(seed, n, p.a, p.k, tree_lane(idx_tree), idx_leaf, indices,
+    fors_below_top(seed, n, p.a, p.k, np.uint64(tree_lane(idx_tree)), idx_leaf, indices,
                    words(bytes(sig)), fors_off // 8, 0, roots, below)  # fmt: skip
     node_right = bool((int(indices[0]) >> (p.a - 1)) & 1)
     lane3 = adrs_pair(p.a, 0)  # tree 0's root: height a, index 0
