@@ -41,8 +41,9 @@ from qprof.report.html_svg import (
     row_chart,
 )
 
-# The text beside an estimate, by the verdict's decision (qprof.consensus.verdict).
-_DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
+# The text beside an estimate, by the verdict's decision (qprof.consensus.verdict); the
+# monitor's HTML export uses the same.
+DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
                   "unsure": " ? {c}: unsure", "comparison": " (comparison only)"}
 
 
@@ -66,7 +67,7 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
                                              else "")
                 v = verdicts.get((i, suite))
                 if v is not None:
-                    text += _DECISION_TEXT[v.decision].format(c=const)
+                    text += DECISION_TEXT[v.decision].format(c=const)
                 rule = e.vu_by_statistic.get("median")
                 if e.statistic != "median" and rule is not None:
                     text += f"; median rule {rule}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from qprof.measure.units import fmt_ns
+from qprof.report.html import DECISION_TEXT
 from qprof.report.html_svg import (
     Reference,
     Row,
@@ -19,16 +20,12 @@ from qprof.report.html_svg import (
 )
 from qprof.tui.model import CoverageView, Frame, fmt_estimate
 
-# The text beside an estimate, by the verdict's decision (as `qprof report --html`).
-_DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
-                  "unsure": " ? {c}: unsure", "comparison": " (comparison only)"}
-
 
 def _estimate_row(r: CoverageView, const: int | None) -> Row:
     """The estimate with its 95 % interval (the whisker), as `qprof check` gives it."""
     text = fmt_estimate(r)
-    if const is not None and r.decision in _DECISION_TEXT:
-        text += _DECISION_TEXT[r.decision].format(c=const)
+    if const is not None and r.decision in DECISION_TEXT:
+        text += DECISION_TEXT[r.decision].format(c=const)
     if r.statistic not in (None, "median") and r.vu_median_rule is not None and not r.is_unit:
         text += f"; median rule {r.vu_median_rule}"
     lo, hi = r.vu_ci if r.vu_ci is not None and not r.is_unit else (None, None)
