@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_hostile_inputs import tmpfs
 
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
@@ -348,17 +349,10 @@ def test_12_the_issue_s_bad_numbers(args: list[str], tmp_path: Path) -> None:
 def full_tmpfs(where: Path) -> Iterator[Path]:
     """A 16 KiB tmpfs, filled: every write to it fails with ENOSPC (skips when mounting is
     refused)."""
-    where.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    try:
+    with tmpfs(where, "16k"):
         with open(where / "filler", "wb") as fh, contextlib.suppress(OSError):
             fh.write(b"\0" * 65536)
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 @pytest.fixture

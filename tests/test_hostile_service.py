@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from test_hostile_inputs import tmpfs
 from test_service_daemon import FAST_CYCLE, NO_CYCLE, DaemonProc, _slow_cycle, wait_for
 from test_service_watch import make_root
 
@@ -44,20 +45,6 @@ def kernels() -> None:
     from qprof.verify import warm_up
 
     warm_up("numba", "ML-DSA-44")
-
-
-@contextlib.contextmanager
-def tmpfs(where: Path, size: str) -> Iterator[Path]:
-    """A small tmpfs mounted at ``where`` (skips when mounting is refused)."""
-    where.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 def threads_of(pid: int) -> int:
