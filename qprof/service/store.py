@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from qprof.service.schema import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION
 from qprof.service.store_alerts import AlertLog
 from qprof.service.store_file import (
     FileEvent,
+    OnConnection,
     StoreBusy,
     StoreConnection,
     StoreError,
@@ -78,7 +78,7 @@ class RunInfo:
         return dict(self.__dict__)
 
 
-class Store:
+class Store(OnConnection):
     """SQLite store. Thread-safe: one connection guarded by a lock (writes are tiny),
     shared with ``freq`` (frequency history) and ``alerts`` (the alert log)."""
 
@@ -94,14 +94,6 @@ class Store:
         self.note = self._conn.note  # how a read-only store had to be opened, if unusual
         self.freq = FreqHistory(self._conn)
         self.alerts = AlertLog(self._conn)
-
-    @property
-    def _db(self) -> sqlite3.Connection:
-        return self._conn.db
-
-    @property
-    def _lock(self) -> threading.RLock:
-        return self._conn.lock
 
     def check_file(self) -> list[FileEvent]:
         """Check that the path still names the file open (each write does), and return

@@ -4,26 +4,16 @@ the count of alerts ever raised never drops)."""
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 
 from qprof.service.alerts import Alert
-from qprof.service.store_file import StoreConnection, user_version
+from qprof.service.store_file import OnConnection, StoreConnection, user_version
 
 
-class AlertLog:
+class AlertLog(OnConnection):
     """Alerts in the store's database (its connection and lock)."""
 
     def __init__(self, conn: StoreConnection) -> None:
         self._conn = conn
-
-    @property
-    def _db(self) -> sqlite3.Connection:
-        return self._conn.db
-
-    @property
-    def _lock(self) -> threading.RLock:
-        return self._conn.lock
 
     def add(self, alert: Alert) -> None:
         with self._conn.writing():

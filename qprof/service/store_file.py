@@ -203,3 +203,18 @@ class StoreConnection:
         self.db, _ = connect(self.path, readonly=False)
         self._identity = file_identity(self.path)
         return aside
+
+
+class OnConnection:
+    """What Store, FreqHistory and AlertLog share: the one :class:`StoreConnection`, read
+    through it at every use (putting a replaced store back swaps its ``db``)."""
+
+    _conn: StoreConnection
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._conn.db
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._conn.lock

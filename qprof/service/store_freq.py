@@ -3,32 +3,22 @@ with age, cap edges always kept exact."""
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from typing import Any
 
 from qprof.service.retention import FREQ_MIN_SPACING_S, Retention
-from qprof.service.store_file import StoreConnection
+from qprof.service.store_file import OnConnection, StoreConnection
 
 # (cpu, ts, cur_khz, max_khz, hw_max_khz, capped)
 FreqRow = tuple[int, float, int | None, int | None, int | None, bool | None]
 
 
-class FreqHistory:
+class FreqHistory(OnConnection):
     """Per-CPU frequency samples in the store's database (its connection and lock)."""
 
     def __init__(self, conn: StoreConnection) -> None:
         self._conn = conn
         # Per CPU, the last kept sample's (ts, max_khz, capped): what downsampling compares to.
         self._last: dict[int, tuple[float, int | None, int | None]] = {}
-
-    @property
-    def _db(self) -> sqlite3.Connection:
-        return self._conn.db
-
-    @property
-    def _lock(self) -> threading.RLock:
-        return self._conn.lock
 
     def add(self, samples: list[FreqRow], force: bool = False) -> int:
         """Store samples, downsampled; returns how many were kept.
