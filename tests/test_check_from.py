@@ -189,12 +189,13 @@ def recorded(tmp_path: Path) -> Path:
     return _unpacked(RECORDED[0], tmp_path)
 
 
-def test_bad_lines_are_reported_and_skipped(recorded, capsys):
+def test_bad_lines_are_reported_and_skipped(recorded, tmp_path, capsys):
     lines = recorded.read_text().splitlines(keepends=True)
     lines.insert(3, '{"type": "measurement", "cpu": 1,\n')
     lines.insert(5, "\x00\x01 not json\n")
     recorded.write_text("".join(lines))
-    code, out, err = _check(capsys, "--from", str(recorded), "--json")
+    code, out, err = _check(capsys, "--from", str(recorded), "--json", "--profile",
+                            str(_binding_everywhere(tmp_path)))
     assert f"{recorded}:4: not valid JSON" in err and f"{recorded}:6: not valid JSON" in err
     assert code == _live(RECORDED[0])["exit_code"]
     assert _figures(json.loads(out)) == _figures(_live(RECORDED[0]))
@@ -232,7 +233,7 @@ def test_records_that_give_no_estimate_are_exit_2(recorded, capsys):
         if r["type"] == "measurement" and r["samples_ns"]:
             r["samples_ns"] = [0.0] * len(r["samples_ns"])
     recorded.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code, _out, err = _check(capsys, "--from", str(recorded))
+    code, _out, err = _check(capsys, "--from", str(recorded), "--profile", "qanum")
     assert code == 2 and err.startswith("qprof check: cannot judge run ")
     assert err.count("\n") == 1
 
@@ -345,3 +346,27 @@ def test_a_verifier_no_node_runs_alone_is_comparison_only(recorded, capsys):
     doc = json.loads(out)
     assert (code, doc["decision"], doc["covered"]) == (4, "comparison", None)
     assert {r["decision"] for r in doc["results"]} == {"comparison"}
+
+
+def test_a_recorded_profile_path_that_is_not_here_is_found_by_its_name(recorded, capsys):
+    """A run records its profile's path, which is another installation's once the file
+    travels: the profile of that name here judges it, and stderr says so."""
+    from qprof.measure.jsonl import read_run
+
+    meta = read_run(recorded).meta
+    assert meta is not None and not Path(meta.profile).exists(), meta
+    code, out, err = _check(capsys, "--from", str(recorded), "--json")
+    assert code in (0, 1, 3), err
+    doc = json.loads(out)
+    assert doc["profile"] == "qanum" and doc["profile_path"] == str(load_profile("qanum").path)
+    assert f"measured against {meta.profile}, which is not here" in err
+
+
+def test_a_recorded_profile_unknown_here_is_exit_2(recorded, capsys):
+    text = recorded.read_text()
+    meta_profile = json.loads(text.splitlines()[0]).get("profile")
+    assert meta_profile, "the run's first line is its meta record, with the profile"
+    recorded.write_text(text.replace(json.dumps(meta_profile),
+                                     json.dumps("/nowhere/profiles/no-such-chain.toml"), 1))
+    code, out, err = _check(capsys, "--from", str(recorded), "--json")
+    assert code == 2 and "give --profile" in json.loads(out)["error"]

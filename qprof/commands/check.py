@@ -235,13 +235,32 @@ def _judge_recorded(args: argparse.Namespace) -> int:
         return _fail(args, f"{path}: holds {len(run_data.run_ids)} runs "
                      f"({', '.join(run_data.run_ids)}); --from judges one: keep one run's "
                      "lines (its run_id) in a file of its own")
-    name = args.profile or (run_data.meta.profile if run_data.meta else None)
+    name = args.profile or _recorded_profile(path, run_data.meta.profile
+                                             if run_data.meta else None)
     try:
         profile = load_profile(name or DEFAULT_PROFILE)
     except ProfileError as exc:
         return _fail(args, f"{exc}" if args.profile else
                      f"{exc} (the profile {path} was measured against); give --profile")
     return conclude(args, profile, run_data.summary(), run_data.records)
+
+
+def _recorded_profile(path: str, recorded: str | None) -> str | None:
+    """The profile a run was measured against. A run records its profile's path; a
+    shipped profile's path is another installation's (another machine, another venv), so
+    a path that is not here is looked up by its name among the profiles here, and the
+    user told which file judges the run."""
+    from qprof.consensus.profiles import available_profiles
+
+    if recorded is None or Path(recorded).exists():
+        return recorded
+    name = Path(recorded).stem
+    if name not in available_profiles():
+        return recorded  # load_profile says it is not found
+    print(f"qprof check: {path}: measured against {recorded}, which is not here: judged "
+          f"against the profile {name!r} found here (give --profile to choose another)",
+          file=sys.stderr)
+    return name
 
 
 def run_decision(results: list[CoverageResult]) -> Decision:

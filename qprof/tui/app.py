@@ -119,6 +119,10 @@ class MonitorApp(App[int]):
 
     # ----------------------------------------------------------------- refresh
     def refresh_frame(self) -> None:
+        # The interval timer and workers' callbacks can still fire while the app shuts
+        # down, after its screens (and so the widgets below) are gone.
+        if not self.is_running:
+            return
         frame = self.collector.frame()
         self.frame = frame
         self.query_one(MachineHeader).show(frame.machine)
