@@ -40,11 +40,11 @@ TODAY_FAILS: set[tuple[str, str]] = set()
 RATIO_SHAPES = [simulate.SHAPES_BY_NAME[n] for n in simulate.RATIO_SHAPES]
 RATIO_RUNS = 6
 RATIO_MAX_BIAS_BP = 25.0
-# What the estimator does not meet on them (docs/ESTIMATOR.md): smt-here runs without a
-# quiet stretch take the quickest contended level for the quiet speed (ML-DSA-87 -32 bp,
-# its narrow interval misses); smt-up SLH-DSA-SHAKE-256s -33 bp.
-RATIO_FAILS: set[tuple[str, str]] = {("bias", "smt-here"), ("coverage", "smt-here"),
-                                     ("bias", "smt-up")}
+# What the estimator does not meet on them (docs/ESTIMATOR.md): smt-up SLH-DSA-SHAKE-256s
+# -33 bp over its 4 decided runs (-25, -55, -74, +22: their intervals hold the truth; the
+# 2 runs spent inside one contended phase are unsure). smt-here met both since the run's
+# quiet speed is one steady phase for the whole run (3 of 6 runs unsure).
+RATIO_FAILS: set[tuple[str, str]] = {("bias", "smt-up")}
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,24 @@ slowdown moves the ratio itself (a neighbour on the SMT sibling slows the suites
 unequally: on the Intel Xeon guest measured here the SLH-DSA ratios fall about 50 bp per
 1 % of unit slowdown, docs/ESTIMATOR.md). So the estimate is the ratio at no contention:
 
-1. **Quiet speed per round** (each worker process has its own): the unit's turn medians
-   are a mixture of a quiet phase, spread only by the jitter of a turn's samples (sigma
-   from their within-turn spread), and slower contended phases. The quiet phase's centre
-   is the median of the turns within ``QUIET_SIGMAS`` sigma above the round's second
-   quickest turn. A round whose centre lies more than ``ROUND_TOLERANCE_BP`` above the
-   run's median centre ran contended throughout and is held to the run's centre.
-2. **Contention of a pair**: s = clock / centre - 1.
+1. **The run's quiet speed** u0: the centre of the quickest phase of the unit's turn
+   medians over every round: the median of the quickest band ``QUIET_SIGMAS`` sigma wide
+   (a turn median's jitter, from the within-turn spread of its samples) that holds
+   ``QUIET_MIN_SHARE`` of the turns. A share, not a few turns: the fast tail of a spread
+   round is no speed the core held (the Xeon guest: 15.8 us tails beside a 17.2 us
+   phase). The phase's centre, not its edge: s = 0 where a pair's clock is as often
+   quicker as slower by jitter alone (an operation over a clock quick by jitter reads
+   high, so a line through pairs measured from the phase's edge climbs towards s = 0:
+   +40 bp for ML-DSA-87 on the simulator's cap shape). One speed for the whole run, not
+   one per round: on the shared guests measured here a worker process's own quiet speed
+   is a contention level like any other. Rounds whose unit held 17.0-17.9 us (AMD EPYC
+   guest, one run) gave ML-DSA-87 ratios falling from 226.5 to 217.7 along one line, the
+   same line as the pairs within rounds; a per-round centre hid the contention of the
+   slower processes and split the run's estimate by process (docs/ESTIMATOR.md).
+   A run spent inside one contended level has a quickest band too, so the band must be
+   a steady phase: its turns differ from the next by no more than ``MAX_WANDER`` times
+   what their jitter gives, else the run has no quiet speed and its verdict is unsure.
+2. **Contention of a pair**: s = clock / u0 - 1.
 3. **Each pool signature's own cost** (records that say which signature each value
    verified, ``Measurement.pool_size``): the median of its ratios brought to the quiet
    speed, over all signatures' median. Dividing by it takes the signatures' spread
@@ -26,13 +37,15 @@ unequally: on the Intel Xeon guest measured here the SLH-DSA ratios fall about 5
    each operation brought to the quiet speed, every signature counted as often as it was
    verified.
 
-The interval (:func:`paired_ci`): a hierarchical Bayesian bootstrap of steps 4-5 with
-weights for the rounds (worker processes, and the drift and phases that move whole
-rounds), the pool signatures and the operations.
+The interval (:func:`paired_ci`): a hierarchical Bayesian bootstrap of steps 1 and 4-5
+with weights for the rounds (worker processes, and the drift and phases that move whole
+rounds), the pool signatures and the operations; each replicate's u0 is the quantile of
+its weighted unit turns, and its estimate moves along its own curve to that speed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,19 +56,16 @@ from qprof.measure import stats as sample_stats
 if TYPE_CHECKING:
     import numpy as np
 
-# The quiet phase of a round: unit turns within this many sigma (a turn median's jitter,
-# from the within-turn spread of its samples) above the round's second quickest turn.
+# The run's quiet speed: the median of the quickest band of the unit's turn medians
+# (every round) QUIET_SIGMAS sigma (a turn median's jitter) wide that holds this share.
+QUIET_MIN_SHARE = 0.05
 QUIET_SIGMAS = 4.0
 MIN_QUIET_WIDTH = 0.002  # at least 20 bp wide
-# A round whose quiet centre is this far above the run's quiet speed ran under a
-# neighbour throughout (worker processes of one run differ by up to ~50 bp here).
-ROUND_TOLERANCE_BP = 100.0
-# A round with fewer of its unit turns in its quiet phase than this ran contended
-# throughout: under a neighbour the turns spread over several %, and the quickest of
-# them is no quiet speed (on the Xeon guest: quiet rounds hold 30-90 % of their turns
-# within the quiet width, contended ones under 10 %).
-MIN_QUIET_SHARE = 0.15
-MIN_RUN_QUIET_TURNS = 5  # the run's quiet speed: at least this many turns at one speed
+# A quickest phase whose turns wander further than this many times their jitter from one
+# turn to the next is a contended level, not a quiet phase: on the simulator's smt-up
+# runs spent inside one contended phase 45-49x; steady phases 0.7-1.0 on every simulated
+# shape, 1.3 on the AMD EPYC guest; 5-7 on the contended Xeon guest's runs.
+MAX_WANDER = 3.0
 # s bins (unit slowdown) of the contention curve; the line through the bins up to FIT_MAX
 # gives the quiet level; operations beyond USE_MAX (heavy spells) are left out.
 BIN_EDGES = (0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.11, 0.15, 0.20)
@@ -77,74 +87,105 @@ def _turns(samples: list[float], size: int) -> list[list[float]]:
 
 @dataclass(frozen=True)
 class RoundQuiet:
-    """One round's unit turns and its quiet speed."""
+    """One round's unit turns against the run's quiet speed."""
 
     turn_medians: list[float]
-    centre: float  # the quiet phase's centre (or the run's, if contended throughout)
-    held: bool  # contended throughout: held to the run's centre
+    centre: float  # the run's quiet speed u0
 
     def slowdown(self, c: int) -> float:
         """s of the pair around suite turn c (unit turns c and c+1)."""
         return (self.turn_medians[c] + self.turn_medians[c + 1]) / 2 / self.centre - 1
 
 
-def _quiet_centre(samples: list[float], size: int
-                  ) -> tuple[list[float], float, float, float]:
-    turns = _turns(samples, size)
-    medians = [sample_stats.median(t) for t in turns]
-    order = sorted(medians)
-    floor = order[min(1, len(order) - 1)]
-    # A turn median's jitter: 1.25 x 1.4826 x (within-turn MAD) / sqrt(size), relative.
-    mads = [sample_stats.median([abs(x - m) for x in t]) / m
-            for t, m in zip(turns, medians, strict=True) if len(t) > 1 and m > 0]
-    sigma = (1.2533 * 1.4826 * sample_stats.median(mads) / max(size, 1) ** 0.5
-             if mads else 0.0)
-    width = max(QUIET_SIGMAS * sigma, MIN_QUIET_WIDTH)
-    quiet = [m for m in medians if m <= floor * (1 + width)]
-    return medians, sample_stats.median(quiet), len(quiet) / len(medians), width
+@dataclass(frozen=True)
+class RunQuiet:
+    """The run's quiet speed and every round's unit turns against it."""
+
+    u0: float
+    band: tuple[float, float]  # the quickest phase's band u0 is the median of
+    sigma: float  # a turn median's relative jitter
+    # The quickest phase's wander: the median |next turn / turn - 1| of its turns over
+    # what jitter alone gives (1 for a steady phase; nan: no band held QUIET_MIN_SHARE).
+    wander: float
+    rounds: dict[int, RoundQuiet]
+
+    @property
+    def why_not(self) -> str | None:
+        """Why this run has no quiet speed, or None."""
+        if self.wander != self.wander:
+            return (f"the host was contended throughout the run: the unit's turns never "
+                    f"held one speed for {QUIET_MIN_SHARE:.0%} of them")
+        if self.wander > MAX_WANDER:
+            return (f"the host was contended throughout the run: the unit's quickest "
+                    f"turns wander {self.wander:.1f}x as far from one turn to the next "
+                    f"as their jitter allows (a steady quiet phase: about 1)")
+        return None
 
 
-def _run_quiet_speed(medians: list[float], width: float) -> float | None:
-    """The run's quiet speed: the centre of the quickest cluster of at least
-    ``MIN_RUN_QUIET_TURNS`` unit turns (of any rounds) within ``width`` of each other. Not
-    a round's: under steady contention a round's own quickest turns are contended ones."""
+def _turn_medians(samples: list[float], size: int) -> tuple[list[float], list[float]]:
+    """A round's unit turn medians, and each turn's relative MAD of its samples."""
+    medians, mads = [], []
+    for t in _turns(samples, size):
+        m = sample_stats.median(t)
+        medians.append(m)
+        if len(t) > 1 and m > 0:
+            mads.append(sample_stats.median([abs(x - m) for x in t]) / m)
+    return medians, mads
+
+
+def _quickest_band(medians: list[float], width: float) -> tuple[float, float] | None:
+    """The quickest band ``width`` wide that holds QUIET_MIN_SHARE of ``medians``."""
     order = sorted(medians)
+    need = max(2, math.ceil(QUIET_MIN_SHARE * len(order)))
     j = 0
     for i, lo in enumerate(order):
         j = max(j, i)
         while j + 1 < len(order) and order[j + 1] <= lo * (1 + width):
             j += 1
-        if j - i + 1 >= MIN_RUN_QUIET_TURNS:
-            return sample_stats.median(order[i:j + 1])
+        if j - i + 1 >= need:
+            return lo, lo * (1 + width)
     return None
 
 
-def round_quiet(unit: Reduced) -> dict[int, RoundQuiet]:
-    """Round -> its unit turns and quiet speed (interleaved rounds with samples only)."""
-    raw = {r: _quiet_centre(unit.samples_by_round[r], k)
-           for r, k in sorted(unit.turn_sizes.items())
-           if r in unit.samples_by_round and len(unit.samples_by_round[r]) >= 2 * k}
-    if not raw:
-        return {}
-    run_centre = _run_quiet_speed([x for m, _c, _s, _w in raw.values() for x in m],
-                                  sample_stats.median([w for *_r, w in raw.values()]))
-    if run_centre is None:  # too few turns at any one speed: no quiet speed
-        return {r: RoundQuiet(m, c, True) for r, (m, c, _s, _w) in raw.items()}
-    top = run_centre * (1 + ROUND_TOLERANCE_BP / 1e4)
-    return {r: RoundQuiet(m, min(c, top) if share >= MIN_QUIET_SHARE else top,
-                          c > top or share < MIN_QUIET_SHARE)
-            for r, (m, c, share, _w) in raw.items()}
+def round_quiet(unit: Reduced) -> RunQuiet | None:
+    """The run's quiet speed, and every round's unit turns against it (interleaved rounds
+    with samples only; see the module text)."""
+    turns = {r: (_turn_medians(unit.samples_by_round[r], k), k)
+             for r, k in sorted(unit.turn_sizes.items())
+             if r in unit.samples_by_round and len(unit.samples_by_round[r]) >= 2 * k}
+    if not turns:
+        return None
+    medians = [x for (m, _d), _k in turns.values() for x in m]
+    mads = [x for (_m, d), _k in turns.values() for x in d]
+    size = sample_stats.median([k for _t, k in turns.values()])
+    # A turn median's jitter: 1.25 x 1.4826 x (within-turn MAD) / sqrt(size), relative.
+    sigma = 1.2533 * 1.4826 * sample_stats.median(mads) / max(size, 1) ** 0.5 if mads else 0.0
+    band = _quickest_band(medians, max(QUIET_SIGMAS * sigma, MIN_QUIET_WIDTH))
+    if band is None:  # no phase: every turn at the run's median speed (not used)
+        u0, wander, band = sample_stats.median(medians), float("nan"), (min(medians),
+                                                                        max(medians))
+    else:
+        lo, hi = band
+        u0 = sample_stats.median([m for m in medians if lo <= m <= hi])
+        # A steady phase's next turn differs by jitter alone: |N(0, 2 sigma^2)|, whose
+        # median is 0.954 sigma; a wandering contended level moves further.
+        steps = [abs(m[c + 1] / m[c] - 1) for (m, _d), _k in turns.values()
+                 for c in range(len(m) - 1) if lo <= m[c] <= hi]
+        wander = (sample_stats.median(steps) / (0.954 * sigma) if steps and sigma > 0
+                  else 1.0)
+    return RunQuiet(u0, band, sigma, wander,
+                    {r: RoundQuiet(m, u0) for r, ((m, _d), _k) in turns.items()})
 
 
 def unit_quiet(unit: Reduced) -> tuple[float, dict[int, float], list[int]]:
-    """The unit's quiet speed: (median of the rounds' quiet centres, centre per round not
-    contended throughout, rounds contended throughout)."""
-    rq = round_quiet(unit)
-    if not rq:
+    """The unit's quiet speed: (the run's u0, the median of each round's unit turns at
+    s <= FIT_MAX where it has some, the rounds without any: contended throughout)."""
+    run = round_quiet(unit)
+    if run is None:
         return float("nan"), {}, []
-    kept = {r: q.centre for r, q in rq.items() if not q.held}
-    return (sample_stats.median([q.centre for q in rq.values()]), kept,
-            sorted(r for r, q in rq.items() if q.held))
+    kept = {r: sample_stats.median(quiet) for r, q in run.rounds.items()
+            if (quiet := [m for m in q.turn_medians if m <= run.u0 * (1 + FIT_MAX)])}
+    return run.u0, kept, sorted(set(run.rounds) - set(kept))
 
 
 @dataclass
@@ -157,6 +198,12 @@ class PairOps:
     signature: np.ndarray  # pool signature id (unknown: one id per operation)
     cost: np.ndarray  # its signature's relative cost (1 when unknown)
     rounds: list[int]  # round_index -> round
+    u0: float = float("nan")  # the run's quiet speed the slowdowns are measured from
+    band: tuple[float, float] = (float("nan"), float("nan"))  # u0's (RoundQuiet)
+    # The unit's turn medians of these rounds, and each one's round_index: u0 is their
+    # quantile, redone per bootstrap replicate.
+    unit_turns: np.ndarray | None = None
+    unit_turn_round: np.ndarray | None = None
 
 
 @dataclass
@@ -266,8 +313,9 @@ def _bins_used(ops: PairOps) -> tuple[list[int], list[int], np.ndarray]:
     return fit, level, used
 
 
-def _estimate(ops: PairOps, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per replicate: (quiet ratio, slope b)."""
+def _estimate(ops: PairOps, weights: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per replicate: (quiet ratio, the curve's level a at s = 0, its slope b)."""
     import numpy as np
 
     fit, level, used = _bins_used(ops)
@@ -279,7 +327,7 @@ def _estimate(ops: PairOps, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray
     zs = np.take_along_axis(z, order, 1)
     cum = np.cumsum(np.take_along_axis(w, order, 1), axis=1)
     pos = np.argmax(cum >= cum[:, -1:] / 2, axis=1)
-    return zs[np.arange(len(pos)), pos], b
+    return zs[np.arange(len(pos)), pos], a, b
 
 
 def _signature_costs(ops: PairOps) -> np.ndarray:
@@ -303,7 +351,7 @@ def _signature_costs(ops: PairOps) -> np.ndarray:
     return np.array([lookup.get(s, 1.0) for s in sig.tolist()])
 
 
-def _collect(suite: Reduced, rq: dict[int, RoundQuiet]
+def _collect(suite: Reduced, run: RunQuiet
              ) -> tuple[PairOps, dict[int, int], dict[int, int]] | None:
     """The paired operations, and per round its B turns and its quiet B turns."""
     import numpy as np
@@ -317,7 +365,7 @@ def _collect(suite: Reduced, rq: dict[int, RoundQuiet]
     rounds: list[int] = []
     unique = 1 << 40  # ids of operations whose signature is not recorded
     for r, k in sorted(suite.turn_sizes.items()):
-        q = rq.get(r)
+        q = run.rounds.get(r)
         if q is None or r not in suite.samples_by_round:
             continue
         samples = suite.samples_by_round[r]
@@ -341,8 +389,12 @@ def _collect(suite: Reduced, rq: dict[int, RoundQuiet]
                     unique += 1
     if not ratio:
         return None
+    unit_turns = [m for r in rounds for m in run.rounds[r].turn_medians]
+    unit_round = [i for i, r in enumerate(rounds) for _m in run.rounds[r].turn_medians]
     ops = PairOps(np.asarray(ratio), np.asarray(slow), np.asarray(rix),
-                  np.asarray(sig, dtype=np.int64), np.ones(len(ratio)), rounds)
+                  np.asarray(sig, dtype=np.int64), np.ones(len(ratio)), rounds,
+                  run.u0, run.band, np.asarray(unit_turns),
+                  np.asarray(unit_round))
     return ops, turns, quiet
 
 
@@ -351,11 +403,12 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
     were timed in interleaved rounds with their samples kept."""
     import numpy as np
 
-    rq = round_quiet(unit)
-    if not rq or not suite.turn_sizes:
+    run = round_quiet(unit)
+    if run is None or not suite.turn_sizes:
         return None
-    got = _collect(suite, rq)
-    unit_ns, unit_by_round, held = unit_quiet(unit)
+    rq = run.rounds
+    got = _collect(suite, run)
+    unit_ns, unit_by_round, without_quiet = unit_quiet(unit)
     if got is None:
         return None
     ops, turns, quiet = got
@@ -366,17 +419,16 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
     share = contended_turns / max(unit_turns - len(rq), 1)
     fraction = {r: quiet[r] / turns[r] if turns[r] else 0.0 for r in turns}
     quiet_rounds = [r for r in turns if quiet[r] > 0]
-    contended = sorted(set(held) | {r for r in turns if quiet[r] == 0})
+    contended = sorted(set(without_quiet) | {r for r in turns if quiet[r] == 0})
     n_quiet = int((ops.slowdown <= FIT_MAX).sum())
     base = Paired(float("nan"), {}, fraction, contended, sum(quiet.values()),
                   sum(turns.values()), unit_ns, unit_by_round, {}, share, None, n_quiet, ops)
     fit, _level, _used = _bins_used(ops)
     # A level at s = 0: a line through two quiet bins, or the quickest bin alone.
     fits = len(fit) >= 2 or fit == [0]
-    if all(q.held for q in rq.values()):
-        base.why_not = (f"the host was contended throughout the run (no round had a quiet "
-                        f"phase: fewer than {MIN_QUIET_SHARE:.0%} of its unit turns at one "
-                        "speed)")
+    if run.why_not is not None:
+        base.why_not = f"{run.why_not}; the unit was over {FIT_MAX:.0%} slower than its " \
+            f"quickest phase {share:.0%} of the time"
         return base
     if n_quiet < MIN_QUIET_OPS or not fits or len(quiet_rounds) < MIN_QUIET_ROUNDS:
         base.why_not = (
@@ -386,7 +438,7 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
             f"{share:.0%} of the time")
         return base
     ops.cost = _signature_costs(ops)
-    est, slope = _estimate(ops, np.ones((1, len(ops.ratio))))
+    est, _a, slope = _estimate(ops, np.ones((1, len(ops.ratio))))
     ratio = float(est[0])
     _f, level, used = _bins_used(ops)
     a, _b, g = _fit(ops, np.ones((1, len(ops.ratio))), fit, level)
@@ -405,6 +457,26 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
     return base
 
 
+def _replicate_u0(ops: PairOps, by_round: np.ndarray, rng: np.random.Generator
+                  ) -> np.ndarray | None:
+    """Per replicate: the weighted median of the unit turns in u0's band (the band as
+    the run's: where the quickest phase lies is no source of error, its centre is)."""
+    import numpy as np
+
+    turns, where = ops.unit_turns, ops.unit_turn_round
+    if turns is None or where is None or not ops.band[1] > 0:
+        return None
+    inside = (turns >= ops.band[0]) & (turns <= ops.band[1])
+    if not inside.any():
+        return None
+    values, rounds = turns[inside], where[inside]
+    order = np.argsort(values, kind="stable")
+    w = by_round[:, rounds[order]] * rng.exponential(size=(by_round.shape[0], len(order)))
+    cum = np.cumsum(w, axis=1)
+    out: np.ndarray = values[order][np.argmax(cum >= cum[:, -1:] / 2, axis=1)]
+    return out
+
+
 def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
               signatures: bool = True) -> tuple[float, float] | None:
     """95 % interval of the quiet ratio: a Bayesian bootstrap with weights for rounds,
@@ -421,7 +493,8 @@ def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
     if n > MAX_BOOTSTRAP_OPS:  # a random subset (every k-th would alias with the pool)
         keep = np.sort(rng.choice(n, MAX_BOOTSTRAP_OPS, replace=False))
         ops = PairOps(ops.ratio[keep], ops.slowdown[keep], ops.round_index[keep],
-                      ops.signature[keep], ops.cost[keep], ops.rounds)
+                      ops.signature[keep], ops.cost[keep], ops.rounds, ops.u0,
+                      ops.band, ops.unit_turns, ops.unit_turn_round)
         n = len(keep)
     fit, _level, _used = _bins_used(ops)
     if not (len(fit) >= 2 or fit == [0]):
@@ -434,11 +507,16 @@ def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
     done = 0
     while done < replicates:
         reps = min(BOOTSTRAP_CHUNK, replicates - done)
-        w = (rng.exponential(size=(reps, n_round))[:, ops.round_index]
-             * rng.exponential(size=(reps, n)))
+        by_round = rng.exponential(size=(reps, n_round))
+        w = by_round[:, ops.round_index] * rng.exponential(size=(reps, n))
         if by_signature:
             w *= rng.exponential(size=(reps, n_sig))[:, sig_index]
-        est, _b = _estimate(ops, w)
+        est, a, b = _estimate(ops, w)
+        # The run's quiet speed is an estimate too: the replicate's own u0 (its rounds'
+        # and turns' weights) moves its estimate along its curve, by b/a per unit of s.
+        u0 = _replicate_u0(ops, by_round, rng)
+        if u0 is not None:
+            est = est * (1 + np.where(a != 0, b / a, 0.0) * (u0 / ops.u0 - 1))
         out.append(est)
         done += reps
     values = np.concatenate(out)
