@@ -62,10 +62,15 @@ QUIET_MIN_SHARE = 0.05
 QUIET_SIGMAS = 4.0
 MIN_QUIET_WIDTH = 0.002  # at least 20 bp wide
 # A quickest phase whose turns wander further than this many times their jitter from one
-# turn to the next is a contended level, not a quiet phase: on the simulator's smt-up
-# runs spent inside one contended phase 45-49x; steady phases 0.7-1.0 on every simulated
-# shape, 1.3 on the AMD EPYC guest; 5-7 on the contended Xeon guest's runs.
+# turn to the next (steps up to FIT_MAX) is a contended level, not a quiet phase: 9.4-10
+# on the simulator's smt-up runs spent inside one contended phase; steady phases 0.7-1.0
+# on every simulated shape (also with half the turns jumping to +50 %), 0.6-1.5 on the
+# AMD EPYC guest's runs.
 MAX_WANDER = 3.0
+# More of the unit's turns than this quicker than the quickest steady phase (by over
+# FIT_MAX): the phase is a contended level, the quiet one too rare to measure (none on
+# the AMD EPYC guest's runs or the simulated shapes; 1.7 % on a contended Xeon run).
+MAX_QUICKER_SHARE = 0.01
 # s bins (unit slowdown) of the contention curve; the line through the bins up to FIT_MAX
 # gives the quiet level; operations beyond USE_MAX (heavy spells) are left out.
 BIN_EDGES = (0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.11, 0.15, 0.20)
@@ -104,9 +109,13 @@ class RunQuiet:
     u0: float
     band: tuple[float, float]  # the quickest phase's band u0 is the median of
     sigma: float  # a turn median's relative jitter
-    # The quickest phase's wander: the median |next turn / turn - 1| of its turns over
-    # what jitter alone gives (1 for a steady phase; nan: no band held QUIET_MIN_SHARE).
+    # The quickest phase's wander: the median |next turn / turn - 1| of its turns, up to
+    # FIT_MAX, over what jitter alone gives (1 for a steady phase; inf: no next turn that
+    # near; nan: no band held QUIET_MIN_SHARE).
     wander: float
+    # Share of the unit's turns more than FIT_MAX quicker than the band: a quicker speed
+    # the core held, too rarely for a band of its own.
+    quicker_share: float
     rounds: dict[int, RoundQuiet]
 
     @property
@@ -119,6 +128,11 @@ class RunQuiet:
             return (f"the host was contended throughout the run: the unit's quickest "
                     f"turns wander {self.wander:.1f}x as far from one turn to the next "
                     f"as their jitter allows (a steady quiet phase: about 1)")
+        if self.quicker_share > MAX_QUICKER_SHARE:
+            return (f"the host was contended almost throughout the run: "
+                    f"{self.quicker_share:.1%} of the unit's turns ran more than "
+                    f"{FIT_MAX:.0%} quicker than its quickest steady phase, too few to "
+                    f"measure the quiet ratio at")
         return None
 
 
@@ -167,13 +181,16 @@ def round_quiet(unit: Reduced) -> RunQuiet | None:
     else:
         lo, hi = band
         u0 = sample_stats.median([m for m in medians if lo <= m <= hi])
-        # A steady phase's next turn differs by jitter alone: |N(0, 2 sigma^2)|, whose
-        # median is 0.954 sigma; a wandering contended level moves further.
-        steps = [abs(m[c + 1] / m[c] - 1) for (m, _d), _k in turns.values()
-                 for c in range(len(m) - 1) if lo <= m[c] <= hi]
+        # A steady phase's next turn differs by jitter alone, |N(0, 2 sigma^2)| with a
+        # median of 0.954 sigma, or jumps to a contended level: the steps up to FIT_MAX
+        # (the jumps left out, however often) tell a steady phase from a wandering
+        # contended level, whose steps are several % and near ones are not jitter.
+        steps = [d for (m, _d), _k in turns.values() for c in range(len(m) - 1)
+                 if lo <= m[c] <= hi and (d := abs(m[c + 1] / m[c] - 1)) <= FIT_MAX]
         wander = (sample_stats.median(steps) / (0.954 * sigma) if steps and sigma > 0
-                  else 1.0)
-    return RunQuiet(u0, band, sigma, wander,
+                  else 1.0 if steps else math.inf)
+    quicker = sum(1 for m in medians if m < band[0] * (1 - FIT_MAX)) / len(medians)
+    return RunQuiet(u0, band, sigma, wander, quicker,
                     {r: RoundQuiet(m, u0) for r, ((m, _d), _k) in turns.items()})
 
 
