@@ -273,7 +273,8 @@ class _Run:
         job = Job(
             cpu=c.cpu, nice=self.config.nice, timer=self.timer,
             fixtures=str(self.fixtures_path) if self.fixtures_path else None,
-            result=str(self.workdir / f"{tag}.result.json"), pyperf=str(c.pyperf_path),
+            result=str(self.workdir / f"{tag}.result.json"),
+            pyperf=str(c.pyperf_path) if self.config.pyperf_dir is not None else None,
             parent=os.getpid(),  # the worker exits if it is already orphaned
             tasks=tuple(tasks),
             interleave_block_s=self.plan.interleave_block_s if interleaved else 0.0,

@@ -3,7 +3,8 @@
 The engine writes a :class:`Job` file and starts ``python -m qprof.measure.worker --job
 JOB.json``. The worker reports :class:`WorkerEvent` lines on stderr (``@qprof {json}``),
 rewrites its :class:`WorkerResult` file after every task, and appends one pyperf run per
-task and round to the CPU's pyperf file (:attr:`Job.pyperf`). A serving worker (``serve``)
+task and round to the CPU's pyperf file when the run keeps one (:attr:`Job.pyperf`). A
+serving worker (``serve``)
 then reads :func:`encode_more` lines (more :class:`Task` s) or ``done`` on stdin.
 """
 
@@ -61,7 +62,10 @@ class Job:
     timer: str  # "wall" | "cpu"
     fixtures: str | None  # keys and signatures of the run (qprof.measure.fixtures)
     result: str  # the WorkerResult file
-    pyperf: str  # the CPU's pyperf JSON; runs are added to what it already holds
+    # The CPU's pyperf JSON; runs are added to what it already holds (None: not kept, so
+    # not written: rewriting a run's growing file took 1.5 s per worker by a check run's
+    # last rounds, on the measured CPU).
+    pyperf: str | None
     parent: int  # the engine's pid: a worker started after its engine died exits
     tasks: tuple[Task, ...]
     interleave_block_s: float = 0.0  # > 0: each round's tasks timed together, in turns
@@ -77,7 +81,8 @@ class Job:
         return cls(
             cpu=int(d["cpu"]), nice=int(d.get("nice", 10)), timer=str(d.get("timer", "wall")),
             fixtures=d.get("fixtures") or None, result=str(d["result"]),
-            pyperf=str(d["pyperf"]), parent=int(d.get("parent", 0)),
+            pyperf=str(d["pyperf"]) if d.get("pyperf") else None,
+            parent=int(d.get("parent", 0)),
             tasks=tuple(Task.from_dict(t) for t in d["tasks"]),
             interleave_block_s=float(d.get("interleave_block_s") or 0.0),
             serve=bool(d.get("serve")),

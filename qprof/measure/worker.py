@@ -170,7 +170,8 @@ class Session:
         self.job, self.clock, self.fixtures = job, clock, fixtures
         self.tasks: list[Task] = list(job.tasks)
         self.out = WorkerResult(job.cpu)
-        self.pyperf = PyperfFile(Path(job.pyperf), job.cpu, clock)
+        self.pyperf = (PyperfFile(Path(job.pyperf), job.cpu, clock) if job.pyperf
+                       else None)
         # Values per (suite, backend, op), fixed by its first round in this process.
         self.chosen: dict[tuple[str, str, str], int] = {}
 
@@ -203,7 +204,8 @@ class Session:
         # The result first: a worker killed between the two writes leaves no task in the
         # pyperf file that the engine cannot find in the result (it keeps the result's).
         self.save()
-        self.pyperf.add(task, values, warmups, extra)
+        if self.pyperf is not None:
+            self.pyperf.add(task, values, warmups, extra)
         _emit(WorkerEvent("done", index, task.name, n=len(values)))
 
     def run_interleaved(self, start: int = 0) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from qprof.consensus.estimate.clock import steady_measurements
-from qprof.consensus.estimate.quiet import Paired, paired_ci, unit_quiet
+from qprof.consensus.estimate.quiet import Paired, paired_ci, round_quiet, unit_quiet
 from qprof.consensus.estimate.reduce import Key, Reduced, ratio_ci, reduce_measurements, vu_by_round
 from qprof.consensus.estimate.statistic import (
     STATISTICS,
@@ -258,7 +258,8 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
     unit = g.unit
     contended: tuple[int, ...] = ()
     if is_unit and unit is not None:
-        contended = tuple(unit_quiet(unit)[2])
+        run = round_quiet(unit)
+        contended = tuple(unit_quiet(run)[2]) if run is not None else ()
     elif ref is not None:
         contended = tuple(ref.contended)
     return SuiteEstimate(

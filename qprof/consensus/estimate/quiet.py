@@ -194,12 +194,9 @@ def round_quiet(unit: Reduced) -> RunQuiet | None:
                     {r: RoundQuiet(m, u0) for r, ((m, _d), _k) in turns.items()})
 
 
-def unit_quiet(unit: Reduced) -> tuple[float, dict[int, float], list[int]]:
+def unit_quiet(run: RunQuiet) -> tuple[float, dict[int, float], list[int]]:
     """The unit's quiet speed: (the run's u0, the median of each round's unit turns at
     s <= FIT_MAX where it has some, the rounds without any: contended throughout)."""
-    run = round_quiet(unit)
-    if run is None:
-        return float("nan"), {}, []
     kept = {r: sample_stats.median(quiet) for r, q in run.rounds.items()
             if (quiet := [m for m in q.turn_medians if m <= run.u0 * (1 + FIT_MAX)])}
     return run.u0, kept, sorted(set(run.rounds) - set(kept))
@@ -425,7 +422,7 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
         return None
     rq = run.rounds
     got = _collect(suite, run)
-    unit_ns, unit_by_round, without_quiet = unit_quiet(unit)
+    unit_ns, unit_by_round, without_quiet = unit_quiet(run)
     if got is None:
         return None
     ops, turns, quiet = got
