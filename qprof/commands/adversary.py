@@ -7,8 +7,9 @@ timed together on one pinned core (liboqs; numba too, for dual mode).  Prints ea
 kind's cost over the median of the random ones measured in the same run, the pool's
 distribution and the time-per-Keccak-permutation fit (with its largest error over each
 kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
-in hex) so that anyone can check them with another verifier.  ``--minutes`` is the grinding time (3/4 valid, 1/4 crafted); signing and
-timing come on top.  Exit 0, 2 on errors.
+in hex) so that anyone can check them with another verifier.  ``--minutes`` is the
+grinding time (3/4 valid, 1/4 crafted); signing and timing come on top.  Exit 0, 2 on
+errors.
 """
 
 from __future__ import annotations
