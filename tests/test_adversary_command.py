@@ -3,7 +3,8 @@
 SLH-DSA-SHAKE-128f keeps it short: a few seconds of grinding, a pool of 8, 3 rounds.
 The file must hold every kind with the keys the issue names, liboqs must accept the
 ground signatures and reject the crafted ones, and the hash calls must be the ones
-``walk`` counts.  The ML-DSA run writes its rejections.
+``walk`` counts, and so the Keccak permutations; the summary holds the model and its
+largest error per kind.  The ML-DSA run writes its rejections.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from qprof.cli import main
-from qprof.verify.slhdsa_calls import count_calls
+from qprof.measure.adversary import summary_path
+from qprof.verify.slhdsa_calls import walk
 
-KEYS = {"kind", "suite", "pk", "msg", "ctx", "sig", "valid", "hash_calls", "verify_ns"}
+KEYS = {"kind", "suite", "pk", "msg", "ctx", "sig", "valid", "hash_calls", "verify_ns",
+        "keccak_permutations", "quickest_ns"}
 needs_liboqs = pytest.mark.usefixtures("liboqs_available")
 
 
@@ -50,9 +53,16 @@ def test_slhdsa_run_writes_checkable_signatures(cache: Path,
         pk, msg, sig, ctx = (bytes.fromhex(r[k]) for k in ("pk", "msg", "sig", "ctx"))
         assert verifier.verify(pk, msg, sig, ctx) is r["valid"]
         assert r["valid"] is (r["kind"] != "crafted_invalid")
-        assert r["hash_calls"] == count_calls(suite, pk, msg, sig, ctx).total
+        w = walk(suite, pk, msg, sig, ctx)
+        assert r["hash_calls"] == w.calls.total
+        assert r["keccak_permutations"] == w.permutations.total
+        assert 0 < r["quickest_ns"] <= r["verify_ns"]
     text = capsys.readouterr().out
-    assert "ground" in text and "time = " in text
+    assert "ground" in text and "time = " in text and "Keccak-f permutations" in text
+    pool = json.loads(summary_path(suite).read_text())["summary"]["pool"]
+    assert pool["model"]["points"] == 8 and pool["model"]["ns_per_permutation"] > 0
+    assert set(pool["model_max_error"]) == {"pool", "random", "costliest", "ground",
+                                            "crafted_invalid"}
 
     code = main(["block", "--adversarial", "--suites", suite, "--signatures", "6",
                  "--repeat", "1", "--cpus", _cpu(), "--json"])
@@ -71,7 +81,7 @@ def test_mldsa_run_writes_its_rejections(cache: Path) -> None:
     rows = json.loads(out.read_text())
     rejected = [r for r in rows if r["kind"] == "crafted_invalid"]
     assert len(rejected) == 3 and not any(r["valid"] for r in rejected)
-    assert all(r["hash_calls"] is None for r in rows)
+    assert all(r["hash_calls"] is None and r["keccak_permutations"] is None for r in rows)
 
 
 def test_bad_arguments_exit_2(cache: Path) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import slhdsa
 
-from qprof.measure.costmodel import CallModel, Distribution
+from qprof.measure.costmodel import Distribution, PermutationModel
 from qprof.verify.adversary.crafted import craft_invalid
 from qprof.verify.adversary.ground import ValidGrinder
 from qprof.verify.adversary.keys import SlhSecret, message_prime, words
@@ -133,12 +133,18 @@ def test_mldsa_rejections_fail_where_they_say() -> None:
         rejections(SUITE, sig)
 
 
-def test_call_model_and_distribution() -> None:
-    calls = [2000, 2100, 2200, 2300]
-    model = CallModel.fit(calls, [10_000 + 300 * c for c in calls])
-    assert model.intercept_ns == pytest.approx(10_000) and model.ns_per_call == pytest.approx(300)
-    assert model.max_error < 1e-9
-    with pytest.raises(ValueError):
-        CallModel.fit([1, 1], [2.0, 3.0])
+def test_permutation_model_and_distribution() -> None:
+    perms = [2000, 2100, 2200, 3100]
+    model = PermutationModel.fit(perms, [350.0 * x for x in perms])
+    assert model.ns_per_permutation == pytest.approx(350) and model.max_error < 1e-9
+    assert model.points == 4 and model.predict(1000) == pytest.approx(350_000)
+    # +-2 % around 350 ns: the fit sits between, every point within 2 %, the errors signed
+    noisy = PermutationModel.fit(perms, [350.0 * x * f for x, f in
+                                         zip(perms, (1.02, 0.98, 1.02, 0.98), strict=True)])
+    assert 343 < noisy.ns_per_permutation < 357 and noisy.max_error < 0.0205
+    assert noisy.error(2000, 350.0 * 2000) == pytest.approx(noisy.ns_per_permutation / 350 - 1)
+    for bad in (([], []), ([0, 1], [2.0, 3.0]), ([1, 2], [2.0])):
+        with pytest.raises(ValueError):
+            PermutationModel.fit(*bad)
     d = Distribution.of([float(v) for v in range(1, 101)])
     assert d.median == 50.5 and d.max == 100 and 90 < d.p90 < 91 and 99 < d.p99 < 100

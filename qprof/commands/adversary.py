@@ -5,10 +5,11 @@ valid signatures ground by the key owner and signed by liboqs, and invalid ones 
 so that every layer walks long chains (ML-DSA: the rejections that fail last), all
 timed together on one pinned core (liboqs; numba too, for dual mode).  Prints each
 kind's cost over the median of the random ones measured in the same run, the pool's
-distribution and the time-per-hash-call fit, and writes the signatures (``--out``: a
-JSON list, every byte value in hex) so that anyone can check them with another
-verifier.  ``--minutes`` is the grinding time (3/4 valid, 1/4 crafted); signing and
-timing come on top.  Exit 0, 2 on errors.
+distribution and the time-per-Keccak-permutation fit (with its largest error over each
+kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
+in hex) so that anyone can check them with another verifier.  ``--minutes`` is the
+grinding time (3/4 valid, 1/4 crafted); signing and timing come on top.  Exit 0, 2 on
+errors.
 """
 
 from __future__ import annotations
@@ -95,16 +96,19 @@ def _print(run: object) -> None:
                   if s.numba_ns is not None and nb_base else "-")
         rows.append([s.kind, s.label, "yes" if s.valid else "no",
                      str(s.hash_calls) if s.hash_calls is not None else "-",
+                     str(s.permutations) if s.permutations is not None else "-",
                      _us(s.verify_ns), f"{r.value:.3f}x", f"{r.low:.3f}-{r.high:.3f}",
                      _us(s.numba_ns), shadow])
     randoms = run.of_kind("random")
-    calls = [s.hash_calls for s in randoms if s.hash_calls is not None]
+    calls = sorted(s.hash_calls for s in randoms if s.hash_calls is not None)
+    perms = sorted(s.permutations for s in randoms if s.permutations is not None)
     if calls:
         rows.insert(0, ["random (median)", f"{len(randoms)} fresh", "yes",
-                        str(sorted(calls)[len(calls) // 2]), _us(base), "1.000x", "",
+                        str(calls[len(calls) // 2]),
+                        str(perms[len(perms) // 2]) if perms else "-", _us(base), "1.000x", "",
                         _us(nb_base), "1.000x"])
-    print(table(["kind", "what", "valid", "hash calls", "liboqs us", "ratio", "95% interval",
-                 "numba us", "shadow ratio"], rows))
+    print(table(["kind", "what", "valid", "hash calls", "keccak perms", "liboqs us", "ratio",
+                 "95% interval", "numba us", "shadow ratio"], rows))
     print("enforce mode: an invalid signature costs liboqs alone (the second verifier only "
           "sees what liboqs accepts); a valid one liboqs + numba")
     g = run.grind.get("valid")
@@ -129,11 +133,10 @@ def _print(run: object) -> None:
         print(f"pool of {t['count']} (liboqs, medians): median {t['median'] / 1000:.1f} us, "
               f"p90 {t['p90'] / t['median']:.3f}x, p99 {t['p99'] / t['median']:.3f}x, "
               f"max {t['max'] / t['median']:.3f}x")
-        print(f"time = {m['intercept_ns'] / 1000:.1f} us + {m['ns_per_call']:.1f} ns x hash "
-              f"calls: max error {100 * m['max_error']:.1f} % over the pool "
-              f"(rms {100 * m['rms_error']:.1f} %); outside it: " + ", ".join(
-                  f"{k} {100 * v:.1f} %"
-                  for k, v in run.pool["model_error_outside_pool"].items()))
+        print(f"time = {m['ns_per_permutation']:.1f} ns x Keccak-f permutations (fitted on the "
+              f"pool's quickest rounds, rms {100 * m['rms_error']:.1f} %); largest error "
+              "(predicted / quickest - 1): " + ", ".join(
+                  f"{k} {100 * v:+.1f} %" for k, v in run.pool["model_max_error"].items()))
 
 
 def _improvements(trajectory: list[list[float]]) -> list[tuple[float, float]]:

@@ -9,6 +9,12 @@ pinned worker, interleaved round by round (``sigtime``), with liboqs and, for wh
 mode costs, qprof's numba verifier; the pool is timed there too and fitted
 (``costmodel``).  Ratios are paired per round: a signature's round time over the median
 of the random signatures in that round, so a contention phase falls on both.
+
+The cost model is fitted and judged on each signature's quickest round, not its median:
+on a shared host whole phases run 10-50 % slower (a busy SMT sibling, another process on
+the core) and switch within a round, so a median of 15 rounds is a mixture of phases
+that no count can predict; contention only ever adds time, and each round's value is
+already a mean of calls over 4 ms or more.
 """
 
 from __future__ import annotations
@@ -23,9 +29,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qprof.measure.costmodel import CallModel, Distribution
+from qprof.measure.costmodel import Distribution, PermutationModel
 from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
-from qprof.measure.sigpool import DEFAULT_SIZE, hash_calls, signature_pool
+from qprof.measure.sigpool import (
+    DEFAULT_SIZE,
+    PoolSignature,
+    SigCounts,
+    sig_counts,
+    signature_pool,
+)
 from qprof.measure.sigtime import DEFAULT_ROUNDS, SigItem, SigTiming, time_signatures
 
 KINDS = ("random", "costliest", "ground", "crafted_invalid")
@@ -48,13 +60,20 @@ class AdversarySignature:
     values_ns: tuple[float, ...]  # liboqs, per round
     numba_ns: float | None = None
     label: str = ""
+    permutations: int | None = None  # Keccak-f[1600] permutations (SLH-DSA)
+
+    @property
+    def quickest_ns(self) -> float:
+        """liboqs, the quickest round: what the cost model predicts."""
+        return min(self.values_ns)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "kind": self.kind, "suite": self.item.suite, "pk": self.item.public_key.hex(),
             "msg": self.item.message.hex(), "ctx": self.item.context.hex(),
             "sig": self.item.signature.hex(), "valid": self.valid,
-            "hash_calls": self.hash_calls, "verify_ns": round(self.verify_ns, 1),
+            "hash_calls": self.hash_calls, "keccak_permutations": self.permutations,
+            "verify_ns": round(self.verify_ns, 1), "quickest_ns": round(self.quickest_ns, 1),
         }
         if self.label:
             d["label"] = self.label
@@ -124,7 +143,8 @@ class AdversaryRun:
             w = self.worst(kind)
             if w:
                 worst[kind] = {"ratio": w[1].value, "low": w[1].low, "high": w[1].high,
-                               "hash_calls": w[0].hash_calls, "label": w[0].label}
+                               "hash_calls": w[0].hash_calls,
+                               "permutations": w[0].permutations, "label": w[0].label}
         return {"suite": self.suite, "cpu": self.cpu, "cpu_model": self.cpu_model,
                 "minutes": self.minutes, "rounds": self.rounds,
                 "baseline_ns": self.baseline_ns, "worst": worst, "grind": self.grind,
@@ -168,13 +188,15 @@ Say = Callable[[str], None]
 
 
 def _timed(kind: str, items: Sequence[SigItem], timings: Sequence[Sequence[SigTiming]],
-           calls: Sequence[int | None], labels: Sequence[str]) -> list[AdversarySignature]:
+           counts: Sequence[SigCounts | None],
+           labels: Sequence[str]) -> list[AdversarySignature]:
     out = []
-    for item, row, c, label in zip(items, timings, calls, labels, strict=True):
+    for item, row, c, label in zip(items, timings, counts, labels, strict=True):
         lib = row[0]
         numba = row[1].median_ns if len(row) > 1 else None
-        out.append(AdversarySignature(kind, item, lib.accepted, c, lib.median_ns,
-                                      lib.values_ns, numba, label))
+        out.append(AdversarySignature(kind, item, lib.accepted, c.hash_calls if c else None,
+                                      lib.median_ns, lib.values_ns, numba, label,
+                                      c.permutations if c else None))
     return out
 
 
@@ -279,25 +301,37 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
     say(f"timing {len(items)} signatures and the pool of {len(pool)} on CPU {cpu} "
         f"({rounds} rounds, {' and '.join(backends)}) ...")
     timings = time_signatures(items + [p.item for p in pool], cpu, rounds, backends)
-    calls = [hash_calls(i) for i in items]
+    counts = [sig_counts(i) for i in items]
     sigs: list[AdversarySignature] = []
     for kind in KINDS:
         idx = [i for i, c in enumerate(chosen) if c[0] == kind]
         sigs += _timed(kind, [items[i] for i in idx], [timings[i] for i in idx],
-                       [calls[i] for i in idx], [chosen[i][2] for i in idx])
+                       [counts[i] for i in idx], [chosen[i][2] for i in idx])
     run = AdversaryRun(suite, cpu, cpu_model_name(), minutes, rounds, sigs, grind)
     if pool:
-        run.pool = _pool_profile([p.hash_calls or 0 for p in pool],
-                                 [t[0].median_ns for t in timings[len(items):]], run)
+        run.pool = _pool_profile(pool, [t[0] for t in timings[len(items):]], run)
     return run
 
 
-def _pool_profile(calls: list[int], times: list[float], run: AdversaryRun) -> dict[str, Any]:
-    """The pool's distribution and the time-per-call fit, with how well the fit predicts
-    the signatures outside the pool (the ground and crafted ones)."""
-    model = CallModel.fit(calls, times)
-    outside = {s.kind: abs(model.predict(s.hash_calls or 0) - s.verify_ns) / s.verify_ns
-               for s in run.signatures if s.kind in ("ground", "crafted_invalid")}
-    return {"time_ns": asdict(Distribution.of(times)),
-            "hash_calls": asdict(Distribution.of([float(c) for c in calls])),
-            "model": asdict(model), "model_error_outside_pool": outside}
+def _pool_profile(pool: Sequence[PoolSignature], timings: Sequence[SigTiming],
+                  run: AdversaryRun) -> dict[str, Any]:
+    """The pool's distribution and the time-per-permutation fit on it, with the fit's
+    largest error over each kind: the pool it was fitted on, and the signatures outside
+    it (random, costliest, ground, crafted).  Errors are signed, predicted over measured
+    - 1, on quickest rounds."""
+    perms = [p.permutations or 0 for p in pool]
+    quickest = [min(t.values_ns) for t in timings]
+    model = PermutationModel.fit(perms, quickest)
+    errors: dict[str, float] = {
+        "pool": max((model.error(x, y) for x, y in zip(perms, quickest, strict=True)),
+                    key=abs)}
+    for kind in KINDS:
+        sigs = [s for s in run.of_kind(kind) if s.permutations]
+        if sigs:
+            errors[kind] = max((model.error(s.permutations or 0, s.quickest_ns) for s in sigs),
+                               key=abs)
+    return {"time_ns": asdict(Distribution.of([t.median_ns for t in timings])),
+            "quickest_ns": asdict(Distribution.of(quickest)),
+            "hash_calls": asdict(Distribution.of([float(p.hash_calls or 0) for p in pool])),
+            "permutations": asdict(Distribution.of([float(x) for x in perms])),
+            "model": asdict(model), "model_max_error": errors}

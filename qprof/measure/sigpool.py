@@ -1,4 +1,5 @@
-"""A cached pool of many SLH-DSA (or ML-DSA) signatures, each with its exact hash calls.
+"""A cached pool of many SLH-DSA (or ML-DSA) signatures, each with its exact hash calls
+and Keccak-f permutations.
 
 The measurement pool (``fixtures``, 8 per suite) spreads the cost of a signature over
 the estimate; this one is large enough (64-256) for the tail to show: its costliest
@@ -23,18 +24,41 @@ DEFAULT_SIZE = 64
 
 
 @dataclass(frozen=True)
+class SigCounts:
+    """What verifying one SLH-DSA signature hashes, exactly (``verify.slhdsa_calls.walk``)."""
+
+    hash_calls: int  # calls of F, H, T and H_msg
+    permutations: int  # Keccak-f[1600] permutations those calls make: one price each
+
+
+@dataclass(frozen=True)
 class PoolSignature:
     item: SigItem
-    hash_calls: int | None  # None for ML-DSA (its cost barely depends on the signature)
+    # None for ML-DSA (its cost barely depends on the signature)
+    hash_calls: int | None
+    permutations: int | None = None
+
+
+def sig_counts(item: SigItem) -> SigCounts | None:
+    """None for a suite that is not SLH-DSA."""
+    if not item.suite.startswith("SLH-DSA"):
+        return None
+    from qprof.verify.slhdsa_calls import walk
+
+    w = walk(item.suite, item.public_key, item.message, item.signature, item.context)
+    return SigCounts(w.calls.total, w.permutations.total)
 
 
 def hash_calls(item: SigItem) -> int | None:
-    if not item.suite.startswith("SLH-DSA"):
-        return None
-    from qprof.verify.slhdsa_calls import count_calls
+    counts = sig_counts(item)
+    return counts.hash_calls if counts else None
 
-    return count_calls(item.suite, item.public_key, item.message, item.signature,
-                       item.context).total
+
+def pool_signature(item: SigItem) -> PoolSignature:
+    counts = sig_counts(item)
+    if counts is None:
+        return PoolSignature(item, None)
+    return PoolSignature(item, counts.hash_calls, counts.permutations)
 
 
 def pool_path(suite: str, directory: Path | None = None) -> Path:
@@ -76,4 +100,4 @@ def signature_pool(suite: str, size: int = DEFAULT_SIZE,
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps([i.to_dict() for i in items]))
             tmp.replace(path)
-    return [PoolSignature(i, hash_calls(i)) for i in items]
+    return [pool_signature(i) for i in items]

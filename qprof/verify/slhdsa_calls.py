@@ -6,7 +6,8 @@ FIPS 205 verification makes, per signature:
 Only the chain steps depend on the signature: at each layer they are sum(15 - digit)
 over the digits of the message node that layer signs, which ``walk_kernel`` computes
 exactly as verification does (valid or not).  Mean and spread of a random layer follow
-from the digits being uniform (``random_layer_steps``).
+from the digits being uniform (``random_layer_steps``).  Calls are not all the same
+work: ``Walk.permutations`` prices each in Keccak-f permutations (``slhdsa_keccak``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from qprof.verify.slhdsa_keccak import KeccakPermutations, permutations_for_steps
 
 W = 16
 
@@ -50,10 +53,17 @@ class Walk:
     idx_leaf: int
     layer_steps: tuple[int, ...]  # WOTS+ chain steps (F calls) per layer, layer 0 first
     layer_messages: tuple[bytes, ...]  # the node each layer's WOTS+ signature signs
+    message_bytes: int = 0  # M and ctx: what H_msg absorbs beside R and the public key
+    context_bytes: int = 0
 
     @property
     def calls(self) -> HashCalls:
         return calls_for_steps(_params()[self.params], sum(self.layer_steps))
+
+    @property
+    def permutations(self) -> KeccakPermutations:
+        return permutations_for_steps(_params()[self.params], sum(self.layer_steps),
+                                      self.message_bytes, self.context_bytes)
 
 
 def nb_module(name: str) -> Any:
@@ -112,6 +122,7 @@ def walk(suite: str, public_key: bytes, message: bytes, signature: bytes,
         params=suite, valid=bool(valid), idx_tree=int(where[0]), idx_leaf=int(where[1]),
         layer_steps=tuple(int(s) for s in steps),
         layer_messages=tuple(raw[i * p.n:(i + 1) * p.n] for i in range(p.d)),
+        message_bytes=len(message), context_bytes=len(context),
     )
 
 

@@ -1,0 +1,84 @@
+"""Exact Keccak-f[1600] permutations of one SLH-DSA-SHAKE verification.
+
+Hash calls are not all the same work: every FIPS 205 SHAKE hash is SHAKE256 over
+PK.seed || ADRS (32 bytes, uncompressed for SHAKE) || its message part, so F (one n-byte
+node) and H (two) fill one 136-byte block, while T_len (the len x n bytes of a WOTS+
+public key) and T_k (the k FORS roots) absorb several, and H_msg's input grows with the
+message and context.  A permutation is the unit with one price; counted per hash, from
+the input lengths FIPS 205 (section 11.1) gives and the sponge's padding:
+
+    permutations = input // 136 + 1 (+ one per further 136 bytes squeezed)
+
+``pad10*1`` with SHAKE's suffix needs at least one byte, so an input of exactly 136
+bytes takes a second block.  Outputs (n, or m <= 49 bytes for H_msg) fit one block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SHAKE256_RATE = 136
+ADRS_BYTES = 32
+PURE_PREFIX_BYTES = 2  # M' = 0x00 || len(ctx) || ctx || M (pure signing, FIPS 205 Alg. 24)
+
+
+def shake256_permutations(input_bytes: int, output_bytes: int) -> int:
+    """Permutations one SHAKE256 call makes: absorbing ``input_bytes`` (with padding)
+    and squeezing ``output_bytes``."""
+    if input_bytes < 0 or output_bytes < 1:
+        raise ValueError("input must be >= 0 bytes and output >= 1 byte")
+    return input_bytes // SHAKE256_RATE + 1 + (output_bytes - 1) // SHAKE256_RATE
+
+
+@dataclass(frozen=True)
+class HashInputs:
+    """Bytes each kind of hash absorbs in one verification of a parameter set."""
+
+    f: int  # PK.seed || ADRS || one node
+    h: int  # PK.seed || ADRS || two nodes
+    t_len: int  # PK.seed || ADRS || len WOTS+ chain ends
+    t_k: int  # PK.seed || ADRS || k FORS roots
+    hmsg: int  # R || PK.seed || PK.root || M'
+
+
+def hash_inputs(p: Any, message_bytes: int, context_bytes: int) -> HashInputs:
+    """``p``: an ``nb.slhdsa_params.SlhParams`` (FIPS 205 names)."""
+    head = p.n + ADRS_BYTES
+    return HashInputs(f=head + p.n, h=head + 2 * p.n, t_len=head + p.wots_len * p.n,
+                      t_k=head + p.k * p.n,
+                      hmsg=3 * p.n + PURE_PREFIX_BYTES + context_bytes + message_bytes)
+
+
+@dataclass(frozen=True)
+class KeccakPermutations:
+    """Keccak-f[1600] permutations of one verification, per kind of hash call."""
+
+    f: int  # FORS leaves and WOTS+ chain steps
+    h: int  # FORS and XMSS tree nodes
+    t_len: int  # the d WOTS+ public keys
+    t_k: int  # the FORS public key
+    hmsg: int
+
+    @property
+    def total(self) -> int:
+        return self.f + self.h + self.t_len + self.t_k + self.hmsg
+
+    def to_dict(self) -> dict[str, int]:
+        return {"F": self.f, "H": self.h, "T_len": self.t_len, "T_k": self.t_k,
+                "H_msg": self.hmsg, "total": self.total}
+
+
+def permutations_for_steps(p: Any, chain_steps: int, message_bytes: int,
+                           context_bytes: int) -> KeccakPermutations:
+    """The calls of ``slhdsa_calls.calls_for_steps``, each priced in permutations:
+    F = k + chain steps, H = k*a + d*h', one T_len per layer, one T_k, one H_msg."""
+    size = hash_inputs(p, message_bytes, context_bytes)
+    n = p.n
+    return KeccakPermutations(
+        f=(p.k + chain_steps) * shake256_permutations(size.f, n),
+        h=(p.k * p.a + p.d * p.hp) * shake256_permutations(size.h, n),
+        t_len=p.d * shake256_permutations(size.t_len, n),
+        t_k=shake256_permutations(size.t_k, n),
+        hmsg=shake256_permutations(size.hmsg, p.m),
+    )
