@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from qprof.commands.options import Number
+from qprof.measure.sigtime import DEFAULT_ROUNDS
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +35,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="write the signatures as a JSON list here")
     parser.add_argument("--pool", type=Number(int, at_least=1, at_most=1024), default=64,
                         help="signatures in the cached pool (64-256; default 64)")
-    parser.add_argument("--rounds", type=Number(int, at_least=3, at_most=1000), default=15,
-                        help="timing rounds (default 15)")
+    parser.add_argument("--rounds", type=Number(int, at_least=3, at_most=1000),
+                        default=DEFAULT_ROUNDS,
+                        help=f"timing rounds (default {DEFAULT_ROUNDS})")
     parser.add_argument("--no-dual", action="store_true",
                         help="time liboqs only (skip the numba second verifier)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
