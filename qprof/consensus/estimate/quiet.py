@@ -39,8 +39,8 @@ unequally: on the Intel Xeon guest measured here the SLH-DSA ratios fall about 5
 
 The interval (:func:`paired_ci`): a hierarchical Bayesian bootstrap of steps 1 and 4-5
 with weights for the rounds (worker processes, and the drift and phases that move whole
-rounds), the pool signatures and the operations; each replicate's u0 is the quantile of
-its weighted unit turns, and its estimate moves along its own curve to that speed.
+rounds), the pool signatures and the operations; each replicate's u0 is the weighted
+median of the band's unit turns, and its estimate moves along its own curve to it.
 """
 
 from __future__ import annotations
@@ -213,9 +213,9 @@ class PairOps:
     cost: np.ndarray  # its signature's relative cost (1 when unknown)
     rounds: list[int]  # round_index -> round
     u0: float = float("nan")  # the run's quiet speed the slowdowns are measured from
-    band: tuple[float, float] = (float("nan"), float("nan"))  # u0's (RoundQuiet)
-    # The unit's turn medians of these rounds, and each one's round_index: u0 is their
-    # quantile, redone per bootstrap replicate.
+    band: tuple[float, float] = (float("nan"), float("nan"))  # u0's (RunQuiet.band)
+    # The unit's turn medians of these rounds, and each one's round_index: u0 is the
+    # median of those in its band, redone per bootstrap replicate.
     unit_turns: np.ndarray | None = None
     unit_turn_round: np.ndarray | None = None
 
@@ -441,8 +441,8 @@ def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
     # A level at s = 0: a line through two quiet bins, or the quickest bin alone.
     fits = len(fit) >= 2 or fit == [0]
     if run.why_not is not None:
-        base.why_not = f"{run.why_not}; the unit was over {FIT_MAX:.0%} slower than its " \
-            f"quickest phase {share:.0%} of the time"
+        base.why_not = (f"{run.why_not}; the unit was over {FIT_MAX:.0%} slower than its "
+                        f"quickest phase {share:.0%} of the time")
         return base
     if n_quiet < MIN_QUIET_OPS or not fits or len(quiet_rounds) < MIN_QUIET_ROUNDS:
         base.why_not = (
