@@ -49,11 +49,6 @@ def sig_counts(item: SigItem) -> SigCounts | None:
     return SigCounts(w.calls.total, w.permutations.total)
 
 
-def hash_calls(item: SigItem) -> int | None:
-    counts = sig_counts(item)
-    return counts.hash_calls if counts else None
-
-
 def pool_signature(item: SigItem) -> PoolSignature:
     counts = sig_counts(item)
     if counts is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from qprof.verify.slhdsa_keccak import KeccakPermutations, permutations_for_steps
+from qprof.verify.slhdsa_keccak import KeccakPermutations, permutations_for_calls
 
 W = 16
 
@@ -62,7 +62,7 @@ class Walk:
 
     @property
     def permutations(self) -> KeccakPermutations:
-        return permutations_for_steps(_params()[self.params], sum(self.layer_steps),
+        return permutations_for_calls(_params()[self.params], self.calls,
                                       self.message_bytes, self.context_bytes)
 
 

@@ -16,7 +16,10 @@ bytes takes a second block.  Outputs (n, or m <= 49 bytes for H_msg) fit one blo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from qprof.verify.slhdsa_calls import HashCalls
 
 SHAKE256_RATE = 136
 ADRS_BYTES = 32
@@ -69,16 +72,16 @@ class KeccakPermutations:
                 "H_msg": self.hmsg, "total": self.total}
 
 
-def permutations_for_steps(p: Any, chain_steps: int, message_bytes: int,
+def permutations_for_calls(p: Any, calls: HashCalls, message_bytes: int,
                            context_bytes: int) -> KeccakPermutations:
-    """The calls of ``slhdsa_calls.calls_for_steps``, each priced in permutations:
-    F = k + chain steps, H = k*a + d*h', one T_len per layer, one T_k, one H_msg."""
+    """``calls`` (``slhdsa_calls.calls_for_steps``), each priced in permutations; of its
+    T calls, one T_len per layer (d) and the one T_k."""
     size = hash_inputs(p, message_bytes, context_bytes)
     n = p.n
     return KeccakPermutations(
-        f=(p.k + chain_steps) * shake256_permutations(size.f, n),
-        h=(p.k * p.a + p.d * p.hp) * shake256_permutations(size.h, n),
+        f=calls.f * shake256_permutations(size.f, n),
+        h=calls.h * shake256_permutations(size.h, n),
         t_len=p.d * shake256_permutations(size.t_len, n),
-        t_k=shake256_permutations(size.t_k, n),
-        hmsg=shake256_permutations(size.hmsg, p.m),
+        t_k=(calls.t - p.d) * shake256_permutations(size.t_k, n),
+        hmsg=calls.hmsg * shake256_permutations(size.hmsg, p.m),
     )

@@ -212,8 +212,7 @@ class PairOps:
     signature: np.ndarray  # pool signature id (unknown: one id per operation)
     cost: np.ndarray  # its signature's relative cost (1 when unknown)
     rounds: list[int]  # round_index -> round
-    u0: float = float("nan")  # the run's quiet speed the slowdowns are measured from
-    band: tuple[float, float] = (float("nan"), float("nan"))  # u0's (RunQuiet.band)
+    quiet: RunQuiet | None = None  # the quiet speed u0 the slowdowns are measured from
     # The unit's turn medians of these rounds, and each one's round_index: u0 is the
     # median of those in its band, redone per bootstrap replicate.
     unit_turns: np.ndarray | None = None
@@ -407,17 +406,20 @@ def _collect(suite: Reduced, run: RunQuiet
     unit_round = [i for i, r in enumerate(rounds) for _m in run.rounds[r].turn_medians]
     ops = PairOps(np.asarray(ratio), np.asarray(slow), np.asarray(rix),
                   np.asarray(sig, dtype=np.int64), np.ones(len(ratio)), rounds,
-                  run.u0, run.band, np.asarray(unit_turns),
+                  run, np.asarray(unit_turns),
                   np.asarray(unit_round))
     return ops, turns, quiet
 
 
-def paired_ratios(suite: Reduced, unit: Reduced) -> Paired | None:
+def paired_ratios(suite: Reduced, unit: Reduced, run: RunQuiet | None = None
+                  ) -> Paired | None:
     """The suite's quiet ratio against the unit (see the module text); None unless both
-    were timed in interleaved rounds with their samples kept."""
+    were timed in interleaved rounds with their samples kept. ``run``: the unit's
+    :func:`round_quiet`, when the caller pairs several suites with one unit."""
     import numpy as np
 
-    run = round_quiet(unit)
+    if run is None:
+        run = round_quiet(unit)
     if run is None or not suite.turn_sizes:
         return None
     rq = run.rounds
@@ -477,10 +479,10 @@ def _replicate_u0(ops: PairOps, by_round: np.ndarray, rng: np.random.Generator
     the run's: where the quickest phase lies is no source of error, its centre is)."""
     import numpy as np
 
-    turns, where = ops.unit_turns, ops.unit_turn_round
-    if turns is None or where is None or not ops.band[1] > 0:
+    turns, where, run = ops.unit_turns, ops.unit_turn_round, ops.quiet
+    if turns is None or where is None or run is None or not run.band[1] > 0:
         return None
-    inside = (turns >= ops.band[0]) & (turns <= ops.band[1])
+    inside = (turns >= run.band[0]) & (turns <= run.band[1])
     if not inside.any():
         return None
     values, rounds = turns[inside], where[inside]
@@ -507,8 +509,8 @@ def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
     if n > MAX_BOOTSTRAP_OPS:  # a random subset (every k-th would alias with the pool)
         keep = np.sort(rng.choice(n, MAX_BOOTSTRAP_OPS, replace=False))
         ops = PairOps(ops.ratio[keep], ops.slowdown[keep], ops.round_index[keep],
-                      ops.signature[keep], ops.cost[keep], ops.rounds, ops.u0,
-                      ops.band, ops.unit_turns, ops.unit_turn_round)
+                      ops.signature[keep], ops.cost[keep], ops.rounds, ops.quiet,
+                      ops.unit_turns, ops.unit_turn_round)
         n = len(keep)
     fit, _level, _used = _bins_used(ops)
     if not (len(fit) >= 2 or fit == [0]):
@@ -529,8 +531,8 @@ def paired_ci(p: Paired, replicates: int = 1000, confidence: float = 0.95,
         # The run's quiet speed is an estimate too: the replicate's own u0 (its rounds'
         # and turns' weights) moves its estimate along its curve, by b/a per unit of s.
         u0 = _replicate_u0(ops, by_round, rng)
-        if u0 is not None:
-            est = est * (1 + np.where(a != 0, b / a, 0.0) * (u0 / ops.u0 - 1))
+        if u0 is not None and ops.quiet is not None:
+            est = est * (1 + np.where(a != 0, b / a, 0.0) * (u0 / ops.quiet.u0 - 1))
         out.append(est)
         done += reps
     values = np.concatenate(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from qprof.consensus.estimate.quiet import Paired, paired_ratios
+from qprof.consensus.estimate.quiet import Paired, paired_ratios, round_quiet
 from qprof.consensus.estimate.reduce import Key, Reduced
 
 Statistic = Literal["median", "p10", "paired"]
@@ -33,9 +33,10 @@ def paired_for(reduced: dict[Key, Reduced], cpu: int, backend: str, operation: s
     out: dict[str, Paired] = {}
     if unit is None:
         return out
+    run = round_quiet(unit)  # the unit's quiet speed, once for all its suites
     for (c, suite, b, op), red in reduced.items():
         if (c, b, op) == (cpu, backend, operation) and suite != unit_suite:
-            p = paired_ratios(red, unit)
+            p = paired_ratios(red, unit, run)
             if p is not None:
                 out[suite] = p
     return out
