@@ -378,3 +378,16 @@ def test_a_recorded_profile_unknown_here_is_exit_2(recorded, capsys):
     _with_recorded_profile(recorded, "/nowhere/profiles/no-such-chain.toml")
     code, out, err = _check(capsys, "--from", str(recorded), "--json")
     assert code == 2 and "give --profile" in json.loads(out)["error"]
+
+
+@pytest.mark.parametrize("hostile", ["/x/\x1b[2J\nCRITICAL forged/" + "a" * 5000 + ".toml",
+                                     "no\x00such/profile.toml"], ids=["long-ansi", "nul"])
+def test_a_hostile_recorded_profile_is_one_bounded_line(recorded, capsys, hostile):
+    """The run's meta names its profile; a name no file can have (too long, a NUL byte)
+    or one with control characters is no traceback and prints as one bounded line."""
+    _with_recorded_profile(recorded, hostile)
+    code, out, err = _check(capsys, "--from", str(recorded), "--json")
+    assert code in (0, 2), err
+    assert "Traceback" not in err and "\x1b" not in err and "\x00" not in err
+    assert all(len(line) < 2200 for line in err.splitlines())
+    assert "CRITICAL forged" not in [line[:15] for line in err.splitlines()]

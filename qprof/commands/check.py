@@ -107,11 +107,25 @@ def _ms(ns: float) -> str:
     return fmt_ns(ns)
 
 
+# A recorded run's strings (a profile path, in an error) are shown at most this long, an
+# error line at most MAX_LINE: a JSONL may hold megabytes in one field.
+MAX_SHOWN = 300
+MAX_LINE = 2000
+
+
+def _shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` (from a recorded run) as one bounded line of plain text."""
+    from qprof.measure.markdown import one_line
+
+    line = one_line(text)
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
 def _fail(args: argparse.Namespace, text: str) -> int:
     if args.json:
         print(json.dumps({"profile": args.profile or DEFAULT_PROFILE, "error": text,
                           "results": []}))
-    print(f"qprof check: {text}", file=sys.stderr)
+    print(f"qprof check: {_shown(text, MAX_LINE)}", file=sys.stderr)
     return 2
 
 
@@ -250,16 +264,22 @@ def _recorded_profile(path: str, recorded: str | None) -> str | None:
     shipped profile's path is another installation's (another machine, another venv), so
     a path that is not here is looked up by its name among the profiles here, and the
     user told which file judges the run."""
-    from qprof.consensus.profiles import available_profiles
+    from qprof.consensus import ProfileError
+    from qprof.consensus.profiles import available_profiles, find_profile
 
-    if recorded is None or Path(recorded).exists():
+    if recorded is None:
+        return None
+    try:
+        find_profile(recorded)
         return recorded
+    except ProfileError:
+        pass
     name = Path(recorded).stem
     if name not in available_profiles():
         return recorded  # load_profile says it is not found
-    print(f"qprof check: {path}: measured against {recorded}, which is not here: judged "
-          f"against the profile {name!r} found here (give --profile to choose another)",
-          file=sys.stderr)
+    print(f"qprof check: {path}: measured against {_shown(recorded)}, which is not here: "
+          f"judged against the profile {name!r} found here (give --profile to choose "
+          "another)", file=sys.stderr)
     return name
 
 

@@ -137,16 +137,25 @@ def available_profiles() -> list[str]:
     return sorted(names)
 
 
+def _there(path: Path, file: bool = False) -> bool:
+    """Does ``path`` exist (``file``: as a regular file)? A name no file can have (too
+    long, a NUL byte: a run's JSONL names its profile) is simply not there."""
+    try:
+        return path.is_file() if file else path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def find_profile(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
     candidate = Path(text).expanduser()
-    if candidate.suffix == ".toml" or os.sep in text or candidate.exists():
-        if not candidate.exists():
+    if candidate.suffix == ".toml" or os.sep in text or _there(candidate):
+        if not _there(candidate):
             raise ProfileError(f"{candidate}: profile file not found")
         return candidate  # a directory or FIFO is named as such by load_profile
     for d in profile_dirs():
         path = d / f"{text}.toml"
-        if path.is_file():
+        if _there(path, file=True):
             return path
     known = ", ".join(available_profiles()) or "none found"
     raise ProfileError(
