@@ -70,9 +70,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="median: the rule; p10: compare 10th percentiles; paired: each "
                         "suite turn against the unit turns on both sides, only where both ran "
                         "at the quiet speed (rounds are timed in turns of 4 ms); auto "
-                        "(default): the median while ML-DSA rounds agree within 100 bp, else "
-                        "the quiet-turn pairs (else the median); the output "
-                        "says which")
+                        "(default): the quiet-turn pairs when the rounds are interleaved "
+                        "(unsure where the quiet turns are too few), else the median; the "
+                        "output says which")
 
 
 DEFAULT_PROFILE = "qanum"

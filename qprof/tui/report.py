@@ -89,9 +89,9 @@ def _coverage(frame: Frame) -> list[str]:
     lines += [f"- {md_text(label)}" for label in sorted({r.basis_label for r in frame.coverage
                                                  if r.basis == "comparison" and r.basis_label})]
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
-              "backend, as `qprof check` computes it (--statistic auto): t is the median "
-              "while the ML-DSA rounds agree within 100 bp, else the quiet-turn pairs "
-              "(a busy or shared host) when there are enough of them. "
+              "backend, as `qprof check` computes it (--statistic auto): t is the quiet "
+              "ratio of the quiet-turn pairs when the rounds are interleaved (no decided "
+              "verdict where the quiet turns are too few), else the median. "
               "Worst-case block = (max block Verify Units / constant) signatures × t, on "
               "one core: an estimate, not a measured block."]
     # Per core, which statistic and why, with the other rule's estimate beside it.

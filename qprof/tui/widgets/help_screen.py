@@ -26,9 +26,9 @@ Per-core table
                "~3.19 est" = no cpufreq (a VM): clock timed once at start
   Cap          "⚠ cap ×2.24 policy": capped, by what factor, and why;
                "n/a" = no cpufreq data (e.g. a VM)
-  Stat         statistic of the verdict, as `qprof check`: "med" while the
-               ML-DSA rounds agree within 100 bp; on a busy or shared host
-               "paired" (quiet-turn pairs); "p10" only when asked for
+  Stat         statistic of the verdict, as `qprof check`: "paired" (the
+               quiet-turn pairs) for interleaved rounds; "med" for rounds
+               timed one suite after the other; "p10" only when asked for
   µs (VU)      newest run's verify time on that core (that statistic),
                and its VU estimate
 
