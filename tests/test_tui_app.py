@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from qprof.cli import main as qprof_main
 from qprof.tui.app import MonitorApp
-from qprof.tui.model import Progress
+from qprof.tui.model import UNSURE_CELL, Progress
 from qprof.tui.widgets.choice_screen import ChoiceScreen
 from qprof.tui.widgets.core_table import CoreTable
 from qprof.tui.widgets.help_screen import HelpScreen
@@ -288,8 +288,9 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
             await settle(pilot)
             rows = {r[0]: r for r in coverage_rows(app)}
             assert rows["ML-DSA-44"][4] == "100" and rows["ML-DSA-44"][7] == "✓ yes"
-            # Measured, whichever it is (and "(unsure)" when the CI straddles).
-            assert rows["ML-DSA-87"][7].split(" (")[0] in ("✓ yes", "✗ NO")
+            # Measured, whichever it is: a quick run on a contended host may have too few
+            # quiet turns for a decided verdict, and then says so (as `qprof check` would).
+            assert rows["ML-DSA-87"][7].split(" (")[0] in ("✓ yes", "✗ NO", UNSURE_CELL)
             assert rows["ML-DSA-87"][3] in ("med", "p10", "paired")  # as `qprof check` chose
             assert any(a.kind == "measured" for a in app.frame.alerts), app.frame.alerts
             # The slow schedule: when it is due, the first core of a cluster is measured.
