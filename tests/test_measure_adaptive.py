@@ -185,3 +185,12 @@ def test_rule_stops_only_when_the_verdict_is_decided():
         unsure = any(r.decision == "unsure"
                      for r in evaluate(profile, ms, replicates=400))
         assert rule.needs_more(ms, cpu=0) is unsure, ratio
+
+
+def test_rule_says_about_how_many_pairs_it_needs():
+    """Intervals shrink as 1/sqrt(rounds): a wider one asks for more pairs, a sure one
+    for none, and an unsure one for at least one."""
+    rule = StoppingRule("ML-DSA-44", base_rounds=5, target_ci_bp=50.0)
+    assert rule.pairs_needed(_run(jitter=0.001), cpu=0) == 0
+    few, many = (rule.pairs_needed(_run(jitter=j), cpu=0) for j in (0.04, 0.2))
+    assert 1 <= few < many

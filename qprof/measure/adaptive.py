@@ -1,9 +1,10 @@
 """The adaptive rounds' seams: the stopping rule the engine is handed, and the time limit.
 
-The engine measures; whether a CPU needs more rounds is the estimator's question, so the
-caller (``qprof check``, ``qprof bench``, the daemon's cycle, the monitor) builds the rule
-from :mod:`qprof.consensus.estimate.stopping` and passes it to
-:func:`qprof.measure.engine.run_bench`. This package imports nothing from consensus.
+The engine measures; whether (and about how many) more rounds a CPU needs is the
+estimator's question, so the caller (``qprof check``, ``qprof bench``, the daemon's
+cycle, the monitor) builds the rule from :mod:`qprof.consensus.estimate.stopping` and
+passes it to :func:`qprof.measure.engine.run_bench`. This package imports nothing from
+consensus.
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ from typing import Protocol
 from qprof.measure.plan import NoteText
 from qprof.measure.records import Measurement
 
+# The engine asks the rule again after at most this many of the pairs it said it needs.
+# An answer costs 0.4-0.65 s (the estimate's bootstrap, AMD EPYC guest, 10-41 rounds)
+# during which the measured CPU idles: asked after every pair, a tenth to a fifth of a
+# 60 s check run went to waiting, and the check mode's 41 rounds ended it at 49 s.
+MAX_PAIRS_UNASKED = 4
+
 
 class StoppingRule(Protocol):
     """What the engine asks after each round of a CPU, and once when the CPU is done."""
 
-    def needs_more(self, measurements: Sequence[Measurement], cpu: int) -> bool:
-        """Does ``cpu`` need another B/A pair (its estimate is not sure yet)?"""
+    def pairs_needed(self, measurements: Sequence[Measurement], cpu: int) -> int:
+        """How many more B/A pairs ``cpu`` needs before its estimate is sure, as far as
+        the rule can tell (0: sure now; at least 1 otherwise). The engine adds
+        ``min(answer, MAX_PAIRS_UNASKED)`` before it asks again."""
         ...
 
     def cpu_notes(self, measurements: Sequence[Measurement], cpu: int) -> list[NoteText]:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qprof.measure import hwinfo
-from qprof.measure.adaptive import StoppingRule, pair_fits
+from qprof.measure.adaptive import MAX_PAIRS_UNASKED, StoppingRule, pair_fits
 from qprof.measure.collect import Collected, Where, collect
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
 from qprof.measure.fixtures import FixtureError, Pool, cached_pool, save_fixtures
@@ -77,6 +77,7 @@ class _Cpu:
     mine: list[Measurement] = field(default_factory=list)
     round_caps: dict[int, bool | None] = field(default_factory=dict)
     live: WorkerProcess | None = None  # the worker serving this CPU's adaptive rounds
+    unasked_pairs: int = 0  # pairs to add before the stopping rule is asked again
 
 
 class _Run:
@@ -243,12 +244,21 @@ class _Run:
             self._run_worker(c, [r], r + 1, wallet)
 
     def _more_rounds(self, c: _Cpu, target: int) -> bool:
+        """Another B/A pair? The rule is asked again only once the pairs it last said it
+        needs (at most MAX_PAIRS_UNASKED) are measured."""
         plan = self.plan
-        return (bool(self.config.adaptive) and self.rule is not None
-                and target + 2 <= plan.max_rounds and self.rule.needs_more(c.mine, c.cpu)
+        if not (self.config.adaptive and self.rule is not None
+                and target + 2 <= plan.max_rounds
                 and pair_fits(self.progress.elapsed(), self.config.time_limit_s,
                               plan.pair_budget(), self.worker_seconds, self.worker_budgets,
-                              plan.pair_spawn_s()))
+                              plan.pair_spawn_s())):
+            return False
+        if c.unasked_pairs > 0:
+            c.unasked_pairs -= 1
+            return True
+        need = self.rule.pairs_needed(c.mine, c.cpu)
+        c.unasked_pairs = min(need, MAX_PAIRS_UNASKED) - 1
+        return need > 0
 
     def _past_limit(self, plan: Plan) -> bool:
         """Would one more base round (one worker) end past the time limit?"""

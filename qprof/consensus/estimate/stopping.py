@@ -7,11 +7,14 @@ Verify-Unit interval straddles the profile's constant or a ratio's interval is w
 ``target_ci_bp``,
 an ML-DSA round spread exceeds ``max_spread_bp``, or (quiet-turn pairs) fewer quiet
 rounds than the base rounds were kept; the engine adds one only while it fits in the
-time limit (:func:`qprof.measure.adaptive.pair_fits`).
+time limit (:func:`qprof.measure.adaptive.pair_fits`). The rule also says about how many
+pairs it would take (intervals shrink as 1/sqrt(rounds)), so the engine need not ask it
+after every pair: each answer is a bootstrap the measured CPU waits for.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -39,6 +42,11 @@ class StoppingRule:
     profile: Profile | None = None
 
     def needs_more(self, measurements: Sequence[Measurement], cpu: int) -> bool:
+        return self.pairs_needed(measurements, cpu) > 0
+
+    def pairs_needed(self, measurements: Sequence[Measurement], cpu: int) -> int:
+        """0 when every estimate the verdict needs is sure, else the B/A pairs it would
+        take, from the intervals shrinking as 1/sqrt(rounds) (at least 1)."""
         mine = [m for m in measurements if m.cpu == cpu]
         # What extra rounds time (plan.extra_tasks): the dual pairs' CIs could not narrow
         # (a run of dual_enforce alone has them in every round, and is decided on them).
@@ -52,41 +60,58 @@ class StoppingRule:
                               replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp,
                               signatures=False):  # the pool: no more rounds help
                 groups.setdefault(e.backend, []).append(e)
-            if any(self._unsure(g) for g in groups.values() if any(e.is_unit for e in g)):
-                return True
-        return False
+            need = max((self._pairs(g) for g in groups.values() if any(e.is_unit for e in g)),
+                       default=0)
+            if need:
+                return need
+        return 0
 
-    def _unsure(self, group: list[SuiteEstimate]) -> bool:
-        """One CPU and backend: is anything the verdict needs still unsure?"""
+    def _pairs(self, group: list[SuiteEstimate]) -> int:
+        """One CPU and backend: 0 when everything the verdict needs is sure, else the
+        pairs it would take (at least 1)."""
         statistic = next(e.statistic for e in group if e.is_unit)
         paired = [e for e in group if e.statistic == "paired" and not e.is_unit]
-        if paired and min(e.rounds_used for e in paired) < self.base_rounds:
-            return True  # redo the rounds measured under contention
+        if paired and (used := min(e.rounds_used for e in paired)) < self.base_rounds:
+            return math.ceil((self.base_rounds - used) / 2)  # redo the contended rounds
         # Spreads decide unless the rounds are quiet-turn pairs (their rounds agree: one
         # process, and more rounds only widen max - min; the interval decides), or an
         # explicit --statistic p10 (the interval alone decides).
         spread_counts = statistic != "paired" and (
             statistic != "p10" or self.statistic == "auto")
         if any(e.undecided for e in group):
-            return True  # too few quiet data yet: more rounds may bring them
+            return 1  # too few quiet data yet: more rounds may bring them
+        need = 0
         for e in group:
             if (spread_counts and e.suite.startswith("ML-DSA")
                     and e.round_spread_bp is not None
                     and e.round_spread_bp > self.max_spread_bp):
-                return True
+                need = max(need, 1)
             if e.is_unit or e.ratio_ci is None or not e.ratio:
                 continue
-            if self._verdict_unsure(e):
-                return True
-            if stats.bp((e.ratio_ci[1] - e.ratio_ci[0]) / 2 / e.ratio) > self.target_ci_bp:
-                return True
-        return False
+            rounds = max(e.rounds_used, 1)
+            half = stats.bp((e.ratio_ci[1] - e.ratio_ci[0]) / 2 / e.ratio)
+            if half > self.target_ci_bp:
+                need = max(need, _pairs_to_shrink(half, self.target_ci_bp, rounds))
+            if (gap := self._constant_gap(e)) is not None:
+                # The interval must leave the constant out: its half on the constant's
+                # side has to shrink below the constant's distance (at least one pair).
+                side, distance = gap
+                need = max(need, _pairs_to_shrink(side, distance, rounds))
+        return need
 
-    def _verdict_unsure(self, e: SuiteEstimate) -> bool:
-        """The estimate's Verify-Unit interval straddles the profile's constant."""
-        if self.profile is None or e.suite not in self.profile.verify_units or not e.vu_ci:
-            return False
-        return e.vu_ci[0] <= self.profile.verify_units[e.suite] < e.vu_ci[1]
+    def _constant_gap(self, e: SuiteEstimate) -> tuple[float, float] | None:
+        """When the estimate's Verify-Unit interval straddles the profile's constant:
+        (the interval's half on the constant's side, the constant's distance from the
+        estimate), both in bp of the estimate; else None."""
+        if (self.profile is None or e.suite not in self.profile.verify_units or not e.vu_ci
+                or e.ratio_ci is None or not e.ratio):
+            return None
+        constant = self.profile.verify_units[e.suite]
+        if not e.vu_ci[0] <= constant < e.vu_ci[1]:
+            return None
+        at = constant / self.profile.unit_vu  # the constant as a ratio
+        side = e.ratio_ci[1] - e.ratio if at >= e.ratio else e.ratio - e.ratio_ci[0]
+        return stats.bp(side / e.ratio), stats.bp(abs(at - e.ratio) / e.ratio)
 
     def cpu_notes(self, measurements: Sequence[Measurement], cpu: int) -> list[NoteText]:
         """The unit's drift over the run and the clock changes found (left out by the
@@ -106,6 +131,14 @@ class StoppingRule:
         notes.extend(("warning", change.kind, change.text())
                      for change in clock_changes(mine, self.unit_suite))
         return notes
+
+
+def _pairs_to_shrink(half_bp: float, goal_bp: float, rounds: int) -> int:
+    """B/A pairs until a half-width of ``half_bp`` over ``rounds`` rounds, shrinking as
+    1/sqrt(rounds), is ``goal_bp`` (at least 1; a goal of 0 bp: as many as allowed)."""
+    if goal_bp <= 0:
+        return 1 << 20
+    return max(1, math.ceil(rounds * ((half_bp / goal_bp) ** 2 - 1) / 2))
 
 
 def rule_for(config: BenchConfig) -> tuple[BenchConfig, StoppingRule]:
