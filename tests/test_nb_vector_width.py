@@ -1,0 +1,42 @@
+"""The numba kernels compile for 512-bit vectors on AVX-512 hosts (qprof.verify.nb): LLVM's
+Intel tuning prefers 256-bit vectors, which made ML-DSA verify 1.34-1.65x liboqs where
+512-bit gave 1.14-1.22x (docs in qprof/verify/nb/__init__.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("numba")
+
+_PROBE = ("import json, qprof.verify.nb; from numba.core import config; "
+          "from numba.core.codegen import get_host_cpu_features as f; "
+          "print(json.dumps([config.CPU_FEATURES, '+avx512f' in f().split(',')]))")
+
+
+def _features(**env: str) -> tuple[str | None, bool]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU_")}
+    out = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env},
+                         capture_output=True, text=True, check=True).stdout
+    features, avx512 = json.loads(out.strip().splitlines()[-1])
+    return features, avx512
+
+
+@pytest.mark.parametrize("env", [{}, {"NUMBA_CPU_NAME": "sapphirerapids"}],
+                         ids=["host", "cpu-name-set"])
+def test_avx512_hosts_compile_for_512_bit_vectors(env: dict[str, str]) -> None:
+    features, avx512 = _features(**env)
+    if avx512:
+        assert features is not None and features.endswith(",-prefer-256-bit")
+        assert "+avx512f" in features.split(",")
+    else:
+        assert features is None  # numba's own choice: nothing to widen
+
+
+def test_a_feature_string_the_user_set_is_left_as_set() -> None:
+    features, _avx512 = _features(NUMBA_CPU_NAME="generic", NUMBA_CPU_FEATURES="+sse2")
+    assert features == "+sse2"
