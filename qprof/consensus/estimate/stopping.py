@@ -27,8 +27,9 @@ from qprof.measure.config import BenchConfig
 from qprof.measure.plan import VERDICT_OPS, NoteText
 from qprof.measure.records import Measurement
 
-# Enough to tell "unsure"; the engine waits for the rule after every pair: 400 took
-# 0.9 s of a 29-round check run's last pair (AMD EPYC guest), time its rounds lose.
+# Enough to tell "unsure"; the engine waits for the rule's answer: 400 took 0.9 s of a
+# 29-round check run's last pair (AMD EPYC guest), time its rounds lose; 200 take
+# 0.41-0.66 s at 10-41 rounds, which is why the engine does not ask after every pair.
 CI_REPLICATES = 200
 
 
