@@ -366,7 +366,7 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
             unasked -= 1
             return True
         need = rule.pairs_needed(mine, cfg.cpu)
-        unasked = min(need, MAX_PAIRS_UNASKED) - 1
+        unasked = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
         return need > 0
 
     unasked = 0

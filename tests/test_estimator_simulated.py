@@ -40,7 +40,7 @@ TODAY_FAILS: set[tuple[str, str]] = set()
 RATIO_SHAPES = [simulate.SHAPES_BY_NAME[n] for n in simulate.RATIO_SHAPES]
 # 24 runs: a decided run's SLH-DSA error spreads by ~40 bp here, so the mean of the 4
 # decided runs of 6 had a standard error of ~20 bp, as large as the pin (smt-up
-# SLH-DSA-SHAKE-256s read -33 bp over 4 runs, -19 over 15, +13 over 19 of another seed).
+# SLH-DSA-SHAKE-256s read -33 bp over 4 runs, -12 over 15, +13 over 19 of another seed).
 RATIO_RUNS = 24
 RATIO_MAX_BIAS_BP = 25.0
 # What the estimator does not meet on them (docs/ESTIMATOR.md): nothing today.

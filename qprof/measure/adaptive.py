@@ -23,7 +23,8 @@ MAX_PAIRS_UNASKED = 4
 
 
 class StoppingRule(Protocol):
-    """What the engine asks after each round of a CPU, and once when the CPU is done."""
+    """What the engine asks when a CPU's rounds are done (again after the pairs it said
+    it needs), and once when the CPU is finished."""
 
     def pairs_needed(self, measurements: Sequence[Measurement], cpu: int) -> int:
         """How many more B/A pairs ``cpu`` needs before its estimate is sure, as far as

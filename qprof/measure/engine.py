@@ -257,7 +257,7 @@ class _Run:
             c.unasked_pairs -= 1
             return True
         need = self.rule.pairs_needed(c.mine, c.cpu)
-        c.unasked_pairs = min(need, MAX_PAIRS_UNASKED) - 1
+        c.unasked_pairs = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
         return need > 0
 
     def _past_limit(self, plan: Plan) -> bool:
