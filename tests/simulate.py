@@ -34,6 +34,7 @@ from qprof.consensus.estimate.stopping import StoppingRule
 from qprof.measure.adaptive import MAX_PAIRS_UNASKED, pair_fits
 from qprof.measure.collect import Where, collect
 from qprof.measure.config import MODE_SETTINGS
+from qprof.measure.fixtures import pool_start
 from qprof.measure.freqwatch import CapState
 from qprof.measure.protocol import Task, TaskResult, WorkerResult
 from qprof.measure.records import FreqSample, Measurement, Note, Record
@@ -208,7 +209,9 @@ class Operation:
     def __init__(self, host: Host, suite: str, pool: np.ndarray) -> None:
         self.host, self.cost, self.suite = host, QUIET_COST_S[suite], suite
         self.pool = pool  # each pool signature's cost factor
-        self.calls = 0  # timed call j verifies pool signature j % len(pool), as the worker
+        # Timed call j verifies pool signature (start + j) % len(pool), as the worker.
+        self.calls = 0
+        self.start = 0
         self._quiet = np.empty(0)
         self._i = 0
 
@@ -218,7 +221,7 @@ class Operation:
             self._i = 0
         host = self.host
         host.check_online()
-        sig = float(self.pool[self.calls % len(self.pool)])
+        sig = float(self.pool[(self.start + self.calls) % len(self.pool)])
         self.calls += 1
         dt = float(self._quiet[self._i]) * sig * host.speed(host.t, self.suite)
         self._i += 1
@@ -336,6 +339,7 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
         def reset() -> None:  # as the worker: count only the timed calls
             for op in ops:
                 op.calls = 0
+                op.start = pool_start(rnd, len(op.pool))
 
         timed = interleave(ops, tasks, [t.n for t in tasks], cfg.block_s,
                            before_timing=reset)
@@ -343,7 +347,8 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
         host.t += ROUND_GAP_S
         results = [TaskResult(i, t.name, len(v), 1, EPOCH + started, EPOCH + host.t,
                               tuple(v), turn_size=k,
-                              pool_size=len(pools[t.suite]) if cfg.pool else None)
+                              pool_size=len(pools[t.suite]) if cfg.pool else None,
+                              pool_start=pool_start(rnd, len(pools[t.suite])))
                    for i, (t, v, k) in enumerate(zip(tasks, timed.values, timed.per_turn,
                                                      strict=True))]
         # As the frequency sampler: a round is capped when any of its samples was.

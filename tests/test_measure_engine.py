@@ -516,3 +516,38 @@ def test_the_rule_is_asked_again_only_after_the_pairs_it_said_it_needs(answer, a
     assert summary.status == "finished"
     assert {m.round for m in records if isinstance(m, Measurement)} == set(range(rounds))
     assert rule.asked == asked
+
+
+def test_rounds_start_apart_in_the_pool_and_cover_it():
+    """A check round takes 100 of 256 SLH-DSA-SHAKE-256s signatures: rounds that all began
+    at signature 0 estimated the pool's first 100 only. Starting at golden-ratio steps,
+    a run's rounds verify every signature, about equally often."""
+    from collections import Counter
+
+    from qprof.measure.fixtures import pool_start
+
+    assert pool_start(0, 256) == 0 and pool_start(5, 1) == 0
+    for rounds in (7, 41, 81):
+        seen = Counter((pool_start(r, 256) + j) % 256 for r in range(rounds) for j in range(100))
+        assert len(seen) == 256
+        assert max(seen.values()) - min(seen.values()) <= 3
+
+
+def test_the_estimator_reads_which_signature_each_value_verified():
+    """The records say where each round started in the pool; the paired operations' ids
+    follow it (old records without pool_start: from signature 0)."""
+    import simulate
+
+    from qprof.consensus.estimate.quiet import paired_ratios, round_quiet
+    from qprof.consensus.estimate.reduce import reduce_measurements
+
+    run = simulate.simulate_run(simulate.SHAPES_BY_NAME["quiet"], 3,
+                                simulate.Config(rounds=7))
+    ms = [r for r in run.records if isinstance(r, Measurement)]
+    assert {m.pool_start for m in ms if m.round == 0} == {0}
+    assert len({m.pool_start for m in ms if m.suite == "SLH-DSA-SHAKE-256s"}) == 7
+    red = {k[1]: v for k, v in reduce_measurements(ms).items()}
+    unit = red["ML-DSA-44"]
+    p = paired_ratios(red["SLH-DSA-SHAKE-256s"], unit, round_quiet(unit))
+    assert p is not None and p.ops is not None
+    assert len(set(p.ops.signature.tolist())) > 200  # of the pool's 256

@@ -57,7 +57,7 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
             finished_at=res.finished_at, capped=capped, cap_factor=factor,
             pyperf_json=where.pyperf_json, checks=res.checks,
             disagreements=res.disagreements, turn_size=res.turn_size,
-            pool_size=res.pool_size,
+            pool_size=res.pool_size, pool_start=res.pool_start if res.pool_size else None,
         )
         out.measurements.append(m)
         what = f"CPU {cpu} {task.suite} {task.backend} {task.operation}"

@@ -150,7 +150,8 @@ class TaskResult:
     # Inputs of disagreements: qprof.measure.records.Disagreement's fields past run/cpu/suite.
     examples: tuple[dict[str, Any], ...] = ()
     turn_size: int | None = None  # interleaved: values per turn
-    pool_size: int | None = None  # value j verified pool signature j % pool_size
+    pool_size: int | None = None  # value j verified pool signature (pool_start + j) % pool_size
+    pool_start: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskResult:
@@ -164,6 +165,7 @@ class TaskResult:
             examples=tuple(dict(e) for e in d.get("examples", ())),
             turn_size=int(d["turn_size"]) if d.get("turn_size") else None,
             pool_size=int(d["pool_size"]) if d.get("pool_size") else None,
+            pool_start=int(d.get("pool_start") or 0),
         )
 
 

@@ -123,9 +123,12 @@ class Measurement(Record):
     # the round. None: the suite had the round to itself.
     turn_size: int | None = None
     # Added: verify of a signature pool (qprof.measure.fixtures): sample j verified the
-    # run's pool signature j % pool_size (the same pool, in the same order, in every worker
-    # of the run). None: not recorded (older runs), or not a pool.
+    # run's pool signature (pool_start + j) % pool_size (the same pool, in the same order,
+    # in every worker of the run). None: not recorded (older runs), or not a pool.
     pool_size: int | None = None
+    # Added: where the round started in the pool (fixtures.pool_start). None: signature 0
+    # (runs recorded before rounds started apart).
+    pool_start: int | None = None
 
 
 @dataclass
@@ -245,6 +248,8 @@ def _check_measurement(rec: Measurement) -> None:
         raise RecordError("measurement samples_ns must not hold negative times")
     if rec.turn_size is not None and rec.turn_size < 0:
         raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
+    if rec.pool_start is not None and rec.pool_start < 0:
+        raise RecordError(f"measurement pool_start must not be negative, got {rec.pool_start}")
     if rec.cap_factor is not None and rec.cap_factor <= 0:
         raise RecordError(f"measurement cap_factor must be above 0, got {rec.cap_factor!r}")
 

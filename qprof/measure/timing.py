@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from qprof.measure.fixtures import Fixture, Pool
+from qprof.measure.fixtures import Fixture, Pool, pool_start
 from qprof.measure.protocol import Task
 
 TimeFunc = Callable[[int], float]
@@ -71,10 +71,12 @@ class TaskState:
     disagreements: int = 0
     wrong_verdicts: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
-    # Timed calls so far: call j takes the pool's signature j % pool_size, so a record can
-    # say which signature each of its values verified (the interval resamples them).
+    # Timed calls so far: call j takes the pool's signature (pool_start + j) % pool_size,
+    # so a record can say which signature each of its values verified (the interval
+    # resamples them).
     calls: int = 0
     pool_size: int | None = None
+    pool_start: int = 0
 
     def reset(self) -> None:
         """Count only timed calls (not the pilot and warm-up ones)."""
@@ -99,9 +101,10 @@ def _verify_func(task: Task, pool: Pool, state: TaskState, clock: Clock) -> Time
               fx.context) for fx in pool]
     expected = not invalid
     state.pool_size = len(cases)
+    state.pool_start = pool_start(task.round, len(cases))
 
     def next_case() -> tuple[bytes, bytes, bytes, bytes]:
-        case = cases[state.calls % len(cases)]
+        case = cases[(state.pool_start + state.calls) % len(cases)]
         state.calls += 1
         return case
 

@@ -199,7 +199,7 @@ class Session:
             started_at=started, finished_at=time.time(), values_s=tuple(values),
             checks=state.checks, disagreements=state.disagreements,
             wrong_verdicts=state.wrong_verdicts, examples=tuple(state.examples),
-            turn_size=turn_size, pool_size=state.pool_size,
+            turn_size=turn_size, pool_size=state.pool_size, pool_start=state.pool_start,
         ))
         # The result first: a worker killed between the two writes leaves no task in the
         # pyperf file that the engine cannot find in the result (it keeps the result's).

@@ -384,6 +384,7 @@ def _collect(suite: Reduced, run: RunQuiet
         samples = suite.samples_by_round[r]
         pairable = max(min(-(-len(samples) // k), len(q.turn_medians) - 1), 0)
         pool = suite.pool_sizes.get(r)
+        first = suite.pool_starts.get(r, 0)
         turns[r], quiet[r] = pairable, 0
         i = len(rounds)
         rounds.append(r)
@@ -396,7 +397,7 @@ def _collect(suite: Reduced, run: RunQuiet
                 slow.append(s)
                 rix.append(i)
                 if pool:
-                    sig.append(j % pool)
+                    sig.append((first + j) % pool)
                 else:
                     sig.append(unique)
                     unique += 1

@@ -43,8 +43,10 @@ class Reduced:
     p10_spread_bp: float | None = None  # round spread of the per-round 10th percentiles
     round_p10s: dict[int, float] = field(default_factory=dict)  # 10th percentile per round
     turn_sizes: dict[int, int] = field(default_factory=dict)  # interleaved rounds: values/turn
-    # Rounds whose sample j verified pool signature j % size (records with pool_size).
+    # Rounds whose sample j verified pool signature (start + j) % size (records with
+    # pool_size; start from pool_start, 0 when not recorded).
     pool_sizes: dict[int, int] = field(default_factory=dict)
+    pool_starts: dict[int, int] = field(default_factory=dict)
 
     @property
     def key(self) -> Key:
@@ -107,6 +109,8 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
             ) if have_all_samples and samples else None,
             turn_sizes={m.round: m.turn_size for m in ms if m.turn_size and m.round in samples},
             pool_sizes={m.round: m.pool_size for m in ms if m.pool_size and m.round in samples},
+            pool_starts={m.round: m.pool_start for m in ms
+                         if m.pool_size and m.pool_start and m.round in samples},
             round_p10s=(
                 {r: sample_stats.percentile(v, 10) for r, v in samples.items()}
                 if have_all_samples else {}
