@@ -31,7 +31,7 @@ import numpy as np
 from qprof.consensus import Profile, load_profile
 from qprof.consensus.estimate import stats
 from qprof.consensus.estimate.stopping import StoppingRule
-from qprof.measure.adaptive import MAX_PAIRS_UNASKED, pair_fits
+from qprof.measure.adaptive import PairCredit, pair_fits
 from qprof.measure.collect import Where, collect
 from qprof.measure.config import MODE_SETTINGS
 from qprof.measure.fixtures import pool_start
@@ -361,27 +361,17 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
         mine.extend(got.measurements)
         seconds.append(host.t - started)
 
-    def more(target: int) -> bool:  # as the engine's _more_rounds
-        nonlocal unasked
-        if not (cfg.adaptive and target + 2 <= cfg.max_rounds
-                and pair_fits(host.t, cfg.time_limit_s, pair_budget, seconds,
-                              [cfg.budget_s * len(cfg.suites)] * len(seconds), 0.0)):
-            return False
-        if unasked > 0:
-            unasked -= 1
-            return True
-        need = rule.pairs_needed(mine, cfg.cpu)
-        unasked = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
-        return need > 0
-
-    unasked = 0
+    credit = PairCredit()  # as the engine: the rule asked again after its pairs
     try:
         target = cfg.rounds
         rnd = 0
         while rnd < target:
             one_round(rnd)
             rnd += 1
-            if rnd == target and more(target):
+            if (rnd == target and cfg.adaptive and target + 2 <= cfg.max_rounds
+                    and pair_fits(host.t, cfg.time_limit_s, pair_budget, seconds,
+                                  [cfg.budget_s * len(cfg.suites)] * len(seconds), 0.0)
+                    and credit.take(rule, mine, cfg.cpu)):
                 target += 2
     except CpuOffline:
         # The worker exits on the lost pinning and the engine keeps nothing of it

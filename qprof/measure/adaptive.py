@@ -10,6 +10,7 @@ consensus.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from qprof.measure.plan import NoteText
@@ -35,6 +36,23 @@ class StoppingRule(Protocol):
     def cpu_notes(self, measurements: Sequence[Measurement], cpu: int) -> list[NoteText]:
         """(level, kind, text) notes on a measured CPU: drift, clock changes."""
         ...
+
+
+@dataclass
+class PairCredit:
+    """The pairs the rule last said a CPU needs, still to measure before it is asked
+    again (at most MAX_PAIRS_UNASKED at a time)."""
+
+    left: int = 0
+
+    def take(self, rule: StoppingRule, measurements: Sequence[Measurement], cpu: int) -> bool:
+        """Another B/A pair for ``cpu``? Asks ``rule`` only when no credit is left."""
+        if self.left > 0:
+            self.left -= 1
+            return True
+        need = rule.pairs_needed(measurements, cpu)
+        self.left = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
+        return need > 0
 
 
 def pair_fits(elapsed_s: float, limit_s: float | None, pair_budget_s: float,

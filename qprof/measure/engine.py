@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qprof.measure import hwinfo
-from qprof.measure.adaptive import MAX_PAIRS_UNASKED, StoppingRule, pair_fits
+from qprof.measure.adaptive import PairCredit, StoppingRule, pair_fits
 from qprof.measure.collect import Collected, Where, collect
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
 from qprof.measure.fixtures import FixtureError, Pool, cached_pool, save_fixtures
@@ -77,7 +77,7 @@ class _Cpu:
     mine: list[Measurement] = field(default_factory=list)
     round_caps: dict[int, bool | None] = field(default_factory=dict)
     live: WorkerProcess | None = None  # the worker serving this CPU's adaptive rounds
-    unasked_pairs: int = 0  # pairs to add before the stopping rule is asked again
+    credit: PairCredit = field(default_factory=PairCredit)  # pairs before asking the rule
 
 
 class _Run:
@@ -247,18 +247,12 @@ class _Run:
         """Another B/A pair? The rule is asked again only once the pairs it last said it
         needs (at most MAX_PAIRS_UNASKED) are measured."""
         plan = self.plan
-        if not (self.config.adaptive and self.rule is not None
+        return (bool(self.config.adaptive) and self.rule is not None
                 and target + 2 <= plan.max_rounds
                 and pair_fits(self.progress.elapsed(), self.config.time_limit_s,
                               plan.pair_budget(), self.worker_seconds, self.worker_budgets,
-                              plan.pair_spawn_s())):
-            return False
-        if c.unasked_pairs > 0:
-            c.unasked_pairs -= 1
-            return True
-        need = self.rule.pairs_needed(c.mine, c.cpu)
-        c.unasked_pairs = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
-        return need > 0
+                              plan.pair_spawn_s())
+                and c.credit.take(self.rule, c.mine, c.cpu))
 
     def _past_limit(self, plan: Plan) -> bool:
         """Would one more base round (one worker) end past the time limit?"""
