@@ -31,7 +31,7 @@ import numpy as np
 from qprof.consensus import Profile, load_profile
 from qprof.consensus.estimate import stats
 from qprof.consensus.estimate.stopping import StoppingRule
-from qprof.measure.adaptive import PairCredit, pair_fits
+from qprof.measure.adaptive import PairCredit, floor_s, pair_fits
 from qprof.measure.collect import Where, collect
 from qprof.measure.config import MODE_SETTINGS
 from qprof.measure.fixtures import pool_start
@@ -283,6 +283,7 @@ class Config:
     adaptive: bool = False
     max_rounds: int = CHECK.max_rounds
     time_limit_s: float = 60.0
+    min_cpu_s: float = CHECK.min_cpu_s  # before the rule's "sure" may end the rounds
     cpu: int = 1
     backend: str = "liboqs"
     suites: tuple[str, ...] = tuple(QUIET_COST_S)
@@ -361,7 +362,8 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
         mine.extend(got.measurements)
         seconds.append(host.t - started)
 
-    credit = PairCredit()  # as the engine: the rule asked again after its pairs
+    # As the engine: the rule asked past the floor, and again after its pairs.
+    credit = PairCredit(floor_s(cfg.min_cpu_s, cfg.time_limit_s, 1))
     try:
         target = cfg.rounds
         rnd = 0
@@ -371,7 +373,7 @@ def simulate_run(shape: Shape, seed: int, cfg: Config | None = None) -> SimRun:
             if (rnd == target and cfg.adaptive and target + 2 <= cfg.max_rounds
                     and pair_fits(host.t, cfg.time_limit_s, pair_budget, seconds,
                                   [cfg.budget_s * len(cfg.suites)] * len(seconds), 0.0)
-                    and credit.take(rule, mine, cfg.cpu)):
+                    and credit.take(rule, mine, cfg.cpu, host.t)):
                 target += 2
     except CpuOffline:
         # The worker exits on the lost pinning and the engine keeps nothing of it

@@ -122,13 +122,25 @@ def test_no_estimate_outside_its_own_interval(shape: simulate.Shape, seed: int,
 
 
 def test_the_stopping_rule_adds_pairs_on_a_busy_host_within_its_limits() -> None:
-    cfg = simulate.Config(adaptive=True)
+    cfg = simulate.Config(adaptive=True, min_cpu_s=0.0)
     quiet = simulate.simulate_run(simulate.SHAPES_BY_NAME["quiet"], 1, cfg)
     # Seed 2: spells cover enough turns of some rounds that they give no pairs.
     busy = simulate.simulate_run(simulate.SHAPES_BY_NAME["heavy"], 2, cfg)
     assert {m.round for m in quiet.measurements} == set(range(cfg.rounds))
     rounds = {m.round for m in busy.measurements}
     assert cfg.rounds < len(rounds) <= cfg.max_rounds and (len(rounds) - cfg.rounds) % 2 == 0
+
+
+def test_a_sure_rule_ends_the_rounds_only_past_the_floor() -> None:
+    # The check mode's floor: a quiet host the rule finds sure at once is measured on
+    # for min_cpu_s (the host's minute-to-minute wander), then stops before the limit.
+    cfg = simulate.Config(adaptive=True, min_cpu_s=12.0, time_limit_s=60.0)
+    run = simulate.simulate_run(simulate.SHAPES_BY_NAME["quiet"], 1, cfg)
+    ms = run.measurements
+    rounds = {m.round for m in ms}
+    span = max(m.finished_at or 0.0 for m in ms) - simulate.EPOCH
+    assert len(rounds) > cfg.rounds and (len(rounds) - cfg.rounds) % 2 == 0
+    assert cfg.min_cpu_s <= span < cfg.min_cpu_s + 6.0, span
 
 
 @pytest.fixture(scope="module")

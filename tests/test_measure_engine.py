@@ -34,7 +34,8 @@ def _fixture_cache(tmp_path_factory, monkeypatch):
 def _config(**kw) -> BenchConfig:
     base = dict(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
                 backends=[_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,
-                command=["pytest"], interleave_block_s=0.0)  # the seeds' A/B rounds
+                command=["pytest"], interleave_block_s=0.0,  # the seeds' A/B rounds
+                min_cpu_s=0.0)  # the rule alone ends the rounds (the floor: its own test)
     base.update(kw)
     return BenchConfig(**base)
 
@@ -516,6 +517,27 @@ def test_the_rule_is_asked_again_only_after_the_pairs_it_said_it_needs(answer, a
     assert summary.status == "finished"
     assert {m.round for m in records if isinstance(m, Measurement)} == set(range(rounds))
     assert rule.asked == asked
+
+
+def test_a_sure_rule_is_first_asked_past_the_cpus_floor():
+    """Check mode measures a CPU for min_cpu_s before the rule's "sure" may end it (a
+    shared host's ratio wanders from minute to minute; a few seconds' interval misses
+    it), within the CPU's share of the time limit."""
+    from qprof.measure.adaptive import floor_s
+
+    assert floor_s(50.0, 60.0, 1) == 50.0 and floor_s(50.0, 60.0, 2) == 30.0
+    assert floor_s(50.0, None, 3) == 50.0
+    rule = _CountingRule(0)
+    records: list = []
+    summary = run_bench(_config(adaptive=True, rounds=3, max_rounds=41, budget_s=0.01,
+                                min_cpu_s=1.5, time_limit_s=30.0), records.append, rule=rule)
+    assert summary.status == "finished"
+    ms = [m for m in records if isinstance(m, Measurement)]
+    rounds = {m.round for m in ms}
+    assert len(rounds) > 3 and len(rounds) % 2 == 1 and len(rounds) < 41
+    assert rule.asked == 1  # once, past the floor: it said sure
+    first = min(m.finished_at or 0.0 for m in ms if m.round == 0)
+    assert max(m.finished_at or 0.0 for m in ms) - first >= 1.0
 
 
 def test_rounds_start_apart_in_the_pool_and_cover_it():

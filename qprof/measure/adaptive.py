@@ -41,18 +41,33 @@ class StoppingRule(Protocol):
 @dataclass
 class PairCredit:
     """The pairs the rule last said a CPU needs, still to measure before it is asked
-    again (at most MAX_PAIRS_UNASKED at a time)."""
+    again (at most MAX_PAIRS_UNASKED at a time), and the seconds the CPU is measured
+    before the rule is asked at all (:func:`floor_s`)."""
 
+    floor_s: float = 0.0
     left: int = 0
 
-    def take(self, rule: StoppingRule, measurements: Sequence[Measurement], cpu: int) -> bool:
-        """Another B/A pair for ``cpu``? Asks ``rule`` only when no credit is left."""
+    def take(self, rule: StoppingRule, measurements: Sequence[Measurement], cpu: int,
+             measured_s: float) -> bool:
+        """Another B/A pair for ``cpu``, measured for ``measured_s`` so far? Asks
+        ``rule`` only past the floor and when no credit is left."""
+        if measured_s < self.floor_s:
+            return True
         if self.left > 0:
             self.left -= 1
             return True
         need = rule.pairs_needed(measurements, cpu)
         self.left = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
         return need > 0
+
+
+def floor_s(min_cpu_s: float, limit_s: float | None, cpus: int) -> float:
+    """Seconds a CPU is measured before the rule's "sure" may end its rounds:
+    ``min_cpu_s``, or the CPU's share of the time limit when that is shorter (the
+    CPUs are measured one after another within one limit)."""
+    if limit_s is None:
+        return min_cpu_s
+    return min(min_cpu_s, limit_s / max(cpus, 1))
 
 
 def pair_fits(elapsed_s: float, limit_s: float | None, pair_budget_s: float,

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qprof.measure import hwinfo
-from qprof.measure.adaptive import PairCredit, StoppingRule, pair_fits
+from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
 from qprof.measure.collect import Collected, Where, collect
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
 from qprof.measure.fixtures import FixtureError, Pool, cached_pool, save_fixtures
@@ -78,6 +78,7 @@ class _Cpu:
     round_caps: dict[int, bool | None] = field(default_factory=dict)
     live: WorkerProcess | None = None  # the worker serving this CPU's adaptive rounds
     credit: PairCredit = field(default_factory=PairCredit)  # pairs before asking the rule
+    started_s: float = 0.0  # the run's elapsed seconds when this CPU's rounds began
 
 
 class _Run:
@@ -97,6 +98,7 @@ class _Run:
         self.timer, self.timer_note = choose_timer(config.timer, config.root)
         self.workdir = Path(".")
         self.fixtures_path: Path | None = None
+        self.good = 0  # CPUs to measure (the time limit is shared between them)
 
     # -- output
     def emit(self, record: Record) -> None:
@@ -114,6 +116,7 @@ class _Run:
     def run(self) -> RunSummary:
         cpus = self._start()
         good = [c for c in cpus if not self._skipped(c)]
+        self.good = len(good)
         self.workdir = Path(tempfile.mkdtemp(prefix="qprof-run-"))
         failure = None
         try:
@@ -206,7 +209,9 @@ class _Run:
     def _measure_cpu(self, cpu: int) -> None:
         """A/B/A/B/A rounds, several per worker process; extra B/A pairs while unsure."""
         plan, cfg = self.plan, self.config
-        c = _Cpu(cpu, FreqWatch(cfg.root, cpu, self.run_id, self.emit), self._pyperf_path(cpu))
+        c = _Cpu(cpu, FreqWatch(cfg.root, cpu, self.run_id, self.emit), self._pyperf_path(cpu),
+                 credit=PairCredit(floor_s(plan.min_cpu_s, cfg.time_limit_s, self.good)),
+                 started_s=self.progress.elapsed())
         self.progress.start_cpu(cfg.adaptive and self.rule is not None)
         r, target = 0, plan.rounds
         try:
@@ -252,7 +257,8 @@ class _Run:
                 and pair_fits(self.progress.elapsed(), self.config.time_limit_s,
                               plan.pair_budget(), self.worker_seconds, self.worker_budgets,
                               plan.pair_spawn_s())
-                and c.credit.take(self.rule, c.mine, c.cpu))
+                and c.credit.take(self.rule, c.mine, c.cpu,
+                                  self.progress.elapsed() - c.started_s))
 
     def _past_limit(self, plan: Plan) -> bool:
         """Would one more base round (one worker) end past the time limit?"""

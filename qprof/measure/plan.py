@@ -67,6 +67,7 @@ class Plan:
             else max(0.0, config.interleave_block_s)
         )
         self.max_rounds = max(self.rounds, config.max_rounds or s.max_rounds)
+        self.min_cpu_s = s.min_cpu_s if config.min_cpu_s is None else config.min_cpu_s
         self.per_worker = max(1, config.rounds_per_worker or s.rounds_per_worker
                               or self.rounds)
 
