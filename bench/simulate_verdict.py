@@ -36,17 +36,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="base rounds per run (the pins of the ratio shapes use 15)")
     p.add_argument("--adaptive", action="store_true",
                    help="extra B/A pairs by the engine's stopping rule, as qprof check")
+    p.add_argument("--budget", type=float, default=simulate.CHECK.budget_s,
+                   help="seconds per suite per round (check mode's default)")
     args = p.parse_args(argv)
     shapes = [simulate.SHAPES_BY_NAME[n] for n in args.shapes.split(",")]
     profile = load_profile(args.profile)
     started = time.monotonic()
-    cfg = simulate.Config(adaptive=args.adaptive, rounds=args.rounds)
+    cfg = simulate.Config(adaptive=args.adaptive, rounds=args.rounds, budget_s=args.budget)
     cells = simulate.simulate_table(
         profile, shapes, runs=args.runs, seed=args.seed, cfg=cfg,
         progress=lambda name: print(f"# {name} done, {time.monotonic() - started:.0f} s",
                                     file=sys.stderr))
     print(f"{args.runs} simulated runs per shape, seed {args.seed}, "
-          f"{cfg.rounds} rounds of check mode"
+          f"{cfg.rounds} rounds of check mode, {cfg.budget_s} s per suite per round"
           + (f" + stopping rule (<= {cfg.max_rounds})" if cfg.adaptive else "")
           + "; truth (VU): " + ", ".join(
               f"{s} {profile.unit_vu * simulate.true_ratio(s):.1f}"
