@@ -54,8 +54,8 @@ MODE_SETTINGS: dict[str, ModeSettings] = {
     # At least 50 s a CPU: a shared host's quiet ratio itself wanders from one minute to
     # the next (SLH-DSA by ~50 bp sd on the AMD EPYC guest), which an interval of a few
     # seconds' rounds cannot see. Runs the rule found sure after 7-24 s there held the
-    # eight runs' median in 5-6 of 8 intervals; eight of 58-60 s held
-    # it in 24 of 24 suite-runs.
+    # eight runs' median in 5-6 of 8 intervals; with this floor, three series of eight
+    # held it in 22-23 of 24 suite-runs (docs/ESTIMATOR.md, "The floor").
     "check": ModeSettings(("verify",), 0.3, 0.0, 30, 4000, 7, 81, False, 0.004, 1, 50.0),
     "quick": ModeSettings(
         VERIFY_OPS + DUAL_OPS + WALLET_OPS + KEM_OPS, 0.12, 0.1, 15, 1000, 5, 5, False
