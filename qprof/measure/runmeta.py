@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -55,6 +56,37 @@ def liboqs_linked_version(status: BackendStatus | None) -> str | None:
     return None
 
 
+def _file_digest(path: str) -> str | None:
+    """A short sha256 of a file (a build's identity: the same version built otherwise
+    is another build)."""
+    import hashlib
+
+    try:
+        with open(os.path.realpath(path), "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def liboqs_build(status: BackendStatus | None) -> str | None:
+    """Digest of the liboqs shared object that was loaded, None when none was."""
+    from qprof.verify.availability import find_liboqs
+
+    if status is None or not status.available:
+        return None
+    where = find_liboqs()
+    return None if isinstance(where, str) else _file_digest(where.library)
+
+
+def kernels_digest(status: BackendStatus | None) -> str | None:
+    """The numba kernels' digest (their sources, numba and llvmlite), when numba ran."""
+    if status is None or not status.available:
+        return None
+    from qprof.verify.nb import source_digest
+
+    return source_digest()
+
+
 def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None]:
     import ssl
 
@@ -68,6 +100,8 @@ def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None
         "numpy": _dist_version("numpy"),
         "pyperf": _dist_version("pyperf"),
         "liboqs_linked": linked,
+        "liboqs_build": liboqs_build(statuses.get("liboqs")),
+        "qprof_kernels": kernels_digest(statuses.get("numba")),
         "liboqs_python": _dist_version("liboqs-python"),
         "openssl": ssl.OPENSSL_VERSION,
         "cryptography": openssl.version if openssl is not None else None,
@@ -75,11 +109,11 @@ def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None
     }
 
 
-def _cpu_model(root: str) -> str | None:
+def _cpuinfo_field(root: str, *keys: str) -> str | None:
     try:
         for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                return line.split(":", 1)[1].strip()
+            if line.lower().startswith(keys) and ":" in line:
+                return line.split(":", 1)[1].strip()[:200]
     except OSError:
         pass
     return None
@@ -130,7 +164,8 @@ def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: dict[str, Any],
             "hostname": platform.node(),
             "kernel": platform.release(),
             "arch": platform.machine(),
-            "cpu_model": _cpu_model(cfg.root),
+            "cpu_model": _cpuinfo_field(cfg.root, "model name", "hardware", "cpu model"),
+            "microcode": _cpuinfo_field(cfg.root, "microcode"),
             "online_cpus": [r.get("cpu") for r in topo.get("cpus", []) if r.get("online")],
             "clusters": topo.get("clusters", []),
             "topology_problems": topo.get("problems", []),
