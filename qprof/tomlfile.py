@@ -1,13 +1,15 @@
 """A user's TOML file (a chain profile, a daemon --config): every way it can be
-unusable (missing, a directory or FIFO, huge, not UTF-8, nested past the parser's
-recursion limit, not TOML) is one ``TomlFileError`` line naming the file."""
+unusable (missing, a directory or FIFO, a kernel file under /proc or /sys, huge, not
+UTF-8, nested past the parser's recursion limit, not TOML) is one ``TomlFileError`` line
+naming the file. The bytes come from :func:`qprof.userfile.read_bounded`."""
 
 from __future__ import annotations
 
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
+
+from qprof.userfile import UserFileError, read_bounded
 
 # Profiles and settings are a few kB; anything much larger is not one of them.
 MAX_BYTES = 1 << 20
@@ -17,30 +19,11 @@ class TomlFileError(ValueError):
     """The file cannot be read as TOML; the message starts with its path."""
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        mode = path.stat().st_mode
-        if not stat.S_ISREG(mode):
-            raise TomlFileError(f"{path}: is {_kind(mode)}, not a TOML file")
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise TomlFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise TomlFileError(f"{path}: larger than {MAX_BYTES >> 10} KiB, not a TOML file "
-                            "qprof reads")
+        raw = read_bounded(path, MAX_BYTES, "TOML file")
+    except UserFileError as exc:
+        raise TomlFileError(str(exc)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from qprof.commands.options import Number
+from qprof.commands.output import OutputError, check_output, write_file
 from qprof.measure.sigtime import DEFAULT_ROUNDS
 
 
@@ -60,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
     if cpu not in os.sched_getaffinity(0):
         print(f"qprof adversary: CPU {cpu} is not one this process may use", file=sys.stderr)
         return 2
+    try:  # before minutes of grinding, not after
+        check_output(args.out)
+    except OutputError as exc:
+        print(f"qprof adversary: --out: {exc}", file=sys.stderr)
+        return 2
     say = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
     try:
         result = run_adversary(args.suite, args.minutes, cpu, pool_size=args.pool,
@@ -67,9 +73,21 @@ def run(args: argparse.Namespace) -> int:
     except (AdversaryError, SigTimeError, ValueError) as exc:
         print(f"qprof adversary: {exc}", file=sys.stderr)
         return 2
+    # The cache first: a failed --out (the disk filled meanwhile) loses no run.
+    try:
+        kept = save_last(result)
+    except OutputError as exc:
+        print(f"qprof adversary: the run's cache: {exc}", file=sys.stderr)
+        kept = None
     if args.out:
-        args.out.write_text(json.dumps(result.to_json_list(), indent=1) + "\n")
-    save_last(result)
+        try:
+            write_file(args.out, json.dumps(result.to_json_list(), indent=1) + "\n")
+        except OutputError as exc:
+            print(f"qprof adversary: --out: {exc}"
+                  + (f"; the run is kept in {kept}" if kept else ""), file=sys.stderr)
+            return 2
+    if kept is None:
+        return 2
     if args.json:
         print(json.dumps(result.summary(), indent=2))
         return 0

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
 from qprof.commands.options import Number, add_backend
+from qprof.commands.output import OutputError, check_output
 from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
@@ -132,17 +133,20 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
              records: list[Record]) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl``."""
+    from qprof.atomicfile import AtomicFile
     from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
     from qprof.measure.engine import run_bench
-    from qprof.measure.jsonl import JsonlSink
 
-    jsonl = JsonlSink(args.output) if args.output else None
+    # The run is written line by line to a temporary file beside -o (a crash keeps it
+    # there) and renamed over -o at the end, as every file qprof writes.
+    jsonl = AtomicFile(args.output) if args.output else None
 
     def sink(record: Record) -> None:
         records.append(record)
         if jsonl is not None:
-            jsonl(record)
+            jsonl.write(record.to_json() + "\n")
+            jsonl.flush()
 
     config = BenchConfig(
         cpus=cpus, backends=[args.backend] if args.backend else None, mode="check",
@@ -160,7 +164,7 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
         if line:
             line.close()
         if jsonl:
-            jsonl.close()
+            jsonl.commit()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.from_run is not None:
         return _judge_recorded(args)
+    try:
+        check_output(args.output)
+    except OutputError as exc:
+        return _fail(args, str(exc))
     try:
         profile = load_profile(args.profile or DEFAULT_PROFILE)
     except ProfileError as exc:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from qprof.commands.output import write_output
+from qprof.commands.output import OutputError, check_output, write_output
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +26,11 @@ def run(args: argparse.Namespace) -> int:
     from qprof.service.store import Store
     from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
 
+    try:  # before opening the store
+        check_output(args.output)
+    except OutputError as exc:
+        print(f"qprof export: {exc}", file=sys.stderr)
+        return 2
     path = (args.state_dir or default_state_dir()) / DB_NAME
     try:
         store = Store(path, readonly=True)

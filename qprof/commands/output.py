@@ -1,13 +1,9 @@
 """Writing a command's output: stdout, or a file given with ``-o``; the one place.
 
-A regular file (or a new one) is written whole or not at all: ``NAME.tmp`` beside it,
-then renamed over it, so a full disk leaves the file as it was and no partial or
-0-byte file. Anything else is written in place and never renamed over: a device
-(``-o /dev/full`` as root once replaced the device node with a regular file), a FIFO,
-``/dev/stdout``; a symlink is followed (its target written as above), never replaced.
-
-A failed write is :class:`OutputError`, one line naming where; ``qprof.cli`` prints it
-and exits 2. On stdout the reader leaving (``| head``) is no error: the rest is dropped.
+Files go through :mod:`qprof.atomicfile` (whole or not at all; :func:`check_output`
+before any work); stdout is guarded here. A failed write is :class:`OutputError`, one
+line naming where; ``qprof.cli`` prints it and exits 2. On stdout the reader leaving
+(``| head``) is no error: the rest is dropped.
 """
 
 from __future__ import annotations
@@ -20,9 +16,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from qprof.atomicfile import OutputError, check_writable, write_file
 
-class OutputError(Exception):
-    """The output could not be written (the message names where, and why)."""
+__all__ = ["OutputError", "check_output", "emit", "guarded_stdout", "silence_stdout",
+           "write_file", "write_output"]
 
 
 def _why(exc: OSError) -> str:
@@ -102,42 +99,11 @@ def emit(text: str, end: str = "\n") -> bool:
         raise OutputError(f"cannot write to stdout: {_why(exc)}") from None
 
 
-def _in_place(path: Path) -> bool:
-    """Write into ``path`` itself: it exists and is not a regular file (after symlinks)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        # A dangling symlink or /proc/self/fd/N of a pipe: open() knows what to do.
-        return os.path.islink(path)
-    except OSError:
-        return False  # open() below says why
-    return not stat.S_ISREG(mode)
-
-
-def write_file(path: str | Path, text: str) -> Path:
-    """``text`` into ``path`` (see the module's docstring); the path written."""
-    path = Path(path)
-    if _in_place(path):
-        try:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise OutputError(f"cannot write {path}: {_why(exc)}") from None
-        return path
-    # A symlink to a regular file: replace its target, keep the link.
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    tmp = target.with_name(target.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise OutputError(f"cannot write {path}: {_why(exc)}") from None
-    return path
+def check_output(path: str | Path | None) -> None:
+    """Before any work: OutputError unless ``path`` (None or ``-``: stdout) can be
+    written."""
+    if path is not None and str(path) != "-":
+        check_writable(path)
 
 
 def write_output(path: str | Path | None, text: str) -> bool:

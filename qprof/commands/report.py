@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from qprof.commands.output import write_file, write_output
+from qprof.commands.output import OutputError, check_output, write_file, write_output
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +34,12 @@ def run(args: argparse.Namespace) -> int:
     from qprof.measure.jsonl import read_run
     from qprof.report.markdown import render_report
 
+    try:  # before reading anything
+        check_output(args.output)
+        check_output(args.html)
+    except OutputError as exc:
+        print(f"qprof report: {exc}", file=sys.stderr)
+        return 2
     runs = []
     failed = False
     for name in args.files:

@@ -398,6 +398,7 @@ class MonitorApp(App[int]):
 
     # ------------------------------------------------------------------- export
     def action_export(self) -> None:
+        from qprof.atomicfile import OutputError
         from qprof.tui.report import write_report
 
         if self.frame is None:
@@ -407,7 +408,7 @@ class MonitorApp(App[int]):
             info = self.collector.profile
             interval = info.profile.target_block_interval_s if info.profile else None
             path = write_report(self.frame, directory, info.name, interval)
-        except OSError as exc:
+        except (OSError, OutputError) as exc:
             self.notify(f"Export failed: {exc}", severity="error", timeout=8)
             return
         self.last_export = path

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from qprof.atomicfile import write_file
 from qprof.measure.markdown import md_table, md_text
 from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
@@ -152,7 +153,6 @@ def write_report(frame: Frame, directory: Path, profile: str,
     while path.exists():  # two exports in the same second: keep both
         n += 1
         path = directory / f"qprof-monitor-{stamp}-{n}.md"
-    path.write_text(report_markdown(frame, profile), encoding="utf-8")
-    path.with_suffix(".html").write_text(report_html(frame, profile, block_interval_s),
-                                         encoding="utf-8")
+    write_file(path, report_markdown(frame, profile))
+    write_file(path.with_suffix(".html"), report_html(frame, profile, block_interval_s))
     return path.resolve()

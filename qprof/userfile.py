@@ -1,0 +1,77 @@
+"""Reading a file that a user or a recorded run names (a profile, a --config, a
+``qprof block --json`` file, the adversary cache): the one bounded read.
+
+A regular file only, read up to a size cap, opened with O_NONBLOCK, and never under /proc
+or /sys: their files are "regular" to stat() yet unbounded or blocking (``/proc/kmsg``
+waited for kernel messages and drained the log; ``/dev/zero`` read until MemoryError).
+Every way the file is unusable is one :class:`UserFileError` line starting with its path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+# Kernel trees whose files report a size of 0 and produce data (or block) when read.
+KERNEL_TREES = ("/proc", "/sys")
+
+
+class UserFileError(ValueError):
+    """The file cannot be read as asked; the message starts with its path."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def kernel_tree(path: str | Path) -> str | None:
+    """The kernel tree (/proc, /sys) ``path`` really lies in, else None."""
+    real = os.path.realpath(path)
+    return next((t for t in KERNEL_TREES if real == t or real.startswith(t + "/")), None)
+
+
+def read_bounded(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes`` (``what`` names the
+    kind of file in the error, e.g. "TOML file")."""
+    p = Path(path)
+    tree = kernel_tree(p)
+    if tree is not None:
+        raise UserFileError(f"{p}: a kernel file under {tree}, not a {what}")
+    try:
+        mode = os.stat(p).st_mode
+        if not stat.S_ISREG(mode):
+            raise UserFileError(f"{p}: is {_kind(mode)}, not a {what}")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UserFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)  # what was opened, not what stat() saw before
+        if not stat.S_ISREG(st.st_mode):
+            raise UserFileError(f"{p}: is {_kind(st.st_mode)}, not a {what}")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes and st.st_size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except BlockingIOError:
+        raise UserFileError(f"{p}: reading would wait for data: not a {what}") from None
+    except OSError as exc:
+        raise UserFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if total > max_bytes or st.st_size > max_bytes:
+        size = f"{max_bytes >> 10} KiB" if max_bytes < 4 << 20 else f"{max_bytes >> 20} MiB"
+        raise UserFileError(f"{p}: larger than {size}, not a {what} qprof reads")
+    return b"".join(chunks)
