@@ -86,14 +86,17 @@ class SuiteEstimate:
     vu_by_statistic: dict[Statistic, int | None] = field(default_factory=dict)
     capped: bool | None = None
     cap_factor: float | None = None
-    # Why this estimate cannot decide a verdict (the verdict says "unsure" with it): too
-    # few quiet data for the quiet ratio, so the figures are the median's, whose bias under
-    # contention can exceed its interval. None: it can.
+    # Why this estimate cannot decide a verdict (the verdict's "no_estimate": "no reliable
+    # estimate", with no figure): too few quiet data for the quiet ratio, so the figures
+    # are the median's, whose bias under contention can exceed its interval. None: it can.
     undecided: str | None = None
     # Share of the unit's turns measured under contention (interleaved rounds only).
     contended_share: float | None = None
     # Signatures of the pool the suite's values verified (None: not recorded).
     pool_signatures: int | None = None
+    # Runs the figures combine: 1 for a run's own estimate; more where the trend's
+    # segment of comparable runs stands in for it (qprof.consensus.trend.verdict).
+    runs: int = 1
 
     @property
     def is_unit(self) -> bool:

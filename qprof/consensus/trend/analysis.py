@@ -1,0 +1,203 @@
+"""The trend across runs, in one place: series from run points, known change points,
+the detector over each segment, the located and sized steps, the segment estimates and
+what changed. `qprof trend`, the daemon, its metrics, history, the report and the monitor
+all take their over-time figures from :func:`analyze`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
+from qprof.consensus.trend.explain import conditions, known_differences, suites_pattern
+from qprof.consensus.trend.model import (
+    Alarm,
+    Change,
+    KnownChange,
+    RunPoint,
+    SegmentEstimate,
+    Series,
+    SeriesKey,
+    SeriesTrend,
+    SuiteRun,
+    SuiteTrend,
+)
+from qprof.consensus.trend.segment import combine
+from qprof.consensus.trend.segmentation import differ, locate, step_size
+
+
+@dataclass(frozen=True)
+class TrendConfig:
+    detector: DetectorConfig = field(default_factory=DetectorConfig)
+    # Runs each side of a change that say which suites moved and what else changed.
+    explain_window: int = 12
+
+
+def group(points: Iterable[tuple[SeriesKey, RunPoint]]) -> list[Series]:
+    """Series from run points: one per key, runs ordered by start (a run seen twice, by
+    its id, counts once)."""
+    by_key: dict[SeriesKey, dict[str, RunPoint]] = {}
+    for key, point in points:
+        by_key.setdefault(key, {}).setdefault(point.run_id, point)
+    return [Series(key, tuple(sorted(runs.values(), key=lambda r: (r.started_at, r.run_id))))
+            for key, runs in sorted(by_key.items(), key=lambda kv: _key_order(kv[0]))]
+
+
+def _key_order(k: SeriesKey) -> tuple[str, int, str, str, str]:
+    return (k.node, k.cpu, k.backend, k.operation, k.mode)
+
+
+def known_changes(series: Series) -> list[KnownChange]:
+    out = []
+    for i in range(1, len(series.runs)):
+        what = known_differences(series.runs[i - 1].context, series.runs[i].context,
+                                 series.key.backend)
+        if what:
+            out.append(KnownChange(i, what))
+    return out
+
+
+def _log_points(series: Series, suite: str, lo: int, hi: int) -> list[tuple[int, float]]:
+    out = []
+    for i in range(lo, hi):
+        s = series.runs[i].suite(suite)
+        if s is not None and s.decided and s.ratio is not None:
+            out.append((i, math.log(s.ratio)))
+    return out
+
+
+def _detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
+            ) -> tuple[list[int], Alarm | None]:
+    """Changes found in one stretch between known change points (series indices of the
+    first run after each), and an alarm the runs have not confirmed or dismissed yet."""
+    start = 0  # position in ys where the current segment starts
+    chart = Cusum(cfg)
+    changes: list[int] = []
+    alarm: Alarm | None = None
+    for pos in range(len(ys)):
+        before = [y for _i, y in ys[start:pos]]
+        if len(before) >= cfg.warmup:
+            z = score(ys[pos][1], before)
+            if z is not None:
+                chart.add(z)
+        direction = chart.alarm
+        if direction is None:
+            alarm = None
+            continue
+        window = [y for _i, y in ys[start:pos + 1]]
+        at = locate(window)
+        if at is not None and differ(window[:at], window[at:]):
+            changes.append(ys[start + at][0])
+            start += at
+            chart.reset()
+            alarm = None
+        else:
+            alarm = Alarm(suite, ys[pos][0], chart.value, cfg.h,
+                          "up" if direction == "up" else "down")
+    return changes, alarm
+
+
+def _refine(ys: Sequence[tuple[int, float]], found: list[int], lo: int, hi: int) -> list[int]:
+    """Each found step located again with every run up to its neighbours (the detector
+    saw only the runs up to its alarm)."""
+    bounds = [lo, *found, hi]
+    out = []
+    for j in range(1, len(bounds) - 1):
+        window = [(i, y) for i, y in ys if bounds[j - 1] <= i < bounds[j + 1]]
+        at = locate([y for _i, y in window])
+        out.append(window[at][0] if at is not None else bounds[j])
+    return sorted(set(out))
+
+
+def _segment(series: Series, suite: str, lo: int, hi: int) -> SegmentEstimate | None:
+    runs: list[tuple[int, SuiteRun]] = []
+    gaps = 0
+    for i in range(lo, hi):
+        s = series.runs[i].suite(suite)
+        if s is None:
+            continue
+        if s.decided:
+            runs.append((i, s))
+        else:
+            gaps += 1
+    return combine(suite, runs, gaps=gaps, first=lo, last=hi - 1)
+
+
+def _values(series: Series, lo: int, hi: int, suite: str, absolute: bool) -> list[float]:
+    out = []
+    for r in series.runs[lo:hi]:
+        if absolute and suite == r.unit_suite:
+            t = r.unit_time_ns
+        else:
+            s = r.suite(suite)
+            t = None if s is None or not s.decided else (s.time_ns if absolute else s.ratio)
+        if t is not None and t > 0:
+            out.append(math.log(t))
+    return out
+
+
+def _which_moved(series: Series, at: int, lo: int, hi: int, window: int) -> str:
+    """Which suites' own times moved across ``at`` (the unit's included: the core's speed
+    moves them all, the hash code only SLH-DSA)."""
+    a, b = max(lo, at - window), min(hi, at + window)
+    names = [series.runs[at].unit_suite, *series.suite_names()]
+    moved: list[str] = []
+    steady: list[str] = []
+    for name in dict.fromkeys(names):
+        before = _values(series, a, at, name, absolute=True)
+        after = _values(series, at, b, name, absolute=True)
+        if len(before) < 2 or len(after) < 2:
+            continue
+        (moved if differ(before, after) else steady).append(name)
+    return suites_pattern(moved, steady)
+
+
+def _suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
+                 ) -> SuiteTrend:
+    n = len(series.runs)
+    stretches = [0, *[k.run_index for k in known], n]
+    detected: list[int] = []
+    alarm: Alarm | None = None
+    for lo, hi in zip(stretches, stretches[1:], strict=False):
+        ys = _log_points(series, suite, lo, hi)
+        found, alarm = _detect(ys, suite, cfg.detector)
+        detected += _refine(ys, found, lo, hi) if found else []
+    known_at = {k.run_index: k for k in known}
+    bounds = sorted({0, *known_at, *detected, n})
+    segments: list[SegmentEstimate] = []
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        seg = _segment(series, suite, lo, hi)
+        if seg is not None:
+            segments.append(seg)
+    changes = []
+    for before, after in zip(segments, segments[1:], strict=False):
+        at = after.first_run
+        change_bp, ci = step_size(before, after)
+        k = known_at.get(at)
+        lo = max((b for b in bounds if b < at), default=0)
+        hi = min((b for b in bounds if b > at), default=n)
+        w = cfg.explain_window
+        what = (*(k.what if k else ()),
+                *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
+                _which_moved(series, at, lo, hi, w))
+        r = series.runs[at]
+        changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,
+                              started_at=r.started_at, before=before.ratio, after=after.ratio,
+                              change_bp=change_bp, ci_95_bp=ci,
+                              cause="known" if k else "detected", what_changed=what))
+    gaps = sum(1 for r in series.runs
+               if (s := r.suite(suite)) is not None and not s.decided)
+    return SuiteTrend(suite=suite, segments=tuple(segments), changes=tuple(changes),
+                      gaps=gaps, alarm=alarm)
+
+
+def analyze_series(series: Series, cfg: TrendConfig | None = None) -> SeriesTrend:
+    cfg = cfg or TrendConfig()
+    known = known_changes(series)
+    suites = tuple(_suite_trend(series, s, known, cfg) for s in series.suite_names())
+    return SeriesTrend(key=series.key, runs=series.runs, suites=suites, known=tuple(known))
+
+
+def analyze(series: Iterable[Series], cfg: TrendConfig | None = None) -> list[SeriesTrend]:
+    return [analyze_series(s, cfg) for s in series]

@@ -1,0 +1,117 @@
+"""A run's records -> its run points: the estimator per CPU and backend (the same call as
+`qprof check`), with what ran under the run. Used for JSONL files (`qprof trend RUN.jsonl`)
+and by the daemon when a run finishes (it stores the points, so a run stays judgeable
+after retention strips its samples)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, REPLICATES, estimate
+from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
+from qprof.measure.records import Env, FreqSample, Measurement, Meta, Record
+
+
+def _str(value: object) -> str | None:
+    return value[:200] if isinstance(value, str) and value else None
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _steal_pct(envs: list[Env], cpu: int) -> float | None:
+    """Steal time between the before and after snapshots, % of the CPU's ticks."""
+    by_when = {e.when: e.snapshot for e in envs}
+    before, after = by_when.get("before"), by_when.get("after")
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return None
+    try:
+        t0 = before["cpu_times"][str(cpu)]
+        t1 = after["cpu_times"][str(cpu)]
+        total = sum(float(t1[k]) - float(t0[k]) for k in t1 if k in t0
+                    and k not in ("guest", "guest_nice"))
+        steal = float(t1.get("steal", 0)) - float(t0.get("steal", 0))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return 100.0 * steal / total if total > 0 else None
+
+
+def _load(envs: list[Env]) -> float | None:
+    for e in envs:
+        if e.when == "before" and isinstance(e.snapshot.get("load"), Mapping):
+            return _float(e.snapshot["load"].get("1m"))
+    return None
+
+
+def _cpu_row(meta: Meta, cpu: int) -> Mapping[str, Any]:
+    return next((r for r in meta.cpus if isinstance(r, Mapping) and r.get("cpu") == cpu), {})
+
+
+def run_context(meta: Meta, cpu: int, envs: list[Env], freqs: list[FreqSample],
+                contended_share: float | None) -> RunContext:
+    v, m, row = meta.versions, meta.machine, _cpu_row(meta, cpu)
+    samples = [f for f in freqs if f.cpu == cpu]
+    capped = (any(f.capped for f in samples) if any(f.capped is not None for f in samples)
+              else row.get("capped") if isinstance(row.get("capped"), bool) else None)
+    return RunContext(
+        liboqs=_str(v.get("liboqs_linked")), liboqs_build=_str(v.get("liboqs_build")),
+        numba=_str(v.get("numba")), kernels=_str(v.get("qprof_kernels")),
+        kernel=_str(m.get("kernel")), microcode=_str(m.get("microcode")),
+        capped=capped, cap_factor=_float(row.get("cap_factor")),
+        governor=_str(row.get("governor")), load=_load(envs),
+        steal_pct=_steal_pct(envs, cpu), contended_share=contended_share,
+        qprof=_str(v.get("qprof_commit")) or _str(v.get("qprof")),
+    )
+
+
+def series_key(meta: Meta, cpu: int, backend: str, operation: str) -> SeriesKey:
+    row = _cpu_row(meta, cpu)
+    model = _str(row.get("model_name")) or _str(row.get("uarch")) or _str(
+        meta.machine.get("cpu_model"))
+    return SeriesKey(node=_str(meta.machine.get("hostname")) or "?", cpu=cpu,
+                     cpu_model=model, backend=backend, operation=operation,
+                     mode=_str(meta.settings.get("mode")) or "?")
+
+
+def run_points(records: Iterable[Record], *, unit_suite: str = DEFAULT_UNIT_SUITE,
+               operation: str = "verify", replicates: int = REPLICATES,
+               ) -> list[tuple[SeriesKey, RunPoint]]:
+    """One point per CPU and backend of one run (its Meta first). Undecided estimates
+    are kept as gaps; a run without its Meta gives nothing."""
+    records = list(records)
+    meta = next((r for r in records if isinstance(r, Meta)), None)
+    if meta is None:
+        return []
+    measurements = [r for r in records if isinstance(r, Measurement)]
+    envs = [r for r in records if isinstance(r, Env)]
+    freqs = [r for r in records if isinstance(r, FreqSample)]
+    by_group: dict[tuple[int, str], list[SuiteRun]] = {}
+    shares: dict[tuple[int, str], float | None] = {}
+    unit_ns: dict[tuple[int, str], float | None] = {}
+    for e in estimate(measurements, unit_suite=unit_suite, operation=operation,
+                      replicates=replicates):
+        group = by_group.setdefault((e.cpu, e.backend), [])
+        if e.is_unit:
+            shares[(e.cpu, e.backend)] = e.contended_share
+            unit_ns[(e.cpu, e.backend)] = e.suite_time_ns if e.undecided is None else None
+            continue
+        decided = e.undecided is None and e.ratio is not None and e.ratio_ci is not None
+        group.append(SuiteRun(
+            suite=e.suite, ratio=e.ratio if decided else None,
+            ratio_ci=e.ratio_ci if decided else None,
+            undecided=None if decided else (e.undecided or "no interval"),
+            time_ns=e.suite_time_ns if decided else None))
+    out = []
+    for (cpu, backend), suites in sorted(by_group.items()):
+        if not suites:
+            continue
+        ctx = run_context(meta, cpu, envs, freqs, shares.get((cpu, backend)))
+        out.append((series_key(meta, cpu, backend, operation),
+                    RunPoint(run_id=meta.run_id, started_at=meta.started_at,
+                             suites=tuple(suites), context=ctx, unit_suite=unit_suite,
+                             unit_time_ns=unit_ns.get((cpu, backend)))))
+    return out

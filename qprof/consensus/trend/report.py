@@ -1,0 +1,74 @@
+"""The trend as data for people and programs: `qprof trend --json`'s shape (per CPU,
+backend and suite: ``segments`` and ``changes``, estimates in Verify Units as in
+`qprof check --json`) and the one-line texts every view shows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from qprof.consensus.trend.model import Change, FleetChange, SegmentEstimate, SeriesTrend
+from qprof.consensus.trend.verdict import segment_vu
+
+
+def segment_dict(seg: SegmentEstimate, unit_vu: int) -> dict[str, Any]:
+    vu, vu_ci = segment_vu(seg, unit_vu)
+    return {"first_run": seg.first_run, "last_run": seg.last_run, "runs": seg.runs,
+            "gaps": seg.gaps, "estimate": vu, "ci_95": list(vu_ci), "ratio": seg.ratio,
+            "ratio_ci_95": list(seg.ratio_ci), "half_width_bp": round(seg.half_width_bp, 2),
+            "within_bp": round(seg.within_bp, 2), "between_bp": round(seg.between_bp, 2),
+            "autocorr": round(seg.autocorr, 3), "df": round(seg.df, 1)}
+
+
+def change_dict(c: Change, unit_vu: int) -> dict[str, Any]:
+    return {"run_index": c.run_index, "run_id": c.run_id, "started_at": c.started_at,
+            "before": unit_vu * c.before, "after": unit_vu * c.after,
+            "change_bp": round(c.change_bp, 1),
+            "ci_95_bp": [round(c.ci_95_bp[0], 1), round(c.ci_95_bp[1], 1)],
+            "cause": c.cause, "what_changed": list(c.what_changed)}
+
+
+def trend_dict(t: SeriesTrend, unit_vu: int) -> dict[str, Any]:
+    return {
+        "node": t.key.node, "cpu": t.key.cpu, "cpu_model": t.key.cpu_model,
+        "backend": t.key.backend, "operation": t.key.operation, "mode": t.key.mode,
+        "runs": len(t.runs),
+        "run_ids": [r.run_id for r in t.runs],
+        "known_changes": [{"run_index": k.run_index, "what": list(k.what)} for k in t.known],
+        "suites": {
+            s.suite: {
+                "segments": [segment_dict(g, unit_vu) for g in s.segments],
+                "changes": [change_dict(c, unit_vu) for c in s.changes],
+                "gaps": s.gaps,
+                "alarm": None if s.alarm is None else {
+                    "run_index": s.alarm.run_index, "direction": s.alarm.direction,
+                    "statistic": round(s.alarm.statistic, 2),
+                    "threshold": round(s.alarm.threshold, 2)},
+            } for s in t.suites},
+    }
+
+
+def fleet_dict(f: FleetChange, unit_vu: int) -> dict[str, Any]:
+    return {"suite": f.suite, "started_at": f.started_at, "nodes": list(f.nodes),
+            "fleet_wide": f.fleet_wide,
+            "changes": [change_dict(c, unit_vu) for c in f.changes]}
+
+
+def when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def change_text(c: Change, unit_vu: int) -> str:
+    """One line: the suite's step, its size with interval, and what changed."""
+    lo, hi = c.ci_95_bp
+    why = "; ".join(c.what_changed) or "nothing else recorded changed"
+    return (f"{c.suite}: {unit_vu * c.before:.1f} -> {unit_vu * c.after:.1f} VU "
+            f"({c.change_bp:+.0f} bp, 95 % {lo:+.0f} to {hi:+.0f}) at run {c.run_index} "
+            f"({when(c.started_at)}, {c.cause}): {why}")
+
+
+def segment_text(seg: SegmentEstimate, unit_vu: int) -> str:
+    vu, (lo, hi) = segment_vu(seg, unit_vu)
+    gaps = f", {seg.gaps} undecided" if seg.gaps else ""
+    return (f"{vu} (95 % {lo}-{hi}) over {seg.runs} run{'s' if seg.runs != 1 else ''}"
+            f"{gaps}, ratio {unit_vu * seg.ratio:.2f} +-{seg.half_width_bp:.0f} bp")

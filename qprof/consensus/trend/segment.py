@@ -1,0 +1,113 @@
+"""One suite's ratio over a segment of comparable runs: a random-effects combination of
+the runs' estimates, with an interval that holds each run's own error, the between-run
+wander and the runs' autocorrelation.
+
+Model, on the log ratio ``y_r = ln(ratio_r)`` of the decided runs r of the segment:
+``y_r = mu + u_r + e_r``, ``e_r ~ N(0, s_r^2)`` the run's own error (from its 95 %
+interval), ``u_r`` the host's between-run wander, variance ``tau^2`` (Paule-Mandel, as
+statsmodels' meta-analysis computes it). ``mu`` is the weighted mean with weights
+``1 / (s_r^2 + tau^2)``. Its standard error is the larger of the model's and a
+heteroskedasticity-and-autocorrelation-consistent one (Newey-West, statsmodels' WLS with
+``cov_type="HAC"``): consecutive runs share the host's minute-to-minute state, which the
+model alone would ignore. The t quantile's degrees of freedom are the runs' (n - 1) when
+the spread between runs carries the error, more when the runs' own errors do
+(Welch-Satterthwaite). One run: that run's estimate and interval as they are.
+docs/TREND.md has the method and its checks on real series.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from qprof.consensus.trend.model import SegmentEstimate, SuiteRun
+
+Z95 = 1.959963984540054
+# Degrees of freedom of one run's own error: a run's interval comes from a bootstrap of
+# tens of rounds, so its variance is well known next to the between-run part.
+RUN_DF = 30.0
+
+
+def run_se(s: SuiteRun) -> float:
+    """A run's own standard error of ln(ratio), from its 95 % interval."""
+    assert s.ratio_ci is not None
+    lo, hi = s.ratio_ci
+    return max((math.log(hi) - math.log(lo)) / (2 * Z95), 1e-6)
+
+
+def hac_lags(n: int) -> int:
+    """Newey-West's rule of thumb for the lags of the HAC variance (0 under 8 runs, where
+    the autocorrelation cannot be told from noise)."""
+    return 0 if n < 8 else max(1, int(4 * (n / 100) ** (2 / 9)))
+
+
+def _tau2(y: Sequence[float], v: Sequence[float]) -> float:
+    import numpy as np
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    res = combine_effects(np.asarray(y), np.asarray(v), method_re="pm")
+    tau2 = float(res.tau2)
+    return tau2 if math.isfinite(tau2) and tau2 > 0 else 0.0
+
+
+def _hac_se(y: Sequence[float], w: Sequence[float], lags: int) -> float:
+    import numpy as np
+    from statsmodels.regression.linear_model import WLS
+
+    fit = WLS(np.asarray(y), np.ones(len(y)), weights=np.asarray(w)).fit(
+        cov_type="HAC", cov_kwds={"maxlags": lags, "use_correction": True})
+    se = float(fit.bse[0])
+    return se if math.isfinite(se) else 0.0
+
+
+def _lag1(r: Sequence[float]) -> float:
+    if len(r) < 8:
+        return 0.0
+    mean = sum(r) / len(r)
+    d = [x - mean for x in r]
+    den = sum(x * x for x in d)
+    return 0.0 if den <= 0 else sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
+
+
+def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
+            first: int | None = None, last: int | None = None) -> SegmentEstimate | None:
+    """The segment estimate of ``suite`` over ``runs`` ((series index, run) of the decided
+    runs, in order); None without any. ``first``/``last`` bound the segment when it starts
+    or ends with undecided runs."""
+    decided = [(i, s) for i, s in runs if s.decided]
+    if not decided:
+        return None
+    first = decided[0][0] if first is None else first
+    last = decided[-1][0] if last is None else last
+    if len(decided) == 1:
+        s = decided[0][1]
+        assert s.ratio is not None and s.ratio_ci is not None
+        return SegmentEstimate(suite=suite, first_run=first, last_run=last, runs=1,
+                               gaps=gaps, ratio=s.ratio, ratio_ci=s.ratio_ci,
+                               within_bp=1e4 * run_se(s), between_bp=0.0, autocorr=0.0,
+                               df=RUN_DF)
+    from scipy.stats import t as student_t
+
+    n = len(decided)
+    y = [math.log(s.ratio) for _i, s in decided if s.ratio is not None]
+    v = [run_se(s) ** 2 for _i, s in decided]
+    tau2 = _tau2(y, v)
+    w = [1.0 / (vi + tau2) for vi in v]
+    wsum = sum(w)
+    mu = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / wsum
+    se_model = math.sqrt(1.0 / wsum)
+    se_hac = _hac_se(y, w, hac_lags(n))
+    resid = [(yi - mu) * math.sqrt(wi) for wi, yi in zip(w, y, strict=True)]
+    mean_v = sum(v) / n
+    if se_hac > se_model:
+        df = float(n - 1)  # the runs' own spread carries the error
+    else:
+        df = (mean_v + tau2) ** 2 / (mean_v ** 2 / (RUN_DF * n) + tau2 ** 2 / (n - 1))
+        df = min(max(df, n - 1.0), 1000.0)
+    se = max(se_model, se_hac)
+    half = float(student_t.ppf(0.975, df)) * se
+    return SegmentEstimate(
+        suite=suite, first_run=first, last_run=last, runs=n, gaps=gaps,
+        ratio=math.exp(mu), ratio_ci=(math.exp(mu - half), math.exp(mu + half)),
+        within_bp=1e4 * math.sqrt(mean_v), between_bp=1e4 * math.sqrt(tau2),
+        autocorr=_lag1(resid), df=df)

@@ -1,0 +1,63 @@
+"""Where a step lies and how large it is: ruptures's exact single-change segmentation of
+the runs since the last change (least squares on the log ratio), a Welch t test that
+confirms the alarm, and the step's size with its 95 % interval from the two segments'
+estimates (:mod:`qprof.consensus.trend.segment`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from qprof.consensus.trend.model import SegmentEstimate
+
+CONFIRM_P = 0.05  # an alarm is a change once the runs either side differ at this level
+MIN_SIDE = 2  # runs on each side of a located step
+
+
+def locate(y: Sequence[float]) -> int | None:
+    """The index of the first value after the one step that best splits ``y`` (None when
+    too few values for two sides)."""
+    if len(y) < 2 * MIN_SIDE:
+        return None
+    import numpy as np
+    import ruptures
+
+    algo = ruptures.Dynp(model="l2", min_size=MIN_SIDE, jump=1).fit(
+        np.asarray(y, dtype=float).reshape(-1, 1))
+    return int(algo.predict(n_bkps=1)[0])
+
+
+def differ(before: Sequence[float], after: Sequence[float], p: float = CONFIRM_P) -> bool:
+    """Whether two runs' sets differ in mean (Welch's t test), ``p`` two-sided."""
+    if len(before) < MIN_SIDE or len(after) < MIN_SIDE:
+        return False
+    from scipy.stats import ttest_ind
+
+    res = ttest_ind(list(before), list(after), equal_var=False)
+    pvalue = float(res.pvalue)
+    return math.isfinite(pvalue) and pvalue < p
+
+
+def _se(seg: SegmentEstimate) -> float:
+    from scipy.stats import t as student_t
+
+    lo, hi = seg.ratio_ci
+    return math.log(hi / lo) / (2 * float(student_t.ppf(0.975, seg.df)))
+
+
+def step_size(before: SegmentEstimate, after: SegmentEstimate
+              ) -> tuple[float, tuple[float, float]]:
+    """(change in bp, its 95 % interval in bp): after against before, the interval from
+    both segments' errors (Welch-Satterthwaite degrees of freedom)."""
+    from scipy.stats import t as student_t
+
+    d = math.log(after.ratio / before.ratio)
+    sb, sa = _se(before), _se(after)
+    se = math.hypot(sb, sa)
+    df = se ** 4 / (sb ** 4 / before.df + sa ** 4 / after.df) if se > 0 else 1000.0
+    half = float(student_t.ppf(0.975, max(df, 1.0))) * se
+
+    def bp(x: float) -> float:
+        return 1e4 * (math.exp(x) - 1)
+
+    return bp(d), (bp(d - half), bp(d + half))

@@ -1,0 +1,51 @@
+"""The verdict over time: a CPU's newest estimate with its segment's figures in place of
+its own, so :func:`qprof.consensus.verdict.coverage` decides on every comparable run since
+the last change. One run: the segment is that run, the verdict the run's."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from qprof.consensus.estimate.estimator import SuiteEstimate
+from qprof.consensus.trend.model import SegmentEstimate, SeriesTrend
+from qprof.consensus.vu import exact
+
+SegmentKey = tuple[int, str, str, str]  # cpu, backend, operation, suite
+
+
+def current_segments(trends: Iterable[SeriesTrend]) -> dict[SegmentKey, SegmentEstimate]:
+    """The current (last) segment of each suite, by CPU, backend, operation and suite."""
+    out: dict[SegmentKey, SegmentEstimate] = {}
+    for t in trends:
+        for s in t.suites:
+            if s.current is not None:
+                out[(t.key.cpu, t.key.backend, t.key.operation, s.suite)] = s.current
+    return out
+
+
+def segment_vu(seg: SegmentEstimate, unit_vu: int) -> tuple[int, tuple[int, int]]:
+    """The segment's Verify-Unit estimate and interval: ceil(unit_vu x ratio), exact."""
+    est = math.ceil(unit_vu * exact(seg.ratio))
+    lo = min(math.ceil(unit_vu * exact(seg.ratio_ci[0])), est)
+    hi = max(math.ceil(unit_vu * exact(seg.ratio_ci[1])), est)
+    return est, (lo, hi)
+
+
+def with_segments(estimates: Iterable[SuiteEstimate],
+                  segments: Mapping[SegmentKey, SegmentEstimate],
+                  unit_vu: int) -> list[SuiteEstimate]:
+    """The newest run's estimates, each suite's figures replaced by its segment's where the
+    segment combines more than that run (``runs`` says how many); the unit and suites
+    without a segment are left as they are."""
+    out = []
+    for e in estimates:
+        seg = segments.get((e.cpu, e.backend, e.operation, e.suite))
+        if seg is None or e.is_unit or seg.runs < 1:
+            out.append(e)
+            continue
+        vu, vu_ci = segment_vu(seg, unit_vu)
+        out.append(replace(e, ratio=seg.ratio, ratio_ci=seg.ratio_ci, vu_estimate=vu,
+                           vu_ci=vu_ci, undecided=None, runs=seg.runs))
+    return out
