@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.measure.fixtures import Pool, load_fixtures
+from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.measure.protocol import (
     Job,
     Task,
@@ -67,33 +68,11 @@ from qprof.measure.timing import (
 EXIT_AFFINITY = 3
 EXIT_BAD_JOB = 4
 EXIT_ORPHAN = 6
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _emit(event: WorkerEvent) -> None:
     sys.stderr.write(event.line())
     sys.stderr.flush()
-
-
-def die_with_parent() -> None:
-    """Linux: SIGTERM to this process when the process that started it dies.
-
-    (The kernel sends it when the parent *thread* exits; the engine waits for its worker
-    in the thread that started it, so that thread outlives the worker.)
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-
-
-def parent_gone(parent: int | None) -> bool:
-    """The engine died before prctl took effect: we were already re-parented."""
-    return isinstance(parent, int) and parent > 0 and os.getppid() != parent
 
 
 def _pin(cpu: int) -> str | None:
