@@ -25,6 +25,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from qprof.commands.options import Number, add_backend, add_cpus, add_suites
+from qprof.commands.output import emit
 from qprof.measure.block import MODES
 
 if TYPE_CHECKING:
@@ -46,21 +47,22 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_backend(parser, "liboqs if it works here, else numba")
     parser.add_argument("--second", default="numba", help="second verifier in enforce/shadow modes")
     parser.add_argument(
-        "--signatures", type=Number(int, at_least=1),
-        help="signatures per block (default: the profile's worst case)"
+        "--signatures", type=Number(int, at_least=1, at_most=MAX_SIGNATURES),
+        help="signatures per block (default: the profile's worst case; at most the most "
+        "spends a block of the profile can hold)"
     )
     parser.add_argument(
-        "--invalid", type=Number(int, at_least=0), default=0,
+        "--invalid", type=Number(int, at_least=0, at_most=MAX_SIGNATURES), default=0,
         help="tamper with this many signatures, spread out"
     )
     parser.add_argument(
         "--distinct",
-        type=Number(int, at_least=1),
+        type=Number(int, at_least=1, at_most=MAX_SIGNATURES),
         help="fresh key pairs per block (default: all for ML-DSA, 8 for SLH-DSA)",
     )
     parser.add_argument(
         "--repeat",
-        type=Number(int, at_least=1),
+        type=Number(int, at_least=1, at_most=1000),
         default=9,
         help="verify each block this many times per scope, scopes in turn (reversed every "
         "other repeat); the median wall time is reported with its 95 %% interval (an "
@@ -77,6 +79,37 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "adversary SUITE` run against a block of its median ones")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
+
+
+# No profile's block holds more spends than this (qanum: 2,000 of ML-DSA-44 under its VU
+# budget); the profile's own limits bound --signatures further (_signature_limit).
+MAX_SIGNATURES = 100_000
+
+
+def _signature_limit(profile: Profile) -> int:
+    """The most spends a block of ``profile`` can hold, of any priced suite, under every
+    limit it states (its VU budget, its auth bytes)."""
+    from qprof.consensus.vu import block_signatures
+
+    return max((block_signatures(profile, s) for s in profile.verify_units), default=1)
+
+
+def _unavailable(suites: list[str], backends: list[str]) -> str | None:
+    """Why a verifier this block needs cannot run here (None: all can), found before any
+    signing: a missing backend was a BackendUnavailable traceback after it."""
+    from qprof.verify import backend_status
+
+    for name in dict.fromkeys(backends):
+        try:
+            status = backend_status(name)
+        except ValueError as exc:  # an unknown name
+            return str(exc)
+        if not status.available:
+            return f"backend {name} is not available here: {status.reason}"
+        missing = [s for s in suites if s not in status.suites]
+        if missing:
+            return f"backend {name} cannot verify {', '.join(missing)} here"
+    return None
 
 
 def _scopes(cpus: list[int], root: str) -> list[tuple[str, list[int]]]:
@@ -134,7 +167,17 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--cpus: {exc}")
     if not cpus:
         return fail(f"--cpus {args.cpus or 'all'}: no CPU to verify on")
+    limit = _signature_limit(profile)
+    if args.signatures is not None and args.signatures > limit:
+        return fail(f"--signatures {args.signatures}: a block of {profile.name} holds at most "
+                    f"{limit} spends under its limits")
+    if args.invalid > (args.signatures or limit):
+        return fail(f"--invalid {args.invalid}: more than the block's signatures")
     backend = args.backend or _default_backend()
+    refused = _unavailable(suites, [backend] + ([args.second] if args.mode != "single"
+                                                else []))
+    if refused:
+        return fail(refused)
     if args.adversarial:
         from qprof.commands.block_adversarial import run_adversarial
 
@@ -163,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                                   "results": [r.to_dict() for r in results]}
         if worst is not None:
             out["worst_block"] = worst
-        print(json.dumps(out, indent=1))
+        emit(json.dumps(out, indent=1))
     else:
         if worst is not None:
             print(f"worst-case block of {profile.name} from the times on CPU {cpus[0]}: "

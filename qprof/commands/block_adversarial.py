@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any
 
+from qprof.commands.output import emit
+
 
 def run_adversarial(args: argparse.Namespace, profile: Any, suites: list[str],
                     cpus: list[int], backend: str) -> int:
@@ -55,7 +57,7 @@ def run_adversarial(args: argparse.Namespace, profile: Any, suites: list[str],
         print("qprof block: --adversarial needs an SLH-DSA suite", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"profile": profile.name, "adversarial": rows}, indent=1))
+        emit(json.dumps({"profile": profile.name, "adversarial": rows}, indent=1))
     else:
         print(f"adversarial blocks of profile {profile.name} ({args.mode}, "
               f"{len(cpus)} CPUs, median of {max(1, args.repeat)} runs)")

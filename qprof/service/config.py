@@ -75,6 +75,14 @@ _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_h
             "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
             "keep_samples_days", "keep_freq_days"}
 _ABOVE_ZERO = {"interval", "watch_interval", "alert_timeout"}  # 0 would spin or kill at once
+_DAY = 86400.0
+# The largest value of each number: beyond it a setting means nothing (a 1e300 s watch
+# interval overflowed the timer's wait and killed the daemon) or breaks arithmetic.
+_AT_MOST = {"interval": 365 * _DAY, "retry": 365 * _DAY, "max_load": 1e6, "max_busy": 100.0,
+            "alert_timeout": _DAY, "cap_hold_seconds": _DAY, "watch_interval": 3600.0,
+            "first_cycle_delay": 365 * _DAY, "store_wait": _DAY, "keep_days": 100 * 365.0,
+            "keep_samples_days": 100 * 365.0, "keep_freq_days": 100 * 365.0,
+            "cap_hold_samples": 1_000_000}
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
@@ -91,19 +99,29 @@ def parse_listen(text: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _coerce(key: str, value: Any, where: str) -> Any:
     if key in _NUMBERS:
         number = not isinstance(value, bool) and isinstance(value, int | float)
-        low_ok = number and math.isfinite(value) and (
-            value > 0 if key in _ABOVE_ZERO else value >= 0)
-        if not low_ok:
-            shown = f"{value:g}" if number else repr(value)
+        # An integer of 400 digits is no float (math.isfinite would raise on it).
+        number = number and (not isinstance(value, int) or abs(value) <= 1 << 63)
+        ok = number and math.isfinite(value) and (
+            value > 0 if key in _ABOVE_ZERO else value >= 0) and value <= _AT_MOST[key]
+        if not ok:
+            shown = f"{value:g}" if number else _shown(value)
             rule = "a number above 0" if key in _ABOVE_ZERO else "a non-negative number"
-            raise ConfigError(f"{where}: {key} must be {rule}, got {shown}")
+            raise ConfigError(f"{where}: {key} must be {rule} and at most "
+                              f"{_AT_MOST[key]:g}, got {shown}")
         return float(value)
     if key in _INTS:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{where}: {key} must be a positive integer, got {value!r}")
+        if (isinstance(value, bool) or not isinstance(value, int) or value < 1
+                or value > _AT_MOST[key]):
+            raise ConfigError(f"{where}: {key} must be a positive integer at most "
+                              f"{_AT_MOST[key]:g}, got {_shown(value)}")
         return value
     if key in _PATHS:
         if not isinstance(value, str | Path) or not str(value):
