@@ -107,15 +107,19 @@ def _shown(value: Any) -> str:
 def _coerce(key: str, value: Any, where: str) -> Any:
     if key in _NUMBERS:
         number = not isinstance(value, bool) and isinstance(value, int | float)
-        # An integer of 400 digits is no float (math.isfinite would raise on it).
-        number = number and (not isinstance(value, int) or abs(value) <= 1 << 63)
-        ok = number and math.isfinite(value) and (
-            value > 0 if key in _ABOVE_ZERO else value >= 0) and value <= _AT_MOST[key]
-        if not ok:
+        if number and isinstance(value, int) and abs(value) > 1 << 63:
+            # An integer of 400 digits is no float (math.isfinite would raise on it).
+            raise ConfigError(f"{where}: {key} must be at most {_AT_MOST[key]:g}, "
+                              f"got {_shown(value)}")
+        low_ok = number and math.isfinite(value) and (
+            value > 0 if key in _ABOVE_ZERO else value >= 0)
+        if not low_ok:
             shown = f"{value:g}" if number else _shown(value)
             rule = "a number above 0" if key in _ABOVE_ZERO else "a non-negative number"
-            raise ConfigError(f"{where}: {key} must be {rule} and at most "
-                              f"{_AT_MOST[key]:g}, got {shown}")
+            raise ConfigError(f"{where}: {key} must be {rule}, got {shown}")
+        if value > _AT_MOST[key]:
+            raise ConfigError(f"{where}: {key} must be at most {_AT_MOST[key]:g}, "
+                              f"got {value:g}")
         return float(value)
     if key in _INTS:
         if (isinstance(value, bool) or not isinstance(value, int) or value < 1
