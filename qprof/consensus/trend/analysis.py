@@ -58,7 +58,7 @@ def known_changes(series: Series) -> list[KnownChange]:
     return out
 
 
-def _log_points(series: Series, suite: str, lo: int, hi: int) -> list[tuple[int, float]]:
+def log_points(series: Series, suite: str, lo: int, hi: int) -> list[tuple[int, float]]:
     out = []
     for i in range(lo, hi):
         s = series.runs[i].suite(suite)
@@ -67,13 +67,26 @@ def _log_points(series: Series, suite: str, lo: int, hi: int) -> list[tuple[int,
     return out
 
 
-def _detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
-            ) -> tuple[list[int], Alarm | None]:
-    """Changes found in one stretch between known change points (series indices of the
-    first run after each), and an alarm the runs have not confirmed or dismissed yet."""
+@dataclass(frozen=True)
+class Found:
+    """A step the detector confirmed: the series index of the first run after it, and of
+    the run whose arrival confirmed it (the detection delay is their distance)."""
+
+    at: int
+    confirmed_at: int
+
+
+def detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
+           ) -> tuple[list[Found], Alarm | None]:
+    """The detector over one stretch between known change points (``ys``: series index and
+    log ratio of the decided runs): the steps it confirmed, and an alarm the runs have not
+    confirmed or dismissed yet. An alarm is a step once the single best split of the runs
+    since the segment's start (:func:`locate`) separates two sets that differ
+    (:func:`differ`); until then it stays pending, and it is dismissed when the chart falls
+    back under its threshold."""
     start = 0  # position in ys where the current segment starts
     chart = Cusum(cfg)
-    changes: list[int] = []
+    found: list[Found] = []
     alarm: Alarm | None = None
     for pos in range(len(ys)):
         before = [y for _i, y in ys[start:pos]]
@@ -88,14 +101,14 @@ def _detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
         window = [y for _i, y in ys[start:pos + 1]]
         at = locate(window)
         if at is not None and differ(window[:at], window[at:]):
-            changes.append(ys[start + at][0])
+            found.append(Found(ys[start + at][0], ys[pos][0]))
             start += at
             chart.reset()
             alarm = None
         else:
             alarm = Alarm(suite, ys[pos][0], chart.value, cfg.h,
                           "up" if direction == "up" else "down")
-    return changes, alarm
+    return found, alarm
 
 
 def _refine(ys: Sequence[tuple[int, float]], found: list[int], lo: int, hi: int) -> list[int]:
@@ -153,16 +166,16 @@ def _which_moved(series: Series, at: int, lo: int, hi: int, window: int) -> str:
     return suites_pattern(moved, steady)
 
 
-def _suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
+def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
                  ) -> SuiteTrend:
     n = len(series.runs)
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
     alarm: Alarm | None = None
     for lo, hi in zip(stretches, stretches[1:], strict=False):
-        ys = _log_points(series, suite, lo, hi)
-        found, alarm = _detect(ys, suite, cfg.detector)
-        detected += _refine(ys, found, lo, hi) if found else []
+        ys = log_points(series, suite, lo, hi)
+        found, alarm = detect(ys, suite, cfg.detector)
+        detected += _refine(ys, [f.at for f in found], lo, hi) if found else []
     known_at = {k.run_index: k for k in known}
     bounds = sorted({0, *known_at, *detected, n})
     segments: list[SegmentEstimate] = []
@@ -195,7 +208,7 @@ def _suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Tren
 def analyze_series(series: Series, cfg: TrendConfig | None = None) -> SeriesTrend:
     cfg = cfg or TrendConfig()
     known = known_changes(series)
-    suites = tuple(_suite_trend(series, s, known, cfg) for s in series.suite_names())
+    suites = tuple(suite_trend(series, s, known, cfg) for s in series.suite_names())
     return SeriesTrend(key=series.key, runs=series.runs, suites=suites, known=tuple(known))
 
 

@@ -78,7 +78,7 @@ def point_from_dict(d: object) -> RunPoint:
     run_id = _text(d.get("run_id"), "run_id")
     started = _num(d.get("started_at"), "started_at")
     suites = d.get("suites")
-    if not run_id or started is None or not isinstance(suites, list):
+    if not run_id or started is None or not isinstance(suites, list | tuple):
         raise ValueError("run point: run_id, started_at and suites are needed")
     return RunPoint(run_id=run_id, started_at=started,
                     suites=tuple(_suite(s) for s in suites[:64]),

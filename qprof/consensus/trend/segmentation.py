@@ -31,9 +31,13 @@ def differ(before: Sequence[float], after: Sequence[float], p: float = CONFIRM_P
     """Whether two runs' sets differ in mean (Welch's t test), ``p`` two-sided."""
     if len(before) < MIN_SIDE or len(after) < MIN_SIDE:
         return False
+    import warnings
+
     from scipy.stats import ttest_ind
 
-    res = ttest_ind(list(before), list(after), equal_var=False)
+    with warnings.catch_warnings():  # identical values: no variance, no difference
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = ttest_ind(list(before), list(after), equal_var=False)
     pvalue = float(res.pvalue)
     return math.isfinite(pvalue) and pvalue < p
 

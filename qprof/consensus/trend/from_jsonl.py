@@ -1,0 +1,93 @@
+"""Recorded runs as run points: the JSONL source of `qprof trend RUN.jsonl...`.
+
+One file is one run (`qprof check -o`, `qprof bench -o`, `qprof export`), read by
+:func:`qprof.measure.jsonl.read_run` and turned into points by
+:func:`qprof.consensus.trend.from_records.run_points` (the estimator `qprof check` uses).
+``.xz`` and ``.gz`` files (archived runs, the tests' data) are decompressed first, within a
+size cap. A file that gives no point is a :class:`RunFileError`, one line naming it.
+"""
+
+from __future__ import annotations
+
+import lzma
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from qprof.consensus.trend.from_records import run_points
+from qprof.consensus.trend.model import RunPoint, SeriesKey
+from qprof.measure.jsonl import read_run
+from qprof.userfile import UserFileError, read_bounded
+
+# A compressed run is read whole (an hour's check run: ~2 MB as xz) and may expand to at
+# most this much: a decompression bomb ends here, not in memory or on disk.
+MAX_COMPRESSED = 256 << 20
+MAX_EXPANDED = 1 << 30
+COMPRESSED = (".xz", ".gz")
+
+
+class RunFileError(ValueError):
+    """The file gives no run point; the message starts with its path."""
+
+
+@dataclass(frozen=True)
+class RunFile:
+    path: str
+    profile: str | None  # the profile the run was measured against (its Meta's)
+    points: list[tuple[SeriesKey, RunPoint]]
+    problems: list[str]  # bad lines skipped, "file:line: reason"
+
+
+def _expand(path: Path) -> bytes:
+    data = read_bounded(path, MAX_COMPRESSED, "compressed run")
+    try:
+        if path.suffix == ".xz":
+            out = lzma.LZMADecompressor().decompress(data, MAX_EXPANDED + 1)
+        else:  # gzip (wbits 16 + 15: its header and trailer)
+            out = zlib.decompressobj(wbits=31).decompress(data, MAX_EXPANDED + 1)
+    except (lzma.LZMAError, zlib.error, EOFError) as exc:
+        raise RunFileError(f"{path}: not {path.suffix[1:]} data ({exc})") from None
+    if len(out) > MAX_EXPANDED:
+        raise RunFileError(f"{path}: expands to more than {MAX_EXPANDED >> 20} MiB: not a "
+                           "run qprof reads")
+    return out
+
+
+@contextmanager
+def _plain(path: Path) -> Iterator[Path]:
+    """The run as a plain file: ``path`` itself, or its decompressed copy in a temporary
+    directory (removed on exit)."""
+    if path.suffix not in COMPRESSED:
+        yield path
+        return
+    try:
+        data = _expand(path)
+    except UserFileError as exc:
+        raise RunFileError(str(exc)) from None
+    with tempfile.TemporaryDirectory(prefix="qprof-trend-") as tmp:
+        plain = Path(tmp) / path.stem
+        plain.write_bytes(data)
+        yield plain
+
+
+def read_run_file(path: str | Path, unit_suite: str | None = None) -> RunFile:
+    """One recorded run's points, each CPU and backend one; the unit suite is the run's
+    own (its settings) unless ``unit_suite`` is given."""
+    p = Path(path)
+    with _plain(p) as plain:
+        try:
+            run = read_run(plain)
+        except OSError as exc:
+            raise RunFileError(f"{p}: {exc.strerror or exc}") from None
+        problems = [x.replace(str(plain), str(p)) for x in run.problems]
+    if run.meta is None or not run.measurements:
+        first = f" ({problems[0]})" if problems else ""
+        raise RunFileError(f"{p}: no meta line and measurements: not a recorded run{first}")
+    unit = unit_suite or run.meta.settings.get("unit_suite")
+    points = run_points(run.records, **({"unit_suite": unit} if isinstance(unit, str) else {}))
+    if not points:
+        raise RunFileError(f"{p}: no CPU with the unit suite and another suite measured")
+    return RunFile(path=str(p), profile=run.meta.profile, points=points, problems=problems)

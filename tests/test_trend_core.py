@@ -1,0 +1,155 @@
+"""consensus/trend: the segment estimate, the detector, known changes, explanations and the
+codec (issue 29). The detector on real noise: tests/test_trend_real.py."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from qprof.consensus.trend.analysis import analyze_series, detect, group, log_points
+from qprof.consensus.trend.codec import key_from_dict, point_from_dict, point_to_dict
+from qprof.consensus.trend.detector import DetectorConfig, siegmund_arl, threshold
+from qprof.consensus.trend.explain import known_differences, suites_pattern
+from qprof.consensus.trend.model import RunContext, RunPoint, Series, SeriesKey, SuiteRun
+from qprof.consensus.trend.segment import combine
+
+KEY = SeriesKey(node="n1", cpu=1, cpu_model="AMD EPYC", backend="liboqs")
+SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-256s")
+BASE = {"ML-DSA-87": 2.25, "SLH-DSA-SHAKE-256s": 80.0}
+
+
+def run(i: int, ratios: dict[str, float], se: float = 0.003, ctx: RunContext | None = None,
+        undecided: str | None = None, unit_ns: float = 17000.0) -> RunPoint:
+    suites = []
+    for s, r in ratios.items():
+        half = 1.96 * se * r
+        suites.append(SuiteRun(s, None if undecided else r,
+                               None if undecided else (r - half, r + half), undecided,
+                               time_ns=None if undecided else r * unit_ns))
+    return RunPoint(run_id=f"r{i:03d}", started_at=1e9 + 3600 * i, suites=tuple(suites),
+                    context=ctx or RunContext(liboqs="0.16.0", kernel="6.1"),
+                    unit_time_ns=unit_ns)
+
+
+def noisy_series(n: int, sd: float = 0.006, seed: int = 1, step_at: int | None = None,
+                 step: float = 0.0, suites: tuple[str, ...] = SUITES,
+                 ctx_at: dict[int, RunContext] | None = None) -> Series:
+    rng = random.Random(seed)
+    runs = []
+    ctx = RunContext(liboqs="0.16.0", kernel="6.1")
+    for i in range(n):
+        ctx = (ctx_at or {}).get(i, ctx)
+        f = 1 + step if step_at is not None and i >= step_at else 1.0
+        runs.append(run(i, {s: BASE[s] * f * math.exp(rng.gauss(0, sd)) for s in suites},
+                        ctx=ctx))
+    return Series(KEY, tuple(runs))
+
+
+def test_one_run_is_its_own_segment() -> None:
+    r = run(0, {"ML-DSA-87": 2.25})
+    s = r.suites[0]
+    seg = combine("ML-DSA-87", [(0, s)])
+    assert seg is not None and seg.runs == 1
+    assert seg.ratio == s.ratio and seg.ratio_ci == s.ratio_ci
+
+
+def test_segment_interval_holds_the_wander_and_shrinks() -> None:
+    # Runs whose own intervals are narrow (30 bp se) but which wander by 60 bp: the
+    # segment's interval is wider than the runs' own error alone would give, and shrinks
+    # as runs are added.
+    widths = []
+    for n in (10, 20, 40):
+        series = noisy_series(n, sd=0.006, seed=3, suites=("ML-DSA-87",))
+        seg = combine("ML-DSA-87", [(i, r.suites[0]) for i, r in enumerate(series.runs)])
+        assert seg is not None and seg.runs == n
+        assert seg.between_bp > 20
+        naive = 1.96 * 30 / math.sqrt(n)
+        assert seg.half_width_bp > naive
+        widths.append(seg.half_width_bp)
+    assert widths[0] > widths[1] > widths[2]
+
+
+def test_undecided_runs_are_gaps_never_estimates() -> None:
+    runs = [run(i, {"ML-DSA-87": 2.25}) for i in range(5)]
+    runs.insert(2, run(9, {"ML-DSA-87": 2.25 * 1.25}, undecided="contended 87 %"))
+    series = Series(KEY, tuple(sorted(runs, key=lambda r: r.started_at)))
+    t = analyze_series(series)
+    st = t.suite("ML-DSA-87")
+    assert st is not None and st.gaps == 1 and not st.changes
+    assert st.segments[0].runs == 5 and st.segments[0].gaps == 1
+
+
+def test_threshold_gives_the_asked_arl() -> None:
+    h = threshold(10_000.0, 0.625)
+    assert siegmund_arl(h, 0.625) == pytest.approx(20_000.0, rel=1e-6)
+    assert DetectorConfig().h == pytest.approx(h)
+
+
+def test_detector_finds_a_step_and_ignores_one_wild_run() -> None:
+    series = noisy_series(60, sd=0.006, seed=5, step_at=30, step=0.03,
+                          suites=("SLH-DSA-SHAKE-256s",))
+    ys = log_points(series, "SLH-DSA-SHAKE-256s", 0, 60)
+    found, _ = detect(ys, "SLH-DSA-SHAKE-256s", DetectorConfig())
+    assert found and 30 <= found[0].confirmed_at <= 40 and abs(found[0].at - 30) <= 2
+    wild = list(noisy_series(40, sd=0.006, seed=6, suites=("SLH-DSA-SHAKE-256s",)).runs)
+    wild[20] = run(20, {"SLH-DSA-SHAKE-256s": 80.0 * 1.3})
+    ys = log_points(Series(KEY, tuple(wild)), "SLH-DSA-SHAKE-256s", 0, 40)
+    found, _ = detect(ys, "SLH-DSA-SHAKE-256s", DetectorConfig())
+    assert found == []
+
+
+def test_known_change_splits_sizes_and_names_the_library() -> None:
+    new = RunContext(liboqs="0.16.0", liboqs_build="b2", kernel="6.1")
+    old = RunContext(liboqs="0.16.0", liboqs_build="b1", kernel="6.1")
+    series = noisy_series(30, sd=0.004, seed=7, step_at=15, step=0.05,
+                          ctx_at={0: old, 15: new})
+    t = analyze_series(series)
+    assert [k.run_index for k in t.known] == [15]
+    assert t.known[0].what == ("liboqs build b1 -> b2",)
+    for st in t.suites:
+        assert len(st.segments) == 2
+        (c,) = st.changes
+        assert c.cause == "known" and c.run_index == 15
+        lo, hi = c.ci_95_bp
+        assert lo < 500 < hi
+        assert "liboqs build b1 -> b2" in c.what_changed
+
+
+def test_known_differences_per_backend() -> None:
+    a = RunContext(liboqs="0.16.0", numba="0.60", kernel="6.1")
+    b = RunContext(liboqs="0.16.0", numba="0.61", kernel="6.1")
+    assert known_differences(a, b, "liboqs") == ()
+    assert known_differences(a, b, "numba") == ("numba 0.60 -> 0.61",)
+    # A field a run did not record is no change.
+    assert known_differences(RunContext(), b, "numba") == ()
+
+
+def test_suites_pattern_points_at_the_cause() -> None:
+    assert "hash" in suites_pattern(["SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"],
+                                    ["ML-DSA-44", "ML-DSA-87"])
+    assert "frequency" in suites_pattern(["ML-DSA-44", "ML-DSA-87"], [])
+
+
+def test_group_orders_and_deduplicates() -> None:
+    a, b = run(2, {"ML-DSA-87": 2.25}), run(1, {"ML-DSA-87": 2.25})
+    (s,) = group([(KEY, a), (KEY, b), (KEY, a)])
+    assert [r.run_id for r in s.runs] == ["r001", "r002"]
+
+
+def test_codec_round_trip_and_refuses_bad_data() -> None:
+    p = run(0, {"ML-DSA-87": 2.25, "SLH-DSA-SHAKE-256s": 80.0})
+    assert point_from_dict(point_to_dict(p)) == p
+    d = point_to_dict(p)
+    d["suites"][0]["ratio"] = float("nan")
+    with pytest.raises(ValueError, match="ratio"):
+        point_from_dict(d)
+    d = point_to_dict(p)
+    d["suites"][0]["ratio_ci"] = [1, 2, 3]
+    with pytest.raises(ValueError, match="ratio_ci"):
+        point_from_dict(d)
+    with pytest.raises(ValueError):
+        point_from_dict([])
+    with pytest.raises(ValueError, match="cpu"):
+        key_from_dict({"cpu": -1})
