@@ -9,9 +9,11 @@ Every way the file is unusable is one :class:`UserFileError` line starting with 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 # Kernel trees whose files report a size of 0 and produce data (or block) when read.
 KERNEL_TREES = ("/proc", "/sys")
@@ -75,3 +77,21 @@ def read_bounded(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
         size = f"{max_bytes >> 10} KiB" if max_bytes < 4 << 20 else f"{max_bytes >> 20} MiB"
         raise UserFileError(f"{p}: larger than {size}, not a {what} qprof reads")
     return b"".join(chunks)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number qprof reads")
+
+
+def read_json(path: str | Path, max_bytes: int, what: str = "JSON file") -> Any:
+    """The JSON value in ``path`` (:func:`read_bounded`); NaN and Infinity are refused,
+    as is nesting past the parser's recursion limit, each one :class:`UserFileError`."""
+    raw = read_bounded(path, max_bytes, what)
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise UserFileError(f"{path}: not UTF-8, not a {what}") from None
+    except RecursionError:
+        raise UserFileError(f"{path}: nested too deeply, not a {what}") from None
+    except ValueError as exc:  # JSONDecodeError, a NaN, a 5000-digit number
+        raise UserFileError(f"{path}: not a {what}: {str(exc)[:120]}") from None

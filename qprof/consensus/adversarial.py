@@ -16,7 +16,7 @@ intervals (both are positive), so it holds every source of error of both.
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,15 @@ from typing import Any
 
 from qprof.consensus.profiles import Profile
 from qprof.measure.adversary import summary_path
+from qprof.measure.adversary_cache import (
+    AdversaryCacheError,
+    CachedSummary,
+    WorstRatio,
+    read_cache,
+)
+from qprof.measure.markdown import one_line
+
+_log = logging.getLogger(__name__)
 
 # Which adversarial signature a figure is for, costliest first in what it does to a node.
 KINDS = ("ground", "crafted_invalid", "costliest")
@@ -44,16 +53,9 @@ class AdversaryFactor:
     measured_at: float
 
     @classmethod
-    def from_summary(cls, summary: dict[str, Any], kind: str) -> AdversaryFactor | None:
-        worst = summary.get("worst", {}).get(kind)
-        if not worst:
-            return None
-        values = [float(worst[k]) for k in ("ratio", "low", "high")]
-        if not all(math.isfinite(v) and 0 < v < 100 for v in values):
-            raise ValueError(f"{kind}: ratio and interval must be positive numbers")
-        return cls(str(summary["suite"]), kind, float(worst["ratio"]), float(worst["low"]),
-                   float(worst["high"]), worst.get("hash_calls"), str(summary["cpu_model"]),
-                   float(summary["measured_at"]))
+    def of(cls, summary: CachedSummary, worst: WorstRatio) -> AdversaryFactor:
+        return cls(summary.suite, worst.kind, worst.ratio, worst.low, worst.high,
+                   worst.hash_calls, summary.cpu_model, summary.measured_at)
 
 
 _loaded: dict[Path, tuple[tuple[int, int, int], dict[str, AdversaryFactor]]] = {}
@@ -77,19 +79,16 @@ def load_factors(suite: str, directory: Path | None = None) -> dict[str, Adversa
 
 
 def _read_factors(path: Path) -> dict[str, AdversaryFactor]:
+    """The factors in the cache at ``path``; a damaged cache is ignored with one warning
+    naming the file and the field (check and /metrics go on without the figure)."""
     try:
-        summary = json.loads(path.read_text())["summary"]
-    except (OSError, ValueError, KeyError, TypeError):
+        summary = read_cache(path, signatures=False).summary
+    except AdversaryCacheError as exc:
+        _log.warning("adversary cache ignored (no worst-signature figure): %s",
+                     one_line(str(exc)))
         return {}
-    found = {}
-    for kind in KINDS:
-        try:
-            f = AdversaryFactor.from_summary(summary, kind)
-        except (KeyError, TypeError, ValueError):
-            f = None
-        if f is not None:
-            found[kind] = f
-    return found
+    return {kind: AdversaryFactor.of(summary, summary.worst[kind])
+            for kind in KINDS if kind in summary.worst}
 
 
 @dataclass(frozen=True)
