@@ -235,8 +235,9 @@ class Daemon:
         removed = self.store.maintain(self.cfg.retention())
         if any(removed.values()):
             log.info("store retention: removed %d runs and %d alerts, per-sample timings of "
-                     "%d runs, %d frequency samples", removed["runs"], removed["alerts"],
-                     removed["stripped_runs"], removed["freq_samples"])
+                     "%d runs, %d frequency samples, %d run points", removed["runs"],
+                     removed["alerts"], removed["stripped_runs"], removed["freq_samples"],
+                     removed["run_points"])
 
     def _choose_backend(self) -> None:
         from qprof.verify import availability

@@ -10,6 +10,11 @@ FREQ_MIN_SPACING_S = 30.0
 DAY_S = 24 * 3600.0
 # ... and kept this long (Retention.keep_freq_s, the default).
 FREQ_KEEP_S = 30 * DAY_S
+# Run points (each run's estimates per series, ~1-2 kB a run and CPU: ~30 MB a year
+# hourly on two CPUs) outlive the runs: a year by default, and never less than this
+# whatever keep_s says, so a week of hourly runs (168) is always judgeable together.
+POINTS_KEEP_S = 365 * DAY_S
+POINTS_MIN_KEEP_S = 8 * DAY_S
 
 
 @dataclass(frozen=True)
@@ -35,3 +40,11 @@ class Retention:
     # worked off over a few hourly calls instead of stalling start-up or the watch loop.
     max_runs: int = 50
     max_freq_span_s: float = 2 * DAY_S
+    keep_points_s: float = POINTS_KEEP_S  # run points (store_points.py); 0 keeps for ever
+
+    def points_keep_s(self) -> float:
+        """How long run points stay (0: for ever): at least as long as the runs and
+        never under POINTS_MIN_KEEP_S; the points of a run outlive its samples and rows."""
+        if self.keep_points_s <= 0 or self.keep_s <= 0:
+            return 0.0
+        return max(self.keep_points_s, self.keep_s, POINTS_MIN_KEEP_S)

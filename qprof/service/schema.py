@@ -89,6 +89,22 @@ MIGRATIONS: list[str] = [
     CREATE TABLE alert_totals (kind TEXT PRIMARY KEY, pruned INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT);
     """,
+    # 2 -> 3: every run's estimates per series (consensus.trend's run points, as
+    # codec.point_to_dict JSON), kept after retention strips or drops the run itself, so a
+    # series stays judgeable (store_points.py). ``series`` is the series key's JSON.
+    """
+    CREATE TABLE run_points (
+        run_id TEXT NOT NULL,
+        series TEXT NOT NULL,
+        cpu INTEGER NOT NULL,
+        backend TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        point TEXT NOT NULL,
+        PRIMARY KEY (run_id, series)
+    );
+    CREATE INDEX run_points_started ON run_points(started_at);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # A read-only Store (history, export, the monitor) can read any version from this on.

@@ -5,8 +5,10 @@ the next one starts, and a crash loses at most the one in flight. Each run's rec
 kept verbatim (``records`` table, in arrival order) so an export is the same JSONL
 ``qprof bench`` writes; measurements, notes, disagreements also go to their own indexed
 tables for queries. The frequency history and the alerts live in the same database, in
-``Store.freq`` (store_freq.py) and ``Store.alerts`` (store_alerts.py); the file and its
-errors are store_file.py, the schema and its migrations schema.py.
+``Store.freq`` (store_freq.py) and ``Store.alerts`` (store_alerts.py), each run's
+estimates per series in ``Store.points`` (store_points.py: they outlive the run's samples
+and rows); the file and its errors are store_file.py, the schema and its migrations
+schema.py.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from qprof.service.store_file import (
     user_version,
 )
 from qprof.service.store_freq import FreqHistory
+from qprof.service.store_points import RunPoints
 
 # Run states. "running" only while the daemon works on it; a run found "running" at
 # start-up was cut short by a crash and becomes "aborted".
@@ -94,6 +97,7 @@ class Store(OnConnection):
         self.note = self._conn.note  # how a read-only store had to be opened, if unusual
         self.freq = FreqHistory(self._conn)
         self.alerts = AlertLog(self._conn)
+        self.points = RunPoints(self._conn)
 
     def check_file(self) -> list[FileEvent]:
         """Check that the path still names the file open (each write does), and return
@@ -298,6 +302,19 @@ class Store(OnConnection):
             rows = self._db.execute(sql, (operation, operation)).fetchall()
         return _measurements(rows)
 
+    def newest_meta(self) -> Meta | None:
+        """The Meta of the newest run with results (what it was measured with: the
+        daemon compares its libraries, kernel and microcode with today's)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT rec.json FROM records rec JOIN runs r ON r.run_id=rec.run_id "
+                f"WHERE rec.type='meta' AND r.status IN {_RESULT_SQL} "
+                "ORDER BY r.started_at DESC, rec.id DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        rec = record_from_dict(json.loads(row[0]))
+        return rec if isinstance(rec, Meta) else None
+
     def last_finished_at(self) -> float | None:
         with self._lock:
             row = self._db.execute(
@@ -325,7 +342,8 @@ class Store(OnConnection):
         """
         ret = retention or Retention()
         now = time.time() if now is None else now
-        out = {"runs": 0, "stripped_runs": 0, "alerts": 0, "freq_samples": 0}
+        out = {"runs": 0, "stripped_runs": 0, "alerts": 0, "freq_samples": 0,
+               "run_points": 0}
         with self._conn.writing():
             keep = self._result_run_ids()
             if ret.keep_s > 0:
@@ -335,6 +353,8 @@ class Store(OnConnection):
                 out["stripped_runs"] = self._strip_samples(now - ret.keep_samples_s, keep,
                                                            ret.max_runs)
             out["freq_samples"] = self.freq.thin(ret, now)
+            if ret.points_keep_s() > 0:
+                out["run_points"] = self.points.prune(now - ret.points_keep_s())
         return out
 
     def _drop_runs(self, before: float, keep: set[str], limit: int) -> int:
