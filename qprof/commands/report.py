@@ -30,7 +30,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
-    from qprof.measure.block import BlockError, load_block_results
+    from qprof.measure.block import BlockError
+    from qprof.measure.block_file import read_block_results
     from qprof.measure.jsonl import read_run
     from qprof.report.markdown import render_report
 
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     blocks = []
     for name in args.block:
         try:
-            blocks += load_block_results(name)
+            blocks += read_block_results(name)
         except BlockError as exc:
             print(f"qprof report: {exc}", file=sys.stderr)
             failed = True

@@ -21,15 +21,13 @@ second only reports disagreements).
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from qprof.measure.fixtures import CONTEXT, candidate_signers, flip_one_byte
@@ -127,16 +125,6 @@ class BlockResult:
             d.pop("verdicts")
         return d
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BlockResult:
-        """Inverse of ``to_dict`` (``qprof block --json`` rows); KeyError/TypeError/
-        ValueError on a malformed row."""
-        known = {f.name for f in fields(cls)}
-        data = {k: v for k, v in d.items() if k in known}
-        data["threads"] = [ThreadSpan(**t) for t in d.get("threads", [])]
-        data["composition"] = [tuple(c) for c in d.get("composition", [])]
-        return cls(**data)
-
 
 def _binomial_cdf(k: int, n: int) -> float:
     return float(sum(math.comb(n, i) for i in range(k + 1))) / 2.0**n
@@ -184,15 +172,6 @@ def median_run(runs: Sequence[BlockResult],
     chosen.all_verified = all(r.all_verified for r in runs)
     chosen.wrong_verdicts = sorted({i for r in runs for i in r.wrong_verdicts})
     return chosen
-
-
-def load_block_results(path: str | Path) -> list[BlockResult]:
-    """The rows of a ``qprof block --json`` file; BlockError says what is wrong."""
-    try:
-        data = json.loads(Path(path).read_text())
-        return [BlockResult.from_dict(row) for row in data["results"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BlockError(f"{path}: not a qprof block --json file ({exc})") from exc
 
 
 def build_block(

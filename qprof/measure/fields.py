@@ -33,12 +33,13 @@ class Fields:
         self.data: dict[str, Any] = value
         self.where = where
 
-    def _name(self, key: str) -> str:
+    def name(self, key: str) -> str:
+        """The full name of ``key`` in this object (``results[3].signatures``)."""
         return f"{self.where}.{key}" if self.where else key
 
     def _get(self, key: str, what: str) -> Any:
         if key not in self.data:
-            raise FieldError(f"{self._name(key)}: missing (expected {what})")
+            raise FieldError(f"{self.name(key)}: missing (expected {what})")
         return self.data[key]
 
     def has(self, key: str) -> bool:
@@ -47,7 +48,7 @@ class Fields:
     def number(self, key: str, *, above: float | None = None,
                at_least: float | None = None, at_most: float = MAX_MAGNITUDE) -> float:
         value = self._get(key, "a number")
-        return number(value, self._name(key), above=above, at_least=at_least,
+        return number(value, self.name(key), above=above, at_least=at_least,
                       at_most=at_most)
 
     def opt_number(self, key: str, **bounds: Any) -> float | None:
@@ -59,7 +60,7 @@ class Fields:
         if isinstance(value, bool) or not isinstance(value, int) or not (
                 (at_least is None or value >= at_least) and value <= at_most):
             rule = f" >= {at_least}" if at_least is not None else ""
-            raise FieldError(f"{self._name(key)}: must be an integer{rule} and at most "
+            raise FieldError(f"{self.name(key)}: must be an integer{rule} and at most "
                              f"{at_most}, got {_short(value)}")
         return value
 
@@ -69,14 +70,14 @@ class Fields:
     def string(self, key: str, max_chars: int = 1000) -> str:
         value = self._get(key, "a string")
         if not isinstance(value, str) or len(value) > max_chars:
-            raise FieldError(f"{self._name(key)}: must be a string of at most {max_chars} "
+            raise FieldError(f"{self.name(key)}: must be a string of at most {max_chars} "
                              f"characters, got {_short(value)}")
         return value
 
     def boolean(self, key: str) -> bool:
         value = self._get(key, "true or false")
         if not isinstance(value, bool):
-            raise FieldError(f"{self._name(key)}: must be true or false, got "
+            raise FieldError(f"{self.name(key)}: must be true or false, got "
                              f"{_short(value)}")
         return value
 
@@ -85,27 +86,27 @@ class Fields:
         try:
             return bytes.fromhex(value)
         except ValueError:
-            raise FieldError(f"{self._name(key)}: must be hexadecimal bytes, got "
+            raise FieldError(f"{self.name(key)}: must be hexadecimal bytes, got "
                              f"{_short(value)}") from None
 
     def array(self, key: str, max_items: int = 1_000_000) -> list[Any]:
         value = self._get(key, "a list")
         if not isinstance(value, list) or len(value) > max_items:
-            raise FieldError(f"{self._name(key)}: must be a list of at most {max_items} "
+            raise FieldError(f"{self.name(key)}: must be a list of at most {max_items} "
                              f"items, got {_short(value)}")
         return value
 
     def objects(self, key: str, max_items: int = 1_000_000) -> list[Fields]:
         """The list at ``key``, each item an object."""
-        return [Fields(v, f"{self._name(key)}[{i}]")
+        return [Fields(v, f"{self.name(key)}[{i}]")
                 for i, v in enumerate(self.array(key, max_items))]
 
     def numbers(self, key: str, **bounds: Any) -> list[float]:
-        return [number(v, f"{self._name(key)}[{i}]", **bounds)
+        return [number(v, f"{self.name(key)}[{i}]", **bounds)
                 for i, v in enumerate(self.array(key))]
 
     def obj(self, key: str) -> Fields:
-        return Fields(self._get(key, "an object"), self._name(key))
+        return Fields(self._get(key, "an object"), self.name(key))
 
 
 def number(value: Any, name: str, *, above: float | None = None,
