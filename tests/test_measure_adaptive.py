@@ -8,7 +8,7 @@ from pathlib import Path
 from qprof.consensus.estimate.stopping import StoppingRule
 from qprof.measure.adaptive import pair_fits
 from qprof.measure.config import ProgressEvent
-from qprof.measure.progress import Progress, expected_pairs
+from qprof.measure.progress import Progress
 from qprof.measure.protocol import (
     Job,
     Task,
@@ -78,14 +78,6 @@ def test_one_more_pair_only_within_the_time_limit():
     assert pair_fits(0.0, 21.0, 10.0, [40.0], [20.0], 1.0)
 
 
-def test_expected_pairs_follow_what_the_cpu_needed():
-    assert expected_pairs(0, 9, prior=4.5, open_=True) == 4.5  # nothing known yet: the prior
-    assert expected_pairs(3, 9, prior=4.5, open_=True) == 3.0  # needed 3: 3 more
-    assert expected_pairs(8, 9, prior=4.5, open_=True) == 1.0  # never past the allowed
-    assert expected_pairs(2, 9, prior=4.5, open_=False) == 0.0  # the rule stopped
-    assert expected_pairs(0, 0, prior=0.0, open_=True) == 0.0  # not adaptive
-
-
 class _Clock:
     def __init__(self) -> None:
         self.t = 0.0
@@ -94,11 +86,11 @@ class _Clock:
         return self.t
 
 
-def _progress(max_pairs: int, ncpus: int = 1,
+def _progress(ncpus: int = 1, floor: float = 0.0,
               limit: float | None = None) -> tuple[Progress, _Clock, list[ProgressEvent]]:
     clock, events = _Clock(), []
     p = Progress(events.append, limit, now=clock)
-    p.plan(cpu_work=10.0, ncpus=ncpus, pair_work=2.0, max_pairs=max_pairs)
+    p.plan(cpu_work=10.0, ncpus=ncpus, pair_work=2.0, floor_s=floor)
     return p, clock, events
 
 
@@ -108,47 +100,61 @@ def _work(p: Progress, clock: _Clock, seconds: float) -> None:
     p.report(message="done")
 
 
-def test_bar_leaves_room_for_the_pairs_the_rule_may_add():
-    """Issue 9: the base rounds done, the bar must not stand at ~100 % while up to
-    max_pairs pairs may follow; it moves on as pairs run and ends at 1, never going back."""
-    p, clock, events = _progress(max_pairs=8)
+def test_eta_is_the_pairs_the_rule_said_it_needs():
+    """Issue 30: the ETA moves by the rule's answer, not by the rounds allowed (it jumped
+    97 s -> 2476 s -> 876 s); the bar never goes back and ends at 1."""
+    p, clock, events = _progress()
     p.start_cpu(adaptive=True)
     for _ in range(5):
         _work(p, clock, 2.0)
-    base_done = events[-1].fraction
-    assert base_done < 0.75, base_done  # 10 s done, ~8 s (4 pairs) expected to follow
-    assert events[-1].eta_s and events[-1].eta_s > 5.0
-    for _ in range(8):  # the rule keeps asking: every allowed pair is added
+    assert events[-1].eta_s == 0.0  # base rounds done, the rule not asked yet
+    p.rule_says(6)  # "6 more pairs"
+    p.add_pair()
+    p.rule_says(5)
+    _work(p, clock, 2.0)
+    assert events[-1].eta_s == 10.0  # 5 pairs of 2 s at the speed so far
+    etas = []
+    for left in (4, 3, 2, 1, 0):
         p.add_pair()
+        p.rule_says(left)
         _work(p, clock, 2.0)
+        etas.append(events[-1].eta_s)
+    assert etas == [8.0, 6.0, 4.0, 2.0, 0.0]
     p.end_cpu()
     p.report(final=True)
     fractions = [e.fraction for e in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert all(f < 1.0 for f in fractions[:-2])  # 1 once the last allowed pair is done
 
 
-def test_bar_jumps_forward_when_the_rule_stops_early():
-    p, clock, events = _progress(max_pairs=8, ncpus=2)
+def test_before_the_rule_is_asked_a_cpu_runs_to_its_floor():
+    p, clock, events = _progress(ncpus=2, floor=50.0)
     p.start_cpu(adaptive=True)
-    for _ in range(5):
-        _work(p, clock, 2.0)
-    before = events[-1].fraction
-    p.end_cpu()  # sure after the base rounds: no pair
-    p.start_cpu(adaptive=True)
-    _work(p, clock, 2.0)
-    # The next CPU is expected to need as many pairs as this one (none): a large step.
-    assert events[-1].fraction - before > 0.1
-    assert p.expected_extra(clock.t, 1.0, 8.0) == 0.0
+    _work(p, clock, 4.0)
+    # This CPU: 46 s to its floor; the next one: its floor too.
+    assert events[-1].eta_s == 96.0
+    p.signing(None)  # (signing is over once a CPU started: it does not count)
+    assert p.eta_s() == 96.0
 
 
-def test_eta_counts_no_pair_past_the_time_limit():
-    p, clock, _events = _progress(max_pairs=8, limit=14.0)
+def test_signing_counts_before_the_first_round():
+    p, clock, events = _progress(floor=0.0)
+    p.signing(None)
+    p.report(message="signing")
+    assert events[-1].eta_s is None  # no signature yet: no rate, no ETA
+    clock.t = 3.0
+    p.signing(12.0)
+    p.report(message="signing")
+    assert events[-1].eta_s == 22.0  # 12 s of signing, then 10 s of base rounds
+    assert 0.0 < events[-1].fraction < 0.2
+
+
+def test_eta_counts_nothing_past_the_time_limit():
+    p, clock, events = _progress(floor=50.0, limit=14.0)
     p.start_cpu(adaptive=True)
-    _work(p, clock, 10.0)  # at 10 s of 14: room for 4 s = 2 pairs, of the 4 expected
-    assert p.expected_extra(clock.t, 1.0, 0.0) == 4.0
+    _work(p, clock, 10.0)
+    assert events[-1].eta_s == 4.0
     clock.t = 20.0
-    assert p.expected_extra(clock.t, 1.0, 0.0) == 0.0
+    assert p.eta_s() == 0.0
 
 
 def test_protocol_round_trips(tmp_path: Path):

@@ -46,6 +46,9 @@ class PairCredit:
 
     floor_s: float = 0.0
     left: int = 0
+    # The pairs the rule last said the CPU needs, less those taken since (None: not asked
+    # yet): what the progress ETA counts, rather than a guess from the rounds allowed.
+    needed: int | None = None
 
     def take(self, rule: StoppingRule, measurements: Sequence[Measurement], cpu: int,
              measured_s: float) -> bool:
@@ -55,9 +58,11 @@ class PairCredit:
             return True
         if self.left > 0:
             self.left -= 1
+            self.needed = max((self.needed or 1) - 1, 0)
             return True
         need = rule.pairs_needed(measurements, cpu)
         self.left = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
+        self.needed = max(need - 1, 0)
         return need > 0
 
 

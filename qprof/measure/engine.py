@@ -27,6 +27,11 @@ The modules, by seam: :mod:`~qprof.measure.plan` (what to measure),
 (start/follow/stop workers), :mod:`~qprof.measure.collect` (results -> records),
 :mod:`~qprof.measure.freqwatch` (caps per round), :mod:`~qprof.measure.runmeta` (Meta).
 
+Before the first round, :mod:`~qprof.measure.preflight` checks each backend's known
+answers and measures its memory per operation (``FunctionalCheck`` and ``ResourceUse``
+records); a backend's suite that gives a wrong answer is not timed unless
+``allow_mismatch``, and what is timed anyway is marked (never decided).
+
 ``stop`` set: the running worker is stopped at once (SIGTERM, SIGKILL after
 ``STOP_GRACE_S``), the tasks it had finished are kept (the worker rewrites its result file
 after each task), nothing new starts, ``End(status="aborted")``.
@@ -51,13 +56,31 @@ from qprof.measure import hwinfo
 from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
 from qprof.measure.collect import Collected, Where, collect
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
-from qprof.measure.fixtures import FixtureError, Pool, cached_pool, save_fixtures
+from qprof.measure.fixtures import (
+    FixtureError,
+    Pool,
+    Signing,
+    SigningStopped,
+    cache_dir,
+    cached_pool,
+    save_fixtures,
+)
 from qprof.measure.freqwatch import FreqWatch
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
+from qprof.measure.poolgrow import measuring, start_growth
+from qprof.measure.preflight import Preflight
 from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
 from qprof.measure.progress import Progress
 from qprof.measure.protocol import Job, Task, WorkerEvent, WorkerResult
-from qprof.measure.records import End, Env, Measurement, Note, Record
+from qprof.measure.records import (
+    End,
+    Env,
+    FunctionalCheck,
+    Measurement,
+    Note,
+    Record,
+    ResourceUse,
+)
 from qprof.measure.runmeta import build_meta, choose_timer
 
 __all__ = ["EngineError", "choose_timer", "run_bench"]
@@ -99,11 +122,16 @@ class _Run:
         self.workdir = Path(".")
         self.fixtures_path: Path | None = None
         self.good = 0  # CPUs to measure (the time limit is shared between them)
+        self.checked = Preflight()  # known answers and memory, before any timing
 
     # -- output
     def emit(self, record: Record) -> None:
         if isinstance(record, Measurement):
             self.summary.measurements.append(record)
+        elif isinstance(record, FunctionalCheck):
+            self.summary.functional.append(record)
+        elif isinstance(record, ResourceUse):
+            self.summary.resources.append(record)
         self.sink(record)
 
     def note(self, level: str, kind: str, text: str, cpu: int | None = None) -> None:
@@ -119,21 +147,30 @@ class _Run:
         self.good = len(good)
         self.workdir = Path(tempfile.mkdtemp(prefix="qprof-run-"))
         failure = None
+        pools = self.config.fixture_cache or cache_dir()
         try:
-            if good and not self.stop.is_set() and self._fixtures():
+            # No pool grower signs while this run measures (qprof.measure.poolgrow).
+            with measuring(pools):
                 self.progress.plan(self.plan.cpu_work(), len(good), self.plan.pair_work(),
-                                   self.plan.max_pairs)
-                for cpu in good:
-                    if self.stop.is_set():
-                        break
-                    with parent_off_cpu(cpu):
-                        self._measure_cpu(cpu)
+                                   floor_s(self.plan.min_cpu_s, self.config.time_limit_s,
+                                           len(good)) if self.rule is not None else 0.0)
+                if good and not self.stop.is_set() and self._fixtures():
+                    self._preflight(good[0])
+                    for cpu in good:
+                        if self.stop.is_set():
+                            break
+                        with parent_off_cpu(cpu):
+                            self._measure_cpu(cpu)
         except Exception as exc:  # end the run with a reason rather than a missing End
             failure = f"internal error: {type(exc).__name__}: {exc}"
             self.note("error", "engine_error", failure)
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        return self._finish(cpus, good, failure)
+        summary = self._finish(cpus, good, failure)
+        if self.summary.measurements and not self.stop.is_set():
+            # The first pools were small: the rest is signed now, for later runs.
+            start_growth(self.plan.suites, self.plan.backends, pools, self.python)
+        return summary
 
     def _start(self) -> list[int]:
         cfg, plan = self.config, self.plan
@@ -189,13 +226,20 @@ class _Run:
             return True
         self.progress.report(message="preparing keys and signatures")
         fixtures: dict[str, Pool] = {}
+
+        def signing(s: Signing) -> None:
+            self.progress.signing(s.left_s)
+            self.progress.report(message=s.text())
+
         for suite in plan.suites:
             try:
                 fixtures[suite] = cached_pool(
                     suite, tuple(plan.backends), self.config.fixture_cache,
                     checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
-                    say=lambda text: self.progress.report(message=text),
+                    on_signing=signing, stop=self.stop,
                 )
+            except SigningStopped:
+                return False  # stopped on request: the run ends "aborted", no error
             except FixtureError as exc:
                 self.note("error", "fixture", str(exc))
         if plan.unit not in fixtures:
@@ -228,7 +272,7 @@ class _Run:
                     break
                 block = list(range(r, min(target, r + plan.per_worker)))
                 tasks = [replace(t, n=self.fixed_n.get((cpu, *t.key)))
-                         for k in block for t in plan.round_tasks(k)]
+                         for k in block for t in plan.round_tasks(k) if self._timed(t)]
                 # The last base worker stays for the extra rounds (Plan.serves).
                 serve = plan.serves and block[-1] + 1 == target
                 if tasks and not self._run_worker(c, block, target, tasks, serve):
@@ -237,6 +281,8 @@ class _Run:
                 if r == target and self._more_rounds(c, target):
                     self.progress.add_pair()
                     target += 2
+                if c.credit.needed is not None:
+                    self.progress.rule_says(c.credit.needed)
         finally:
             if c.live is not None:
                 c.live.close(self.stop.is_set())
@@ -353,8 +399,44 @@ class _Run:
             rel = os.path.relpath(c.pyperf_path, base) if base else str(c.pyperf_path)
         return Where(self.run_id, c.cpu, rel, self.config.keep_samples)
 
+    def _preflight(self, cpu: int) -> None:
+        """Known answers and memory per operation of every backend, before any timing
+        (qprof.measure.preflight); a MISMATCH leaves that backend's suite untimed unless
+        the config allows it."""
+        from qprof.measure.preflight import PreflightPlan, run_preflight
+
+        plan = self.plan
+        if not self.config.preflight:
+            return
+        names = list(dict.fromkeys(plan.backends + list(plan.dual or ())))
+        suites = {b: tuple(s for s in plan.suites if plan.supports(b, s)) for b in names}
+        self.progress.report(message="checking known answers, measuring memory")
+        with parent_off_cpu(cpu):
+            self.checked = run_preflight(PreflightPlan(
+                self.run_id, cpu, self.config.nice, self.python, self.workdir,
+                self.fixtures_path, self.config.fixture_cache or cache_dir(),
+                tuple(b for b in names if suites[b]), suites, plan.statuses,
+                self.config.root), self.stop)
+        for record in [*self.checked.checks, *self.checked.resources]:
+            self.emit(record)
+        for level, kind, text in self.checked.notes:
+            self.note(level, kind, text)
+        if any(c.status == "MISMATCH" for c in self.checked.checks):
+            self.note("info", "functional_mismatch", (
+                "timed anyway (--allow-mismatch): its figures are shown, never decided"
+                if self.config.allow_mismatch else "not timed: a backend that gives wrong "
+                "answers is timed only under --allow-mismatch"))
+
+    def _timed(self, task: Task) -> bool:
+        """Is the task's backend trusted for its suite (or are mismatches allowed)?"""
+        return task.operation not in ("verify", "verify_invalid", *DUAL_OPS) or \
+            self.checked.task_allowed(task.backend, task.suite, self.plan.unit,
+                                      self.config.allow_mismatch)
+
     def _keep(self, c: _Cpu, got: Collected) -> None:
         for m in got.measurements:
+            m.functional_mismatch = self.checked.mismatch(m.backend, m.suite) or \
+                self.checked.mismatch(m.backend, self.plan.unit)
             c.mine.append(m)
             self.fixed_n.setdefault((c.cpu, m.suite, m.backend, m.operation), m.n)
             self.emit(m)

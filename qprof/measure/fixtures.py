@@ -14,8 +14,13 @@ SLH-DSA-SHAKE-128s signatures verified in 0.92-1.14x their median (liboqs 0.16, 
 Xeon guest; standard deviation 420 bp per signature, SLH-DSA-SHAKE-256s 410 bp), ML-DSA
 within ~1 %. A pool of N signatures leaves the estimate an error of about 420/sqrt(N) bp
 (one standard deviation): 8 gave +-150 bp, 256 gives ~26 bp. Signing one SLH-DSA "s"
-signature takes 0.7-1.1 s of CPU here, so the pool is signed once, on every CPU this
-process may use, and cached.
+signature takes 0.7-1.1 s of CPU here (0.9 s SLH-DSA-SHAKE-128s, 1.45 s -256s, liboqs
+0.16, AMD EPYC Zen 5 guest), so the pool is signed once and cached. A run does not wait
+for all of it: with fewer than :data:`FIRST_POOL_SIZE` cached it signs that many (on every
+CPU this process may use, in helper processes that die with it, with a per-signature
+rate to show), measures with them, and the interval carries the small pool's share (the
+estimator resamples the pool's signatures); :mod:`qprof.measure.poolgrow` signs the rest
+after the run, for later ones.
 """
 
 from __future__ import annotations
@@ -24,8 +29,12 @@ import contextlib
 import hashlib
 import json
 import os
+import selectors
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +49,10 @@ MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
 CONTEXT = b""
 SLH_DSA_POOL_SIZE = 256  # per SLH-DSA suite: its share of the error ~25 bp (see above)
 ML_DSA_POOL_SIZE = 32  # ML-DSA: ~1 % between signatures, signing takes a millisecond
+# An SLH-DSA pool a run signs before it measures when the cache holds fewer: 16 x 0.9 s
+# (128s) + 16 x 1.45 s (256s) on two CPUs is ~19 s; its share of the error ~105 bp, held
+# by the interval. The rest of the pool is signed after the run (qprof.measure.poolgrow).
+FIRST_POOL_SIZE = 16
 # Cache files are named with this: pools of another size or make are not reused (the pools
 # of 8 that older versions cached would keep their +-150 bp).
 CACHE_TAG = "pool256"
@@ -47,11 +60,23 @@ CACHE_TAG = "pool256"
 POOL_SIZE_ENV = "QPROF_POOL_SIZE"
 
 
+def slow_to_sign(suite: str) -> bool:
+    """SLH-DSA: signing takes up to seconds each (signed in helper processes, and only a
+    first pool before a run); ML-DSA: milliseconds."""
+    return suite.startswith("SLH-DSA")
+
+
 def pool_size(suite: str) -> int:
-    """Keys and signatures of ``suite``'s pool (``$QPROF_POOL_SIZE`` caps it)."""
-    size = SLH_DSA_POOL_SIZE if suite.startswith("SLH-DSA") else ML_DSA_POOL_SIZE
+    """Keys and signatures of ``suite``'s full pool (``$QPROF_POOL_SIZE`` caps it)."""
+    size = SLH_DSA_POOL_SIZE if slow_to_sign(suite) else ML_DSA_POOL_SIZE
     cap = os.environ.get(POOL_SIZE_ENV, "")
     return max(1, min(size, int(cap))) if cap.isdigit() else size
+
+
+def first_pool_size(suite: str) -> int:
+    """What a run needs cached (else signs) before it measures ``suite``."""
+    full = pool_size(suite)
+    return min(FIRST_POOL_SIZE, full) if slow_to_sign(suite) else full
 
 
 @dataclass(frozen=True)
@@ -190,28 +215,122 @@ def _still_good(fx: Fixture, checker: str) -> bool:
     )
 
 
-def _sign_many(suite: str, preferred: tuple[str, ...], count: int) -> list[Fixture]:
-    """``count`` fixtures signed by helper processes on every CPU this process may use
-    (SLH-DSA "s" signing takes seconds each): ``python -m qprof.measure.fixtures``, so
-    nothing of the caller (its threads, its main module) is copied or re-run."""
-    workers = min(len(os.sched_getaffinity(0)), count)
-    if workers <= 1:
-        return [make_fixture(suite, preferred) for _ in range(count)]
-    shares = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
-    procs = [subprocess.Popen([sys.executable, "-m", "qprof.measure.fixtures", suite, str(n),
-                               *preferred], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for n in shares]
-    out: list[Fixture] = []
-    errors = []
+@dataclass(frozen=True)
+class Signing:
+    """Signing in progress: what the progress line shows while a pool is signed."""
+
+    suite: str
+    signed: int
+    total: int
+    helpers: int
+    elapsed_s: float
+
+    @property
+    def seconds_each(self) -> float | None:
+        """Wall seconds per signature so far, all helpers together (None before one)."""
+        return self.elapsed_s / self.signed if self.signed else None
+
+    @property
+    def left_s(self) -> float | None:
+        each = self.seconds_each
+        return None if each is None else each * (self.total - self.signed)
+
+    def text(self) -> str:
+        each = self.seconds_each
+        rate = f", {each:.1f} s per signature" if each is not None else ""
+        return (f"signing {self.total} {self.suite} signatures ({self.helpers} "
+                f"{'helper' if self.helpers == 1 else 'helpers'}, once; cached): "
+                f"{self.signed}/{self.total}{rate}")
+
+
+class SigningStopped(FixtureError):
+    """``stop`` was set while a pool was signed (what was signed is cached)."""
+
+
+OnSigning = Callable[[Signing], None]
+_POLL_S = 0.1  # how often signing helpers are checked against ``stop``
+
+
+def _helper_argv(suite: str, count: int, preferred: tuple[str, ...]) -> list[str]:
+    return [sys.executable, "-m", "qprof.measure.fixtures", "--parent", str(os.getpid()),
+            suite, str(count), *preferred]
+
+
+def _end_helpers(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGKILL what still runs (signing keeps nothing worth a grace period) and reap."""
     for proc in procs:
-        stdout, stderr = proc.communicate()
-        if proc.returncode != 0:
-            errors.append(stderr.decode(errors="replace").strip().splitlines()[-1:])
-            continue
-        out.extend(Fixture.from_dict(d) for d in json.loads(stdout))
-    if errors:
-        raise FixtureError(f"signing {suite} in helper processes failed: {errors}")
-    return out
+        if proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def _sign_many(suite: str, preferred: tuple[str, ...], count: int,
+               stop: threading.Event | None = None, on_signing: OnSigning | None = None,
+               out: list[Fixture] | None = None) -> list[Fixture]:
+    """``count`` fixtures signed by helper processes on every CPU this process may use:
+    ``python -m qprof.measure.fixtures``, so nothing of the caller (its threads, its main
+    module) is copied or re-run. Each helper prints a signature per line as it is made
+    (the progress line's rate) and dies with this process (PR_SET_PDEATHSIG); ``stop``
+    ends them within ``_POLL_S`` (:class:`SigningStopped`; ``out`` keeps what was signed)."""
+    out = [] if out is None else out
+    workers = max(1, min(len(os.sched_getaffinity(0)), count))
+    shares = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
+    started = time.monotonic()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for n in shares:
+            procs.append(subprocess.Popen(_helper_argv(suite, n, preferred),
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE))
+        sel = selectors.DefaultSelector()
+        pending: dict[int, bytes] = {}
+        for proc in procs:
+            assert proc.stdout is not None
+            sel.register(proc.stdout, selectors.EVENT_READ, proc)
+            pending[proc.pid] = b""
+        open_streams = len(procs)
+
+        def report() -> None:
+            if on_signing is not None:
+                on_signing(Signing(suite, len(out), count, len(procs),
+                                   time.monotonic() - started))
+
+        report()
+        while open_streams:
+            if stop is not None and stop.is_set():
+                raise SigningStopped(f"signing {suite} stopped")
+            for key, _ in sel.select(timeout=_POLL_S):
+                proc = key.data
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                *lines, pending[proc.pid] = (pending[proc.pid] + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        out.append(Fixture.from_dict(json.loads(line)))
+                        report()
+        sel.close()
+        errors = []
+        for proc in procs:
+            if proc.wait() != 0:
+                assert proc.stderr is not None
+                tail = proc.stderr.read().decode(errors="replace").strip().splitlines()
+                errors.append(tail[-1] if tail else f"exit code {proc.returncode}")
+        if errors:
+            raise FixtureError(f"signing {suite} in helper processes failed: "
+                               f"{'; '.join(errors)}")
+        return out
+    finally:
+        _end_helpers(procs)
 
 
 # Cached fixtures are checked with the verifier before use: these many of them (the first
@@ -220,61 +339,87 @@ def _sign_many(suite: str, preferred: tuple[str, ...], count: int) -> list[Fixtu
 CHECKED_PER_LOAD = 4
 
 
+def cache_path(suite: str, directory: Path | None = None) -> Path:
+    return (directory or cache_dir()) / f"{suite}.{CACHE_TAG}.json"
+
+
+def read_cached(suite: str, directory: Path | None = None) -> list[Fixture]:
+    """The cached fixtures of ``suite`` as written (unchecked; [] when none or unreadable)."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+        items = [Fixture.from_dict(item)
+                 for item in json.loads(cache_path(suite, directory).read_text())]
+        if all(fx.suite == suite and fx.message == MESSAGE for fx in items):
+            return items
+    return []
+
+
+def write_cached(suite: str, pool: list[Fixture], directory: Path | None = None) -> None:
+    """The cache file of ``suite`` whole or not at all (a unique tmp file + rename: the
+    pool grower and a run may write it one after the other)."""
+    path = cache_path(suite, directory)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps([fx.to_dict() for fx in pool]))
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 def cached_pool(suite: str, preferred: tuple[str, ...] = (), directory: Path | None = None,
                 checker: str | None = None, size: int | None = None,
-                say: Callable[[str], None] | None = None) -> Pool:
-    """``size`` fixtures of ``suite`` (default :func:`pool_size`): the cached ones (a few
-    checked with ``checker``), topped up with new ones; ``say`` is told what the signing
-    will take before it starts.
+                first: int | None = None, on_signing: OnSigning | None = None,
+                stop: threading.Event | None = None) -> Pool:
+    """The cached fixtures of ``suite`` (a few checked with ``checker``), up to ``size``
+    (default :func:`pool_size`); when fewer than ``first`` (default
+    :func:`first_pool_size`) are cached, topped up to ``first`` first. ``on_signing`` is
+    told how the signing goes; ``stop`` ends it (:class:`SigningStopped`, what was signed
+    is cached).
 
     Test keys only: caching them saves signing SLH-DSA "s" signatures (about a second
     each) on every run.
     """
     size = size or pool_size(suite)
-    d = directory or cache_dir()
-    path = d / f"{suite}.{CACHE_TAG}.json"
+    want = min(first or first_pool_size(suite), size)
     pool: list[Fixture] = []
-    if path.is_file() and checker:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            items = [Fixture.from_dict(item) for item in json.loads(path.read_text())]
-            step = max(1, len(items) // CHECKED_PER_LOAD)
-            probe = items[::step][:CHECKED_PER_LOAD]
-            if all(fx.suite == suite and fx.message == MESSAGE for fx in items) and all(
-                    _still_good(fx, checker) for fx in probe):
-                pool = items
-    if len(pool) >= size:
+    if checker:
+        items = read_cached(suite, directory)
+        step = max(1, len(items) // CHECKED_PER_LOAD)
+        if items and all(_still_good(fx, checker) for fx in items[::step][:CHECKED_PER_LOAD]):
+            pool = items
+    if len(pool) >= want:
         return tuple(pool[:size])
-    missing = size - len(pool)
-    pool.append(make_fixture(suite, preferred))  # the first also loads the backend
-    if missing > 1:
-        started = time.monotonic()
-        pool.append(make_fixture(suite, preferred))
-        one, rest = time.monotonic() - started, missing - 2
-        cpus = len(os.sched_getaffinity(0))
-        workers = max(1, min(cpus, rest))
-        # What the helpers will get of the CPUs: others' load shares them (the estimate
-        # said 97 s where a shared 2-vCPU guest took 366 s).
-        free = max(1.0, min(workers, cpus + 1 - os.getloadavg()[0]))
-        if one * rest < 2.0:  # ML-DSA: milliseconds each, here
-            pool.extend(make_fixture(suite, preferred) for _ in range(rest))
-        elif rest > 0:
-            if say is not None:
-                say(f"signing {missing} {suite} signatures, ~{one * rest / free:.0f} s, "
-                    "once; cached")
-            pool.extend(_sign_many(suite, preferred, rest))
-    with contextlib.suppress(OSError):
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([fx.to_dict() for fx in pool]))
-        tmp.replace(path)
+    missing = want - len(pool)
+    try:
+        if slow_to_sign(suite):
+            _sign_many(suite, preferred, missing, stop, on_signing, out=pool)
+        else:
+            pool.extend(make_fixture(suite, preferred) for _ in range(missing))
+    finally:
+        write_cached(suite, pool, directory)  # what was signed is kept, stopped or not
     return tuple(pool)
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m qprof.measure.fixtures SUITE COUNT [BACKEND...]``: COUNT fixtures as a
-    JSON list on stdout (the helper processes of :func:`_sign_many`)."""
+    """``python -m qprof.measure.fixtures [--parent PID] SUITE COUNT [BACKEND...]``: COUNT
+    fixtures as JSON, one per line as each is signed (the helpers of :func:`_sign_many`);
+    it dies with its parent."""
+    from qprof.measure.lifeline import die_with_parent, parent_gone
+
+    die_with_parent()
+    # Ctrl-C reaches the whole process group: end quietly (the parent says what happened).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    parent = None
+    if argv[:1] == ["--parent"]:
+        parent, argv = int(argv[1]), argv[2:]
+        if parent_gone(parent):
+            return 6
     suite, count, preferred = argv[0], int(argv[1]), tuple(argv[2:])
-    print(json.dumps([make_fixture(suite, preferred).to_dict() for _ in range(count)]))
+    for _ in range(count):
+        print(json.dumps(make_fixture(suite, preferred).to_dict()), flush=True)
     return 0
 
 

@@ -1,11 +1,16 @@
-"""Progress and ETA of a run, counting the adaptive rounds still likely to come.
+"""Progress and ETA of a run: the pool being signed, the rounds, and the B/A pairs the
+stopping rule said it still needs.
 
-Work is counted in *planned seconds* (time budgets plus worker start-ups); the ETA scales
-what remains by how fast the work went so far. The adaptive rule may add up to
-``max_pairs`` B/A pairs per CPU after its base rounds; they are expected from the start
-(:func:`expected_pairs`), so the bar does not reach the end of the base rounds at ~100 %
-and then sit there while pairs are added; when a CPU stops early the bar jumps forward.
-The bar never goes back.
+The ETA is wall seconds. The planned work (time budgets plus worker start-ups) is scaled
+by how fast the measurement went so far (from its first round, not from the start of
+the run: the signing before it is not measuring work). A CPU's adaptive pairs are those
+the stopping rule last said it needs (:class:`~qprof.measure.adaptive.PairCredit`,
+through :meth:`Progress.rule_says`); before it has been asked, the CPU is expected to run
+until the rule may be asked (its floor, ``floor_s``), and no longer. So the ETA moves when
+the rule answers, by what it answered, never by a guess at the allowed maximum (which made
+an ETA jump 97 s -> 2476 s -> 876 s). It never runs past the time limit.
+
+The bar is elapsed / (elapsed + ETA), and never goes back.
 """
 
 from __future__ import annotations
@@ -18,83 +23,94 @@ from dataclasses import dataclass, field
 from qprof.measure.config import ProgressEvent
 
 Callback = Callable[[ProgressEvent], None]
-
-
-def expected_pairs(done_pairs: int, max_pairs: int, prior: float, open_: bool) -> float:
-    """Extra pairs still likely on one CPU that has added ``done_pairs`` so far.
-
-    Before a CPU needed any, ``prior`` (the pairs other CPUs of the run needed on average,
-    else half the allowed ones: the rule's stopping point is unknown, and half is the
-    guess that is least wrong either way). A CPU that needed k pairs is expected to need
-    k more (the CI narrows as the square root of the rounds), never past ``max_pairs``.
-    """
-    if not open_ or max_pairs <= 0:
-        return 0.0
-    k = done_pairs
-    return max(0.0, min(max(2.0 * k, prior) - k, float(max_pairs - k)))
+MIN_SPEED = 0.5  # planned seconds never run faster than twice their plan
 
 
 @dataclass
 class Progress:
-    """The run's progress: planned work, work done, adaptive pairs; reports events."""
+    """The run's progress: planned work, work done, the rule's answers; reports events."""
 
     callback: Callback | None
     time_limit_s: float | None = None
     now: Callable[[], float] = time.monotonic
-    work_total: float = 0.0  # planned seconds, extra pairs added as they are decided
-    work_done: float = 0.0
+    work_done: float = 0.0  # planned seconds of the work finished
+    cpu_work: float = 0.0  # planned seconds of one CPU's base rounds
     pair_work: float = 0.0  # planned seconds of one extra pair
-    max_pairs: int = 0  # extra pairs a CPU may add
+    floor_s: float = 0.0  # wall seconds a CPU runs before the rule may end it
     cpus_pending: int = 0  # CPUs not started yet
-    cur_pairs: int = 0  # pairs added on the CPU being measured
-    cur_open: bool = False  # that CPU may still add pairs
-    pairs_done: list[int] = field(default_factory=list)  # pairs each finished CPU added
+    cur_planned: float = 0.0  # planned seconds of the current CPU (base + pairs added)
+    cur_done_from: float = 0.0  # work_done when the current CPU began
+    cur_started: float | None = None  # elapsed seconds when the current CPU began
+    rule_pairs: int | None = None  # pairs the rule last said the current CPU still needs
+    measuring_from: float | None = None  # elapsed seconds when the first round began
+    signing_left_s: float | None = None  # the pool being signed: its seconds still to go
     fraction: float = 0.0
-    _last_done: float = 0.0
     t0: float = field(init=False)
 
     def __post_init__(self) -> None:
         self.t0 = self.now()
 
     # -- the plan
-    def plan(self, cpu_work: float, ncpus: int, pair_work: float, max_pairs: int) -> None:
-        self.work_total = cpu_work * ncpus
-        self.pair_work, self.max_pairs, self.cpus_pending = pair_work, max_pairs, ncpus
+    def plan(self, cpu_work: float, ncpus: int, pair_work: float, floor_s: float = 0.0) -> None:
+        self.cpu_work, self.pair_work, self.floor_s = cpu_work, pair_work, floor_s
+        self.cpus_pending = ncpus
+
+    def signing(self, left_s: float | None) -> None:
+        """A pool is being signed, ``left_s`` to go (None: not known yet)."""
+        self.signing_left_s = left_s
 
     def start_cpu(self, adaptive: bool) -> None:
-        self.cpus_pending -= 1
-        self.cur_pairs, self.cur_open = 0, adaptive and self.max_pairs > 0
+        now = self.elapsed()
+        self.signing_left_s = None
+        if self.measuring_from is None:
+            self.measuring_from = now
+        self.cpus_pending = max(self.cpus_pending - 1, 0)
+        self.cur_started, self.cur_done_from = now, self.work_done
+        self.cur_planned = self.cpu_work
+        self.rule_pairs = None if adaptive else 0
 
     def add_pair(self) -> None:
-        self.work_total += self.pair_work
-        self.cur_pairs += 1
+        self.cur_planned += self.pair_work
+
+    def rule_says(self, pairs: int) -> None:
+        """The stopping rule's answer for the current CPU: ``pairs`` more it needs beyond
+        the pairs added so far (``PairCredit.needed``)."""
+        self.rule_pairs = max(pairs, 0)
 
     def end_cpu(self) -> None:
-        self.pairs_done.append(self.cur_pairs)
-        self.cur_open = False
+        self.cur_started, self.rule_pairs, self.cur_planned = None, 0, 0.0
+        self.cur_done_from = self.work_done
 
     # -- estimates
-    def prior(self) -> float:
-        if self.pairs_done:
-            return sum(self.pairs_done) / len(self.pairs_done)
-        return self.max_pairs / 2
-
-    def expected_extra(self, elapsed: float, speed: float, planned_left: float) -> float:
-        """Planned seconds of the adaptive pairs likely still to come (not yet in the
-        plan): this CPU's, and as many per CPU not started as :meth:`prior`; all of it
-        within the time limit, past which no round starts."""
-        if self.max_pairs <= 0:
-            return 0.0
-        prior = self.prior()
-        pairs = expected_pairs(self.cur_pairs, self.max_pairs, prior, self.cur_open)
-        pairs += self.cpus_pending * min(prior, float(self.max_pairs))
-        extra = pairs * self.pair_work
-        if self.time_limit_s is not None:
-            extra = min(extra, max(0.0, (self.time_limit_s - elapsed) / speed - planned_left))
-        return extra
-
     def elapsed(self) -> float:
         return self.now() - self.t0
+
+    def speed(self) -> float:
+        """Wall seconds per planned second of the measurement so far (1 before any)."""
+        if self.measuring_from is None or self.work_done <= 0:
+            return 1.0
+        return max((self.elapsed() - self.measuring_from) / self.work_done, MIN_SPEED)
+
+    def cpu_left_s(self, speed: float) -> float:
+        """Wall seconds the current CPU still needs, as far as the rule said."""
+        if self.cur_started is None:
+            return 0.0
+        planned = max(0.0, self.cur_planned - (self.work_done - self.cur_done_from)) * speed
+        if self.rule_pairs is not None:  # asked (or not adaptive: 0)
+            return planned + self.rule_pairs * self.pair_work * speed
+        return max(planned, self.floor_s - (self.elapsed() - self.cur_started))
+
+    def eta_s(self) -> float | None:
+        speed = self.speed()
+        pending = self.cpus_pending * max(self.cpu_work * speed, self.floor_s)
+        left = self.cpu_left_s(speed) + pending
+        if self.measuring_from is None:  # still preparing: the signing, then everything
+            if self.signing_left_s is None:
+                return None
+            left += self.signing_left_s
+        if self.time_limit_s is not None:
+            left = min(left, max(0.0, self.time_limit_s - self.elapsed()))
+        return left
 
     def report(self, *, final: bool = False, cpu: int | None = None, round: int | None = None,
                rounds: int | None = None, suite: str | None = None, backend: str | None = None,
@@ -102,22 +118,14 @@ class Progress:
         if self.callback is None:
             return
         elapsed = self.elapsed()
-        frac, eta = self.fraction, None
+        eta: float | None = 0.0
         if final:
-            frac, eta = 1.0, 0.0
-        elif self.work_total:
-            # Scale the plan by how fast the work actually went so far.
-            speed = max(elapsed / self.work_done if self.work_done > 0 else 1.0, 0.5)
-            remaining = max(0.0, self.work_total - self.work_done)
-            remaining += self.expected_extra(elapsed, speed, remaining)
-            eta = remaining * speed
-            # The part of the bar still to go is shared between the work done since the
-            # last event and what remains now: with a fixed plan this is done / total;
-            # when rounds are added (or expected) the bar slows down, never goes back.
-            step = max(0.0, self.work_done - self._last_done)
-            if step + remaining > 0:
-                frac += (1.0 - frac) * step / (step + remaining)
-            self.fraction, self._last_done = min(frac, 1.0), self.work_done
+            frac = 1.0
+        else:
+            eta = self.eta_s()
+            if eta is not None and elapsed + eta > 0:
+                self.fraction = max(self.fraction, min(elapsed / (elapsed + eta), 0.99))
+            frac = self.fraction
         event = ProgressEvent(fraction=frac, eta_s=eta, elapsed_s=elapsed, cpu=cpu,
                               suite=suite, backend=backend, operation=operation,
                               round=round, rounds=rounds, message=message)

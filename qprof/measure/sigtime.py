@@ -156,7 +156,8 @@ def _run(job: SigJob) -> list[list[dict[str, object]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from qprof.measure.worker import _pin, _set_nice, die_with_parent
+    from qprof.measure.lifeline import die_with_parent
+    from qprof.measure.worker import _pin, _set_nice
 
     die_with_parent()
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.sigtime")

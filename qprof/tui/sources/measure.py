@@ -27,11 +27,12 @@ MONITOR_OPERATIONS = ("verify",)
 
 def progress_of(event: ProgressEvent) -> Progress:
     """The engine's progress event -> the progress bar's model."""
-    rnd, rounds = event.round, event.rounds
+    # The round without a total: the rule adds B/A pairs while it is unsure, so "9/9"
+    # would read as the end; the ETA says what it still needs.
+    rnd = event.round
     parts = [
         f"CPU {event.cpu}" if event.cpu is not None else "",
-        (f"round {rnd + 1}/{rounds}" if rounds else f"round {rnd + 1}")
-        if rnd is not None else "",
+        f"round {rnd + 1}" if rnd is not None else "",
         event.suite or "",
         event.operation or "",
         event.message,
