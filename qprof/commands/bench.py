@@ -37,6 +37,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="time the unit and the suites of every round together, in turns "
                         "of MS milliseconds (steadier on a shared host); 0: the seeds' rounds, "
                         "one suite after the other (default: 4 for check, 0 for bench)")
+    parser.add_argument("--allow-mismatch", action="store_true",
+                        help="time a backend's suite even where it gave a wrong known answer "
+                        "before timing (functional check MISMATCH); its figures are shown, "
+                        "never decided")
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -150,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         record_base=out.parent, root=args.root, timer=args.timer,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
         command=["qprof", "bench", *sys.argv[2:]] if sys.argv[1:2] == ["bench"] else sys.argv,
+        allow_mismatch=args.allow_mismatch,
     )
     line = ProgressLine()
     sink = JsonlSink(out)
@@ -194,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
           f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
     if pyperf_dir.is_dir():
         print(f"pyperf JSON per worker process: {pyperf_dir}/ (python -m pyperf stats FILE)")
+    from qprof.commands.check_preflight import print_preflight
+
+    print_preflight([*summary.functional, *summary.resources])
     if summary.checks:
         print(f"{summary.checks:,} checks with two verifiers, "
               f"{summary.disagreements} disagreements")

@@ -155,6 +155,7 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
         budget_s=args.budget, max_rounds=args.max_rounds, rounds=args.rounds,
         statistic=args.statistic,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
+        allow_mismatch=args.allow_mismatch,
     )
     config, rule = rule_for(config)
     line = None if (args.quiet or args.json) else ProgressLine()
@@ -209,14 +210,24 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
+    from qprof.commands.check_preflight import (
+        decision_with_checks,
+        functional_lines,
+        mismatched,
+        print_preflight,
+    )
+
     if not results:
         return _fail(args, "nothing measured: " + ("; ".join(
-            f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or summary.status))
-    decision = run_decision(results)
+            f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or "; ".join(
+                functional_lines(mismatched(records))) or summary.status))
+    # A suite whose verifier failed its known answers is never decided (qprof.verify.functional).
+    decision = decision_with_checks(run_decision(results), records, profile)
     if args.json:
         print(json.dumps(_json(args, profile, summary, records, results, decision),
                          indent=2))
     else:
+        print_preflight(records)
         _print_text(profile, summary, records, results, decision)
     return EXIT_CODES[decision]
 
@@ -376,6 +387,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], results: list[CoverageResult], decision: Decision
           ) -> dict[str, object]:
     from qprof.commands.check_adversarial import reference_json
+    from qprof.commands.check_preflight import preflight_json
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     meta = _meta(records)
@@ -409,6 +421,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         "constants_held_to": profile.constants_held_to,
         "worst_signature_reference": reference_json(profile),
         "notes": _notes(records),
+        **preflight_json(records),
     }
 
 

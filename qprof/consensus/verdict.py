@@ -216,7 +216,12 @@ def evaluate(profile: Profile, measurements: Iterable[Measurement],
              replicates: int = REPLICATES,
              cores: Mapping[int, CoreDesign] | None = None) -> list[CoverageResult]:
     """The verdict over ``measurements``: :func:`~qprof.consensus.estimate.estimator.estimate`
-    with the profile's unit, then each constant against its estimate."""
-    return coverage(profile, estimate(
+    with the profile's unit, then each constant against its estimate (never decided where
+    the backend failed its functional check: qprof.consensus.functional)."""
+    from qprof.consensus.functional import undecided_where_mismatched
+
+    measurements = list(measurements)
+    return coverage(profile, undecided_where_mismatched(estimate(
         measurements, unit_suite=profile.unit_suite, unit_vu=profile.unit_vu,
-        operation=operation, statistic=statistic, replicates=replicates), cores=cores)
+        operation=operation, statistic=statistic, replicates=replicates), measurements,
+        profile.unit_suite), cores=cores)

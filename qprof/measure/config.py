@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qprof.measure.records import Measurement
+from qprof.measure.records import FunctionalCheck, Measurement, ResourceUse
 
 QANUM_SUITES = ("ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
 VERIFY_OPS = ("verify", "verify_invalid")
@@ -109,6 +109,10 @@ class BenchConfig:
     keep_samples: int = 5000  # Measurement.samples_ns kept up to this many samples
     command: list[str] = field(default_factory=list)
     python: str | None = None  # interpreter for workers (default: this one)
+    # Known answers and memory per backend before timing (qprof.measure.preflight); a
+    # backend's suite that fails them is timed only when allow_mismatch.
+    preflight: bool = True
+    allow_mismatch: bool = False
 
     def settings(self) -> ModeSettings:
         if self.mode not in MODE_SETTINGS:
@@ -158,3 +162,5 @@ class RunSummary:
     wrong_verdicts: int = 0
     rounds: dict[int, int] = field(default_factory=dict)  # cpu -> rounds run
     notes: list[str] = field(default_factory=list)
+    functional: list[FunctionalCheck] = field(default_factory=list)  # before timing
+    resources: list[ResourceUse] = field(default_factory=list)  # memory per operation

@@ -89,6 +89,60 @@ class Job:
         )
 
 
+@dataclass(frozen=True)
+class PreflightJob:
+    """One backend's checks before any suite is timed (``python -m qprof.measure.worker
+    --preflight JOB.json``): its known answers per suite (``functional``: the suites not
+    already passed for this build and CPU), then its memory per operation."""
+
+    cpu: int
+    nice: int
+    backend: str
+    fixtures: str | None
+    result: str  # a PreflightResult file
+    parent: int
+    functional: tuple[str, ...]  # suites to check
+    resources: tuple[str, ...]  # suites to measure
+    operations: tuple[str, ...]  # which operations the memory pass measures
+    cache: str | None = None  # where the second implementation's SLH-DSA signature is kept
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def read(cls, path: Path) -> PreflightJob:
+        d = json.loads(path.read_text())
+        return cls(cpu=int(d["cpu"]), nice=int(d["nice"]), backend=str(d["backend"]),
+                   fixtures=d.get("fixtures") or None, result=str(d["result"]),
+                   parent=int(d.get("parent", 0)),
+                   functional=tuple(str(s) for s in d["functional"]),
+                   resources=tuple(str(s) for s in d["resources"]),
+                   operations=tuple(str(s) for s in d["operations"]),
+                   cache=d.get("cache") or None)
+
+
+@dataclass
+class PreflightResult:
+    """What a preflight found: qprof.verify.functional.SuiteCheck and
+    qprof.measure.resources.OperationMemory as dicts, and what failed."""
+
+    backend: str
+    functional: list[dict[str, Any]] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(asdict(self)))
+        os.replace(tmp, path)
+
+    @classmethod
+    def read(cls, path: Path) -> PreflightResult:
+        d = json.loads(path.read_text())
+        return cls(backend=str(d["backend"]), functional=list(d["functional"]),
+                   resources=list(d["resources"]), errors=[str(e) for e in d["errors"]])
+
+
 def encode_more(tasks: list[Task]) -> str:
     """A serving worker's next round(s): one line on its stdin."""
     return json.dumps({"tasks": [asdict(t) for t in tasks]}) + "\n"

@@ -1,11 +1,12 @@
 """The records that flow readers -> records -> store -> views.
 
 One run of measurements is one JSONL file: a ``meta`` line first, then ``env``,
-``freq``, ``measurement``, ``disagreement`` and ``note`` lines in the order they
-happened, and an ``end`` line when the run finished (a file without one was cut
-short). The daemon's SQLite store holds the same records; the TUI and reports read
-them back through :func:`record_from_dict`. Fields may be added; none may change
-meaning. Times are nanoseconds, frequencies kHz (as sysfs has them).
+``freq``, ``measurement``, ``disagreement``, ``note``, ``functional`` (known answers
+before timing) and ``resources`` (memory per operation) lines in the order they
+happened, and an ``end`` line when the run finished (a file without one was cut short).
+The daemon's SQLite store holds the same records; the TUI and reports read them back
+through :func:`record_from_dict`. Fields may be added; none may change meaning. Times
+are nanoseconds, frequencies kHz (as sysfs has them).
 """
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ class Measurement(Record):
     # Added: where the round started in the pool (fixtures.pool_start). None: signature 0
     # (runs recorded before rounds started apart).
     pool_start: int | None = None
+    # Added: the backend failed its functional check before timing (a FunctionalCheck
+    # record with MISMATCH) and was timed under --allow-mismatch: why; its verdict is never
+    # decided (qprof.consensus.functional). None: it passed, or was not checked.
+    functional_mismatch: str | None = None
 
 
 @dataclass
@@ -170,8 +175,62 @@ class End(Record):
     disagreements: int = 0
 
 
+@dataclass
+class FunctionalCheck(Record):
+    """Known answers one backend gave for one suite before anything was timed
+    (qprof.verify.functional): Wycheproof, NIST ACVP and qprof's shipped vectors, and fresh
+    signatures of a second implementation, valid and tampered. "MISMATCH": some answer was
+    wrong; that backend's suite is timed only under --allow-mismatch, never decided."""
+
+    type: ClassVar[str] = "functional"
+    run_id: str
+    backend: str
+    suite: str
+    status: str  # "PASS" | "MISMATCH"
+    cases: int  # known answers checked
+    failed: list[str] = field(default_factory=list)  # labels of the wrong ones (bounded)
+    sources: list[str] = field(default_factory=list)  # "wycheproof", "acvp", ...
+    build: str | None = None  # digest of the loaded library / kernels the result holds for
+    cpu_model: str | None = None
+    cached: bool = False  # taken from the cache of an earlier run (same build and CPU)
+    elapsed_s: float = 0.0  # what checking took (0 when cached)
+
+
+@dataclass
+class ResourceUse(Record):
+    """Memory one operation costs with one backend, measured once per run off the timing
+    path (qprof.measure.resources), as the SQIsign report's resource table: the code the
+    backend loads, the process RSS before the operations and its high-water mark during
+    them, and the Python-level allocation (tracemalloc, a separate pass). Upper-bound
+    proxies, not isolated algorithm memory: the RSS figures include the interpreter."""
+
+    type: ClassVar[str] = "resources"
+    run_id: str
+    cpu: int
+    backend: str
+    suite: str
+    operation: str
+    calls: int  # operations between the baseline and the peak
+    baseline_rss_kib: int  # after the backend, its fixtures and one warm-up call
+    peak_rss_kib: int  # VmHWM over the calls
+    # How the high-water mark was brought down to the baseline first: "clear_refs" (the
+    # kernel's /proc/PID/clear_refs "5"), or "fresh_process" (none: the peak since start).
+    hwm_reset: str
+    py_peak_bytes: int | None = None  # tracemalloc: largest Python allocation during one call
+    py_retained_bytes: int | None = None  # tracemalloc: left allocated per call
+    code_bytes: int | None = None  # the backend's loadable code for this suite
+    code_what: str = ""  # what code_bytes counts (an ELF image, numba's cache files)
+    load_rss_kib: int | None = None  # RSS that loading this suite's verifier added
+    runtime_rss_kib: int | None = None  # RSS that importing the backend's runtime added
+
+    @property
+    def peak_increment_kib(self) -> int:
+        return max(0, self.peak_rss_kib - self.baseline_rss_kib)
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
-    cls.type: cls for cls in (Meta, Env, FreqSample, Measurement, Disagreement, Note, End)
+    cls.type: cls for cls in (Meta, Env, FreqSample, Measurement, Disagreement, Note, End,
+                              FunctionalCheck, ResourceUse)
 }
 
 

@@ -25,6 +25,11 @@ the kernel for SIGTERM when its parent dies (a daemon killed with -9 must not le
 worker timing on). Exit codes: 0 ok, 3 cannot pin to the CPU, 4 bad job, 6 the engine
 that started it is gone.
 
+``--preflight JOB`` (:class:`~qprof.measure.protocol.PreflightJob`): once per run and
+backend, before any timing, the backend's known answers (:mod:`qprof.verify.functional`)
+and its memory per operation (:mod:`qprof.measure.resources`), in a process that has
+loaded nothing of the backend yet.
+
 A job with ``serve`` (interleaved rounds, adaptive run) keeps the worker for the engine's
 extra rounds: after its tasks it reports ``idle`` and reads one line on stdin
 (:func:`~qprof.measure.protocol.decode_more`: more tasks, their indices following the
@@ -47,6 +52,8 @@ from qprof.measure.fixtures import Pool, load_fixtures
 from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.measure.protocol import (
     Job,
+    PreflightJob,
+    PreflightResult,
     Task,
     TaskFailure,
     TaskResult,
@@ -265,9 +272,59 @@ class Session:
                 return code
 
 
+def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
+    """Before any timing: the backend's known answers, then its memory per operation
+    (in this process, which has loaded nothing of the backend yet: the memory pass
+    sees what loading it adds). Nothing here is timed for a verdict."""
+    from dataclasses import asdict
+
+    from qprof.measure.resources import measure_backend, verify_operations
+    from qprof.verify.functional import check_suite
+
+    out = PreflightResult(job.backend)
+    if job.resources:
+        try:
+            out.resources = [m.to_dict() for m in measure_backend(
+                job.backend, verify_operations(job.backend, fixtures, job.operations),
+                [s for s in job.resources if s in fixtures])]
+        except Exception as exc:  # memory figures are not worth a run
+            out.errors.append(f"memory: {type(exc).__name__}: {exc}")
+    cache = Path(job.cache) if job.cache else None
+    for suite in job.functional:
+        try:
+            out.functional.append(asdict(check_suite(job.backend, suite, cache)))
+        except Exception as exc:  # a backend that cannot even check is not trusted
+            out.functional.append({
+                "backend": job.backend, "suite": suite, "status": "MISMATCH", "cases": 0,
+                "failed": [f"the check failed: {type(exc).__name__}: {exc}"],
+                "sources": [], "elapsed_s": 0.0})
+    return out
+
+
+def _run_preflight(path: str) -> int:
+    try:
+        job = PreflightJob.read(Path(path))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"qprof worker: bad preflight job {path}: {exc}", file=sys.stderr)
+        return EXIT_BAD_JOB
+    if parent_gone(job.parent):
+        return EXIT_ORPHAN
+    error = _pin(job.cpu)
+    if error:
+        print(f"qprof worker: {error}", file=sys.stderr)
+        return EXIT_AFFINITY
+    _set_nice(job.nice)
+    fixtures = load_fixtures(Path(job.fixtures)) if job.fixtures else {}
+    preflight(job, fixtures).write(Path(job.result))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.worker")
-    parser.add_argument("--job", required=True, help="job file written by the engine")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--job", help="job file written by the engine")
+    where.add_argument("--preflight", metavar="JOB",
+                       help="a preflight job: known answers and memory, before timing")
     return parser
 
 
@@ -281,6 +338,8 @@ def _set_nice(target: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     die_with_parent()  # first: the imports below take up to a second
     args = _parser().parse_args(argv)
+    if args.preflight:
+        return _run_preflight(args.preflight)
     try:
         job = Job.read(Path(args.job))
         if job.timer not in CLOCKS:

@@ -5,12 +5,20 @@ pure cases with a message, external-mu cases with ``mu``), and qprof's SLH-DSA f
 (tests/data/slhdsa/: one liboqs signature, checked by a second library, plus tampered
 variants given as one XOR at an offset of one field). Read by the tests and by
 scripts/aarch64_kernels.py (the emulated-aarch64 CI run), so both see the same cases.
+
+The functional check before timing (:mod:`qprof.verify.functional`) runs on a user's
+machine, where no ../shared exists: :func:`shipped_cases` reads the vectors shipped in the
+package (``qprof/data/kat-*.json.gz``, gzip'd JSON with their source and licence, listed
+in ``qprof/data/KAT-SOURCES.txt``; built by scripts/make_shipped_vectors.py).
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +67,11 @@ def wycheproof_mldsa(path: Path) -> list[VerifyCase]:
 
 def slhdsa_cases(path: Path) -> list[VerifyCase]:
     """The valid signature of a qprof SLH-DSA vector file, then each tampered variant."""
-    data = json.loads(path.read_text())
+    return slhdsa_cases_of(json.loads(path.read_text()), str(path))
+
+
+def slhdsa_cases_of(data: dict[str, Any], path: str = "SLH-DSA vectors") -> list[VerifyCase]:
+    """:func:`slhdsa_cases` of an already decoded file."""
     valid = VerifyCase(
         label=f"{data['params']} valid",
         suite=data["params"],
@@ -83,3 +95,40 @@ def slhdsa_cases(path: Path) -> list[VerifyCase]:
             )
         )
     return out
+
+
+# The shipped files: name -> reader of its decoded JSON.
+SHIPPED = ("kat-wycheproof-mldsa.json.gz", "kat-acvp-sigver.json.gz", "kat-qprof-slhdsa.json.gz")
+
+
+def _case_of(d: dict[str, Any]) -> VerifyCase:
+    return VerifyCase(label=str(d["label"]), suite=str(d["suite"]),
+                      public_key=bytes.fromhex(d["public_key"]),
+                      message=bytes.fromhex(d["message"]),
+                      signature=bytes.fromhex(d["signature"]),
+                      context=bytes.fromhex(d.get("context", "")),
+                      expected=bool(d["expected"]))
+
+
+@functools.cache
+def _shipped() -> tuple[tuple[str, VerifyCase], ...]:
+    """(source tag, case) of every shipped file present (a file missing from a broken
+    install leaves its cases out; the check says how many it ran)."""
+    out: list[tuple[str, VerifyCase]] = []
+    base = resources.files("qprof") / "data"
+    for name in SHIPPED:
+        try:
+            data = json.loads(gzip.decompress((base / name).read_bytes()))
+        except (OSError, ValueError):
+            continue
+        tag = name.split("-")[1]  # "wycheproof", "acvp", "qprof"
+        if "files" in data:
+            out += [(tag, c) for f in data["files"] for c in slhdsa_cases_of(f, name)]
+        else:
+            out += [(tag, _case_of(c)) for c in data["cases"]]
+    return tuple(out)
+
+
+def shipped_cases(suite: str) -> list[tuple[str, VerifyCase]]:
+    """(source, case) of the vectors shipped in the package for ``suite``."""
+    return [(tag, c) for tag, c in _shipped() if c.suite == suite]

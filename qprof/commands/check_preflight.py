@@ -1,0 +1,127 @@
+"""What `qprof check` and `qprof bench` say of a run's preflight: each backend's known
+answers (PASS / MISMATCH, qprof.verify.functional) and its memory per operation, the
+SQIsign report's resource table with its caveat (qprof.measure.resources)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from qprof.measure.records import FunctionalCheck, ResourceUse
+
+if TYPE_CHECKING:
+    from qprof.consensus import Profile
+    from qprof.consensus.verdict import Decision
+    from qprof.measure.records import Record
+
+MEMORY_CAVEAT = ("upper-bound proxies, not isolated algorithm memory: the RSS is the whole "
+                 "measuring process (interpreter, numpy, every library loaded); the "
+                 "increment counts the pages the operations touched first, on a stack of "
+                 "their own")
+
+
+def checks_of(records: Iterable[Record]) -> list[FunctionalCheck]:
+    return [r for r in records if isinstance(r, FunctionalCheck)]
+
+
+def resources_of(records: Iterable[Record]) -> list[ResourceUse]:
+    return [r for r in records if isinstance(r, ResourceUse)]
+
+
+def mismatched(records: Iterable[Record]) -> list[FunctionalCheck]:
+    return [c for c in checks_of(records) if c.status == "MISMATCH"]
+
+
+def decision_with_checks(decision: Decision, records: Sequence[Record],
+                         profile: Profile) -> Decision:
+    """A run whose verifier failed a suite's known answers decides nothing for that suite
+    (untimed, or timed under --allow-mismatch and undecided): it is never 'covered'."""
+    bad = [c for c in mismatched(records)
+           if c.backend == profile.verifier and c.suite in profile.verify_units]
+    return "no_estimate" if bad and decision == "covered" else decision
+
+
+def check_json(c: FunctionalCheck) -> dict[str, object]:
+    return {"backend": c.backend, "suite": c.suite, "status": c.status, "cases": c.cases,
+            "failed": list(c.failed), "sources": list(c.sources), "build": c.build,
+            "cpu_model": c.cpu_model, "cached": c.cached, "elapsed_s": c.elapsed_s}
+
+
+def resource_json(r: ResourceUse) -> dict[str, object]:
+    return {"cpu": r.cpu, "backend": r.backend, "suite": r.suite, "operation": r.operation,
+            "calls": r.calls, "baseline_rss_kib": r.baseline_rss_kib,
+            "peak_rss_kib": r.peak_rss_kib, "peak_increment_kib": r.peak_increment_kib,
+            "hwm_reset": r.hwm_reset, "py_peak_bytes": r.py_peak_bytes,
+            "py_retained_bytes": r.py_retained_bytes, "code_bytes": r.code_bytes,
+            "code_what": r.code_what, "load_rss_kib": r.load_rss_kib,
+            "runtime_rss_kib": r.runtime_rss_kib}
+
+
+def preflight_json(records: Sequence[Record]) -> dict[str, object]:
+    """`check --json`'s keys: "functional" (per backend and suite) and "resources"."""
+    return {"functional": [check_json(c) for c in checks_of(records)],
+            "resources": [resource_json(r) for r in resources_of(records)],
+            "resources_caveat": MEMORY_CAVEAT}
+
+
+def functional_lines(records: Sequence[Record]) -> list[str]:
+    """One line per backend: PASS for its suites, each MISMATCH with its failing cases."""
+    out = []
+    by_backend: dict[str, list[FunctionalCheck]] = {}
+    for c in checks_of(records):
+        by_backend.setdefault(c.backend, []).append(c)
+    for backend, checks in by_backend.items():
+        passed = [c for c in checks if c.status == "PASS"]
+        cases = sum(c.cases for c in checks)
+        took = sum(c.elapsed_s for c in checks)
+        how = ("cached for this build and CPU" if all(c.cached for c in checks)
+               else f"{took:.1f} s")
+        head = (f"known answers {backend}: {cases} cases ({how}): "
+                + (f"PASS {', '.join(c.suite for c in passed)}" if passed else "no PASS"))
+        out.append(head)
+        for c in checks:
+            if c.status != "PASS":
+                out.append(f"  MISMATCH {backend} {c.suite}: {len(c.failed)} of {c.cases} "
+                           f"wrong: {'; '.join(c.failed[:3])}")
+    return out
+
+
+def _kib(value: int | None) -> str:
+    return "-" if value is None else f"{value:,} KiB"
+
+
+def _bytes(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def resource_table(records: Sequence[Record]) -> str | None:
+    """The resource table (SQIsign report section 5) with its caveat; None: none."""
+    from qprof.hw.format import table
+
+    rows = resources_of(records)
+    if not rows:
+        return None
+    body = [[r.backend, r.suite, r.operation, _bytes(r.code_bytes), _kib(r.runtime_rss_kib),
+             _kib(r.load_rss_kib), _kib(r.baseline_rss_kib), _kib(r.peak_rss_kib),
+             f"+{r.peak_increment_kib} KiB", _bytes(r.py_peak_bytes),
+             _bytes(r.py_retained_bytes)] for r in rows]
+    what = sorted({f"{r.backend}: {r.code_what}" for r in rows if r.code_what})
+    return "\n".join([
+        f"memory per operation (CPU {rows[0].cpu}, {rows[0].calls} calls each, measured "
+        "before timing; VmHWM reset by "
+        f"{', '.join(sorted({r.hwm_reset for r in rows}))}):",
+        table(["BACKEND", "SUITE", "OPERATION", "CODE (B)", "RUNTIME", "LOAD", "BASELINE RSS",
+               "PEAK RSS", "PEAK +", "PY PEAK (B)", "PY LEFT (B)"], body),
+        "code: " + "; ".join(what),
+        "RUNTIME: RSS importing the backend added (numba + LLVM, the liboqs library); LOAD: "
+        "RSS its verifier for the suite added (numba: the kernels' JIT code); PY: "
+        "tracemalloc, a separate pass",
+        f"caveat: {MEMORY_CAVEAT}"])
+
+
+def print_preflight(records: Sequence[Record]) -> None:
+    for line in functional_lines(records):
+        print(line)
+    text = resource_table(records)
+    if text:
+        print(text)

@@ -1,0 +1,47 @@
+"""A backend that failed its functional check is never decided.
+
+The engine checks each backend's known answers before timing
+(:mod:`qprof.measure.preflight`); a suite whose backend gave a wrong answer is timed only
+under ``--allow-mismatch``, and its measurements carry ``functional_mismatch`` (why). Its
+estimate is then undecided with that reason (``SuiteEstimate.undecided``): the verdict
+shows its figures and gives no covered / not covered, in every view alike (check, the
+daemon's metrics and alerts, the report, the monitor). A mismatch of the unit suite
+leaves every suite of that CPU and backend undecided: each ratio divides by it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from qprof.consensus.estimate.estimator import SuiteEstimate
+from qprof.measure.records import Measurement
+
+NEVER_DECIDED = "timed under --allow-mismatch, so never decided"
+
+
+def mismatch_reasons(measurements: Iterable[Measurement]) -> dict[tuple[int, str, str], str]:
+    """(cpu, backend, suite) -> why its backend is not trusted there."""
+    return {(m.cpu, m.backend, m.suite): m.functional_mismatch for m in measurements
+            if m.functional_mismatch}
+
+
+def undecided_where_mismatched(estimates: Sequence[SuiteEstimate],
+                               measurements: Iterable[Measurement],
+                               unit_suite: str) -> list[SuiteEstimate]:
+    """``estimates`` with every mismatched one undecided, saying why."""
+    reasons = mismatch_reasons(measurements)
+    if not reasons:
+        return list(estimates)
+    out = []
+    for e in estimates:
+        why = reasons.get((e.cpu, e.backend, e.suite)) or reasons.get(
+            (e.cpu, e.backend, unit_suite))
+        if why is None:
+            out.append(e)
+            continue
+        if (e.cpu, e.backend, e.suite) not in reasons:
+            why = f"the unit suite {unit_suite}: {why}"
+        out.append(dataclasses.replace(e, undecided=f"{why}; {NEVER_DECIDED}",
+                                       contended_share=None))
+    return out

@@ -1,0 +1,208 @@
+"""Before a run times anything: each backend's known answers and memory per operation.
+
+The engine calls :func:`run_preflight` once per run, after the fixtures and before the
+first round: one worker process per backend (``python -m qprof.measure.worker
+--preflight``, pinned to the first CPU measured, at the run's niceness) checks the
+backend's known answers per suite (:mod:`qprof.verify.functional`) and measures its memory
+per operation (:mod:`qprof.measure.resources`). The known answers are kept per library
+build and CPU (:func:`cache_path`: the digest of the loaded liboqs, of the numba kernels,
+or the backend's version, and the CPU's model and flags): a build already checked on this
+CPU is not checked again, and its records say ``cached``.
+
+A backend that gives a wrong answer for a suite is a MISMATCH there: its tasks for that
+suite (for the unit suite: all of its tasks) are left out of the run unless
+``allow_mismatch``, and what is timed anyway carries ``Measurement.functional_mismatch``,
+so no verdict is ever decided from it (:mod:`qprof.consensus.functional`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qprof.measure.protocol import PreflightJob, PreflightResult
+from qprof.measure.records import FunctionalCheck, ResourceUse
+from qprof.verify import BackendStatus
+
+PREFLIGHT_TIMEOUT_S = 600.0  # a cold numba compile of the kernels takes ~1 min
+MEMORY_OPERATIONS = ("verify", "verify_invalid")
+
+
+@dataclass
+class Preflight:
+    """What the run's preflight found."""
+
+    checks: list[FunctionalCheck] = field(default_factory=list)
+    resources: list[ResourceUse] = field(default_factory=list)
+    notes: list[tuple[str, str, str]] = field(default_factory=list)  # level, kind, text
+    elapsed_s: float = 0.0
+
+    def mismatch(self, backend: str, suite: str) -> str | None:
+        """Why ``backend`` (or a verifier of a dual pair) is not trusted for ``suite``."""
+        for part in backend.split("+"):
+            for c in self.checks:
+                if c.backend == part and c.suite == suite and c.status == "MISMATCH":
+                    shown = "; ".join(c.failed[:3])
+                    return (f"functional check MISMATCH: {part} gave {len(c.failed)} wrong "
+                            f"answer(s) of {c.cases} known for {suite} ({shown})")
+        return None
+
+    def task_allowed(self, backend: str, suite: str, unit: str, allow: bool) -> bool:
+        return allow or (self.mismatch(backend, suite) is None
+                         and self.mismatch(backend, unit) is None)
+
+
+def build_of(backend: str, status: BackendStatus | None) -> str:
+    """The identity of what ``backend`` runs: a result holds for that build only."""
+    from qprof.measure.runmeta import kernels_digest, liboqs_build
+
+    if backend == "liboqs":
+        return liboqs_build(status) or "unknown"
+    if backend == "numba":
+        return kernels_digest(status) or "unknown"
+    version = (status.version if status is not None else None) or "unknown"
+    return hashlib.sha256(version.encode()).hexdigest()[:16]
+
+
+def cpu_identity(root: str = "/") -> tuple[str, str]:
+    """(CPU model, a digest of it with its flags): compiled kernels depend on both."""
+    model, flags = "unknown", ""
+    try:
+        for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
+            key = line.split(":", 1)[0].strip().lower()
+            if key in ("model name", "hardware", "cpu model") and model == "unknown":
+                model = line.split(":", 1)[1].strip()[:200]
+            elif key in ("flags", "features") and not flags:
+                flags = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    digest = hashlib.sha256(f"{model}\n{flags}".encode()).hexdigest()[:16]
+    return model, digest
+
+
+def cache_path(cache: Path, backend: str, build: str, cpu_key: str) -> Path:
+    return cache / f"functional-{backend}-{build}-{cpu_key}.json"
+
+
+def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {s: found[s] for s in suites if isinstance(found.get(s), dict)}
+
+
+def _keep(path: Path, results: dict[str, dict[str, Any]]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        known = _cached(path, results) if path.exists() else {}
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**known, **results}))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # checked again next run
+
+
+@dataclass(frozen=True)
+class PreflightPlan:
+    """What the engine hands over: where, with what, for which suites."""
+
+    run_id: str
+    cpu: int
+    nice: int
+    python: str
+    workdir: Path
+    fixtures: Path | None
+    cache: Path
+    backends: tuple[str, ...]
+    suites: dict[str, tuple[str, ...]]  # backend -> suites it runs here
+    statuses: dict[str, BackendStatus]
+    root: str = "/"
+
+
+def _run_one(plan: PreflightPlan, backend: str, functional: tuple[str, ...],
+             stop: threading.Event) -> PreflightResult:
+    job = PreflightJob(
+        cpu=plan.cpu, nice=plan.nice, backend=backend,
+        fixtures=str(plan.fixtures) if plan.fixtures else None,
+        result=str(plan.workdir / f"preflight-{backend}.json"), parent=os.getpid(),
+        functional=functional, resources=plan.suites[backend],
+        operations=MEMORY_OPERATIONS, cache=str(plan.cache))
+    path = plan.workdir / f"preflight-{backend}.job.json"
+    job.write(path)
+    try:
+        proc = subprocess.Popen([plan.python, "-m", "qprof.measure.worker", "--preflight",
+                                 str(path)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+    except OSError as exc:
+        return PreflightResult(backend, errors=[f"cannot start: {exc}"])
+    started = time.monotonic()
+    while proc.poll() is None:
+        if stop.wait(0.05) or time.monotonic() - started > PREFLIGHT_TIMEOUT_S:
+            proc.kill()
+            proc.communicate()
+            return PreflightResult(backend, errors=["stopped" if stop.is_set() else
+                                                    "timed out"])
+    _out, err = proc.communicate()
+    try:
+        return PreflightResult.read(Path(job.result))
+    except (OSError, ValueError, KeyError, TypeError):
+        tail = " | ".join(line for line in err.strip().splitlines()[-3:] if line)
+        return PreflightResult(backend, errors=[f"exit {proc.returncode}: {tail}"])
+
+
+def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
+    """Each backend's known answers (from the cache where this build was checked on
+    this CPU) and memory per operation, as records."""
+    started = time.monotonic()
+    out = Preflight()
+    model, cpu_key = cpu_identity(plan.root)
+    for backend in plan.backends:
+        if stop.is_set():
+            break
+        suites = plan.suites[backend]
+        build = build_of(backend, plan.statuses.get(backend))
+        where = cache_path(plan.cache, backend, build, cpu_key)
+        cached = _cached(where, suites)
+        todo = tuple(s for s in suites if s not in cached)
+        result = _run_one(plan, backend, todo, stop)
+        fresh = {str(d["suite"]): d for d in result.functional}
+        if fresh:
+            _keep(where, fresh)
+        for suite in suites:
+            d = fresh.get(suite) or cached.get(suite)
+            if d is None:
+                continue
+            out.checks.append(FunctionalCheck(
+                run_id=plan.run_id, backend=backend, suite=suite, status=str(d["status"]),
+                cases=int(d["cases"]), failed=[str(x) for x in d.get("failed", [])],
+                sources=[str(x) for x in d.get("sources", [])], build=build,
+                cpu_model=model, cached=suite not in fresh,
+                elapsed_s=0.0 if suite not in fresh else round(float(d["elapsed_s"]), 3)))
+        for m in result.resources:
+            out.resources.append(ResourceUse(run_id=plan.run_id, cpu=plan.cpu, **m))
+        for error in result.errors:
+            out.notes.append(("warning", "preflight", f"{backend}: preflight: {error}"))
+    for c in out.checks:
+        if c.status == "MISMATCH":
+            out.notes.append(("error", "functional_mismatch", (
+                f"{c.backend} {c.suite}: functional check MISMATCH ({len(c.failed)} of "
+                f"{c.cases} known answers wrong: {'; '.join(c.failed[:3])})")))
+    out.elapsed_s = time.monotonic() - started
+    fresh = [c for c in out.checks if not c.cached]
+    out.notes.append(("info", "preflight", (
+        f"before timing: known answers ({len(fresh)} of {len(out.checks)} suite checks run, "
+        f"the rest cached for this build and CPU) and memory per operation took "
+        f"{out.elapsed_s:.1f} s")))
+    return out
+
