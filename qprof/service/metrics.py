@@ -19,12 +19,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from qprof.consensus import Profile
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, estimate
 from qprof.consensus.estimate.statistic import Statistic
 from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.policy import CoreDesign
-from qprof.consensus.trend.model import SegmentEstimate
-from qprof.consensus.trend.verdict import SegmentKey, with_segments
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
@@ -32,8 +30,6 @@ from qprof.measure.records import Measurement
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_http import MetricsServer, serve
-from qprof.service.metrics_trend import trend_metrics
-from qprof.service.trend import TrendSummary
 
 log = logging.getLogger("qprof.daemon")
 
@@ -60,27 +56,19 @@ class SuiteResult:
 
 @dataclass(frozen=True)
 class Summary:
-    """The newest run's figures per (cpu, suite, backend) and the profile's verdicts (on
-    the current segments when given: ``run_estimates`` keeps the newest run's own)."""
+    """The newest run's figures per (cpu, suite, backend) and the profile's verdicts."""
 
     results: list[SuiteResult]
     coverage: list[CoverageResult]
-    run_estimates: list[SuiteEstimate] = field(default_factory=list)
 
 
 def summarize(measurements: Iterable[Measurement], operation: str = "verify",
               profile: Profile | None = None, statistic: str = "auto",
-              cores: Mapping[int, CoreDesign] | None = None,
-              segments: Mapping[SegmentKey, SegmentEstimate] | None = None) -> Summary:
+              cores: Mapping[int, CoreDesign] | None = None) -> Summary:
     """The newest run per (cpu, suite, backend), through the one estimator and verdict
     (``qprof.consensus``, with the profile's policy: ``cores`` says what each CPU is), so
     the metrics, `qprof history` and `qprof check` agree by construction. Without a
-    profile (it failed to load) the unit is ML-DSA-44 and there is no verdict.
-
-    ``segments`` (the daemon's: each suite's current segment, qprof.service.trend): the
-    verdict is the segment's, the newest run's estimates with its figures in their place
-    (qprof.consensus.trend.verdict.with_segments); an undecided newest run is a gap in
-    it. The run's own estimates stay in ``Summary.run_estimates``."""
+    profile (it failed to load) the unit is ML-DSA-44 and there is no verdict."""
     groups: dict[tuple[int, str, str], list[Measurement]] = {}
     for m in measurements:
         if m.operation == operation:
@@ -89,14 +77,11 @@ def summarize(measurements: Iterable[Measurement], operation: str = "verify",
     for key, ms in groups.items():
         newest_run = max(ms, key=lambda m: m.finished_at or 0.0).run_id
         newest[key] = [m for m in ms if m.run_id == newest_run]
-    unit_vu = profile.unit_vu if profile else 100
     estimates = estimate(
         [m for ms in newest.values() for m in ms],
         unit_suite=profile.unit_suite if profile else DEFAULT_UNIT_SUITE,
-        unit_vu=unit_vu, operation=operation, statistic=statistic)
-    run_estimates = list(estimates)
-    if segments:
-        estimates = with_segments(estimates, segments, unit_vu)
+        unit_vu=profile.unit_vu if profile else 100, operation=operation,
+        statistic=statistic)
     results = []
     for e in sorted(estimates, key=lambda e: (e.cpu, e.suite, e.backend)):
         ms = newest[(e.cpu, e.suite, e.backend)]
@@ -110,7 +95,7 @@ def summarize(measurements: Iterable[Measurement], operation: str = "verify",
         estimates = undecided_where_mismatched(
             estimates, [m for ms in newest.values() for m in ms], profile.unit_suite)
     return Summary(results, coverage(profile, estimates, cores=cores)
-                   if profile is not None else [], run_estimates)
+                   if profile is not None else [])
 
 
 class DegradedReason(StrEnum):
@@ -150,8 +135,6 @@ class MetricsState:
     disagreements: dict[tuple[int, str], int] = field(default_factory=dict)
     cycle_interval_s: float | None = None  # the configured rest between cycles
     blocks: list[BlockResult] = field(default_factory=list)  # newest worst-case blocks
-    run_estimates: list[SuiteEstimate] = field(default_factory=list)  # the newest run's own
-    trend: TrendSummary = field(default_factory=TrendSummary)  # segments, changes, alarms
 
     def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
         with self.lock:
@@ -174,11 +157,6 @@ class MetricsState:
         with self.lock:
             self.results = summary.results
             self.coverage = summary.coverage
-            self.run_estimates = summary.run_estimates
-
-    def set_trend(self, trend: TrendSummary) -> None:
-        with self.lock:
-            self.trend = trend
 
 
 def build_info() -> dict[str, str]:
@@ -216,8 +194,6 @@ class QprofCollector(Collector):
             disagreements = dict(s.disagreements)
             interval = s.cycle_interval_s
             blocks = list(s.blocks)
-            run_estimates = list(s.run_estimates)
-            trend = s.trend
 
         yield from _cpu_metrics(freqs)
 
@@ -237,13 +213,10 @@ class QprofCollector(Collector):
         yield from (verify, stat)
 
         est = GaugeMetricFamily("qprof_vu_estimate",
-                                "Verify Units this CPU's times imply: ceil(100 x suite/unit), "
-                                "of the current segment (every comparable run since the last "
-                                "change; the newest run alone: qprof_vu_ratio{scope=\"run\"})",
+                                "Verify Units this CPU's times imply: ceil(100 x suite/unit)",
                                 labels=["cpu", "suite", "backend"])
         covered = GaugeMetricFamily("qprof_vu_covered",
-                                    "1 when the profile's constant covers the estimate (the "
-                                    "current segment's, as qprof_vu_estimate) of "
+                                    "1 when the profile's constant covers the estimate of "
                                     "the verifier the constants are held to (the profile's "
                                     "verifier; other verifiers alone get no verdict); "
                                     "binding: whether the ratio binds on this CPU (the "
@@ -290,7 +263,6 @@ class QprofCollector(Collector):
         if profile is not None:
             yield from block_time_metrics(cov, profile.name)
         yield from _block_metrics(blocks)
-        yield from trend_metrics(trend, run_estimates, profile)
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
                                     degraded)
