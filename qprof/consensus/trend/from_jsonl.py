@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.jsonl import read_run
@@ -45,14 +46,18 @@ def _expand(path: Path) -> bytes:
     data = read_bounded(path, MAX_COMPRESSED, "compressed run")
     try:
         if path.suffix == ".xz":
-            out = lzma.LZMADecompressor().decompress(data, MAX_EXPANDED + 1)
+            xz = lzma.LZMADecompressor()
+            out, ended = xz.decompress(data, MAX_EXPANDED + 1), xz.eof
         else:  # gzip (wbits 16 + 15: its header and trailer)
-            out = zlib.decompressobj(wbits=31).decompress(data, MAX_EXPANDED + 1)
+            gz = zlib.decompressobj(wbits=31)
+            out, ended = gz.decompress(data, MAX_EXPANDED + 1), gz.eof
     except (lzma.LZMAError, zlib.error, EOFError) as exc:
         raise RunFileError(f"{path}: not {path.suffix[1:]} data ({exc})") from None
     if len(out) > MAX_EXPANDED:
         raise RunFileError(f"{path}: expands to more than {MAX_EXPANDED >> 20} MiB: not a "
                            "run qprof reads")
+    if not ended:
+        raise RunFileError(f"{path}: the compressed data ends early (a cut-off file)")
     return out
 
 
@@ -86,8 +91,9 @@ def read_run_file(path: str | Path, unit_suite: str | None = None) -> RunFile:
     if run.meta is None or not run.measurements:
         first = f" ({problems[0]})" if problems else ""
         raise RunFileError(f"{p}: no meta line and measurements: not a recorded run{first}")
-    unit = unit_suite or run.meta.settings.get("unit_suite")
-    points = run_points(run.records, **({"unit_suite": unit} if isinstance(unit, str) else {}))
+    recorded = run.meta.settings.get("unit_suite")
+    unit = unit_suite or (recorded if isinstance(recorded, str) else DEFAULT_UNIT_SUITE)
+    points = run_points(run.records, unit_suite=unit)
     if not points:
         raise RunFileError(f"{p}: no CPU with the unit suite and another suite measured")
     return RunFile(path=str(p), profile=run.meta.profile, points=points, problems=problems)

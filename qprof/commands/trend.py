@@ -1,0 +1,335 @@
+"""`qprof trend RUN.jsonl... | --state-dir DIR | --prometheus URL [--profile P] [--json]`:
+the verdict over time.
+
+The runs of each series (one node's CPU, core model, backend and method; runs ordered by
+their start) are combined into segment estimates, and every change of a suite's ratio is
+found, sized and explained (:func:`qprof.consensus.trend.analysis.analyze`, what the daemon,
+its metrics and the monitor use too). The runs come from recorded JSONL files (``.xz`` and
+``.gz`` too; :mod:`qprof.consensus.trend.from_jsonl`), a daemon's or the monitor's store
+(:mod:`qprof.service.trend_source`) or a Prometheus server's history of a fleet's qprof
+metrics (:mod:`qprof.service.fleet_trend`); across nodes, changes close in time are one
+fleet-wide change (:func:`qprof.consensus.trend.fleet.fleet_changes`).
+
+Estimates are in Verify Units of the profile (``--profile``, else the runs' own, else
+qanum), as `qprof check` gives them. Exit 0: analysed (a change found is no error);
+2: error (a file that gives no run, a store or server that cannot be read, a bad
+profile), one line naming what.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import textwrap
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qprof.commands.options import Number
+
+if TYPE_CHECKING:
+    from qprof.consensus import Profile
+    from qprof.consensus.trend.from_jsonl import RunFile
+    from qprof.consensus.trend.model import FleetChange, RunPoint, SeriesKey, SeriesTrend
+
+DEFAULT_PROFILE = "qanum"
+WIDTH = 100  # the text output fits this many columns
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+MAX_WINDOW_S = 400 * 86400.0
+
+
+def duration(text: str) -> float:
+    """argparse type of ``--since``/``--step``: seconds, or a number with s, m, h, d, w."""
+    m = DURATION.match(text)
+    value = float(m.group(1)) * UNITS[m.group(2)] if m else -1.0
+    if not 0 < value <= MAX_WINDOW_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a duration such as 90s, 30m, 12h, 7d or 2w (at most 400d)")
+    return value
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="*", metavar="RUN.jsonl",
+                        help="recorded runs (check -o, bench -o, export; .xz/.gz too), "
+                        "ordered by their start")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="a daemon's or the monitor's store: every run it recorded")
+    parser.add_argument("--prometheus", metavar="URL",
+                        help="a fleet: the qprof metrics a Prometheus server "
+                        "(http://host:9090) holds, each node's cycles a series")
+    parser.add_argument("--since", type=duration, default=duration("7d"),
+                        metavar="DURATION",
+                        help="with --prometheus: how far back (default 7d)")
+    parser.add_argument("--step", type=duration, default=None, metavar="DURATION",
+                        help="with --prometheus: the query's resolution, under the "
+                        "daemons' cycle interval (default: the window / 10000, at least "
+                        "1s)")
+    parser.add_argument("--profile", default=None,
+                        help="chain profile, name or path: its unit's Verify Units "
+                        "(default: the runs' own, else qanum)")
+    parser.add_argument("--jobs", type=Number(int, at_least=1, at_most=256), default=None,
+                        metavar="N", help="RUN.jsonl files read at once (default: the CPUs "
+                        "this process may use)")
+    parser.add_argument("--json", action="store_true",
+                        help="per series and suite: segments and changes (VU as in check "
+                        "--json), and the fleet's changes")
+
+
+class TrendInputError(ValueError):
+    """What to analyse cannot be read; the message names it (a file, a store, a URL)."""
+
+
+@dataclass
+class Input:
+    """Run points from one source, and what the source says about them."""
+
+    source: dict[str, Any]  # kind and where, for --json
+    points: list[tuple[SeriesKey, RunPoint]]
+    profiles: list[str] = field(default_factory=list)  # recorded ones, most used first
+    problems: list[str] = field(default_factory=list)  # said on stderr, kept in --json
+
+
+def _fail(args: argparse.Namespace, text: str) -> int:
+    if args.json:
+        print(json.dumps({"error": text}))
+    print(f"qprof trend: {text}", file=sys.stderr)
+    return 2
+
+
+# -- sources ----------------------------------------------------------------------------
+
+def _read_one(path: str, unit_suite: str | None) -> RunFile:
+    from qprof.consensus.trend.from_jsonl import read_run_file
+
+    return read_run_file(path, unit_suite)
+
+
+def _jobs(asked: int | None, files: int) -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return max(1, min(asked or cpus, files))
+
+
+def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Input:
+    """Each file's points (a few seconds of the estimator's bootstrap each: read side by
+    side). The first file that gives none ends it, named."""
+    from qprof.consensus.trend.from_jsonl import RunFileError
+
+    files: list[RunFile] = []
+    try:
+        if jobs == 1:
+            files = [_read_one(p, unit_suite) for p in paths]
+        else:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(_read_one, p, unit_suite) for p in paths]
+                try:
+                    files = [f.result() for f in futures]
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+    except RunFileError as exc:
+        raise TrendInputError(str(exc)) from None
+    profiles = [p for p, _n in Counter(f.profile for f in files if f.profile).most_common()]
+    return Input(source={"kind": "jsonl", "files": [f.path for f in files]},
+                 points=[pt for f in files for pt in f.points], profiles=profiles,
+                 problems=[x for f in files for x in f.problems])
+
+
+def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
+    import sqlite3
+
+    from qprof.measure.records import RecordError
+    from qprof.service.store import Store
+    from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
+    from qprof.service.trend_source import MAX_COMPUTED, store_points
+
+    path = (state_dir or default_state_dir()) / DB_NAME
+    try:
+        store = Store(path, readonly=True)
+        try:
+            got = store_points(store, unit_suite)
+        finally:
+            store.close()
+    except StoreError as exc:
+        raise TrendInputError(str(exc)) from None
+    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+        raise TrendInputError(damaged(path, exc)) from None
+    problems = [store.note] if store.note else []
+    if got.left_out:
+        problems.append(f"{path}: {got.left_out} older runs without stored points left out "
+                        f"(the newest {MAX_COMPUTED} computed from their records)")
+    return Input(source={"kind": "store", "path": str(path), "runs_stored": got.stored,
+                         "runs_computed": got.computed, "runs_left_out": got.left_out},
+                 points=got.points, profiles=got.profiles, problems=problems)
+
+
+def _from_prometheus(url: str, since_s: float, step_s: float | None) -> Input:
+    from qprof.service.fleet import FleetError
+    from qprof.service.fleet_trend import fleet_points
+
+    try:
+        got = fleet_points(url, since_s, step_s)
+    except FleetError as exc:
+        raise TrendInputError(str(exc)) from None
+    return Input(source={"kind": "prometheus", "url": url, "since_s": since_s,
+                         "step_s": got.step_s, "nodes": got.nodes},
+                 points=got.points, profiles=got.profiles, problems=got.problems)
+
+
+# -- the profile ------------------------------------------------------------------------
+
+def _recorded(name: str) -> str | None:
+    """A recorded profile as found here: its path, else its name among the profiles here
+    (a run records another installation's path), else None."""
+    from qprof.consensus import ProfileError
+    from qprof.consensus.profiles import available_profiles, find_profile
+
+    try:
+        find_profile(name)
+        return name
+    except ProfileError:
+        stem = Path(name).stem
+        return stem if stem in available_profiles() else None
+
+
+def _profile(given: str | None, recorded: list[str]) -> Profile:
+    from qprof.consensus import load_profile
+
+    name = given or next((n for r in recorded if (n := _recorded(r))), DEFAULT_PROFILE)
+    return load_profile(name)
+
+
+# -- output -----------------------------------------------------------------------------
+
+def _wrap(text: str, indent: int, hang: int = 4) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=" " * indent,
+                         subsequent_indent=" " * (indent + hang), break_on_hyphens=False)
+
+
+def _series_head(t: SeriesTrend) -> str:
+    from qprof.consensus.trend.report import when
+
+    k = t.key
+    model = f" ({k.cpu_model})" if k.cpu_model else ""
+    span = (f", {when(t.runs[0].started_at)} to {when(t.runs[-1].started_at)}"
+            if len(t.runs) > 1 else f", {when(t.runs[0].started_at)}" if t.runs else "")
+    return (f"{k.node}  cpu {k.cpu}{model}  {k.backend}  {k.mode}: {len(t.runs)} "
+            f"run{'s' if len(t.runs) != 1 else ''}{span}")
+
+
+def _suite_lines(t: SeriesTrend, unit_vu: int) -> list[str]:
+    from qprof.consensus.trend.report import alarm_text, change_text, segment_text
+
+    out: list[str] = []
+    width = max((len(s.suite) for s in t.suites), default=0)
+    for s in t.suites:
+        seg = s.current
+        now = segment_text(seg, unit_vu) if seg is not None else "no decided run"
+        out += _wrap(f"{s.suite:<{width}}  {now}", 2, width + 4)
+        if len(s.segments) > 1 and seg is not None:
+            out += _wrap(f"current segment since run {seg.first_run}, "
+                         f"{len(s.segments)} segments", width + 4)
+        for c in s.changes:
+            out += _wrap("change: " + change_text(c, unit_vu), width + 4, 8)
+        if s.gaps:
+            out += _wrap(f"{s.gaps} undecided run{'s' if s.gaps != 1 else ''} (gaps: "
+                         "too contended for a quiet ratio, never combined)", width + 4)
+        if s.alarm is not None:
+            out += _wrap("alarm: " + alarm_text(s.alarm), width + 4, 7)
+    return out
+
+
+def _text(inp: Input, profile: Profile, trends: list[SeriesTrend],
+          fleet: list[FleetChange]) -> str:
+    from qprof.consensus.trend.report import fleet_text
+
+    runs = len({p.run_id for _k, p in inp.points})
+    out = [f"{runs} run{'s' if runs != 1 else ''}, {len(trends)} series; profile "
+           f"{profile.name} ({profile.unit_suite} = {profile.unit_vu} VU): estimates "
+           "in VU with their 95 % interval"]
+    for t in trends:
+        out += ["", _series_head(t)]
+        for k in t.known:
+            out += _wrap(f"known change at run {k.run_index}: {'; '.join(k.what)}", 2)
+        out += _suite_lines(t, profile.unit_vu)
+    nodes = sorted({t.key.node for t in trends})
+    if len(nodes) > 1:
+        out += ["", f"fleet ({len(nodes)} nodes):"]
+        if not fleet:
+            out.append("  no change on any node")
+        for f in fleet:
+            out += _wrap(fleet_text(f), 2)
+    return "\n".join(out)
+
+
+def _json(inp: Input, profile: Profile, trends: list[SeriesTrend],
+          fleet: list[FleetChange]) -> dict[str, Any]:
+    from qprof.consensus.trend.report import fleet_dict, trend_dict
+
+    unit_vu = profile.unit_vu
+    return {"source": inp.source, "profile": profile.name, "unit_suite": profile.unit_suite,
+            "unit_vu": unit_vu, "runs": len({p.run_id for _k, p in inp.points}),
+            "series": [trend_dict(t, unit_vu) for t in trends],
+            "fleet": [fleet_dict(f, unit_vu) for f in fleet],
+            "problems": inp.problems}
+
+
+# -- the command ------------------------------------------------------------------------
+
+def _input(args: argparse.Namespace, unit_suite: str | None) -> Input:
+    if args.runs:
+        return _from_files(args.runs, unit_suite, _jobs(args.jobs, len(args.runs)))
+    if args.state_dir is not None:
+        return _from_store(args.state_dir, unit_suite)
+    return _from_prometheus(args.prometheus, args.since, args.step)
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.consensus.trend.analysis import analyze, group
+    from qprof.consensus.trend.fleet import fleet_changes
+
+    sources = [name for name, given in (("RUN.jsonl", bool(args.runs)),
+                                        ("--state-dir", args.state_dir is not None),
+                                        ("--prometheus", bool(args.prometheus))) if given]
+    if len(sources) != 1:
+        return _fail(args, "give one source: RUN.jsonl files, --state-dir DIR or "
+                     "--prometheus URL" + (f" (not {' and '.join(sources)})" if sources
+                                           else ""))
+    try:
+        given = load_profile(args.profile) if args.profile else None
+        inp = _input(args, given.unit_suite if given else None)
+        profile = given or _profile(None, inp.profiles)
+    except (TrendInputError, ProfileError) as exc:
+        return _fail(args, str(exc))
+    if not inp.points:
+        return _fail(args, f"{_where(inp)}: no runs with estimates to analyse")
+    units = {p.unit_suite for _k, p in inp.points}
+    if units != {profile.unit_suite}:
+        return _fail(args, f"the runs' estimates are ratios to {', '.join(sorted(units))}; "
+                     f"the profile {profile.name}'s unit is {profile.unit_suite}")
+    for problem in inp.problems[:5]:
+        print(f"qprof trend: {problem}", file=sys.stderr)
+    if len(inp.problems) > 5:
+        print(f"qprof trend: {len(inp.problems) - 5} more problems (--json lists them)",
+              file=sys.stderr)
+    trends = analyze(group(inp.points))
+    fleet = fleet_changes(trends)
+    if args.json:
+        print(json.dumps(_json(inp, profile, trends, fleet), indent=2))
+    else:
+        print(_text(inp, profile, trends, fleet))
+    return 0
+
+
+def _where(inp: Input) -> str:
+    src = inp.source
+    return str(src.get("path") or src.get("url") or ", ".join(src.get("files", [])))

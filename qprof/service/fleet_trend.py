@@ -1,0 +1,194 @@
+"""A fleet's runs from its Prometheus: the source of `qprof trend --prometheus URL`.
+
+Every node's daemon exports each CPU's newest run as unrounded ratios to the unit suite
+(``qprof_vu_ratio{cpu, suite, backend, scope="run"}`` with ``_ci_low``/``_ci_high``, the
+run's own 95 % interval). A run is seen in the server's history as the step at which a
+series' ratio changed (``X unless X == X offset STEP``: the server sends back only those
+steps, not every scrape of a week); all suites of one node's CPU and backend that changed
+at one step are one run, dated by that step. The run's verify times
+(``qprof_verify_seconds``), its libraries (``qprof_build_info``: a new liboqs or numba is
+a known change point) and the CPU's cap (``qprof_cpu_capped``) are read at the same steps.
+A node is its ``instance`` label. Each read is one instant query of a subquery over the
+window (``(expr)[WINDOW:STEP]``) through :func:`qprof.service.fleet.query`, the one
+bounded HTTP reader of a Prometheus server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
+from qprof.service.fleet import FleetError, query
+
+RATIO = "qprof_vu_ratio"
+RUN_SCOPE = '{scope="run"}'
+# Steps of the window at most (Prometheus's own limit for a range query).
+MAX_STEPS = 11_000
+
+Labels = dict[str, str]
+
+
+@dataclass(frozen=True)
+class FleetPoints:
+    points: list[tuple[SeriesKey, RunPoint]]
+    nodes: list[str]
+    step_s: float
+    profiles: list[str] = field(default_factory=list)  # the daemons' profiles
+    problems: list[str] = field(default_factory=list)
+
+
+def default_step(since_s: float) -> float:
+    """The query's resolution: fine enough for hourly cycles over a week (60 s)."""
+    return max(1.0, math.ceil(since_s / 10_000))
+
+
+def _changed(expr: str, step_ms: int) -> str:
+    """``expr`` only at the steps where its value is new (changed, or not there one step
+    before)."""
+    return f"({expr} unless ({expr} == {expr} offset {step_ms}ms))"
+
+
+def _series(rows: Iterable[dict[str, Any]]) -> Iterable[tuple[Labels, dict[float, float]]]:
+    """(labels, {step time: value}) of a matrix result; samples that are not finite
+    numbers are left out."""
+    for r in rows:
+        metric = r.get("metric")
+        values = r.get("values")
+        if not isinstance(metric, dict) or not isinstance(values, list):
+            continue
+        out: dict[float, float] = {}
+        for v in values:
+            try:
+                t, x = float(v[0]), float(v[1])
+            except (TypeError, ValueError, IndexError):
+                continue
+            if math.isfinite(t) and math.isfinite(x):
+                out[t] = x
+        yield {str(k): str(val) for k, val in metric.items()}, out
+
+
+def _cpu(labels: Labels) -> int | None:
+    try:
+        cpu = int(labels.get("cpu", ""))
+    except ValueError:
+        return None
+    return cpu if 0 <= cpu < 65536 else None
+
+
+SuiteKey = tuple[str, int, str, str]  # instance, cpu, backend, suite
+
+
+def _by_suite(rows: list[dict[str, Any]]) -> dict[SuiteKey, dict[float, float]]:
+    out: dict[SuiteKey, dict[float, float]] = {}
+    for labels, values in _series(rows):
+        cpu = _cpu(labels)
+        if cpu is None or not labels.get("suite") or not labels.get("backend"):
+            continue
+        key = (labels.get("instance", "?"), cpu, labels["backend"], labels["suite"])
+        out.setdefault(key, {}).update(values)
+    return out
+
+
+def _builds(rows: list[dict[str, Any]]) -> dict[str, dict[float, Labels]]:
+    out: dict[str, dict[float, Labels]] = {}
+    for labels, values in _series(rows):
+        for t in values:
+            out.setdefault(labels.get("instance", "?"), {})[t] = labels
+    return out
+
+
+def _caps(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[float, float]]:
+    out: dict[tuple[str, int], dict[float, float]] = {}
+    for labels, values in _series(rows):
+        cpu = _cpu(labels)
+        if cpu is not None:
+            out.setdefault((labels.get("instance", "?"), cpu), {}).update(values)
+    return out
+
+
+def _labels(rows: list[dict[str, Any]], name: str) -> list[str]:
+    """The values of label ``name`` in an instant query's result."""
+    out = set()
+    for r in rows:
+        metric = r.get("metric") if isinstance(r, dict) else None
+        if isinstance(metric, dict) and isinstance(metric.get(name), str) and metric[name]:
+            out.add(metric[name][:200])
+    return sorted(out)
+
+
+def _none_if_unknown(value: str | None) -> str | None:
+    return None if not value or value == "none" else value[:200]
+
+
+def fleet_points(url: str, since_s: float, step_s: float | None = None,
+                 unit_suite: str = DEFAULT_UNIT_SUITE) -> FleetPoints:
+    """Every node's runs in the window ``since_s`` before the server's now."""
+    step = step_s or default_step(since_s)
+    if since_s / step > MAX_STEPS:
+        raise FleetError(f"{url}: {since_s:.0f} s in steps of {step:g} s is more than "
+                         f"{MAX_STEPS} points a series: a longer --step or a shorter --since")
+    step_ms = max(1, round(step * 1000))
+    window = f"{round(since_s * 1000)}ms"
+
+    def ask(expr: str) -> list[dict[str, Any]]:
+        return query(url, f"({expr})[{window}:{step_ms}ms]")
+
+    changed = _changed(RATIO + RUN_SCOPE, step_ms)
+    ratios = _by_suite(ask(changed))
+    low = _by_suite(ask(f"{RATIO}_ci_low{RUN_SCOPE} and on (job, instance, cpu, suite, "
+                        f"backend) {changed}"))
+    high = _by_suite(ask(f"{RATIO}_ci_high{RUN_SCOPE} and on (job, instance, cpu, suite, "
+                         f"backend) {changed}"))
+    times = _by_suite(ask(f"qprof_verify_seconds and on (job, instance, cpu, backend) "
+                          f"{changed}"))
+    builds = _builds(ask(f"qprof_build_info and on (job, instance) {changed}"))
+    caps = _caps(ask(f"qprof_cpu_capped and on (job, instance, cpu) {changed}"))
+    profiles = _labels(query(url, "count by (profile) (last_over_time(qprof_vu_constant"
+                             f"[{window}]))"), "profile")
+
+    runs: dict[tuple[str, int, str], dict[float, list[SuiteRun]]] = {}
+    without_ci = 0
+    for (instance, cpu, backend, suite), values in sorted(ratios.items()):
+        if suite == unit_suite:
+            continue
+        seen: tuple[float, float | None, float | None] | None = None
+        for t, ratio in sorted(values.items()):
+            lo = low.get((instance, cpu, backend, suite), {}).get(t)
+            hi = high.get((instance, cpu, backend, suite), {}).get(t)
+            if (ratio, lo, hi) == seen:
+                continue  # the same run again after a gap in the scrapes
+            seen = (ratio, lo, hi)
+            secs = times.get((instance, cpu, backend, suite), {}).get(t)
+            ci = (lo, hi) if lo is not None and hi is not None else None
+            if ci is None:
+                without_ci += 1
+            run = SuiteRun(suite=suite, ratio=ratio, ratio_ci=ci,
+                           undecided=None if ci is not None else "no interval exported",
+                           time_ns=secs * 1e9 if secs else None)
+            runs.setdefault((instance, cpu, backend), {}).setdefault(t, []).append(run)
+    points: list[tuple[SeriesKey, RunPoint]] = []
+    for (instance, cpu, backend), by_step in sorted(runs.items()):
+        key = SeriesKey(node=instance, cpu=cpu, cpu_model=None, backend=backend,
+                        operation="verify", mode="check")
+        unit_times = times.get((instance, cpu, backend, unit_suite), {})
+        for t, suites in sorted(by_step.items()):
+            build = builds.get(instance, {}).get(t, {})
+            capped = caps.get((instance, cpu), {}).get(t)
+            ctx = RunContext(liboqs=_none_if_unknown(build.get("liboqs")),
+                             numba=_none_if_unknown(build.get("numba")),
+                             qprof=_none_if_unknown(build.get("version")),
+                             capped=None if capped is None else capped > 0)
+            unit_s = unit_times.get(t)
+            points.append((key, RunPoint(
+                run_id=f"{instance} cpu {cpu} {backend} @{t:.3f}", started_at=t,
+                suites=tuple(suites), context=ctx, unit_suite=unit_suite,
+                unit_time_ns=unit_s * 1e9 if unit_s else None)))
+    nodes = sorted({k.node for k, _p in points})
+    problems = [f"{url}: {without_ci} suite estimates without their interval "
+                f"({RATIO}_ci_low/_ci_high): counted as gaps"] if without_ci else []
+    return FleetPoints(points=points, nodes=nodes, step_s=step, profiles=profiles,
+                       problems=problems)

@@ -1,0 +1,60 @@
+"""A daemon's (or the monitor's) store as run points: the source of `qprof trend
+--state-dir DIR`.
+
+The store keeps every finished run's points (``Store.points``, written when the run
+ends, kept past retention). Runs recorded before that table existed, or whose points were
+not written, are turned into points from their records here, as the daemon would have
+(:func:`qprof.consensus.trend.from_records.run_points`): the newest ``MAX_COMPUTED`` of
+them, each a few seconds of the estimator's bootstrap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+from qprof.consensus.trend.from_records import run_points
+from qprof.consensus.trend.model import RunPoint, SeriesKey
+from qprof.measure.records import Meta, Record
+from qprof.service.store import RESULT_STATUSES, Store
+
+# Runs without stored points computed from their records, newest first: enough for weeks
+# of hourly runs; older ones are counted and said.
+MAX_COMPUTED = 400
+# Runs listed from the store: a year of hourly runs.
+MAX_RUNS = 10_000
+
+
+@dataclass(frozen=True)
+class StorePoints:
+    points: list[tuple[SeriesKey, RunPoint]]
+    stored: int  # runs whose points the store kept
+    computed: int  # runs whose points were computed from their records here
+    left_out: int  # runs without points beyond MAX_COMPUTED
+    profiles: list[str]  # the profiles the runs were measured against, newest first
+
+
+def store_points(store: Store, unit_suite: str | None = None,
+                 operation: str = "verify") -> StorePoints:
+    """Every run's points: the stored ones, and those of runs without stored points from
+    their records (``unit_suite``: the unit they are computed against, else the run's
+    own)."""
+    points = store.points.run_points(operation=operation)
+    have = {p.run_id for _k, p in points}
+    runs = [r for r in store.runs(limit=MAX_RUNS) if r.status in RESULT_STATUSES]
+    missing = [r.run_id for r in runs if r.run_id not in have]
+    for run_id in missing[:MAX_COMPUTED]:
+        records = list(store.run_records(run_id))
+        points += run_points(records, operation=operation,
+                             unit_suite=unit_suite or _run_unit(records))
+    profiles = list(dict.fromkeys(r.profile for r in runs if r.profile))
+    return StorePoints(points=points, stored=len(have),
+                       computed=min(len(missing), MAX_COMPUTED),
+                       left_out=max(len(missing) - MAX_COMPUTED, 0), profiles=profiles)
+
+
+def _run_unit(records: list[Record]) -> str:
+    """The unit suite the run was measured against (its settings)."""
+    meta = next((r for r in records if isinstance(r, Meta)), None)
+    unit = meta.settings.get("unit_suite") if meta is not None else None
+    return unit if isinstance(unit, str) else DEFAULT_UNIT_SUITE
