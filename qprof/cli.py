@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "Prometheus) as a profile TOML"),
     "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
     "history": ("history", "runs and results recorded by the daemon"),
+    "trend": ("trend", "the verdict over time: segment estimates and every change of a "
+              "ratio, from runs, a store or a fleet's Prometheus"),
     "export": ("export", "export a recorded run as JSONL"),
     "completion": ("completion", "print a bash or zsh completion script"),
 }

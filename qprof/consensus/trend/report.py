@@ -7,7 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from qprof.consensus.trend.model import Change, FleetChange, SegmentEstimate, SeriesTrend
+from qprof.consensus.trend.model import (
+    Alarm,
+    Change,
+    FleetChange,
+    SegmentEstimate,
+    SeriesTrend,
+)
 from qprof.consensus.trend.verdict import segment_vu
 
 
@@ -72,3 +78,20 @@ def segment_text(seg: SegmentEstimate, unit_vu: int) -> str:
     gaps = f", {seg.gaps} undecided" if seg.gaps else ""
     return (f"{vu} (95 % {lo}-{hi}) over {seg.runs} run{'s' if seg.runs != 1 else ''}"
             f"{gaps}, ratio {unit_vu * seg.ratio:.2f} +-{seg.half_width_bp:.0f} bp")
+
+
+def alarm_text(a: Alarm) -> str:
+    """The detector's pending alarm: which way, since which run, how far past its limit."""
+    way = "rising" if a.direction == "up" else "falling"
+    return (f"{way} at run {a.run_index} (CUSUM {a.statistic:.1f} past its limit "
+            f"{a.threshold:.1f}), not yet confirmed or dismissed by the runs after it")
+
+
+def fleet_text(f: FleetChange) -> str:
+    """One line: a change of one suite on several nodes at once (a rollout), or on one
+    node alone (a neighbour, its hardware), with each node's step."""
+    steps = ", ".join(f"{node} {c.change_bp:+.0f} bp"
+                      for node, c in zip(f.nodes, f.changes, strict=False))
+    head = (f"fleet-wide change on {len(f.nodes)} nodes" if f.fleet_wide
+            else f"node {f.nodes[0]} alone")
+    return f"{head}: {f.suite} from {when(f.started_at)} ({steps})"
