@@ -9,6 +9,7 @@ from typing import Any
 from qprof.consensus import Profile
 from qprof.consensus.estimate.reduce import Key, Reduced, reduce_measurements
 from qprof.measure.jsonl import RunData
+from qprof.measure.records import End
 from qprof.measure.units import fmt_ns
 
 # ---------------------------------------------------------------- formatting
@@ -39,18 +40,13 @@ class Column:
     run: RunData
     cpu: int
     label: str
-    reduced: dict[Key, Reduced] = field(default_factory=dict)
+    reduced: dict[Key, Reduced] = field(default_factory=dict)  # this CPU's only
 
     def get(self, suite: str, backend: str, op: str) -> Reduced | None:
         return self.reduced.get((self.cpu, suite, backend, op))
 
-    @property
-    def cpu_row(self) -> dict[str, Any]:
-        meta = self.run.meta
-        for row in meta.cpus if meta else []:
-            if row.get("cpu") == self.cpu:
-                return row
-        return {"cpu": self.cpu}
+    cpu_row: dict[str, Any] = field(default_factory=dict)  # its row of the run's Meta.cpus
+    end: End | None = None  # the run's end record (read once per run, not per column)
 
 
 def core_name(row: dict[str, Any]) -> str | None:
@@ -62,11 +58,18 @@ def build_columns(runs: list[RunData]) -> list[Column]:
     cols = []
     many = len(runs) > 1
     for run in runs:
-        reduced = reduce_measurements(run.measurements)
-        for cpu in sorted({m.cpu for m in run.measurements}):
+        # Each column holds its own CPU's reductions: a loop over a column's is then
+        # linear in the run, not in the run times its CPUs (2,000 CPUs: cubic reports).
+        per_cpu: dict[int, dict[Key, Reduced]] = {}
+        for key, red in reduce_measurements(run.measurements).items():
+            per_cpu.setdefault(key[0], {})[key] = red
+        end = run.end
+        rows = {row["cpu"]: row for row in (run.meta.cpus if run.meta else [])
+                if isinstance(row.get("cpu"), int)}
+        for cpu in sorted(per_cpu):
             stem = Path(run.path).stem
             label = f"{stem} CPU {cpu}" if many else f"CPU {cpu}"
-            col = Column(run, cpu, label, reduced)
+            col = Column(run, cpu, label, per_cpu[cpu], rows.get(cpu, {"cpu": cpu}), end)
             name = core_name(col.cpu_row)
             if name:
                 col.label += f" ({name})"
@@ -75,22 +78,18 @@ def build_columns(runs: list[RunData]) -> list[Column]:
 
 
 def backends_of(cols: list[Column], op: str) -> list[str]:
-    seen: list[str] = []
+    seen: dict[str, None] = {}
     for c in cols:
-        for (cpu, _s, b, o) in c.reduced:
-            if cpu == c.cpu and o == op and b not in seen:
-                seen.append(b)
-    return seen
+        seen.update((b, None) for (_c, _s, b, o) in c.reduced if o == op)
+    return list(seen)
 
 
 def suites_of(cols: list[Column], profile: Profile | None, ops: tuple[str, ...]) -> list[str]:
-    order = list(profile.suites) if profile else []
+    present: dict[str, None] = {}
     for c in cols:
-        for (cpu, s, _b, o) in sorted(c.reduced):
-            if cpu == c.cpu and o in ops and s not in order:
-                order.append(s)
-    present = {s for c in cols for (cpu, s, _b, o) in c.reduced if cpu == c.cpu and o in ops}
-    return [s for s in order if s in present]
+        present.update((s, None) for (_c, s, _b, o) in sorted(c.reduced) if o in ops)
+    order = [s for s in (profile.suites if profile else ()) if s in present]
+    return order + [s for s in present if s not in order]
 
 
 def unit_of(profile: Profile | None, cols: list[Column]) -> str:

@@ -29,13 +29,15 @@ def run_estimates(run: RunData, profile: Profile | None, unit: str, op: str
 def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
                      op: str) -> list[dict[str, SuiteEstimate]]:
     """Per column, suite -> the estimator's estimate (the run's, on the column's CPU)."""
-    per_run: dict[int, list[SuiteEstimate]] = {}
+    per_run: dict[int, dict[int, dict[str, SuiteEstimate]]] = {}
     out = []
     for c in cols:
         if id(c.run) not in per_run:
-            per_run[id(c.run)] = run_estimates(c.run, profile, unit, op)
-        out.append({e.suite: e for e in per_run[id(c.run)]
-                    if e.cpu == c.cpu and e.backend == backend})
+            mine = per_run[id(c.run)] = {}
+            for e in run_estimates(c.run, profile, unit, op):
+                if e.backend == backend:
+                    mine.setdefault(e.cpu, {})[e.suite] = e
+        out.append(per_run[id(c.run)].get(c.cpu, {}))
     return out
 
 

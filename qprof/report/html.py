@@ -93,8 +93,8 @@ def _drift(cols: list[Column]) -> Section:
     figures = []
     for c in cols:
         series, capped = [], set()
-        for (cpu, suite, backend, op), red in sorted(c.reduced.items()):
-            if cpu != c.cpu or op != "verify" or len(red.round_medians) < 2:
+        for (_cpu, suite, backend, op), red in sorted(c.reduced.items()):
+            if op != "verify" or len(red.round_medians) < 2:
                 continue
             series.append(Series(f"{suite} ({backend})", tuple(
                 (rnd + 1, drift_bp(red.median_ns, med))
@@ -140,8 +140,10 @@ def _frequencies(runs: list[RunData]) -> Section:
         t0 = run.meta.started_at if run.meta else freqs[0].taken_at
         series, bands = [], []
         hw_max = max((f.hw_max_khz or 0) for f in freqs) or None
-        for cpu in sorted({f.cpu for f in freqs}):
-            mine = [f for f in freqs if f.cpu == cpu]
+        per_cpu: dict[int, list[FreqSample]] = {}
+        for f in freqs:
+            per_cpu.setdefault(f.cpu, []).append(f)
+        for cpu, mine in sorted(per_cpu.items()):
             cur = tuple((f.taken_at - t0, f.cur_khz / 1e6) for f in mine if f.cur_khz)
             allowed = tuple((f.taken_at - t0, f.max_khz / 1e6) for f in mine if f.max_khz)
             if cur:

@@ -38,14 +38,13 @@ def _freq(c: Column) -> str:
     if hw is None and mx is None:
         return "unknown (no cpufreq data)"
     text = f"{(mx or hw or 0) / 1e6:.2f} GHz"
-    capped = [m for m in c.run.measurements if m.cpu == c.cpu and m.capped]
-    if r.get("capped") or capped:
+    if r.get("capped") or any(red.capped_rounds for red in c.reduced.values()):
         text += " (capped by the system)"
     return text
 
 
 def _runtime(c: Column) -> str:
-    m, e = c.run.meta, c.run.end
+    m, e = c.run.meta, c.end
     if not m or not e:
         return "? (no end line)"
     return f"{e.finished_at - m.started_at:.0f} s ({e.status})"

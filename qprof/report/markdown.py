@@ -42,11 +42,9 @@ DUAL_VALID = ("dual_enforce", "dual_shadow")
 # ---------------------------------------------------------------- sections
 
 
-def _other_statistics(c: Column, profile: Profile | None, unit: str,
-                      backend: str) -> list[str]:
+def _other_statistics(col: dict[str, SuiteEstimate], backend: str) -> list[str]:
     """Every statistic's estimate of a noisy run beside the one the estimate used (the
     estimator's own side-by-side figures; for comparison, not the verdict)."""
-    col = column_estimates([c], profile, unit, backend, "verify")[0]
     rows = [e for e in col.values() if not e.is_unit]
     labels: tuple[tuple[Statistic, str], ...] = (
         ("median", "the median rule (the seeds')"), ("p10", "10th percentiles"),
@@ -139,12 +137,19 @@ def _covered_cell(verdicts: list[CoverageResult]) -> str:
         if any(v.covered is False for v in verdicts):
             return "over, not binding here (not a reference core)"
         if any(v.decision == "unsure" for v in verdicts):
-            return "unsure, not binding here (not a reference core)"
+            return "straddles, not binding here (not a reference core)"
+        if any(v.decision == "no_estimate" for v in verdicts):
+            return "no reliable estimate, not binding here (not a reference core)"
         return "yes"
-    judged = [v.covered for v in verdicts if v.covered is not None and v.ratio_binds]
-    unsure = " (unsure on some cores)" if any(v.decision == "unsure" for v in verdicts) else ""
+    # The verdict's words (qprof.consensus.verdict.WORDS): "unsure" only for an interval
+    # straddling a binding constant; a contended run has no reliable estimate.
+    binding = [v for v in verdicts if v.ratio_binds]
+    judged = [v.covered for v in binding if v.covered is not None]
+    unsure = "".join(f" ({word} on some cores)" for word, d in (
+        ("unsure", "unsure"), ("no reliable estimate", "no_estimate"))
+        if any(v.decision == d for v in binding))
     if not judged:
-        return "unsure" if unsure else "-"
+        return unsure.strip(" ()").removesuffix(" on some cores") if unsure else "-"
     return ("yes" if all(judged) else ("no" if not any(judged) else "no (some cores)")) + unsure
 
 
@@ -152,8 +157,10 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
                       results: list[CoverageResult]) -> list[str]:
     lines = []
     tight = [r for r in results if r.suite != profile.unit_suite and r.margin is not None]
+    lines += [f"- {md_text(r.suite)} on {md_text(cols[r.cpu].label)}: {md_text(r.verdict)}."
+              for r in results if r.decision == "no_estimate"]
     if not tight:
-        return []
+        return lines + [""] if lines else []
     bad = [r for r in tight if r.covered is not True]
     least = min(tight, key=lambda r: r.margin or 0)
     if bad:
@@ -345,14 +352,17 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
 def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
     lines = ["## Notes: caps, drift, agreement", ""]
     unit = unit_of(profile, cols)
-    for c in cols:
-        reds = [r for k, r in c.reduced.items() if k[0] == c.cpu]
+    backends = backends_of(cols, "verify")
+    # Each backend's estimates, made once for all columns and only when a column needs them.
+    estimates: dict[str, list[dict[str, SuiteEstimate]]] = {}
+    for i, c in enumerate(cols):
+        reds = list(c.reduced.values())
         if not reds:
             continue
         spread = max(reds, key=lambda r: r.spread_bp)
         text = (f"- {md_text(c.label)}: largest spread between rounds {spread.spread_bp:.0f} bp "
                 f"({md_text(f'{spread.suite} {spread.backend} {spread.operation}')})")
-        for b in backends_of(cols, "verify"):
+        for b in backends:
             u = c.get(unit, b, "verify")
             d = unit_drift_bp(u) if u else None
             if d is not None:
@@ -364,8 +374,10 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
             if worst > 100:
                 lines.append(f"  - ML-DSA round spread above 100 bp ({worst:.0f} bp): the machine "
                              "was not quiet; treat estimates near a constant with care.")
-                for b in backends_of(cols, "verify"):
-                    lines += _other_statistics(c, profile, unit, b)
+                for b in backends:
+                    if b not in estimates:
+                        estimates[b] = column_estimates(cols, profile, unit, b, "verify")
+                    lines += _other_statistics(estimates[b][i], b)
         capped = sorted({r for red in reds for r in red.capped_rounds})
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None

@@ -6,6 +6,7 @@ them for the same records."""
 from __future__ import annotations
 
 from qprof.consensus import Profile
+from qprof.consensus.verdict import CoverageResult
 from qprof.measure.markdown import md_table, md_text
 from qprof.report.columns import Column, backends_of, unit_of
 from qprof.report.figures import column_estimates, column_verdicts
@@ -17,9 +18,13 @@ def policy_section(cols: list[Column], profile: Profile | None) -> list[str]:
     unit = unit_of(profile, cols)
     per_col = column_estimates(cols, profile, unit, profile.verifier, "verify")
     verdicts = column_verdicts(profile, per_col, cols)
+    by_col: dict[int, list[CoverageResult]] = {}
+    for v in verdicts:
+        if v.basis == "node":
+            by_col.setdefault(v.cpu, []).append(v)
     rows = []
     for i, c in enumerate(cols):
-        mine = [v for v in verdicts if v.cpu == i and v.basis == "node"]
+        mine = by_col.get(i, [])
         if not mine:
             continue
         first = mine[0]

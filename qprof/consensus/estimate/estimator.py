@@ -312,21 +312,23 @@ def estimate(
     # rounds remain; the run's note says which, or that it could not).
     steady, _changes = steady_measurements(measurements, unit_suite)
     reduced = reduce_measurements(m for m in steady if m.operation == operation)
+    # Each (cpu, backend) sees its own reductions only: linear in the CPUs of a run.
+    by_group: dict[tuple[int, str], dict[Key, Reduced]] = {}
+    for key, red in reduced.items():
+        by_group.setdefault((key[0], key[2]), {})[key] = red
     groups: dict[tuple[int, str], _Group] = {}
-    for cpu, _suite, backend, _op in reduced:
-        if (cpu, backend) in groups:
-            continue
-        paired = paired_for(reduced, cpu, backend, operation, unit_suite)
+    for (cpu, backend), mine in by_group.items():
+        paired = paired_for(mine, cpu, backend, operation, unit_suite)
         if statistic == "auto":
-            used, why = choose_statistic(reduced, cpu, backend, paired, operation,
+            used, why = choose_statistic(mine, cpu, backend, paired, operation,
                                          steady_spread_bp, unit_suite)
         else:
             used, why = statistic, "asked for"  # type: ignore[assignment]
-        groups[(cpu, backend)] = _Group(reduced, cpu, backend, operation, unit_suite,
+        groups[(cpu, backend)] = _Group(mine, cpu, backend, operation, unit_suite,
                                         unit_vu, used, why, paired)
     out: list[SuiteEstimate] = []
     for (cpu, backend), g in sorted(groups.items()):
-        suites = sorted((s for c, s, b, _o in reduced if (c, b) == (cpu, backend)),
+        suites = sorted((s for _c, s, _b, _o in by_group[(cpu, backend)]),
                         key=lambda s: (s != unit_suite, s))
         for suite in suites:
             out.append(_estimate_suite(g, reduced[(cpu, suite, backend, operation)],
