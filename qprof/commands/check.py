@@ -10,9 +10,11 @@ Exit 0: every binding verdict holds (each whole 95 % interval at or below its co
 where the ratio binds, every time bound kept); 1: some suite not covered where its ratio
 binds, or a worst-case block over its time bound; 2: error
 (nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
-3: unsure: no suite surely over its constant, but some interval straddles it (the output
-says what to do); 4: comparison figures only (``--comparison`` with a verifier no node
-runs alone): no verdict.
+3: unsure or no reliable estimate: no suite surely over its constant, but some interval
+straddles it, or the host was too contended to estimate (the output says what to do);
+4: comparison figures only (``--comparison`` with a verifier no node runs alone): no
+verdict. The text fits 100 columns (``qprof.commands.check_text``); ``--verbose`` adds
+the details.
 
 A verdict is given only for the verifier the profile's constants are held to
 (``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
@@ -36,14 +38,14 @@ from typing import TYPE_CHECKING
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
 from qprof.commands.options import Number, add_backend
 from qprof.commands.output import OutputError, check_output
+from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
 from qprof.consensus.verdict import UNSURE_ADVICE
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
-    from qprof.consensus.estimate.statistic import Statistic
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
-    from qprof.measure.records import Meta, Record
+    from qprof.measure.records import Record
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +68,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="add no rounds that would end after S seconds (default 60)")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="the details: method and timer, the statistic and why, each "
+                        "suite's rounds and full verdict, the other statistics, the "
+                        "contended rounds, the worst signature, the time bound's reasons")
     parser.add_argument("--statistic", choices=("auto", "median", "p10", "paired"),
                         default="auto",
                         help="median: the rule; p10: compare 10th percentiles; paired: each "
@@ -78,7 +84,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 DEFAULT_PROFILE = "qanum"
 # Exit codes by the run's decision (see the module's docstring).
-EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "comparison": 4}
+EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "no_estimate": 3, "comparison": 4}
 
 
 def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -> str | None:
@@ -227,8 +233,11 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         print(json.dumps(_json(args, profile, summary, records, results, decision),
                          indent=2))
     else:
+        from qprof.commands.check_text import print_text
+
         print_preflight(records)
-        _print_text(profile, summary, records, results, decision)
+        print_text(profile, summary, records, results, decision,
+                   getattr(args, "verbose", False))
     return EXIT_CODES[decision]
 
 
@@ -304,35 +313,14 @@ def _recorded_profile(path: str, recorded: str | None) -> str | None:
 
 def run_decision(results: list[CoverageResult]) -> Decision:
     """One binding verdict surely broken decides the run (a suite over its constant
-    where the ratio binds, a worst-case block over its time bound); else any unsure one.
-    Each result's ``policy_decision`` is consensus's (qprof.consensus.policy)."""
+    where the ratio binds, a worst-case block over its time bound); else one with no
+    reliable estimate; else any unsure one. Each result's ``policy_decision`` is
+    consensus's (qprof.consensus.policy)."""
     decisions = {r.policy_decision for r in results}
-    for decision in ("not_covered", "unsure", "covered"):
+    for decision in ("not_covered", "no_estimate", "unsure", "covered"):
         if decision in decisions:
             return decision
     return "comparison"
-
-
-def _notes(records: list[Record]) -> list[str]:
-    from qprof.measure.records import Note
-
-    return [r.text for r in records
-            if isinstance(r, Note) and r.level in ("warning", "error", "info")]
-
-
-def _meta(records: list[Record]) -> Meta | None:
-    from qprof.measure.records import Meta
-
-    return next((r for r in records if isinstance(r, Meta)), None)
-
-
-def _unit_rows(profile: Profile, results: list[CoverageResult]
-               ) -> dict[tuple[int, str], CoverageResult]:
-    """Per CPU and backend, the unit's row: it says what the estimates used (a suite that
-    had no quiet rounds of its own may fall back: its own row says so)."""
-    rows = {(r.cpu, r.backend): r for r in results}
-    rows.update({(r.cpu, r.backend): r for r in results if r.suite == profile.unit_suite})
-    return rows
 
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
@@ -352,6 +340,8 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "worst_block_signatures": r.worst_block_signatures,
         "worst_block_ns": r.worst_block_ns, "reference_block_ns": r.reference_block_ns,
         "verdict": r.verdict,
+        # The row's word (qprof.consensus.verdict.WORDS) and its one-line verdict.
+        "state": r.state, "headline": r.headline,
         "statistic": asked, "statistic_used": r.statistic,
         "statistic_text": STATISTIC_TEXT[r.statistic], "statistic_why": e.statistic_why,
         # What the estimate compared, by that statistic: the suite's and the unit's time.
@@ -373,7 +363,8 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "vu_by_round": ({str(k): v for k, v in e.vu_by_round.items()}
                         if e.vu_by_round is not None else None),
         "estimate_from_ns": r.suite_time_ns,
-        # Why this estimate decides nothing (too few quiet data; "decision" is unsure).
+        # Why this estimate decides nothing (too few quiet data; "decision" is
+        # "no_estimate").
         "undecided": e.undecided,
         "contended_share": (round(e.contended_share, 3)
                             if e.contended_share is not None else None),
@@ -388,9 +379,11 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           ) -> dict[str, object]:
     from qprof.commands.check_adversarial import reference_json
     from qprof.commands.check_preflight import preflight_json
+    from qprof.commands.check_text import meta as run_meta
+    from qprof.commands.check_text import notes, unit_rows
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
-    meta = _meta(records)
+    meta = run_meta(records)
     return {
         "profile": profile.name,
         "profile_path": str(profile.path),
@@ -405,133 +398,23 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         "decision": decision,
         "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results
                    if r.policy_decision == "unsure"],
+        "no_estimate": [f"{r.suite} on CPU {r.cpu}" for r in results
+                        if r.policy_decision == "no_estimate"],
         "ratio_binds": profile.ratio_binds,
-        "advice": UNSURE_ADVICE if decision == "unsure" else None,
+        "advice": {"unsure": UNSURE_ADVICE, "no_estimate": UNDECIDED_ADVICE}.get(decision),
         "exit_code": EXIT_CODES[decision],
         "statistic": args.statistic,
         "statistic_used": {
             f"{cpu}/{backend}": {"statistic": r.statistic,
                                  "means": STATISTIC_TEXT[r.statistic],
                                  "why": r.estimate.statistic_why}
-            for (cpu, backend), r in sorted(_unit_rows(profile, results).items())
+            for (cpu, backend), r in sorted(unit_rows(profile, results).items())
         },
         "method": meta.settings.get("interleaving") if meta else None,
         "timer": meta.settings.get("timer") if meta else None,
         "results": [result_json(r, args.statistic) for r in results],
         "constants_held_to": profile.constants_held_to,
         "worst_signature_reference": reference_json(profile),
-        "notes": _notes(records),
+        "notes": notes(records, ("warning", "error", "info")),
         **preflight_json(records),
     }
-
-
-def _print_text(profile: Profile, summary: RunSummary, records: list[Record],
-                results: list[CoverageResult], decision: Decision) -> None:
-    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
-
-    backend = ", ".join(sorted({r.backend for r in results}))
-    print(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
-          f"{summary.elapsed_s:.0f} s, status {summary.status}")
-    for n in _notes(records):
-        print(f"note: {n}")
-    meta = _meta(records)
-    if meta is not None:
-        print(f"method: {meta.settings.get('interleaving')}; timer "
-              f"{meta.settings.get('timer_clock')}")
-    units = _unit_rows(profile, results)
-    for (cpu, backend), u in sorted(units.items()):
-        print(f"CPU {cpu} {backend}: statistic {u.statistic} = {STATISTIC_TEXT[u.statistic]} "
-              f"({u.estimate.statistic_why})")
-    for r in results:
-        _print_row(r, units[(r.cpu, r.backend)])
-    for (cpu, backend), u in sorted(units.items()):
-        _print_alternatives(profile, results, cpu, backend, u)
-    from qprof.commands.check_adversarial import print_worst
-
-    print_worst(profile, results)
-    _print_footer(summary, results, decision)
-
-
-def _print_row(r: CoverageResult, unit: CoverageResult) -> None:
-    e = r.estimate
-    cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
-    by_round = list((e.vu_by_round or {}).values())
-    rounds_vu = f", per-round VU {min(by_round):.1f}-{max(by_round):.1f}" if by_round else ""
-    plural = "s" if e.rounds != 1 else ""
-    rounds = (f"{e.rounds_used} of {e.rounds} round{plural}" if e.rounds_used != e.rounds
-              else f"{e.rounds} round{plural}")
-    spread = (f"spread {e.round_spread_bp:.0f} bp" if e.round_spread_bp is not None
-              else "spread ?")
-    if r.statistic != unit.statistic:
-        print(f"CPU {r.cpu} {r.suite}: {r.statistic} ({e.statistic_why})")
-    print(f"CPU {r.cpu} {r.suite:<20} {r.statistic:<6} {_ms(r.suite_time_ns):>10}  "
-          f"{rounds}, {spread}{rounds_vu}  {r.verdict}{cap}")
-
-
-def _print_alternatives(profile: Profile, results: list[CoverageResult], cpu: int,
-                        backend: str, unit: CoverageResult) -> None:
-    """Every statistic's estimate beside the one used, and the rounds left out."""
-    if unit.statistic == "median":
-        return
-    rows = [r for r in results
-            if (r.cpu, r.backend) == (cpu, backend) and r.suite != profile.unit_suite]
-    labels: tuple[tuple[str, Statistic], ...] = (
-        ("median rule", "median"), ("10th percentiles", "p10"), ("quiet-turn pairs", "paired"))
-    alt = "; ".join(
-        f"{label}: " + ", ".join(f"{r.suite} {r.estimate.vu_by_statistic[key]}"
-                                 for r in rows if r.estimate.vu_by_statistic.get(key))
-        for label, key in labels if any(r.estimate.vu_by_statistic.get(key) for r in rows))
-    print(f"CPU {cpu} {backend}: other statistics, for comparison: {alt}")
-    contended = unit.estimate.contended_rounds
-    if contended:
-        n = [r + 1 for r in contended]
-        print(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} "
-              f"{', '.join(map(str, n))} "
-              f"ran under contention throughout or had no quiet turns ({profile.unit_suite} "
-              "slower than its quiet speed): their operations count only through the "
-              "run's contention curve; rounds were added while time allowed")
-    share = unit.estimate.contended_share
-    if share is not None:
-        print(f"CPU {cpu} {backend}: the host was contended {share:.0%} of the time "
-              f"({profile.unit_suite} more than 3 % slower than its quiet speed)")
-
-
-def _print_footer(summary: RunSummary, results: list[CoverageResult],
-                  decision: Decision) -> None:
-    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
-
-    for cpu in sorted({r.cpu for r in results if r.capped}):
-        factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
-        print(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
-    from qprof.commands.check_policy import not_binding, over_time, print_block_times
-
-    print_block_times(results)
-    for cpu, why in summary.aborted_cpus.items():
-        print(f"CPU {cpu}: not measured: {why}", file=sys.stderr)
-    def where(d: str) -> str:
-        return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results
-                         if r.policy_decision == d and r.decision == d)
-
-    aside = not_binding(results)
-    if aside:
-        print(aside)
-    if decision == "comparison":
-        print("verdict: none: " + "; ".join(sorted({r.basis_label for r in results})))
-    elif decision == "covered":
-        print("verdict: every binding verdict holds: "
-              + ("every suite covered" if not aside else "each ratio covered where it binds")
-              + ("; every worst-case block within its time bound"
-                 if any(r.block_time_covered for r in results) else ""))
-    elif decision == "not_covered":
-        late = over_time(results)
-        print("verdict: NOT covered: " + "; ".join(x for x in (
-            where("not_covered"), f"worst-case block over the time bound on {late}"
-            if late else "") if x)
-              + (f" (unsure: {where('unsure')})" if where("unsure") else ""))
-    else:
-        undecided = [r for r in results if r.decision == "unsure" and r.estimate.undecided]
-        if undecided:
-            print(f"verdict: unsure: {where('unsure')}: {undecided[0].estimate.undecided}")
-        else:
-            print(f"verdict: unsure: {where('unsure')}: the 95 % interval straddles the "
-                  f"constant; {UNSURE_ADVICE}")

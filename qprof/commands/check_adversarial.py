@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from qprof.commands.check_text import say
 from qprof.consensus import Profile
 from qprof.consensus.adversarial import describe, each_kind, reference_worst
 from qprof.consensus.verdict import CoverageResult
@@ -31,18 +32,18 @@ def print_worst(profile: Profile, results: list[CoverageResult]) -> None:
     binds = profile.constants_held_to == "worst_signature"
     shown = False
     for r in results:
-        if r.worst_signature is None or r.decision == "comparison":
+        if r.worst_signature is None or r.decision in ("comparison", "no_estimate"):
             continue
         e = r.estimate
         for w in each_kind(r.suite, profile.unit_vu, e.ratio, e.ratio_ci) or [
                 r.worst_signature]:
-            print(f"CPU {r.cpu} {r.suite:<20} median {r.vu_estimate} VU; "
-                  + describe(w, r.vu_constant, binds))
+            say(f"CPU {r.cpu} {r.suite} median {r.vu_estimate} VU; "
+                + describe(w, r.vu_constant, binds))
             shown = True
     for core, w in reference_worst(profile):
-        print(f"{core} (reference, the profile's medians) {w.suite:<20} median "
-              f"{w.median_vu} VU; " + describe(w, profile.verify_units[w.suite], binds))
+        say(f"{core} (reference, the profile's medians) {w.suite} median "
+            f"{w.median_vu} VU; " + describe(w, profile.verify_units[w.suite], binds))
         shown = True
     if not shown and any(r.suite.startswith("SLH-DSA") for r in results):
-        print("worst signature: not measured here (run `qprof adversary SUITE` for the "
-              "SLH-DSA suites)")
+        say("worst signature: not measured here (run `qprof adversary SUITE` for the "
+            "SLH-DSA suites)")

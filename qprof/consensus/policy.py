@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 
 UNSURE_TIME_ADVICE = ("to decide, measure longer or on a quieter host (nothing else "
                       "running on that core)")
-NOT_BINDING = ("ratio above the constant; not binding here: the constants follow the "
-               "slowest reference core")
+# The not-binding rows' first words (qprof.consensus.verdict.WORDS["not_binding"]).
+NOT_BINDING = "not binding here: the constants follow the slowest reference core"
+# The ratio against the constant on a core where it does not bind: no covered/NOT covered.
+_RATIO_SIDE = {"covered": "within", "not_covered": "above", "unsure": "straddling"}
 
 
 @dataclass(frozen=True)
@@ -276,13 +278,15 @@ def policy_decision(ratio_decision: Decision, binds: bool,
 
 
 def _not_binding_text(r: CoverageResult, binding: RatioBinding) -> str:
-    if r.decision == "not_covered":
-        low = f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})" if r.vu_ci_low is not None else ""
-        return (f"estimate {r.vu_estimate}{low}, constant {r.vu_constant}: {NOT_BINDING} "
-                f"({binding.detail})")
+    """"not binding here" first, then the ratio against the constant (or why there is no
+    reliable estimate), never "covered"/"NOT covered"/"unsure"."""
     if r.estimate.is_unit:
         return r.verdict
-    return f"{r.verdict} (the ratio does not bind here: {binding.detail})"
+    if r.decision == "no_estimate":
+        return f"{NOT_BINDING} ({binding.detail}); {r.verdict}"
+    low = f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})" if r.vu_ci_low is not None else ""
+    return (f"{NOT_BINDING} ({binding.detail}): estimate {r.vu_estimate}{low}, constant "
+            f"{r.vu_constant}: the ratio is {_RATIO_SIDE[r.decision]} the constant")
 
 
 def apply_policy(profile: Profile, results: list[CoverageResult],

@@ -34,11 +34,12 @@ class CoverageResult:
     vu_estimate: int
     vu_constant: int
     # "covered" / "not_covered": the whole 95 % interval on one side of the constant (or
-    # no interval); "unsure": it straddles the constant; "comparison": a verifier no node
-    # runs alone, no verdict at all.
+    # no interval); "unsure": it straddles the constant; "no_estimate": too few quiet
+    # data (the host was contended), no figure to judge; "comparison": a verifier no node
+    # runs alone, no verdict at all. Words for each: :data:`WORDS`, by :attr:`state`.
     decision: Decision
-    covered: bool | None  # True / False as decided; None when unsure or comparison
-    margin: int | None  # constant - estimate (negative: over it); None for comparison
+    covered: bool | None  # True / False as decided; None otherwise
+    margin: int | None  # constant - estimate (negative: over it); None: no figure judged
     capped: bool | None
     cap_factor: float | None
     worst_block_signatures: int
@@ -71,6 +72,23 @@ class CoverageResult:
     worst_signature: WorstSignatureVU | None = None
     held_to: str = "median"
 
+    @property
+    def state(self) -> State:
+        """What the row says first, in :data:`WORDS`: the ratio's decision where it binds;
+        elsewhere "not_binding"; the unit suite and comparison figures apart."""
+        if self.decision == "comparison":
+            return "comparison"
+        if self.estimate.is_unit:
+            return "unit"
+        if not self.ratio_binds:
+            return "not_binding"
+        return self.decision
+
+    @property
+    def headline(self) -> str:
+        """The verdict in one short line, its word first (every view's first words)."""
+        return headline(self)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -92,10 +110,61 @@ class CoverageResult:
                                      if block_time is not None else None)})
 
 
-Decision = Literal["covered", "not_covered", "unsure", "comparison"]
+Decision = Literal["covered", "not_covered", "unsure", "no_estimate", "comparison"]
+State = Literal["unit", "comparison", "not_binding", "no_estimate", "covered",
+                "not_covered", "unsure"]
+# One word per meaning, in every view (check, history, the monitor, the reports, the
+# metrics' help): "unsure" is only an interval straddling a constant where the ratio
+# binds; a run too contended to estimate has no figure, and says so.
+WORDS: dict[State, str] = {
+    "unit": "the unit suite",
+    "comparison": "comparison only",
+    "not_binding": "not binding here",
+    "no_estimate": "no reliable estimate",
+    "covered": "covered",
+    "not_covered": "NOT covered",
+    "unsure": "unsure",
+}
+# The time bound's decision (BlockTimeVerdict.decision) in words, in every view.
+TIME_WORDS = {"covered": "within", "not_covered": "EXCEEDED", "unsure": "unsure",
+              "none": "no verdict"}
 # What a user can do when the interval straddles the constant.
 UNSURE_ADVICE = ("to decide, measure longer (a larger --time-limit), on a quieter host "
                  "(nothing else running on that core), or on another core")
+
+
+def contended_text(e: SuiteEstimate) -> str:
+    """Why an estimate is no estimate, in a few words: the contended share, else the
+    estimator's reason."""
+    if e.contended_share is not None:
+        return f"the host was contended {100 * e.contended_share:.0f} % of the time"
+    return e.statistic_why
+
+
+def _figure(r: CoverageResult) -> str:
+    """The figure judged, with its 95 % interval: the median's estimate, or the worst
+    signature's where the profile holds its constants to it."""
+    w = r.worst_signature
+    if w is not None and r.held_to == "worst_signature" and not r.estimate.is_unit:
+        return f"worst signature {w.vu} (95 % CI {w.vu_ci[0]}-{w.vu_ci[1]})"
+    ci = (f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
+          if r.vu_ci_low is not None and r.vu_ci_high is not None else "")
+    return f"{r.vu_estimate}{ci}"
+
+
+def headline(r: CoverageResult) -> str:
+    """One short line: the word (:data:`WORDS`) first, then the figure against the
+    constant; no figure where there is no reliable estimate."""
+    state, c = r.state, r.vu_constant
+    word = WORDS[state]
+    if state == "unit":
+        return f"{r.vu_estimate}: {word} ({c} by definition)"
+    if r.decision == "no_estimate":
+        no = f"{WORDS['no_estimate']}: {contended_text(r.estimate)}"
+        return f"{word}; {no}" if state == "not_binding" else no
+    if state == "unsure":
+        return f"{word}: {_figure(r)} straddles the constant {c}"
+    return f"{word}: {_figure(r)}, constant {c}"
 
 
 def _decision(constant: int, estimate: int, low: int | None, high: int | None,
@@ -112,30 +181,30 @@ def _decision(constant: int, estimate: int, low: int | None, high: int | None,
 
 
 def _verdict_text(r: CoverageResult) -> str:
-    """The verdict in words that follow from the estimate, its interval and the margin."""
+    """The verdict in words that follow from the estimate, its interval and the margin,
+    the word first (:data:`WORDS`)."""
     low, high, c = r.vu_ci_low, r.vu_ci_high, r.vu_constant
     ci = f" (95 % CI {low}-{high})" if low is not None and high is not None else ""
     head = f"estimate {r.vu_estimate}{ci}"
     dual = " (dual enforce)" if r.basis == "dual" else ""
     if r.decision == "comparison":
-        return f"{head}, constant {c}: {r.basis_label}"
+        return f"{WORDS['comparison']}: {head}, constant {c}: {r.basis_label}"
     if r.estimate.is_unit:
         return f"estimate {r.vu_estimate}: the unit suite ({c} by definition)"
-    if r.decision == "unsure" and r.estimate.undecided:
-        return (f"{head} against the constant {c}: unsure{dual}: "
+    if r.decision == "no_estimate":
+        return (f"{WORDS['no_estimate']}{dual}: {contended_text(r.estimate)}; "
                 f"{r.estimate.undecided}")
     if r.decision == "unsure":
-        return (f"{head} against the constant {c}: unsure{dual}: the interval straddles "
-                f"the constant; {UNSURE_ADVICE}")
+        return (f"unsure{dual}: {head} straddles the constant {c}; {UNSURE_ADVICE}")
     if r.decision == "covered":
         sure = (f": the whole interval is at or below the constant ({c - high} VU to spare "
                 "at its top)" if high is not None else
                 " (no interval: too few samples to say how sure)")
-        return f"{head}, margin {c - r.vu_estimate}: covered{dual}{sure}"
+        return f"covered{dual}: {head}, constant {c}, margin {c - r.vu_estimate}{sure}"
     sure = (f": even the interval's low end exceeds it by {low - c}" if low is not None
             else " (no interval: too few samples to say how sure)")
-    return (f"{head}, exceeds the constant {c} by {r.vu_estimate - c}: "
-            f"NOT covered{dual}{sure}")
+    return (f"NOT covered{dual}: {head} exceeds the constant {c} by "
+            f"{r.vu_estimate - c}{sure}")
 
 
 def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
@@ -163,8 +232,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
         basis = verdict_basis(profile, e.backend, e.operation)
         judged = basis != "comparison"
         decision = _decision(constant, e.vu_estimate, low, high, judged)
-        if e.undecided and decision in ("covered", "not_covered"):
-            decision = "unsure"  # too few quiet data: the figures decide nothing
+        if e.undecided and judged and not e.is_unit:
+            decision = "no_estimate"  # too few quiet data: the median's figures decide nothing
         # A cap seen on the unit's rounds skews the ratio as much as one on the suite's.
         unit = units.get((e.cpu, e.backend, e.operation), e)
         capped = e.capped if e.capped is not None else unit.capped
@@ -175,7 +244,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
             unit_time_ns=e.unit_time_ns, vu_estimate=e.vu_estimate, vu_constant=constant,
             decision=decision,
             covered={"covered": True, "not_covered": False}.get(decision),
-            margin=constant - e.vu_estimate if judged else None,
+            margin=(constant - e.vu_estimate
+                    if judged and decision != "no_estimate" else None),
             capped=capped, cap_factor=cap_factor,
             worst_block_signatures=nsig, worst_block_ns=block, estimate=e,
             basis=basis, basis_label=basis_label(profile, e.backend, basis),
@@ -185,8 +255,8 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
             block_interval_fraction=(block / (profile.target_block_interval_s * 1e9)
                                      if profile.target_block_interval_s else None),
             vu_ci_low=low, vu_ci_high=high,
-            confidence=(None if not judged or low is None else
-                        "uncertain" if decision == "unsure" else "high"),
+            confidence=(None if not judged or low is None or decision == "no_estimate"
+                        else "uncertain" if decision == "unsure" else "high"),
         )
         results.append(replace(r, verdict=_verdict_text(r)))
     order = {s: i for i, s in enumerate(profile.suites)}
@@ -201,7 +271,8 @@ def _with_worst_signature(profile: Profile, r: CoverageResult) -> CoverageResult
     w = for_estimate(r.suite, profile.unit_vu, r.estimate.ratio, r.estimate.ratio_ci)
     binds = profile.constants_held_to == "worst_signature"
     r = replace(r, worst_signature=w, held_to=profile.constants_held_to)
-    if w is None or not binds or r.decision == "comparison" or r.estimate.is_unit:
+    if (w is None or not binds or r.decision in ("comparison", "no_estimate")
+            or r.estimate.is_unit):
         return r
     decision = _decision(r.vu_constant, w.vu, w.vu_ci[0], w.vu_ci[1], True)
     return replace(r, decision=decision,

@@ -24,7 +24,7 @@ unequally: on the Intel Xeon guest measured here the SLH-DSA ratios fall about 5
    slower processes and split the run's estimate by process (docs/ESTIMATOR.md).
    A run spent inside one contended level has a quickest band too, so the band must be
    a steady phase: its turns differ from the next by no more than ``MAX_WANDER`` times
-   what their jitter gives, else the run has no quiet speed and its verdict is unsure.
+   what their jitter gives, else the run has no quiet speed and no reliable estimate.
 2. **Contention of a pair**: s = clock / u0 - 1.
 3. **Each pool signature's own cost** (records that say which signature each value
    verified, ``Measurement.pool_size``): the median of its ratios brought to the quiet

@@ -1,0 +1,227 @@
+"""`qprof check`'s text: one screen within 100 columns, the details behind ``--verbose``.
+
+By default: the run in one line, the warnings, one short line per suite and CPU (the
+verdict's headline, its word first: ``qprof.consensus.verdict.WORDS``), where the ratio
+does not bind and why (its own short line), each CPU's time bound in a line, and the
+run's verdict last. ``--verbose`` adds the method and timer, the statistic and why, each
+suite's rounds and full verdict, the other statistics, the contended rounds, the worst
+signature and the time bound's reasons. Every line is wrapped at :data:`WIDTH`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
+from qprof.consensus.verdict import TIME_WORDS, UNSURE_ADVICE, WORDS, contended_text
+from qprof.measure.markdown import one_line
+from qprof.measure.units import fmt_ns
+
+if TYPE_CHECKING:
+    from qprof.consensus import Profile
+    from qprof.consensus.estimate.statistic import Statistic
+    from qprof.consensus.verdict import CoverageResult, Decision
+    from qprof.measure.config import RunSummary
+    from qprof.measure.records import Meta, Record
+
+WIDTH = 100
+INDENT = "    "  # a wrapped line's continuation
+
+
+def say(text: str, indent: str = INDENT) -> None:
+    """One line of check's text (control characters of recorded strings made spaces),
+    wrapped at :data:`WIDTH`."""
+    print(textwrap.fill(one_line(text), WIDTH, subsequent_indent=indent,
+                        break_on_hyphens=False))
+
+
+def notes(records: list[Record], levels: tuple[str, ...]) -> list[str]:
+    from qprof.measure.records import Note
+
+    return [r.text for r in records if isinstance(r, Note) and r.level in levels]
+
+
+def meta(records: list[Record]) -> Meta | None:
+    from qprof.measure.records import Meta
+
+    return next((r for r in records if isinstance(r, Meta)), None)
+
+
+def unit_rows(profile: Profile, results: list[CoverageResult]
+              ) -> dict[tuple[int, str], CoverageResult]:
+    """Per CPU and backend, the unit's row: it says what the estimates used (a suite that
+    had no quiet rounds of its own may fall back: its own row says so)."""
+    rows = {(r.cpu, r.backend): r for r in results}
+    rows.update({(r.cpu, r.backend): r for r in results if r.suite == profile.unit_suite})
+    return rows
+
+
+def print_text(profile: Profile, summary: RunSummary, records: list[Record],
+               results: list[CoverageResult], decision: Decision, verbose: bool) -> None:
+    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
+    from qprof.consensus.policy import run_gaps
+
+    backend = ", ".join(sorted({r.backend for r in results}))
+    more = "" if verbose else " (details: --verbose)"
+    say(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
+        f"{summary.elapsed_s:.0f} s, status {summary.status}{more}")
+    for level, text in ((lvl, n) for lvl in ("error", "warning", "info")
+                        for n in notes(records, (lvl,))):
+        if verbose or level != "info":
+            say(f"{'note' if level == 'info' else level}: {text}")
+    units = unit_rows(profile, results)
+    if verbose:
+        m = meta(records)
+        if m is not None:
+            say(f"method: {m.settings.get('interleaving')}; timer "
+                f"{m.settings.get('timer_clock')}")
+        for (cpu, b), u in sorted(units.items()):
+            say(f"CPU {cpu} {b}: statistic {u.statistic} = {STATISTIC_TEXT[u.statistic]} "
+                f"({u.estimate.statistic_why})")
+    for r in results:
+        _row(r, units[(r.cpu, r.backend)], verbose)
+    _not_binding(results)
+    if verbose:
+        for (cpu, b), u in sorted(units.items()):
+            _alternatives(profile, results, cpu, b, u)
+        from qprof.commands.check_adversarial import print_worst
+
+        print_worst(profile, results)
+    _footer(summary, results, decision, verbose,
+            run_gaps(profile, results, summary.status, summary.reason))
+
+
+def _row(r: CoverageResult, unit: CoverageResult, verbose: bool) -> None:
+    """The suite's headline; with --verbose its statistic, rounds and full verdict below."""
+    e = r.estimate
+    cap = f" [capped x{r.cap_factor:.2f}]" if r.capped and r.cap_factor else ""
+    # No reliable estimate: its time is the contended median's, not shown as a figure.
+    time = "—" if r.decision == "no_estimate" else fmt_ns(r.suite_time_ns)
+    say(f"CPU {r.cpu} {r.suite:<18} {time:>9}  {r.headline}{cap}", " " * 36)
+    if not verbose:
+        return
+    by_round = list((e.vu_by_round or {}).values())
+    rounds_vu = f", per-round VU {min(by_round):.1f}-{max(by_round):.1f}" if by_round else ""
+    plural = "s" if e.rounds != 1 else ""
+    rounds = (f"{e.rounds_used} of {e.rounds} round{plural}" if e.rounds_used != e.rounds
+              else f"{e.rounds} round{plural}")
+    spread = (f"spread {e.round_spread_bp:.0f} bp" if e.round_spread_bp is not None
+              else "spread ?")
+    why = f" ({e.statistic_why})" if r.statistic != unit.statistic else ""
+    # The headline said the word; below it what it rests on (no reason twice: the
+    # not-binding one has its own line, the unit's figure is its definition).
+    detail = (UNDECIDED_ADVICE if r.decision == "no_estimate" else
+              "" if r.state in ("unit", "not_binding") else r.verdict)
+    say(f"{INDENT}{r.statistic}{why} {fmt_ns(r.suite_time_ns)}, {rounds}, {spread}"
+        f"{rounds_vu}" + (f": {detail}" if detail else ""), INDENT * 2)
+
+
+def _not_binding(results: list[CoverageResult]) -> None:
+    """Where the ratio does not bind, once per CPU: "not binding here" first, then why."""
+    seen: set[int] = set()
+    for r in results:
+        if r.state == "not_binding" and r.cpu not in seen:
+            seen.add(r.cpu)
+            say(f"CPU {r.cpu}: {r.ratio_binding_why}")
+
+
+def _alternatives(profile: Profile, results: list[CoverageResult], cpu: int,
+                  backend: str, unit: CoverageResult) -> None:
+    """Every statistic's estimate beside the one used, and the rounds left out."""
+    if unit.statistic == "median":
+        return
+    rows = [r for r in results
+            if (r.cpu, r.backend) == (cpu, backend) and r.suite != profile.unit_suite]
+    labels: tuple[tuple[str, Statistic], ...] = (
+        ("median rule", "median"), ("10th percentiles", "p10"), ("quiet-turn pairs", "paired"))
+    alt = "; ".join(
+        f"{label}: " + ", ".join(f"{r.suite} {r.estimate.vu_by_statistic[key]}"
+                                 for r in rows if r.estimate.vu_by_statistic.get(key))
+        for label, key in labels if any(r.estimate.vu_by_statistic.get(key) for r in rows))
+    if alt:
+        say(f"CPU {cpu} {backend}: other statistics, for comparison: {alt}")
+    contended = unit.estimate.contended_rounds
+    if contended:
+        n = [r + 1 for r in contended]
+        say(f"CPU {cpu} {backend}: round{'s' if len(n) > 1 else ''} {', '.join(map(str, n))} "
+            f"ran under contention throughout or had no quiet turns ({profile.unit_suite} "
+            "slower than its quiet speed): their operations count only through the run's "
+            "contention curve; rounds were added while time allowed")
+    share = unit.estimate.contended_share
+    if share is not None:
+        say(f"CPU {cpu} {backend}: the host was contended {100 * share:.0f} % of the time "
+            f"({profile.unit_suite} more than 3 % slower than its quiet speed)")
+
+
+def _time_bounds(results: list[CoverageResult], verbose: bool) -> None:
+    """One line per CPU and backend: its worst-case block here and on the reference
+    core; --verbose (or no verdict) adds the reasons."""
+    seen: set[tuple[int, str, str]] = set()
+    for r in results:
+        key = (r.cpu, r.backend, r.operation)
+        if key in seen or r.block_time is None or r.basis == "comparison":
+            continue
+        seen.add(key)
+        bt = r.block_time
+        word = TIME_WORDS.get(bt.decision, bt.decision)
+        if verbose or bt.decision == "none":
+            say(f"CPU {r.cpu} {r.backend} time bound: {word}: {bt.why}")
+            continue
+        ref = (f", {fmt_ns(bt.reference_ns)} on {bt.reference_core}"
+               + (f" ({bt.vs_reference:.2f}x)" if bt.vs_reference is not None else "")
+               if bt.reference_ns is not None else "")
+        say(f"CPU {r.cpu} {r.backend} time bound: {word}: worst-case block "
+            f"{fmt_ns(bt.time_ns)} here{ref}")
+
+
+def _where(results: list[CoverageResult], decision: str) -> str:
+    return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results
+                     if r.policy_decision == decision and r.decision == decision)
+
+
+def _footer(summary: RunSummary, results: list[CoverageResult], decision: Decision,
+            verbose: bool, gaps: list[str]) -> None:
+    import sys
+
+    from qprof.commands.check_policy import over_time
+    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
+
+    for cpu in sorted({r.cpu for r in results if r.capped}):
+        factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None
+        say(f"CPU {cpu}: {cap_message(None, None, factor)}; {RATIOS_UNAFFECTED}")
+    _time_bounds(results, verbose)
+    for cpu, why in summary.aborted_cpus.items():
+        print(f"CPU {cpu}: not measured: {one_line(why)}", file=sys.stderr)
+    binding = any(r.ratio_binds for r in results if r.basis != "comparison")
+    if decision == "comparison":
+        say("verdict: none: " + "; ".join(sorted({r.basis_label for r in results})))
+    elif decision == "covered":
+        say("verdict: every binding verdict holds: "
+            + ("each ratio covered where it binds" if binding
+               else "no ratio binds on these cores")
+            + ("; every worst-case block within its time bound"
+               if any(r.block_time_covered for r in results) else ""))
+    elif decision == "not_covered":
+        late = over_time(results)
+        also = "; ".join(f"{word}: {w}" for word, d in (("unsure", "unsure"), (
+            WORDS["no_estimate"], "no_estimate")) if (w := _where(results, d)))
+        say("verdict: NOT covered: " + "; ".join(x for x in (
+            _where(results, "not_covered"), f"worst-case block over the time bound on {late}"
+            if late else "") if x) + (f" ({also})" if also else ""))
+    elif decision == "no_estimate":
+        first = next(r for r in results if r.policy_decision == "no_estimate")
+        say(f"verdict: {WORDS['no_estimate']}: {_where(results, 'no_estimate')}: "
+            f"{contended_text(first.estimate)}; {UNDECIDED_ADVICE}")
+    elif gaps and not any(r.policy_decision == "unsure" for r in results):
+        # Everything measured holds, but not everything was measured (run_gaps).
+        say(f"verdict: unsure: {'; '.join(gaps)}: no passing verdict without every suite "
+            "the profile prices, from a finished run")
+    else:
+        where = _where(results, "unsure")
+        what = ("the 95 % interval straddles the constant" if where else
+                "a worst-case block's time over the rounds straddles its bound")
+        where = where or ", ".join(sorted({f"CPU {r.cpu}" for r in results
+                                           if r.policy_decision == "unsure"}))
+        say(f"verdict: unsure: {where}: {what}; {UNSURE_ADVICE}")
