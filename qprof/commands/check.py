@@ -207,7 +207,7 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
              records: list[Record]) -> int:
     """A run's records -> the verdict printed (text, or JSON with ``--json``) and the exit
     code: the one path of a live check and of ``--from``."""
-    from qprof.consensus.policy import cores_from_records
+    from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps
     from qprof.consensus.verdict import evaluate
 
     try:
@@ -229,6 +229,9 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
                 functional_lines(mismatched(records))) or summary.status))
     # A suite whose verifier failed its known answers is never decided (qprof.verify.functional).
     decision = decision_with_checks(run_decision(results), records, profile)
+    # Priced suites not measured, a run not finished: never a passing verdict.
+    decision = gated_decision(decision, run_gaps(profile, results, summary.status,
+                                                 summary.reason))
     if args.json:
         print(json.dumps(_json(args, profile, summary, records, results, decision),
                          indent=2))
@@ -382,6 +385,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     from qprof.commands.check_text import meta as run_meta
     from qprof.commands.check_text import notes, unit_rows
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
+    from qprof.consensus.policy import run_gaps
 
     meta = run_meta(records)
     return {
@@ -400,6 +404,8 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
                    if r.policy_decision == "unsure"],
         "no_estimate": [f"{r.suite} on CPU {r.cpu}" for r in results
                         if r.policy_decision == "no_estimate"],
+        # What keeps the run from a passing verdict (consensus.policy.run_gaps).
+        "gaps": run_gaps(profile, results, summary.status, summary.reason),
         "ratio_binds": profile.ratio_binds,
         "advice": {"unsure": UNSURE_ADVICE, "no_estimate": UNDECIDED_ADVICE}.get(decision),
         "exit_code": EXIT_CODES[decision],

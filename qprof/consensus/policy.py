@@ -314,3 +314,30 @@ def apply_policy(profile: Profile, results: list[CoverageResult],
             policy_decision=policy_decision(r.decision, binding.binds, covered_in_time,
                                             judged and bt.decision == "unsure")))
     return out
+
+
+def run_gaps(profile: Profile, results: Sequence[CoverageResult], status: str,
+             reason: str | None = None) -> list[str]:
+    """What a run lacks for a passing verdict: the profile's priced suites it did not
+    measure, per CPU and backend judged ("not measured: ML-DSA-87, SLH-DSA-SHAKE-128s on
+    CPU 0"), and a run not finished (cut short, a CPU aborted). A verdict on the suites
+    measured says nothing of the others: a run holding the unit suite alone "passed"."""
+    measured: dict[tuple[int, str], set[str]] = {}
+    for r in results:
+        if r.basis != "comparison":
+            measured.setdefault((r.cpu, r.backend), set()).add(r.suite)
+    several = len({backend for _, backend in measured}) > 1
+    gaps = [f"not measured: {', '.join(missing)} on CPU {cpu}"
+            + (f" ({backend})" if several else "")
+            for (cpu, backend), suites in sorted(measured.items())
+            if (missing := [s for s in profile.verify_units if s not in suites])]
+    if measured and status != "finished":
+        gaps.append(f"the run is {status}" + (f" ({reason})" if reason else ""))
+    return gaps
+
+
+def gated_decision(decision: Decision, gaps: Sequence[str]) -> Decision:
+    """A run with gaps (:func:`run_gaps`) never passes: "covered" becomes "unsure" (exit
+    3: no verdict either way, measure what is missing); a binding verdict surely broken
+    on what was measured still decides."""
+    return "unsure" if gaps and decision == "covered" else decision
