@@ -199,9 +199,9 @@ def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
                 f"{c.backend} {c.suite}: functional check MISMATCH ({len(c.failed)} of "
                 f"{c.cases} known answers wrong: {'; '.join(c.failed[:3])})")))
     out.elapsed_s = time.monotonic() - started
-    fresh = [c for c in out.checks if not c.cached]
+    ran = [c for c in out.checks if not c.cached]
     out.notes.append(("info", "preflight", (
-        f"before timing: known answers ({len(fresh)} of {len(out.checks)} suite checks run, "
+        f"before timing: known answers ({len(ran)} of {len(out.checks)} suite checks run, "
         f"the rest cached for this build and CPU) and memory per operation took "
         f"{out.elapsed_s:.1f} s")))
     return out

@@ -33,7 +33,16 @@ from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
-from qprof.measure.records import Disagreement, End, Measurement, Meta, Note, Record
+from qprof.measure.records import (
+    Disagreement,
+    End,
+    FunctionalCheck,
+    Measurement,
+    Meta,
+    Note,
+    Record,
+    ResourceUse,
+)
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.metrics import DegradedReason, MetricsState, summarize
@@ -204,8 +213,30 @@ class CycleRunner:
             # accepted): a disagreement with the signer, as serious as one between two.
             self.alerts.emit("disagreement", "critical", f"{record.text}", cpu=record.cpu,
                              run_id=record.run_id, note=record.kind)
+        if isinstance(record, FunctionalCheck | ResourceUse):
+            self._preflight(record)
         if isinstance(record, End):
             self.current_run = None
+
+    def _preflight(self, record: FunctionalCheck | ResourceUse) -> None:
+        """The newest run's known answers and memory into the metrics; a wrong known
+        answer alerts at once (critical: that suite is not timed, or never decided)."""
+        with self.state.lock:
+            if isinstance(record, ResourceUse):
+                self.state.resources = [r for r in self.state.resources if (
+                    r.cpu, r.backend, r.suite, r.operation) != (
+                    record.cpu, record.backend, record.suite, record.operation)] + [record]
+                return
+            self.state.functional = [c for c in self.state.functional if (
+                c.backend, c.suite) != (record.backend, record.suite)] + [record]
+        if record.status == "MISMATCH":
+            self.alerts.emit("functional_mismatch", "critical",
+                             f"{record.backend} {record.suite}: functional check MISMATCH: "
+                             f"{len(record.failed)} of {record.cases} known answers wrong "
+                             f"({'; '.join(record.failed[:2])}); not timed unless allowed, "
+                             "never decided", backend=record.backend, suite=record.suite,
+                             run_id=record.run_id, failed=record.failed[:5],
+                             build=record.build, cached=record.cached)
 
     def retry_held(self) -> bool:
         """Write what the store could not take; True when nothing is held any more (the

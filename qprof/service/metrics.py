@@ -26,10 +26,11 @@ from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
-from qprof.measure.records import Measurement
+from qprof.measure.records import FunctionalCheck, Measurement, ResourceUse
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_http import MetricsServer, serve
+from qprof.service.metrics_resources import functional_metrics, resource_metrics
 
 log = logging.getLogger("qprof.daemon")
 
@@ -135,6 +136,9 @@ class MetricsState:
     disagreements: dict[tuple[int, str], int] = field(default_factory=dict)
     cycle_interval_s: float | None = None  # the configured rest between cycles
     blocks: list[BlockResult] = field(default_factory=list)  # newest worst-case blocks
+    # The newest run's preflight: known answers per backend and suite, memory per operation.
+    functional: list[FunctionalCheck] = field(default_factory=list)
+    resources: list[ResourceUse] = field(default_factory=list)
 
     def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
         with self.lock:
@@ -194,6 +198,7 @@ class QprofCollector(Collector):
             disagreements = dict(s.disagreements)
             interval = s.cycle_interval_s
             blocks = list(s.blocks)
+            preflight = (list(s.functional), list(s.resources))
 
         yield from _cpu_metrics(freqs)
 
@@ -263,6 +268,8 @@ class QprofCollector(Collector):
         if profile is not None:
             yield from block_time_metrics(cov, profile.name)
         yield from _block_metrics(blocks)
+        yield from functional_metrics(preflight[0])
+        yield from resource_metrics(preflight[1])
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
                                     degraded)
