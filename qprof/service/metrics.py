@@ -238,9 +238,14 @@ class QprofCollector(Collector):
                                      labels=["cpu", "suite", "backend"])
         unsure = GaugeMetricFamily("qprof_vu_unsure",
                                    "1 when the estimate's 95 % interval straddles the "
-                                   "constant: no covered/not covered until measured longer, "
-                                   "on a quieter host or another core",
+                                   "constant where the ratio binds: no covered/not covered "
+                                   "until measured longer, on a quieter host or another core",
                                    labels=["cpu", "suite", "profile"])
+        no_estimate = GaugeMetricFamily("qprof_vu_no_estimate",
+                                        "1 when there is no reliable estimate: too few quiet "
+                                        "turns (the host was contended); no figure, no "
+                                        "verdict until measured longer or at a quieter time",
+                                        labels=["cpu", "suite", "profile"])
         verdicts: dict[tuple[int, str], bool] = {}
         binds: dict[int, bool] = {}
         for c in cov:
@@ -252,8 +257,12 @@ class QprofCollector(Collector):
                 key = (c.cpu, c.suite)
                 verdicts[key] = verdicts.get(key, True) and c.covered
                 binds[c.cpu] = c.ratio_binds
-            if c.basis == "node" and c.decision == "unsure" and profile is not None:
+            # The verdict's words (qprof.consensus.verdict.WORDS): unsure only where the
+            # ratio binds; no reliable estimate wherever the host was too contended.
+            if c.basis == "node" and c.state == "unsure" and profile is not None:
                 unsure.add_metric([str(c.cpu), c.suite, profile.name], 1.0)
+            if c.basis == "node" and c.decision == "no_estimate" and profile is not None:
+                no_estimate.add_metric([str(c.cpu), c.suite, profile.name], 1.0)
         const_metric = GaugeMetricFamily("qprof_vu_constant",
                                          "The profile's Verify-Unit constant",
                                          labels=["suite", "profile"])
@@ -263,7 +272,7 @@ class QprofCollector(Collector):
             for (cpu, suite), ok in sorted(verdicts.items()):
                 covered.add_metric([str(cpu), suite, profile.name,
                                     "true" if binds[cpu] else "false"], 1.0 if ok else 0.0)
-        yield from (est, est_high, basis, const_metric, covered, unsure)
+        yield from (est, est_high, basis, const_metric, covered, unsure, no_estimate)
         yield from worst_signature_metrics(cov, profile)
         if profile is not None:
             yield from block_time_metrics(cov, profile.name)
