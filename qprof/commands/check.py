@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
@@ -254,6 +253,7 @@ _MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "
 def _judge_recorded(args: argparse.Namespace) -> int:
     """``--from RUN.jsonl``: the recorded run's records through :func:`conclude`."""
     from qprof.consensus import ProfileError, load_profile
+    from qprof.consensus.profiles import run_profile
     from qprof.measure.jsonl import read_run
 
     given = [flag for dest, flag in _MEASURING_OPTIONS if getattr(args, dest) is not None]
@@ -280,38 +280,20 @@ def _judge_recorded(args: argparse.Namespace) -> int:
         return _fail(args, f"{path}: holds {len(run_data.run_ids)} runs "
                      f"({', '.join(run_data.run_ids)}); --from judges one: keep one run's "
                      "lines (its run_id) in a file of its own")
-    name = args.profile or _recorded_profile(path, run_data.meta.profile
-                                             if run_data.meta else None)
+    recorded = run_data.meta.profile if run_data.meta else None
     try:
-        profile = load_profile(name or DEFAULT_PROFILE)
+        # A run's profile is a NAME looked up here, never a path taken from the run.
+        profile = load_profile(args.profile) if args.profile else run_profile(
+            recorded, DEFAULT_PROFILE)
     except ProfileError as exc:
         return _fail(args, f"{exc}" if args.profile else
                      f"{exc} (the profile {path} was measured against); give --profile")
+    if not args.profile:
+        print(f"qprof check: {path}: judged against the profile {profile.name} found here, "
+              f"{profile.path}" + (f" (the run records {_shown(recorded)})"
+                                   if recorded and recorded != str(profile.path) else "")
+              + "; give --profile to choose another", file=sys.stderr)
     return conclude(args, profile, run_data.summary(), run_data.records)
-
-
-def _recorded_profile(path: str, recorded: str | None) -> str | None:
-    """The profile a run was measured against. A run records its profile's path; a
-    shipped profile's path is another installation's (another machine, another venv), so
-    a path that is not here is looked up by its name among the profiles here, and the
-    user told which file judges the run."""
-    from qprof.consensus import ProfileError
-    from qprof.consensus.profiles import available_profiles, find_profile
-
-    if recorded is None:
-        return None
-    try:
-        find_profile(recorded)
-        return recorded
-    except ProfileError:
-        pass
-    name = Path(recorded).stem
-    if name not in available_profiles():
-        return recorded  # load_profile says it is not found
-    print(f"qprof check: {path}: measured against {_shown(recorded)}, which is not here: "
-          f"judged against the profile {name!r} found here (give --profile to choose "
-          "another)", file=sys.stderr)
-    return name
 
 
 def run_decision(results: list[CoverageResult]) -> Decision:

@@ -30,6 +30,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
+    from qprof.consensus.profiles import run_profile
     from qprof.measure.block import BlockError
     from qprof.measure.block_file import read_block_results
     from qprof.measure.jsonl import read_run
@@ -65,10 +66,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.files and not args.block:
             print("qprof report: give JSONL runs and/or --block files", file=sys.stderr)
         return 2
-    name = args.profile or next((r.meta.profile for r in runs if r.meta and r.meta.profile),
-                                "qanum")
+    recorded = next((r.meta.profile for r in runs if r.meta and r.meta.profile), None)
     try:
-        profile = load_profile(name)
+        # A run's profile is a NAME looked up here, never a path taken from the run.
+        profile = load_profile(args.profile) if args.profile else run_profile(recorded,
+                                                                              "qanum")
+        if not args.profile:
+            print(f"qprof report: judged against the profile {profile.name} found here, "
+                  f"{profile.path}; give --profile to choose another", file=sys.stderr)
     except ProfileError as exc:
         if args.profile:
             print(f"qprof report: {exc}", file=sys.stderr)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -153,6 +154,47 @@ def find_profile(name_or_path: str | Path) -> Path:
         if not _there(candidate):
             raise ProfileError(f"{candidate}: profile file not found")
         return candidate  # a directory or FIFO is named as such by load_profile
+    return _find_named(text)
+
+
+# A profile's name: what a file in a profile directory is called, without ".toml".
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def recorded_profile_name(recorded: str) -> str | None:
+    """The profile NAME a recorded run's ``meta.profile`` stands for (a run records its
+    profile's path, ``/usr/lib/.../qanum.toml``: the name is its stem); None when it is
+    no name. A recorded path is never opened: anyone can write a run file."""
+    name = Path(recorded).stem if recorded.endswith(".toml") or "/" in recorded \
+        else recorded
+    return name if _NAME.fullmatch(name) else None
+
+
+def load_named_profile(name: str) -> Profile:
+    """The profile called ``name`` in the profile directories (:func:`profile_dirs`),
+    never a path (see :func:`recorded_profile_name`)."""
+    if not _NAME.fullmatch(name):
+        raise ProfileError(f"{name[:100]!r} is not a profile name")
+    path = _find_named(name)
+    try:
+        data = read_toml(path)
+    except TomlFileError as exc:
+        raise ProfileError(str(exc)) from None
+    return profile_from_dict(data, path)
+
+
+def run_profile(recorded: str | None, default: str) -> Profile:
+    """The profile a recorded run is judged against: the name its ``meta.profile``
+    records (``default`` when none), looked up in the profile directories."""
+    if recorded is None:
+        return load_named_profile(default)
+    name = recorded_profile_name(recorded)
+    if name is None:
+        raise ProfileError(f"the run's profile {recorded[:100]!r} is not a profile name")
+    return load_named_profile(name)
+
+
+def _find_named(text: str) -> Path:
     for d in profile_dirs():
         path = d / f"{text}.toml"
         if _there(path, file=True):
