@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "snapshot": ("snapshot", "copy this machine's /proc and /sys CPU files into a directory"),
     "env": ("env", "environment snapshot (load, frequencies, governors, temperatures) as JSON"),
     "backends": ("backends", "which verifier backends work here, and why not"),
+    "setup": ("setup", "build what qprof needs: `setup liboqs` builds liboqs 0.16.0 into "
+              "~/_oqs"),
     "verify-bench": ("verify_bench", "median verify time of every backend on one pinned core"),
     "bench": ("bench", "measure suites per core through pyperf, write a JSONL run"),
     "report": ("report", "Markdown report from one or more JSONL runs"),

@@ -26,8 +26,9 @@ from types import ModuleType
 from qprof.verify.base import BACKEND_NAMES, BackendStatus, UnknownBackendError
 
 LIBOQS_INSTALL_HINT = (
-    "install liboqs (https://github.com/open-quantum-safe/liboqs) and set "
-    "OQS_INSTALL_PATH, or put it in ~/_oqs"
+    "run `qprof setup liboqs` (builds liboqs 0.16.0 into ~/_oqs; offline with "
+    "QPROF_LIBOQS_SOURCE=the release tarball), or install liboqs yourself and set "
+    "OQS_INSTALL_PATH"
 )
 
 

@@ -1,0 +1,116 @@
+"""``qprof setup liboqs``: build the pinned liboqs release into ``~/_oqs``.
+
+The verdict is held to liboqs (the chain's node verifier); without it qprof measures
+numba for comparison only. This builds liboqs 0.16.0 (checked: the tarball's sha256 or
+the git commit) from the network or ``$QPROF_LIBOQS_SOURCE``, as a minimal shared build
+of the algorithms qprof uses, with its progress on screen (cmake, then ninja's ``[n/N]``
+steps). ``./scripts/monitor`` runs it when liboqs is missing. Exit 0: built or already
+there; 1: the build failed; 2: it cannot start (no source offline, tools missing, a bad
+source), with what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from qprof.commands.options import Number
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    oqs = sub.add_parser("liboqs", help="build liboqs 0.16.0 (minimal, shared) into ~/_oqs")
+    oqs.add_argument("--prefix", type=Path, default=None, metavar="DIR",
+                     help="install here (default: ~/_oqs, where qprof looks; elsewhere, "
+                     "point OQS_INSTALL_PATH at it)")
+    oqs.add_argument("--source", default=None, metavar="PATH",
+                     help="the liboqs 0.16.0 source: the release tarball or a git clone at "
+                     "its commit (default: $QPROF_LIBOQS_SOURCE, else downloaded)")
+    oqs.add_argument("--force", action="store_true",
+                     help="build even when a liboqs is found")
+    oqs.add_argument("--jobs", type=Number(int, at_least=1, at_most=1024), default=None,
+                     metavar="N",
+                     help="parallel build jobs (default: ninja's)")
+
+
+class BuildScreen:
+    """What the build shows: one line per stage; ninja's ``[n/N]`` steps rewritten in
+    place on a terminal, one per line otherwise."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.in_place = False
+        self.started = time.monotonic()
+
+    def _end_in_place(self) -> None:
+        if self.in_place:
+            print(file=self.out)
+            self.in_place = False
+
+    def say(self, text: str) -> None:
+        self._end_in_place()
+        print(f"qprof setup liboqs: {text} [{time.monotonic() - self.started:.0f} s]",
+              file=self.out, flush=True)
+
+    def step(self, line: str) -> None:
+        from qprof.verify.liboqs_build import STEP_LINE
+
+        if STEP_LINE.match(line) and self.tty:
+            cols = shutil.get_terminal_size((100, 20)).columns
+            print(f"\r\033[K  {line[:cols - 3]}", end="", file=self.out, flush=True)
+            self.in_place = True
+        elif STEP_LINE.match(line) or line.startswith("-- Build files have been written"):
+            self._end_in_place()
+            print(f"  {line}", file=self.out, flush=True)
+
+    def close(self) -> None:
+        self._end_in_place()
+
+
+def run(args: argparse.Namespace) -> int:
+    from qprof.verify import liboqs_build as lb
+    from qprof.verify.availability import find_liboqs
+
+    prefix = (args.prefix or lb.default_prefix()).expanduser()
+    if lb.setup_disabled():
+        print(f"qprof setup liboqs: not built ({lb.SETUP_ENV}=off)", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    if args.prefix is not None:
+        env["OQS_INSTALL_PATH"] = str(prefix)
+    where = find_liboqs(env)
+    if args.prefix is not None and lb.installed(prefix) is None:
+        where = "not in the prefix"
+    if not isinstance(where, str) and not args.force:
+        print(f"qprof setup liboqs: liboqs is already there ({where.library}); nothing to "
+              "do (--force builds it again)")
+        return 0
+    if lb.installed(prefix) is not None and not args.force:
+        print(f"qprof setup liboqs: {prefix} already holds a liboqs; --force replaces it",
+              file=sys.stderr)
+        return 2
+    screen = BuildScreen(sys.stdout)
+    source = args.source or os.environ.get(lb.SOURCE_ENV) or None
+    screen.say(f"building liboqs {lb.VERSION} into {prefix}")
+    try:
+        # Replaces what the prefix held only once the new build works.
+        built = lb.build(prefix, source, screen.say, screen.step, args.jobs)
+    except lb.BuildError as exc:
+        screen.close()
+        text = str(exc).replace("~/_oqs", str(prefix))
+        print(f"qprof setup liboqs: {text}", file=sys.stderr)
+        return 1 if isinstance(exc, lb.BuildFailed) else 2
+    except KeyboardInterrupt:
+        screen.close()
+        print("qprof setup liboqs: stopped; nothing was installed", file=sys.stderr)
+        return 130
+    screen.say(f"liboqs {built.version} installed: {built.library}")
+    if prefix != lb.default_prefix():
+        print(f"qprof finds it with OQS_INSTALL_PATH={prefix}")
+    return 0
