@@ -11,8 +11,15 @@ import math
 import random
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry, generate_latest
+from test_service_cycle import runner
+
 from qprof.consensus.trend.analysis import analyze, group
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
+from qprof.consensus.verdict import CoverageResult, coverage
+from qprof.measure.records import End, Measurement, Meta
+from qprof.service.cycle import CycleRunner
+from qprof.service.metrics import MetricsState, QprofCollector
 from qprof.service.retention import DAY_S, Retention
 from qprof.service.store import Store
 
@@ -39,6 +46,7 @@ def suite_run(suite: str, ratio: float, half_bp: float = OWN_HALF_BP) -> SuiteRu
 
 def series_points(n: int, seed: int = 1, step_at: int | None = None, step: float = 0.0,
                   ratios: dict[str, float] | None = None, t0: float = T0,
+                  sd_bp: dict[str, float] | None = None,
                   context: RunContext = CTX, prefix: str = "r",
                   ) -> list[tuple[SeriesKey, RunPoint]]:
     """``n`` hourly runs with the Zen 5 series' scatter; from run ``step_at`` on every
@@ -48,12 +56,31 @@ def series_points(n: int, seed: int = 1, step_at: int | None = None, step: float
     for i in range(n):
         factor = 1 + step if step_at is not None and i >= step_at else 1.0
         suites = tuple(
-            suite_run(s, r * factor * math.exp(rng.gauss(0, RUN_SD_BP.get(s, 40.0) / 1e4)))
+            suite_run(s, r * factor * math.exp(rng.gauss(0, (sd_bp or RUN_SD_BP).get(s, 40.0)
+                                                        / 1e4)))
             for s, r in (ratios or RATIOS).items())
         out.append((KEY, RunPoint(run_id=f"{prefix}{i:03d}", started_at=t0 + i * HOUR,
                                   suites=suites, context=context,
                                   unit_time_ns=100_000.0)))
     return out
+
+
+def scrape(state: MetricsState) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(state, {"version": "t", "numba": "none",
+                                             "liboqs": "none"}))
+    return generate_latest(registry).decode()
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    """The value of one sample in an exposition text, None when absent."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for smp in family.samples:
+            if smp.name == name and all(smp.labels.get(k) == v for k, v in labels.items()):
+                return float(smp.value)
+    return None
 
 
 # -- the store --------------------------------------------------------------------------
@@ -86,8 +113,6 @@ def test_points_stored_read_back_and_grouped(tmp_path: Path) -> None:
 def test_retention_keeps_points_after_dropping_runs(tmp_path: Path) -> None:
     """Runs go after keep_s (their samples earlier); their points stay, never less than
     POINTS_MIN_KEEP_S (a week of hourly runs and a day) whatever the settings say."""
-    from qprof.measure.records import End, Meta
-
     store = Store(tmp_path / "qprof.db")
     pts = series_points(24 * 9, t0=T0)
     for key, p in pts:
@@ -134,3 +159,106 @@ def test_older_store_migrates_and_reads_without_points(tmp_path: Path) -> None:
     reader.close()
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION and store.points.count() == 0
+
+
+# -- the verdict on the segment -----------------------------------------------------------
+
+
+def measured_run(r: CycleRunner, run_id: str, t: float, ratios: dict[str, float],
+                 seed: int, rounds: int = 6, context: RunContext = CTX) -> None:
+    """One run's real records (Meta, interleaved rounds with their samples, End) through
+    the daemon's sink, its points stored and the results refreshed, as a cycle does."""
+    rng = random.Random(seed)
+    r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
+                 machine={"hostname": KEY.node, "kernel": context.kernel,
+                          "microcode": context.microcode},
+                 versions={"liboqs_linked": context.liboqs,
+                           "liboqs_build": context.liboqs_build},
+                 cpus=[{"cpu": 0, "model_name": KEY.cpu_model}],
+                 settings={"mode": "check"}))
+    unit_ns = 100_000.0
+    for rnd in range(rounds):
+        shift = 1 + rng.gauss(0, 0.003)  # the round's host state, shared by its turns
+        for suite, ratio in {"ML-DSA-44": 1.0, **ratios}.items():
+            xs = [unit_ns * ratio * shift * (1 + abs(rng.gauss(0, 0.01))) for _ in range(60)]
+            med = sorted(xs)[30]
+            r._sink(Measurement(run_id=run_id, cpu=0, suite=suite, backend="liboqs",
+                                operation="verify", round=rnd, n=60, median_ns=med,
+                                p95_ns=max(xs), samples_ns=xs, turn_size=10,
+                                finished_at=t + rnd))
+    r._sink(End(run_id=run_id, finished_at=t + 60, status="finished"))
+    r.store_points(run_id)
+    r.changes.measured(0)
+    r.refresh_results()
+
+
+def store_series(store: Store, pts: list[tuple[SeriesKey, RunPoint]]) -> None:
+    for key, p in pts:
+        store.points.add(p.run_id, [(key, p)])
+
+
+def ml_dsa_87(state: MetricsState) -> CoverageResult:
+    return next(c for c in state.coverage if c.suite == "ML-DSA-87")
+
+
+def test_verdict_and_metrics_come_from_the_segment(tmp_path: Path) -> None:
+    r, alerts, state = runner(tmp_path)
+    store_series(r.store, series_points(11, ratios={"ML-DSA-87": 2.25}))
+    r.refresh_results(announce=False)
+    measured_run(r, "newest", T0 + 11 * HOUR, {"ML-DSA-87": 2.25}, seed=3)
+    seg = state.trend.segments[(0, "liboqs", "verify", "ML-DSA-87")]
+    assert seg.runs == 12 and seg.last_run == 11  # the eleven stored and the newest
+    c = ml_dsa_87(state)
+    assert c.estimate.runs == 12 and c.estimate.ratio == seg.ratio
+    assert (c.vu_estimate, c.covered) == (math.ceil(100 * seg.ratio), True)
+    [run] = [e for e in state.run_estimates if e.suite == "ML-DSA-87"]
+    assert run.runs == 1 and run.ratio != seg.ratio  # the newest run, beside it
+    text = scrape(state)
+    label = {"cpu": "0", "suite": "ML-DSA-87", "backend": "liboqs"}
+    assert sample(text, "qprof_vu_segment_runs", **label) == 12
+    assert sample(text, "qprof_vu_segment_gaps", **label) == 0
+    assert sample(text, "qprof_vu_segment_estimate", **label) == c.vu_estimate
+    assert sample(text, "qprof_vu_estimate", **label) == c.vu_estimate  # the segment's
+    assert sample(text, "qprof_vu_segment_ci_high", **label) == c.vu_ci_high
+    for scope, e_ratio, ci in (("run", run.ratio, run.ratio_ci),
+                               ("segment", seg.ratio, seg.ratio_ci)):
+        assert ci is not None
+        assert sample(text, "qprof_vu_ratio", **label, scope=scope) == 100 * e_ratio
+        assert sample(text, "qprof_vu_ratio_ci_low", **label, scope=scope) == 100 * ci[0]
+        assert sample(text, "qprof_vu_ratio_ci_high", **label, scope=scope) == 100 * ci[1]
+    assert sample(text, "qprof_ratio_changes_total") is None  # no change seen
+    assert sample(text, "qprof_alerts_total", kind="ratio_changed") == 0
+    assert [a.kind for a in alerts] == []
+
+
+def test_undecided_newest_run_is_a_gap_never_an_estimate(tmp_path: Path) -> None:
+    r, _alerts, state = runner(tmp_path)
+    store_series(r.store, series_points(8, ratios={"ML-DSA-87": 2.25}))
+    contended = RunPoint(run_id="contended", started_at=T0 + 8 * HOUR, context=CTX, suites=(
+        SuiteRun("ML-DSA-87", None, None, undecided="the host was contended almost "
+                 "throughout the run"),))
+    store_series(r.store, [(KEY, contended)])
+    r.refresh_results()
+    seg = state.trend.segments[(0, "liboqs", "verify", "ML-DSA-87")]
+    assert (seg.runs, seg.gaps) == (8, 1)
+    assert sample(scrape(state), "qprof_vu_segment_gaps", cpu="0", suite="ML-DSA-87") == 1
+
+
+def test_verdict_does_not_flap_on_runs_straddling_the_constant(tmp_path: Path) -> None:
+    """ML-DSA-87 against qanum's 290 on its reference core: single runs at 2.82 and 2.91
+    decide covered and not covered by turns; the segment's interval (about 285-289)
+    lies under 290 throughout: no coverage alert, covered every cycle."""
+    r, alerts, state = runner(tmp_path)
+    store_series(r.store, series_points(
+        16, seed=5, ratios={"ML-DSA-87": 2.865}, sd_bp={"ML-DSA-87": 150.0}))
+    r.refresh_results(announce=False)
+    alone: list[bool | None] = []
+    for i in range(6):
+        measured_run(r, f"m{i}", T0 + (16 + i) * HOUR,
+                     {"ML-DSA-87": 2.82 if i % 2 else 2.91}, seed=10 + i)
+        c = ml_dsa_87(state)
+        assert c.covered is True and c.decision == "covered", (i, c.vu_estimate, c.vu_ci_high)
+        alone.append(next(x.covered for x in coverage(
+            state.profile, state.run_estimates) if x.suite == "ML-DSA-87"))  # type: ignore[arg-type]
+    assert alone == [False, True] * 3  # each run alone would have flipped the verdict
+    assert [a.kind for a in alerts if a.kind.startswith("coverage")] == []

@@ -42,6 +42,11 @@ KINDS = (
     # A backend gave a wrong known answer before timing (qprof.verify.functional): that
     # suite is not timed, or timed under --allow-mismatch and never decided.
     "functional_mismatch",
+    # The verdict over time (qprof.consensus.trend): the software or firmware under the
+    # measurement changed (a known change point: the daemon measures at once), and a
+    # confirmed change of a suite's ratio (before, after, its size and what changed).
+    "library_changed",
+    "ratio_changed",
 )
 
 

@@ -7,6 +7,13 @@ kill -9). After each run the results are re-read from the store and compared: a 
 regained Verify-Unit coverage (only where the profile's ratio binds), a worst-case block
 over or back within its time bound, a verifier disagreement, a result taken under a cap
 all raise alerts.
+
+The verdict is over time (issue 29): each finished run's estimates go into the store as
+run points (``store_points``), and the verdict, its alerts and the qprof_vu_* metrics are
+on each suite's current segment, every comparable run since the last change
+(qprof.service.trend), the newest run shown beside it. A confirmed change of a ratio
+raises ``ratio_changed``; a pending alarm of the detector asks for a short burst of runs
+(``burst_cpus``), which the daemon measures at once.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from typing import Any
 from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
 from qprof.consensus.policy import CoreDesign
+from qprof.consensus.trend.from_records import run_points
+from qprof.consensus.trend.model import SeriesTrend
+from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
@@ -48,6 +58,14 @@ from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.metrics import DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 from qprof.service.store_held import HeldWrites
+from qprof.service.trend import (
+    TREND_RUNS,
+    ChangeTracker,
+    TrendSummary,
+    newest_segments,
+    pending_alarms,
+    read_trends,
+)
 
 log = logging.getLogger("qprof.daemon")
 
@@ -107,15 +125,25 @@ class CycleRunner:
         self._cores: dict[int, CoreDesign] | None = None
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
+        self.changes = ChangeTracker()  # ratio changes announced, alarms' bursts
 
     # -- results and coverage --------------------------------------------------------
 
     def refresh_results(self, announce: bool = True) -> None:
-        """Re-read results from the store into the metrics; alert on coverage changes."""
+        """Re-read results from the store into the metrics: the verdict on each suite's
+        current segment; alert on coverage changes and on confirmed ratio changes."""
+        trends = read_trends(self.store.points.run_points(operation="verify",
+                                                          newest=TREND_RUNS))
+        segments = newest_segments(trends)
         measurements = self.store.newest_run_measurements("verify")
         summary = summarize(measurements, profile=self.state.profile,
-                            cores=self.cores(measurements))
+                            cores=self.cores(measurements), segments=segments)
         self.state.set_summary(summary)
+        self._trend_alerts(trends, announce)
+        alarms = pending_alarms(trends)
+        self.changes.update_alarms(alarms)
+        self.state.set_trend(TrendSummary(tuple(trends), segments, alarms,
+                                          self.changes.counts))
         coverage = summary.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
@@ -147,6 +175,37 @@ class CycleRunner:
                                  backend=c.backend, estimate=c.vu_estimate,
                                  constant=c.vu_constant, profile=profile,
                                  capped=c.capped, cap_factor=c.cap_factor)
+
+    def _trend_alerts(self, trends: list[SeriesTrend], announce: bool) -> None:
+        """ratio_changed for each confirmed change not announced before (at start-up the
+        stored ones are only noted)."""
+        profile = self.state.profile
+        unit_vu = profile.unit_vu if profile is not None else 100
+        for t, c in self.changes.new_changes(trends):
+            if announce:
+                self.alerts.emit("ratio_changed", "warning",
+                                 f"cpu {t.key.cpu} ({t.key.backend}) {change_text(c, unit_vu)}",
+                                 cpu=t.key.cpu, backend=t.key.backend, suite=c.suite,
+                                 **change_dict(c, unit_vu))  # as `qprof trend --json`
+
+    def store_points(self, run_id: str | None) -> int:
+        """The finished run's estimates per series (consensus.trend.from_records, the
+        estimator as check runs it) into the store's run points: what the trend judges,
+        kept after retention strips the run. Returns how many were stored."""
+        if run_id is None:
+            return 0
+        unit = self.state.profile.unit_suite if self.state.profile else "ML-DSA-44"
+        try:
+            points = run_points(self.store.run_records(run_id), unit_suite=unit)
+            return self.store.points.add(run_id, points)
+        except (KeyError, sqlite3.Error) as exc:
+            log.warning("run %s: its run points were not stored: %s", run_id, exc)
+            return 0
+
+    def burst_cpus(self) -> set[int]:
+        """CPUs to measure again at once: a pending alarm of the detector, with runs left
+        in its burst (qprof.service.trend.BURST_RUNS)."""
+        return self.changes.burst_cpus()
 
     def cores(self, measurements: list[Measurement]) -> dict[int, CoreDesign]:
         """What each CPU is (the profile's policy matches reference cores by design or
@@ -371,6 +430,8 @@ class CycleRunner:
                              cpu=cpu, run_id=run_id, reason=error)
             return "aborted" if stop.is_set() else "failed"
         self._check_skew(cpu, caps_before, run_id)
+        self.store_points(run_id)
+        self.changes.measured(cpu)
         self.refresh_results()
         return status
 

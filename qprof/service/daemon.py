@@ -24,6 +24,7 @@ from typing import Any
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, select_cpus
+from qprof.service.library import LIBRARY_CHECK_S, SoftwareWatch
 from qprof.service.metrics import DegradedReason, MetricsState, serve_metrics
 from qprof.service.metrics_http import format_address
 from qprof.service.notify import Notifier
@@ -74,6 +75,13 @@ class Daemon:
         self._store_write_failed = False
         self._store_wait_logged = False
         self._next_store_retry = 0.0
+        self.software: SoftwareWatch | None = None  # libraries and firmware vs the store's
+        self._next_library_check = 0.0
+        self._earliest_cycle = 0.0  # the first cycle's delay holds a library change too
+        # Why the next cycle comes at once: a library change (all CPUs) or the detector's
+        # burst (only the CPUs in alarm); None: the interval applies.
+        self._library_pending = False
+        self._only_cpus: set[int] | None = None
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -110,7 +118,9 @@ class Daemon:
                              f"run {run_id} was cut short by a crash or kill; marked aborted",
                              run_id=run_id, reason="found unfinished at start-up")
         self._start_metrics()
-        self.next_cycle = time.time() + cfg.first_cycle_delay
+        self.next_cycle = self._earliest_cycle = time.time() + cfg.first_cycle_delay
+        if self.backend is not None:
+            self.software = SoftwareWatch(str(cfg.root), self.backend)
 
     def _lower_priority(self) -> None:
         # Measurements run at nice 10 (the engine's workers too); the daemon itself need
@@ -333,6 +343,7 @@ class Daemon:
             now = time.time()
             self._watch_once(now)
             self._check_store(now)
+            self._check_libraries(now)
             self._maybe_start_cycle(now)
             if now >= self._next_maintenance:
                 try:
@@ -415,6 +426,28 @@ class Daemon:
                                                DegradedReason.FREQ_HISTORY_WRITE_FAILED)):
             log.info("store: writing works again; no longer degraded")
 
+    def _check_libraries(self, now: float) -> None:
+        """A new liboqs (version or build), numba kernels, kernel or microcode against the
+        newest stored run's: library_changed, and the next cycle at once (a new segment
+        begins; its first runs size the step)."""
+        if self.software is None or now < self._next_library_check:
+            return
+        self._next_library_check = now + LIBRARY_CHECK_S
+        assert self.store is not None
+        try:
+            change = self.software.check(self.store.newest_meta())
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            log.warning("comparing the libraries with the newest run failed: %s", exc)
+            return
+        if change is None:
+            return
+        self.alerts.emit("library_changed", "warning",
+                         f"measured with another build since run {change.run_id}: "
+                         f"{change.text()}; measuring at once", run_id=change.run_id,
+                         what_changed=list(change.what), backend=self.backend)
+        self._library_pending = True
+        self.next_cycle = min(self.next_cycle, max(now, self._earliest_cycle))
+
     def idle_reason(self) -> str | None:
         """None when idle enough to measure, else why not."""
         tick = self.watcher.last
@@ -443,6 +476,10 @@ class Daemon:
         cpus, warnings = select_cpus(self.cfg.cpus, self.watcher.clusters(), online)
         for w in warnings:
             log.warning("cycle: %s", w)
+        if self._only_cpus and not self._library_pending:
+            cpus = [c for c in cpus if c in self._only_cpus] or cpus  # the burst's CPUs
+        self._library_pending = False
+        self._only_cpus = None
         # Pushed back again when the cycle ends: --interval is the rest between cycles.
         self.next_cycle = now + self.cfg.interval
         if not cpus:
@@ -483,8 +520,20 @@ class Daemon:
             with self.state.lock:
                 self.state.cycles["failed"] = self.state.cycles.get("failed", 0) + 1
         finally:
-            # A cycle longer than the interval must not be followed by another at once.
-            self.next_cycle = time.time() + self.cfg.interval
+            # A cycle longer than the interval must not be followed by another at once,
+            # unless a library changed meanwhile or the detector's alarm asks for a burst.
+            burst = self.cycles.burst_cpus()
+            now = time.time()
+            self.next_cycle = now + self.cfg.interval
+            if self._library_pending or (burst and not self.stop.is_set()):
+                self._only_cpus = burst or None
+                self.next_cycle = now
+        if self._library_pending:
+            outcome += "; libraries changed: measuring again at once"
+        elif self._only_cpus:
+            outcome += (f"; change detector's alarm on cpus "
+                        f"{','.join(map(str, sorted(self._only_cpus)))}: measuring again "
+                        "at once")
         log.info("cycle %s", outcome)
 
     def status_line(self) -> str:

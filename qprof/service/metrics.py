@@ -19,10 +19,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from qprof.consensus import Profile
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, estimate
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, SuiteEstimate, estimate
 from qprof.consensus.estimate.statistic import Statistic
 from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.policy import CoreDesign
+from qprof.consensus.trend.model import SegmentEstimate
+from qprof.consensus.trend.verdict import SegmentKey, with_segments
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
@@ -31,6 +33,8 @@ from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_http import MetricsServer, serve
 from qprof.service.metrics_resources import functional_metrics, resource_metrics
+from qprof.service.metrics_trend import trend_metrics
+from qprof.service.trend import TrendSummary
 
 log = logging.getLogger("qprof.daemon")
 
@@ -57,19 +61,27 @@ class SuiteResult:
 
 @dataclass(frozen=True)
 class Summary:
-    """The newest run's figures per (cpu, suite, backend) and the profile's verdicts."""
+    """The newest run's figures per (cpu, suite, backend) and the profile's verdicts (on
+    the current segments when given: ``run_estimates`` keeps the newest run's own)."""
 
     results: list[SuiteResult]
     coverage: list[CoverageResult]
+    run_estimates: list[SuiteEstimate] = field(default_factory=list)
 
 
 def summarize(measurements: Iterable[Measurement], operation: str = "verify",
               profile: Profile | None = None, statistic: str = "auto",
-              cores: Mapping[int, CoreDesign] | None = None) -> Summary:
+              cores: Mapping[int, CoreDesign] | None = None,
+              segments: Mapping[SegmentKey, SegmentEstimate] | None = None) -> Summary:
     """The newest run per (cpu, suite, backend), through the one estimator and verdict
     (``qprof.consensus``, with the profile's policy: ``cores`` says what each CPU is), so
     the metrics, `qprof history` and `qprof check` agree by construction. Without a
-    profile (it failed to load) the unit is ML-DSA-44 and there is no verdict."""
+    profile (it failed to load) the unit is ML-DSA-44 and there is no verdict.
+
+    ``segments`` (the daemon's: each suite's current segment, qprof.service.trend): the
+    verdict is the segment's, the newest run's estimates with its figures in their place
+    (qprof.consensus.trend.verdict.with_segments); an undecided newest run is a gap in
+    it. The run's own estimates stay in ``Summary.run_estimates``."""
     groups: dict[tuple[int, str, str], list[Measurement]] = {}
     for m in measurements:
         if m.operation == operation:
@@ -78,11 +90,14 @@ def summarize(measurements: Iterable[Measurement], operation: str = "verify",
     for key, ms in groups.items():
         newest_run = max(ms, key=lambda m: m.finished_at or 0.0).run_id
         newest[key] = [m for m in ms if m.run_id == newest_run]
+    unit_vu = profile.unit_vu if profile else 100
     estimates = estimate(
         [m for ms in newest.values() for m in ms],
         unit_suite=profile.unit_suite if profile else DEFAULT_UNIT_SUITE,
-        unit_vu=profile.unit_vu if profile else 100, operation=operation,
-        statistic=statistic)
+        unit_vu=unit_vu, operation=operation, statistic=statistic)
+    run_estimates = list(estimates)
+    if segments:
+        estimates = with_segments(estimates, segments, unit_vu)
     results = []
     for e in sorted(estimates, key=lambda e: (e.cpu, e.suite, e.backend)):
         ms = newest[(e.cpu, e.suite, e.backend)]
@@ -96,7 +111,7 @@ def summarize(measurements: Iterable[Measurement], operation: str = "verify",
         estimates = undecided_where_mismatched(
             estimates, [m for ms in newest.values() for m in ms], profile.unit_suite)
     return Summary(results, coverage(profile, estimates, cores=cores)
-                   if profile is not None else [])
+                   if profile is not None else [], run_estimates)
 
 
 class DegradedReason(StrEnum):
@@ -139,6 +154,8 @@ class MetricsState:
     # The newest run's preflight: known answers per backend and suite, memory per operation.
     functional: list[FunctionalCheck] = field(default_factory=list)
     resources: list[ResourceUse] = field(default_factory=list)
+    run_estimates: list[SuiteEstimate] = field(default_factory=list)  # the newest run's own
+    trend: TrendSummary = field(default_factory=TrendSummary)  # segments, changes, alarms
 
     def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
         with self.lock:
@@ -161,6 +178,11 @@ class MetricsState:
         with self.lock:
             self.results = summary.results
             self.coverage = summary.coverage
+            self.run_estimates = summary.run_estimates
+
+    def set_trend(self, trend: TrendSummary) -> None:
+        with self.lock:
+            self.trend = trend
 
 
 def build_info() -> dict[str, str]:
@@ -199,6 +221,8 @@ class QprofCollector(Collector):
             interval = s.cycle_interval_s
             blocks = list(s.blocks)
             preflight = (list(s.functional), list(s.resources))
+            run_estimates = list(s.run_estimates)
+            trend = s.trend
 
         yield from _cpu_metrics(freqs)
 
@@ -218,10 +242,13 @@ class QprofCollector(Collector):
         yield from (verify, stat)
 
         est = GaugeMetricFamily("qprof_vu_estimate",
-                                "Verify Units this CPU's times imply: ceil(100 x suite/unit)",
+                                "Verify Units this CPU's times imply: ceil(100 x suite/unit), "
+                                "of the current segment (every comparable run since the last "
+                                "change; the newest run alone: qprof_vu_ratio{scope=\"run\"})",
                                 labels=["cpu", "suite", "backend"])
         covered = GaugeMetricFamily("qprof_vu_covered",
-                                    "1 when the profile's constant covers the estimate of "
+                                    "1 when the profile's constant covers the estimate (the "
+                                    "current segment's, as qprof_vu_estimate) of "
                                     "the verifier the constants are held to (the profile's "
                                     "verifier; other verifiers alone get no verdict); "
                                     "binding: whether the ratio binds on this CPU (the "
@@ -279,6 +306,7 @@ class QprofCollector(Collector):
         yield from _block_metrics(blocks)
         yield from functional_metrics(preflight[0])
         yield from resource_metrics(preflight[1])
+        yield from trend_metrics(trend, run_estimates, profile)
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
                                     degraded)
