@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
+from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.measure.jsonl import RunData
@@ -21,9 +22,10 @@ def run_estimates(run: RunData, profile: Profile | None, unit: str, op: str
                   ) -> list[SuiteEstimate]:
     """Every (cpu, backend, suite) estimate of ``op`` in one run, as `qprof check` makes
     them from the run's records."""
-    return estimate(run.measurements, unit_suite=unit,
-                    unit_vu=profile.unit_vu if profile else 100, operation=op,
-                    statistic=STATISTIC)
+    # A suite whose backend failed its known answers: never decided (consensus.functional).
+    return undecided_where_mismatched(estimate(
+        run.measurements, unit_suite=unit, unit_vu=profile.unit_vu if profile else 100,
+        operation=op, statistic=STATISTIC), run.measurements, unit)
 
 
 def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,

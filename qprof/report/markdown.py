@@ -35,6 +35,7 @@ from qprof.report.columns import (
 from qprof.report.figures import column_estimates, column_verdicts
 from qprof.report.machine import machine_section
 from qprof.report.policy import policy_section
+from qprof.report.resources import functional_section, resources_section
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
@@ -444,6 +445,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
         lines += _measured_blocks(list(blocks)) if blocks else []
         return "\n".join(lines).rstrip() + "\n"
     lines += machine_section(cols)
+    lines += functional_section(runs)
     lines += _verify(cols, profile, "verify", "Signature verification and Verify Units")
     lines += _wallet(cols, profile)
     lines += _kem(cols)
@@ -451,6 +453,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
     lines += _dual(cols, profile)
     lines += policy_section(cols, profile)
     lines += _worst_block(cols, profile)
+    lines += resources_section(runs)
     if blocks:
         lines += _measured_blocks(list(blocks))
     lines += _notes(cols, profile)
