@@ -1,8 +1,9 @@
 """A fleet's runs from its Prometheus: the source of `qprof trend --prometheus URL`.
 
 Every node's daemon exports each CPU's newest run as unrounded ratios to the unit suite
-(``qprof_vu_ratio{cpu, suite, backend, scope="run"}`` with ``_ci_low``/``_ci_high``, the
-run's own 95 % interval). A run is seen in the server's history as the step at which a
+times the unit's VU (``qprof_vu_ratio{cpu, suite, backend, scope="run"}`` with
+``_ci_low``/``_ci_high``, the run's own 95 % interval; the unit's VU is its
+``qprof_vu_constant``). A run is seen in the server's history as the step at which a
 series' ratio changed (``X unless X == X offset STEP``: the server sends back only those
 steps, not every scrape of a week); all suites of one node's CPU and backend that changed
 at one step are one run, dated by that step. The run's verify times
@@ -25,6 +26,8 @@ from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRu
 from qprof.service.fleet import FleetError, query
 
 RATIO = "qprof_vu_ratio"
+# The unit's VU of a daemon without a profile (service.metrics_trend's).
+DEFAULT_UNIT_VU = 100.0
 RUN_SCOPE = '{scope="run"}'
 # Steps of the window at most (Prometheus's own limit for a range query).
 MAX_STEPS = 11_000
@@ -52,10 +55,12 @@ def _changed(expr: str, step_ms: int) -> str:
     return f"({expr} unless ({expr} == {expr} offset {step_ms}ms))"
 
 
-def _series(rows: Iterable[dict[str, Any]]) -> Iterable[tuple[Labels, dict[float, float]]]:
-    """(labels, {step time: value}) of a matrix result; samples that are not finite
-    numbers are left out."""
+def _series(rows: Iterable[object]) -> Iterable[tuple[Labels, dict[float, float]]]:
+    """(labels, {step time: value}) of a matrix result; rows and samples of another
+    shape, and values that are not finite numbers, are left out."""
     for r in rows:
+        if not isinstance(r, dict):
+            continue
         metric = r.get("metric")
         values = r.get("values")
         if not isinstance(metric, dict) or not isinstance(values, list):
@@ -64,11 +69,11 @@ def _series(rows: Iterable[dict[str, Any]]) -> Iterable[tuple[Labels, dict[float
         for v in values:
             try:
                 t, x = float(v[0]), float(v[1])
-            except (TypeError, ValueError, IndexError):
+            except (TypeError, ValueError, IndexError, KeyError):
                 continue
             if math.isfinite(t) and math.isfinite(x):
                 out[t] = x
-        yield {str(k): str(val) for k, val in metric.items()}, out
+        yield {str(k)[:200]: str(val)[:200] for k, val in metric.items()}, out
 
 
 def _cpu(labels: Labels) -> int | None:
@@ -112,12 +117,29 @@ def _caps(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[float, float
 
 def _labels(rows: list[dict[str, Any]], name: str) -> list[str]:
     """The values of label ``name`` in an instant query's result."""
-    out = set()
+    out: set[str] = set()
     for r in rows:
         metric = r.get("metric") if isinstance(r, dict) else None
         if isinstance(metric, dict) and isinstance(metric.get(name), str) and metric[name]:
             out.add(metric[name][:200])
     return sorted(out)
+
+
+def _unit_vu(rows: list[dict[str, Any]], unit_suite: str) -> dict[str, float]:
+    """Each node's Verify Units of the unit suite (its profile's constant): the ratio
+    metrics are the ratio times it."""
+    out: dict[str, float] = {}
+    for r in rows:
+        metric = r.get("metric") if isinstance(r, dict) else None
+        if not isinstance(metric, dict) or metric.get("suite") != unit_suite:
+            continue
+        try:
+            vu = float(r["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        if math.isfinite(vu) and vu > 0:
+            out[str(metric.get("instance", "?"))[:200]] = vu
+    return out
 
 
 def _none_if_unknown(value: str | None) -> str | None:
@@ -147,14 +169,16 @@ def fleet_points(url: str, since_s: float, step_s: float | None = None,
                           f"{changed}"))
     builds = _builds(ask(f"qprof_build_info and on (job, instance) {changed}"))
     caps = _caps(ask(f"qprof_cpu_capped and on (job, instance, cpu) {changed}"))
-    profiles = _labels(query(url, "count by (profile) (last_over_time(qprof_vu_constant"
-                             f"[{window}]))"), "profile")
+    constants = query(url, f"last_over_time(qprof_vu_constant[{window}])")
+    profiles = _labels(constants, "profile")
+    unit_vu = _unit_vu(constants, unit_suite)
 
     runs: dict[tuple[str, int, str], dict[float, list[SuiteRun]]] = {}
     without_ci = 0
     for (instance, cpu, backend, suite), values in sorted(ratios.items()):
         if suite == unit_suite:
             continue
+        vu = unit_vu.get(instance, DEFAULT_UNIT_VU)
         seen: tuple[float, float | None, float | None] | None = None
         for t, ratio in sorted(values.items()):
             lo = low.get((instance, cpu, backend, suite), {}).get(t)
@@ -163,10 +187,10 @@ def fleet_points(url: str, since_s: float, step_s: float | None = None,
                 continue  # the same run again after a gap in the scrapes
             seen = (ratio, lo, hi)
             secs = times.get((instance, cpu, backend, suite), {}).get(t)
-            ci = (lo, hi) if lo is not None and hi is not None else None
+            ci = (lo / vu, hi / vu) if lo is not None and hi is not None else None
             if ci is None:
                 without_ci += 1
-            run = SuiteRun(suite=suite, ratio=ratio, ratio_ci=ci,
+            run = SuiteRun(suite=suite, ratio=ratio / vu, ratio_ci=ci,
                            undecided=None if ci is not None else "no interval exported",
                            time_ns=secs * 1e9 if secs else None)
             runs.setdefault((instance, cpu, backend), {}).setdefault(t, []).append(run)
