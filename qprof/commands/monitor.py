@@ -21,8 +21,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "machine (see `qprof snapshot`); costs are then not measured here")
     parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                         help="attach to the daemon's store DIR/qprof.db when present, else "
-                        "keep the monitor's own store in DIR (default: the daemon's state "
-                        "dir: $STATE_DIRECTORY, $XDG_STATE_HOME/qprof, ~/.local/state/qprof)")
+                        "keep the monitor's own store DIR/monitor.db, which qprof history, "
+                        "report and export read too (default: the daemon's state dir: "
+                        "$STATE_DIRECTORY, $XDG_STATE_HOME/qprof, ~/.local/state/qprof)")
     parser.add_argument("--store", type=Path, default=None, metavar="FILE",
                         help="read (and write measurements to) this SQLite store file")
     parser.add_argument("--profile", default="qanum",
@@ -40,7 +41,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "per cluster by itself at start (quick mode, nice 10); `b` still "
                         "measures")
     parser.add_argument("--export-dir", type=Path, default=None, metavar="DIR",
-                        help="where `e` writes the Markdown report (default: current dir)")
+                        help="where `e` writes its report (the Markdown and the HTML page "
+                        "beside it, both named on screen; default: exports/ in the state "
+                        "dir)")
     # Hidden: append the time to the first frame to FILE on exit (for the ≤ 1.5 s budget;
     # not stderr, which Textual draws on).
     parser.add_argument("--startup-report", type=Path, default=None, metavar="FILE",
@@ -56,6 +59,21 @@ def _process_age_s() -> float | None:
         return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _wait_for_threads() -> None:
+    """Wait for the measurement's thread (it ends at its next checkpoint); Ctrl-C meanwhile
+    ends the process at once, without a traceback (its workers and signing helpers die
+    with it: PR_SET_PDEATHSIG)."""
+    import threading
+
+    try:
+        for thread in threading.enumerate():
+            if thread is not threading.main_thread() and not thread.daemon:
+                thread.join()
+    except KeyboardInterrupt:
+        sys.stderr.flush()
+        os._exit(130)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,9 +108,11 @@ def run(args: argparse.Namespace) -> int:
     app.run()
     if app.measuring_cpu is not None:
         # The terminal is back; the engine terminates its running pyperf worker (SIGTERM,
-        # SIGKILL after 1 s) and keeps what finished, which takes about a second.
+        # SIGKILL after 1 s) or its signing helpers and keeps what finished, which takes
+        # about a second.
         print(f"qprof monitor: stopping the measurement of CPU {app.measuring_cpu} "
               "(Ctrl-C stops it now)…", file=sys.stderr)
+    _wait_for_threads()
     if args.startup_report and app.first_frame_at is not None:
         since_start = app.first_frame_at - started
         total = since_start + (age_at_start or 0.0)

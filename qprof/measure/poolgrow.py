@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -128,11 +129,13 @@ def start_growth(suites: Sequence[str], preferred: Sequence[str],
     argv = [python or sys.executable, "-m", MODULE, "--dir", str(d),
             "--backends", ",".join(preferred), *short]
     try:
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True,
-                         preexec_fn=_idle_priority)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_idle_priority)
     except OSError:
         return False  # later runs sign their first pool again; nothing is lost
+    # Reaped when it ends while this process lives on (the monitor, the daemon).
+    threading.Thread(target=proc.wait, daemon=True).start()
     return True
 
 

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Static
 from qprof.hw.choose import one_per_cluster
 from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
 from qprof.tui.model import Frame, Progress
+from qprof.tui.sources.trend import TrendResult, TrendState
 from qprof.tui.widgets.alerts_log import AlertsLog
 from qprof.tui.widgets.choice_screen import ChoiceScreen
 from qprof.tui.widgets.core_table import CoreTable
@@ -33,6 +34,7 @@ from qprof.tui.widgets.freq_history import FreqHistory
 from qprof.tui.widgets.help_screen import HelpScreen
 from qprof.tui.widgets.machine_header import MachineHeader
 from qprof.tui.widgets.measure_progress import MeasureProgress
+from qprof.tui.widgets.trend_panel import TrendPanel
 
 if TYPE_CHECKING:  # the probe runs after the first frame (see probe_backends)
     from qprof.verify import BackendStatus
@@ -51,6 +53,8 @@ class MonitorApp(App[int]):
         Binding("e", "export", "Export"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
+        # Ctrl-C quits too, as everywhere else (Textual would only say "press ctrl+q").
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(self, config: MonitorConfig | None = None,
@@ -72,12 +76,14 @@ class MonitorApp(App[int]):
         self._first_run: list[int] | None = None
         self._first_run_decided = False
         self._first_run_total = 0
+        self.trend = TrendState()  # the store's runs over time, after the newest figures
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield MachineHeader(id="header")
         yield CoreTable(id="cores")
         yield CoveragePanel(id="coverage")
+        yield TrendPanel(id="trend")
         with Horizontal(id="bottom"):
             with Vertical(id="history-box"):
                 yield Static("Frequency history (GHz)",
@@ -129,6 +135,7 @@ class MonitorApp(App[int]):
         self.query_one(CoreTable).show(frame.cores, self.collector.profile.suites)
         self.query_one(CoveragePanel).show(frame.coverage, frame.machine.profile,
                                            frame.machine.backend, frame.coverage_note)
+        self.query_one(TrendPanel).show(self.trend.views)
         self.query_one(FreqHistory).show(frame.history)
         self.query_one(AlertsLog).show(frame.alerts)
         self.query_one(MeasureProgress).show(self.progress)
@@ -164,6 +171,34 @@ class MonitorApp(App[int]):
         self._evaluating = None
         self.collector.set_evaluation(key, evaluation)
         self.refresh_frame()
+        if evaluation.results and (start := self.trend.want(key)) is not None:
+            self._trend(start)
+
+    # ------------------------------------------------------------------- trend
+    @work(thread=True, group="trend")
+    def _trend(self, key: tuple) -> None:
+        """The trend of the store's runs in a child process (qprof.tui.sources.trend),
+        started only once the newest figures are on screen."""
+        from qprof.tui.sources.child import ChildStopped
+        from qprof.tui.sources.trend import evaluate_trend_in_child
+
+        store = self.collector.sources.store
+        try:
+            result = (evaluate_trend_in_child(store.path, self.collector.profile, key[1],
+                                              self._stop) if store is not None
+                      else TrendResult())
+        except ChildStopped:
+            return  # quitting: the child was killed
+        if not self._stop.is_set():
+            self.call_from_thread(self._trended, key, result)
+
+    def _trended(self, key: tuple, result: TrendResult) -> None:
+        following = self.trend.done(key, result)
+        if result.error:
+            self.collector.add_alert("trend_failed", "warning", result.error)
+        self.refresh_frame()
+        if following is not None:
+            self._trend(following)
 
     # ------------------------------------------------------------ clock estimate
     @work(thread=True, exclusive=True, group="estimate")
@@ -403,7 +438,7 @@ class MonitorApp(App[int]):
 
         if self.frame is None:
             return
-        directory = self.config.export_dir or Path.cwd()
+        directory = self.collector.export_directory()
         try:
             info = self.collector.profile
             interval = info.profile.target_block_interval_s if info.profile else None
@@ -412,9 +447,10 @@ class MonitorApp(App[int]):
             self.notify(f"Export failed: {exc}", severity="error", timeout=8)
             return
         self.last_export = path
-        self.collector.add_alert("exported", "info", f"report written to {path} "
-                                 f"(charts: {path.with_suffix('.html').name})")
-        self.notify(f"Report written to {path}", timeout=8)
+        # Every file written, by its full path (the Markdown and the HTML beside it).
+        written = f"{path} and {path.with_suffix('.html')}"
+        self.collector.add_alert("exported", "info", f"report written: {written}")
+        self.notify(f"Report written: {written}", timeout=12)
         self.refresh_frame()
 
     # --------------------------------------------------------------------- help

@@ -89,7 +89,7 @@ class CoverageView:
     # qprof.consensus.basis: "node" / "dual" carry a verdict; "comparison" never does.
     basis: str | None = None
     basis_label: str | None = None
-    # qprof.consensus.verdict: covered / not_covered / unsure / comparison.
+    # qprof.consensus.verdict: covered / not_covered / unsure / no_estimate / comparison.
     decision: str | None = None
     vu_ci: tuple[int, int] | None = None  # the estimate's 95 % interval
     is_unit: bool = False  # the unit suite: its estimate is the unit's VU by definition
@@ -108,6 +108,10 @@ class CoverageView:
     worst_ci: tuple[int, int] | None = None
     worst_kind: str | None = None
     worst_binds: bool = False
+    # The verdict's word (qprof.consensus.verdict.WORDS key, CoverageResult.state) and
+    # its one-line verdict, as `qprof check` prints them.
+    state: str | None = None
+    headline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -179,30 +183,40 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-# The Covered cell of a figure that carries no verdict (a verifier no node runs alone),
-# and of one whose 95 % interval straddles the constant (no ✓/✗ until measured longer).
+# The Covered cell in the verdict's words (qprof.consensus.verdict.WORDS): a figure that
+# carries no verdict (a verifier no node runs alone); a 95 % interval straddling a binding
+# constant (no ✓/✗ until measured longer); a run too contended to estimate (no figure);
+# a ratio that does not bind on this core, "not binding here" first.
 COMPARISON_CELL = "comparison only"
 UNSURE_CELL = "? unsure"
+NO_ESTIMATE_CELL = "no reliable estimate"
+NOT_BINDING_CELL = "not binding here"
+_SIDE = {"covered": "within", "not_covered": "over", "unsure": "straddles"}
 
 
 def fmt_covered(covered: bool | None, missing: str = "not measured yet",
                 decision: str | None = None, binds: bool | None = None) -> str:
     if decision == "comparison":
         return COMPARISON_CELL
+    if binds is False and decision is not None:  # the constants follow the reference cores
+        side = "no estimate" if decision == "no_estimate" else _SIDE.get(decision, "?")
+        return f"{NOT_BINDING_CELL} ({side})"
+    if decision == "no_estimate":
+        return NO_ESTIMATE_CELL
     if decision == "unsure":
-        return UNSURE_CELL + (" (not binding)" if binds is False else "")
+        return UNSURE_CELL
     if covered is None:
         return missing
-    if binds is False:  # the constants follow the reference cores: no failure here
-        return "yes (not binding)" if covered else "over (not binding)"
+    if binds is False:
+        return f"{NOT_BINDING_CELL} ({'within' if covered else 'over'})"
     return f"{COVERED_MARK} yes" if covered else f"{NOT_COVERED_MARK} NO"
 
 
 def fmt_estimate(row: CoverageView) -> str:
     """'4294 (4234-4332)': the estimate with its 95 % interval, as `qprof check` gives
     it ('—' when not measured; the unit suite alone, its figure by definition)."""
-    if row.vu_estimate is None:
-        return "—"
+    if row.vu_estimate is None or row.decision == "no_estimate":
+        return "—"  # no reliable estimate: the contended median's figure is none
     if row.vu_ci is None or row.is_unit:
         return str(row.vu_estimate)
     return f"{row.vu_estimate} ({row.vu_ci[0]}-{row.vu_ci[1]})"

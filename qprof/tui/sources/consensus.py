@@ -185,7 +185,8 @@ def core_costs(evaluation: Evaluation | None
     for r in evaluation.results if evaluation else ():
         times, vus, _ = out.setdefault(r.cpu, ({}, {}, r.statistic))
         times[r.suite] = r.suite_time_ns
-        vus[r.suite] = r.vu_estimate
+        if r.decision != "no_estimate":  # the contended median's VU is no estimate
+            vus[r.suite] = r.vu_estimate
     return out
 
 
@@ -246,6 +247,8 @@ def coverage_rows(
                 worst_ci=r.worst_signature.vu_ci if r.worst_signature else None,
                 worst_kind=r.worst_signature.kind if r.worst_signature else None,
                 worst_binds=r.held_to == "worst_signature",
+                state=r.state,
+                headline=r.headline,
             ))
     return tuple(rows)
 
