@@ -11,6 +11,7 @@ import math
 import random
 from pathlib import Path
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from test_service_cycle import runner
 
@@ -262,3 +263,134 @@ def test_verdict_does_not_flap_on_runs_straddling_the_constant(tmp_path: Path) -
             state.profile, state.run_estimates) if x.suite == "ML-DSA-87"))  # type: ignore[arg-type]
     assert alone == [False, True] * 3  # each run alone would have flipped the verdict
     assert [a.kind for a in alerts if a.kind.startswith("coverage")] == []
+
+
+# -- changes ----------------------------------------------------------------------------
+
+
+def test_injected_step_raises_ratio_changed_once(tmp_path: Path) -> None:
+    """Stored run points with a 3 % step of SLH-DSA-SHAKE-256s from run 20 (the hash code
+    got slower): ratio_changed once, with before, after, the size and its interval, the
+    cause and what changed; the verdict moves to the new segment."""
+    r, alerts, state = runner(tmp_path)
+    ratios = {"ML-DSA-87": 2.25, "SLH-DSA-SHAKE-256s": 36.0}
+    pts = series_points(30, seed=7, ratios=ratios)
+    stepped = series_points(30, seed=7, ratios={"SLH-DSA-SHAKE-256s": 36.0}, step_at=20,
+                            step=0.03)
+    pts = [(k, RunPoint(p.run_id, p.started_at, (p.suites[0], q.suites[0]), p.context,
+                        unit_time_ns=p.unit_time_ns))
+           for (k, p), (_k, q) in zip(pts, stepped, strict=True)]
+    store_series(r.store, pts[:20])
+    r.refresh_results(announce=False)
+    for i in range(20, 30):
+        store_series(r.store, [pts[i]])
+        r.refresh_results()
+    [alert] = [a for a in alerts if a.kind == "ratio_changed"]
+    d = alert.details
+    assert (alert.severity, alert.cpu, d["suite"], d["backend"]) == (
+        "warning", 0, "SLH-DSA-SHAKE-256s", "liboqs")
+    assert d["cause"] == "detected" and d["run_id"] == "r020"
+    lo, hi = d["ci_95_bp"]
+    assert lo < 300 < hi and lo > 0  # the injected +300 bp, sized with its interval
+    assert 3550 < d["before"] < 3650 and 3650 < d["after"] < 3750  # VU (100 x ratio)
+    assert any("only SLH-DSA moved" in w for w in d["what_changed"])
+    assert "SLH-DSA-SHAKE-256s" in alert.message and " bp, 95 % " in alert.message
+    seg = state.trend.segments[(0, "liboqs", "verify", "SLH-DSA-SHAKE-256s")]
+    assert seg.first_run == 20 and seg.runs == 10
+    assert state.trend.changes == {(0, "SLH-DSA-SHAKE-256s"): 1}
+    assert sample(scrape(state), "qprof_ratio_changes_total", cpu="0",
+                  suite="SLH-DSA-SHAKE-256s") == 1
+    # A restart notes the stored change without announcing it again.
+    r2, alerts2, _ = runner(tmp_path)
+    r2.refresh_results(announce=False)
+    r2.refresh_results()
+    assert [a for a in alerts2 if a.kind == "ratio_changed"] == []
+
+
+def test_known_change_names_the_library(tmp_path: Path) -> None:
+    """A new liboqs from run 12 that makes SLH-DSA-SHAKE-256s 4 % faster: the change is
+    known (cause "known") and says liboqs 0.16.0 -> 0.17.0."""
+    r, alerts, _state = runner(tmp_path)
+    new = RunContext(**{**CTX.__dict__, "liboqs": "0.17.0", "liboqs_build": "ffff0000ffff0000"})
+    pts = series_points(12, seed=3, ratios={"SLH-DSA-SHAKE-256s": 36.0})
+    pts += series_points(6, seed=4, ratios={"SLH-DSA-SHAKE-256s": 36.0 * 0.96},
+                         t0=T0 + 12 * HOUR, context=new, prefix="n")
+    store_series(r.store, pts[:12])
+    r.refresh_results(announce=False)
+    for p in pts[12:]:
+        store_series(r.store, [p])
+        r.refresh_results()
+    [alert] = [a for a in alerts if a.kind == "ratio_changed"]
+    assert alert.details["cause"] == "known" and alert.details["run_id"] == "n000"
+    assert "liboqs 0.16.0 -> 0.17.0" in alert.details["what_changed"]
+    assert alert.details["ci_95_bp"][1] < 0
+
+
+def test_pending_alarm_measures_its_cpu_again_in_a_short_burst() -> None:
+    from qprof.consensus.trend.model import Alarm
+    from qprof.service.trend import BURST_RUNS, ChangeTracker
+
+    tracker = ChangeTracker()
+    key = (2, "liboqs", "verify", "SLH-DSA-SHAKE-256s")
+    alarm = Alarm("SLH-DSA-SHAKE-256s", run_index=30, statistic=7.1, threshold=6.56,
+                  direction="up")
+    tracker.update_alarms({key: alarm})
+    assert tracker.burst_cpus() == {2}
+    for _ in range(BURST_RUNS):
+        assert tracker.burst_cpus() == {2}
+        tracker.measured(0)  # another CPU's run spends nothing
+        tracker.measured(2)
+        tracker.update_alarms({key: alarm})  # still pending after the run
+    assert tracker.burst_cpus() == set()  # the interval applies again
+    tracker.update_alarms({})  # confirmed or dismissed
+    tracker.update_alarms({key: alarm})  # a new alarm: a new burst
+    assert tracker.burst_cpus() == {2}
+
+
+# -- the daemon -------------------------------------------------------------------------
+
+
+def test_daemon_quick_library_changed_measures_at_once(tmp_path: Path) -> None:
+    """`qprof daemon --quick` with liboqs: after the first run, its recorded liboqs
+    version is changed in the store (as if it had run on 0.15.0): library_changed names
+    the change and a run starts at once, though the interval is an hour. The finished
+    runs' points are in the store."""
+    import sqlite3
+
+    from test_service_daemon import DaemonProc, alerts_of, wait_for
+    from test_service_watch import make_root
+
+    from qprof.verify import backend_status
+
+    st = backend_status("liboqs")
+    if not st.available:
+        pytest.skip(f"needs liboqs: {st.reason}")
+    root = make_root(tmp_path)
+    d = DaemonProc(tmp_path, "--root", str(root), "--cpus", "0", "--suites",
+                   "ML-DSA-44,ML-DSA-87", "--backend", "liboqs", "--no-dual", "--quick",
+                   "--max-load", "1000", "--max-busy", "100", "--first-cycle-delay", "0",
+                   "--interval", "3600")
+    try:
+        [first] = wait_for("a finished run", lambda: d.runs_with("finished"), timeout=60)
+        meta = next(iter(d.store().run_records(first)))
+        assert isinstance(meta, Meta) and meta.versions["liboqs_linked"]
+        linked = meta.versions["liboqs_linked"]
+        wait_for("its run points", lambda: d.store().points.has(first), timeout=30)
+        assert alerts_of(d.store(), "library_changed") == []
+        con = sqlite3.connect(d.state_dir / "qprof.db", timeout=10)
+        with con:
+            con.execute("UPDATE records SET json=json_set(json, '$.versions.liboqs_linked', "
+                        "'0.15.0') WHERE run_id=? AND type='meta'", (first,))
+        con.close()
+        [alert] = wait_for("library_changed", lambda: alerts_of(d.store(), "library_changed"),
+                           timeout=30)
+        assert alert.details["what_changed"] == [f"liboqs 0.15.0 -> {linked}"]
+        assert alert.details["run_id"] == first
+        runs = wait_for("a second run", lambda: [r for r in d.store().runs(10)
+                                                 if r.run_id != first and r.status == "finished"],
+                        timeout=60)
+        assert runs[0].started_at >= alert.ts  # started by the change, not the hour
+        wait_for("its run points", lambda: d.store().points.has(runs[0].run_id), timeout=30)
+        assert len(alerts_of(d.store(), "library_changed")) == 1  # the new run records it
+    finally:
+        d.stop()
