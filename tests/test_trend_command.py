@@ -1,0 +1,223 @@
+"""`qprof trend` on real recorded runs: the `qprof check` runs committed under
+tests/data/runs (and every run under tests/data/trend, a longer real series, when there),
+as JSONL files (.xz, .gz) and as a daemon's store filled through qprof's own Store API.
+A host's steady runs are one segment per suite (no change point but at a known one); the
+JSON has the issue's shape (segments and changes, VU as in check --json); a file that
+gives no run is one line naming it, exit 2. The Prometheus source:
+tests/test_trend_prometheus.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import lzma
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qprof.cli import main
+from qprof.consensus.trend.analysis import analyze, group
+from qprof.consensus.trend.from_jsonl import RunFile, read_run_file
+from qprof.consensus.trend.report import segment_dict
+from qprof.measure.jsonl import read_run
+from qprof.service.store import Store
+from qprof.service.store_file import DB_NAME
+
+DATA = Path(__file__).parent / "data"
+COMMITTED = sorted((DATA / "runs").glob("*.jsonl.xz"))
+# A longer real series, when there: every run file under tests/data/trend.
+SERIES = sorted(p for p in (DATA / "trend").rglob("*")
+                if p.name.endswith((".jsonl", ".jsonl.xz", ".jsonl.gz")))
+SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
+SEGMENT_KEYS = {"first_run", "last_run", "runs", "estimate", "ci_95"}
+CHANGE_KEYS = {"run_index", "started_at", "before", "after", "change_bp", "ci_95_bp",
+               "what_changed"}
+
+
+def _trend(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["trend", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def committed() -> list[RunFile]:
+    """The committed runs' points (the estimator `qprof check` uses, once per run)."""
+    return [read_run_file(p) for p in COMMITTED]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`qprof trend --json` on every recorded run, given newest first; one of them
+    recompressed as gzip. Returns the document and each run's start."""
+    gz = tmp_path_factory.mktemp("gz") / COMMITTED[-1].name.replace(".xz", ".gz")
+    gz.write_bytes(gzip.compress(lzma.decompress(COMMITTED[-1].read_bytes())))
+    files = [*COMMITTED[:-1], gz, *SERIES]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["trend", *map(str, reversed(files)), "--json"])
+    assert code == 0
+    starts = {}
+    for path in files:
+        with lzma.open(path) if path.suffix == ".xz" else gzip.open(path) \
+                if path.suffix == ".gz" else path.open("rb") as fh:
+            meta = json.loads(fh.readline())
+        starts[meta["run_id"]] = meta["started_at"]
+    return {"doc": json.loads(out.getvalue()), "starts": starts}
+
+
+def test_steady_real_runs_are_one_segment_per_suite(recorded: dict[str, Any]) -> None:
+    data, starts = recorded["doc"], recorded["starts"]
+    assert data["profile"] == "qanum" and data["unit_vu"] == 100
+    assert data["runs"] == len(starts) == sum(s["runs"] for s in data["series"])
+    for s in data["series"]:
+        began = [starts[run_id] for run_id in s["run_ids"]]
+        assert began == sorted(began), "runs are ordered by their meta's started_at"
+        known = {k["run_index"] for k in s["known_changes"]}
+        for suite in SUITES:
+            got = s["suites"][suite]
+            # Steady runs of one host: no change point but at a known one (versions,
+            # kernel, microcode), undecided runs (gaps) included.
+            assert {c["run_index"] for c in got["changes"]} <= known, got["changes"]
+            if not known:
+                assert got["changes"] == [] and len(got["segments"]) == 1, got
+            assert sum(g["runs"] + g["gaps"] for g in got["segments"]) == s["runs"]
+            assert got["gaps"] == sum(g["gaps"] for g in got["segments"])
+
+
+def test_json_shape(recorded: dict[str, Any]) -> None:
+    data = recorded["doc"]
+    assert {"source", "profile", "unit_vu", "series", "fleet"} <= set(data)
+    assert data["source"]["kind"] == "jsonl" and data["fleet"] == []
+    for s in data["series"]:
+        assert {"node", "cpu", "cpu_model", "backend", "runs", "suites"} <= set(s)
+        for got in s["suites"].values():
+            for g in got["segments"]:
+                assert set(g) >= SEGMENT_KEYS, g
+                lo, hi = g["ci_95"]
+                assert isinstance(g["estimate"], int) and lo <= g["estimate"] <= hi
+                assert g["estimate"] == math.ceil(100 * g["ratio"] - 1e-9)
+            for c in got["changes"]:
+                assert set(c) >= CHANGE_KEYS, c
+
+
+def test_one_run_is_its_check_estimate(committed: list[RunFile]) -> None:
+    """A segment of one run is that run's estimate and interval, in VU as `qprof check
+    --json` printed them live (NAME.json beside each run)."""
+    for path, run in zip(COMMITTED, committed, strict=True):
+        [trend] = analyze(group(run.points))
+        live = json.loads(path.with_name(path.name.replace(".jsonl.xz", ".json")).read_text())
+        for r in live["results"]:
+            got = trend.suite(r["suite"])
+            if got is None:
+                continue  # the unit
+            [seg] = got.segments
+            d = segment_dict(seg, 100)
+            assert (d["estimate"], d["ci_95"]) == (r["vu_estimate"], r["vu_ci_95"]), path
+
+
+def _store(path: Path, runs: list[Path]) -> Store:
+    """A store holding ``runs``, each recorded as a daemon records one."""
+    store = Store(path)
+    for run_path in runs:
+        with lzma.open(run_path, "rt") as fh:
+            plain = path.parent / run_path.stem
+            plain.write_text(fh.read())
+        data = read_run(plain)
+        assert data.meta is not None
+        for record in data.records:
+            store.add(record)
+        store.finish_run(data.meta.run_id, "finished")
+    return store
+
+
+def test_store_stored_points_and_runs_without(tmp_path: Path, committed: list[RunFile],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A store whose first runs have their points stored (as the daemon writes them when
+    a run finishes) and whose last has none (a store older than the points table): the
+    same trend as the runs' files."""
+    store = _store(tmp_path / DB_NAME, COMMITTED)
+    for run in committed[:-1]:
+        store.points.add(run.points[0][1].run_id, run.points)
+    store.close()
+    code, out, err = _trend(capsys, "--state-dir", str(tmp_path), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["source"]["runs_stored"] == len(COMMITTED) - 1
+    assert data["source"]["runs_computed"] == 1
+    [series] = data["series"]
+    [want] = analyze(group(pt for run in committed for pt in run.points))
+    assert series["run_ids"] == [r.run_id for r in want.runs]
+    for suite in SUITES:
+        [seg] = series["suites"][suite]["segments"]
+        expected = segment_dict(want.suite(suite).current, 100)  # type: ignore[union-attr]
+        assert (seg["estimate"], seg["ci_95"], seg["runs"]) == (
+            expected["estimate"], expected["ci_95"], expected["runs"])
+        assert seg["ratio"] == pytest.approx(expected["ratio"], rel=1e-12)
+    # The text, with every point stored now: one line per suite, in 100 columns.
+    store = Store(tmp_path / DB_NAME)
+    store.points.add(committed[-1].points[0][1].run_id, committed[-1].points)
+    store.close()
+    code, text, err = _trend(capsys, "--state-dir", str(tmp_path))
+    assert code == 0, err
+    lines = text.splitlines()
+    assert all(len(line) <= 100 for line in lines), text
+    assert lines[0].startswith(f"{len(COMMITTED)} runs, 1 series; profile qanum"), text
+    for suite in SUITES:
+        [row] = [x for x in lines if x.strip().startswith(suite + " ")]
+        assert f"over {len(COMMITTED)} runs" in row, row
+    print(text)
+
+
+def _one_line(code: int, err: str, name: str) -> None:
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"qprof trend: {name}"), err
+
+
+def test_bad_files_are_one_line_naming_them(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("not json\n{\"type\": \"nonsense\"}\n")
+    meta_only = tmp_path / "meta.jsonl"
+    with lzma.open(COMMITTED[0], "rt") as fh:
+        meta_only.write_text(fh.readline())
+    cut = tmp_path / "cut.jsonl.xz"
+    cut.write_bytes(COMMITTED[0].read_bytes()[:5000])
+    not_xz = tmp_path / "plain.jsonl.xz"
+    not_xz.write_text("{}\n")
+    not_gz = tmp_path / "plain.jsonl.gz"
+    not_gz.write_text("{}\n")
+    directory = tmp_path / "dir.jsonl"
+    directory.mkdir()
+    for bad in (tmp_path / "missing.jsonl", empty, garbage, meta_only, cut, not_xz, not_gz,
+                directory, Path("/proc/self/status.xz")):
+        code, out, err = _trend(capsys, str(bad))
+        _one_line(code, err, str(bad))
+        assert out == ""
+    # --json: the error as JSON on stdout too; a bad file among good ones ends the run.
+    code, out, err = _trend(capsys, str(garbage), str(COMMITTED[0]), "--json")
+    _one_line(code, err, str(garbage))
+    assert json.loads(out)["error"].startswith(str(garbage))
+
+
+def test_one_source_and_a_real_profile(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = _trend(capsys)
+    _one_line(code, err, "give one source")
+    code, _out, err = _trend(capsys, str(COMMITTED[0]), "--state-dir", str(tmp_path))
+    _one_line(code, err, "give one source")
+    code, _out, err = _trend(capsys, str(COMMITTED[0]), "--profile", "no-such-profile")
+    _one_line(code, err, "profile 'no-such-profile' not found")
+    code, _out, err = _trend(capsys, "--state-dir", str(tmp_path / "none"))
+    _one_line(code, err, str(tmp_path / "none"))
+    with pytest.raises(SystemExit) as exc:
+        main(["trend", "--prometheus", "http://127.0.0.1:9", "--since", "forever"])
+    assert exc.value.code == 2
