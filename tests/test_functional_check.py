@@ -86,7 +86,8 @@ def _broken_liboqs(tmp: Path) -> Path:
     (tmp / "broken" / "lib").mkdir(parents=True)
     lib = tmp / "broken" / "lib" / "liboqs.so"
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src),
-                    f"-L{real_dir}", "-Wl,--no-as-needed", "-l:liboqs.so.9", f"-Wl,-rpath,{real_dir}", "-ldl"],
+                    f"-L{real_dir}", "-Wl,--no-as-needed", "-l:liboqs.so.9",
+                    f"-Wl,-rpath,{real_dir}", "-ldl"],
                    check=True, capture_output=True)
     return tmp / "broken"
 
@@ -111,6 +112,9 @@ def test_broken_liboqs_is_mismatch_and_never_decided(tmp_path_factory: pytest.Te
     assert checks[BROKEN]["status"] == "MISMATCH"
     assert any("second:" in f for f in checks[BROKEN]["failed"])
     assert all(c["status"] == "PASS" for s, c in checks.items() if s != BROKEN)
+    # check --json carries the memory per operation of every suite measured, too.
+    memory = {(r["suite"], r["operation"]) for r in out["resources"]}  # type: ignore[union-attr]
+    assert ("SLH-DSA-SHAKE-256s", "verify") in memory
     # Not timed, so no verdict for it; and the run is not "covered" for lack of it.
     assert BROKEN not in {r["suite"] for r in out["results"]}  # type: ignore[union-attr]
     assert out["decision"] != "covered" and code == 3

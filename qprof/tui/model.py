@@ -153,6 +153,8 @@ class Frame:
     history: tuple[ClusterHistory, ...] = ()
     alerts: tuple[AlertView, ...] = ()
     coverage_note: str | None = None  # e.g. "not measured on this machine (snapshot)"
+    # Why the backend gives no verdict, and what to run (numba alone: comparison only).
+    verdict_note: str | None = None
 
 
 # ---------------------------------------------------------------- formatting helpers
