@@ -31,6 +31,14 @@ def _num(value: object, name: str, positive: bool = False) -> float | None:
     return x
 
 
+def _int(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1 << 31:
+        raise ValueError(f"{name}: not a count")
+    return value
+
+
 def _text(value: object, name: str) -> str | None:
     if value is None:
         return None
@@ -54,7 +62,9 @@ def _suite(d: object) -> SuiteRun:
         ci = (lo, hi)
     return SuiteRun(suite=suite, ratio=_num(d.get("ratio"), f"{suite}.ratio", positive=True),
                     ratio_ci=ci, undecided=_text(d.get("undecided"), f"{suite}.undecided"),
-                    time_ns=_num(d.get("time_ns"), f"{suite}.time_ns", positive=True))
+                    time_ns=_num(d.get("time_ns"), f"{suite}.time_ns", positive=True),
+                    pool_se=_num(d.get("pool_se"), f"{suite}.pool_se"),
+                    pool_signatures=_int(d.get("pool_signatures"), f"{suite}.pool_signatures"))
 
 
 def _context(d: object) -> RunContext:

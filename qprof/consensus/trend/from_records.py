@@ -5,6 +5,7 @@ after retention strips its samples)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -68,6 +69,17 @@ def run_context(meta: Meta, cpu: int, envs: list[Env], freqs: list[FreqSample],
     )
 
 
+def _pool_se(full: tuple[float, float] | None, held: tuple[float, float] | None
+             ) -> float | None:
+    """The pool's share of a run's standard error of ln ratio: what the interval with the
+    signatures resampled adds to the one without (in quadrature)."""
+    if full is None or held is None or min(*full, *held) <= 0:
+        return None
+    z2 = (2 * 1.959963984540054) ** 2
+    share = (math.log(full[1] / full[0]) ** 2 - math.log(held[1] / held[0]) ** 2) / z2
+    return math.sqrt(share) if share > 0 else 0.0
+
+
 def series_key(meta: Meta, cpu: int, backend: str, operation: str) -> SeriesKey:
     row = _cpu_row(meta, cpu)
     model = _str(row.get("model_name")) or _str(row.get("uarch")) or _str(
@@ -92,6 +104,11 @@ def run_points(records: Iterable[Record], *, unit_suite: str = DEFAULT_UNIT_SUIT
     by_group: dict[tuple[int, str], list[SuiteRun]] = {}
     shares: dict[tuple[int, str], float | None] = {}
     unit_ns: dict[tuple[int, str], float | None] = {}
+    # The measurement's share alone (signatures held): the rest of a run's interval is
+    # its signature pool's, which the runs of one pool share.
+    held = {(e.cpu, e.backend, e.suite): e.ratio_ci
+            for e in estimate(measurements, unit_suite=unit_suite, operation=operation,
+                              replicates=replicates, signatures=False)}
     for e in estimate(measurements, unit_suite=unit_suite, operation=operation,
                       replicates=replicates):
         group = by_group.setdefault((e.cpu, e.backend), [])
@@ -104,7 +121,10 @@ def run_points(records: Iterable[Record], *, unit_suite: str = DEFAULT_UNIT_SUIT
             suite=e.suite, ratio=e.ratio if decided else None,
             ratio_ci=e.ratio_ci if decided else None,
             undecided=None if decided else (e.undecided or "no interval"),
-            time_ns=e.suite_time_ns if decided else None))
+            time_ns=e.suite_time_ns if decided else None,
+            pool_se=_pool_se(e.ratio_ci, held.get((e.cpu, e.backend, e.suite))) if decided
+            else None,
+            pool_signatures=e.pool_signatures))
     out = []
     for (cpu, backend), suites in sorted(by_group.items()):
         if not suites:

@@ -76,6 +76,10 @@ class SuiteRun:
     ratio_ci: tuple[float, float] | None
     undecided: str | None = None
     time_ns: float | None = None  # the suite's own time by the run's statistic
+    # The signature pool's share of the run's error (standard error of ln ratio): the
+    # runs of one pool share it, so it does not average out over them.
+    pool_se: float | None = None
+    pool_signatures: int | None = None  # the pool's size (runs of one size share a pool)
 
     @property
     def decided(self) -> bool:
@@ -129,6 +133,10 @@ class SegmentEstimate:
     between_bp: float  # the between-run wander (random-effects sd), bp
     autocorr: float  # lag-1 autocorrelation of the runs' residuals (0 with few runs)
     df: float  # degrees of freedom of the interval's t quantile
+    # The signature pool's share, common to the segment's runs (bp; in the interval), and
+    # the pool's size: two segments of one pool are compared without it.
+    pool_bp: float = 0.0
+    pool_signatures: int | None = None
 
     @property
     def half_width_bp(self) -> float:

@@ -11,7 +11,9 @@ heteroskedasticity-and-autocorrelation-consistent one (Newey-West, statsmodels' 
 ``cov_type="HAC"``): consecutive runs share the host's minute-to-minute state, which the
 model alone would ignore. The t quantile's degrees of freedom are the runs' (n - 1) when
 the spread between runs carries the error, more when the runs' own errors do
-(Welch-Satterthwaite). One run: that run's estimate and interval as they are.
+(Welch-Satterthwaite). The signature pool's share of each run's error is not averaged:
+every run of one pool shares it, so it is added whole. One run: that run's estimate and
+interval as they are.
 docs/TREND.md has the method and its checks on real series.
 """
 
@@ -69,28 +71,48 @@ def _lag1(r: Sequence[float]) -> float:
     return 0.0 if den <= 0 else sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
 
 
+def _pool_var(runs: Sequence[SuiteRun]) -> float:
+    """The pool's share of the segment's variance: runs of one pool (one size) share its
+    deviation, so it stays whole over them; runs of k pools of equal weight divide it."""
+    by_pool: dict[int | None, list[float]] = {}
+    for s in runs:
+        by_pool.setdefault(s.pool_signatures, []).append((s.pool_se or 0.0) ** 2)
+    n = len(runs)
+    return sum((len(v) / n) ** 2 * (sum(v) / len(v)) for v in by_pool.values())
+
+
 def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
             first: int | None = None, last: int | None = None) -> SegmentEstimate | None:
     """The segment estimate of ``suite`` over ``runs`` ((series index, run) of the decided
     runs, in order); None without any. ``first``/``last`` bound the segment when it starts
-    or ends with undecided runs."""
+    or ends with undecided runs.
+
+    A run's own error is its measurement's (independent between runs) and its signature
+    pool's (shared by every run of that pool): the model combines the first, the second
+    is added whole (runs of one pool cannot average it away; a larger pool shrinks it)."""
     decided = [(i, s) for i, s in runs if s.decided]
     if not decided:
         return None
     first = decided[0][0] if first is None else first
     last = decided[-1][0] if last is None else last
+    pools = {s.pool_signatures for _i, s in decided}
+    pool = pools.pop() if len(pools) == 1 else None
     if len(decided) == 1:
         s = decided[0][1]
         assert s.ratio is not None and s.ratio_ci is not None
         return SegmentEstimate(suite=suite, first_run=first, last_run=last, runs=1,
                                gaps=gaps, ratio=s.ratio, ratio_ci=s.ratio_ci,
                                within_bp=1e4 * run_se(s), between_bp=0.0, autocorr=0.0,
-                               df=RUN_DF)
+                               df=RUN_DF, pool_bp=1e4 * (s.pool_se or 0.0),
+                               pool_signatures=pool)
     from scipy.stats import t as student_t
 
     n = len(decided)
     y = [math.log(s.ratio) for _i, s in decided if s.ratio is not None]
-    v = [run_se(s) ** 2 for _i, s in decided]
+    # Each run's measurement share: its error less its pool's (never under a tenth of it).
+    v = [max(run_se(s) ** 2 - (s.pool_se or 0.0) ** 2, (0.1 * run_se(s)) ** 2)
+         for _i, s in decided]
+    pool_var = _pool_var([s for _i, s in decided])
     tau2 = _tau2(y, v)
     w = [1.0 / (vi + tau2) for vi in v]
     wsum = sum(w)
@@ -100,14 +122,19 @@ def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
     resid = [(yi - mu) * math.sqrt(wi) for wi, yi in zip(w, y, strict=True)]
     mean_v = sum(v) / n
     if se_hac > se_model:
-        df = float(n - 1)  # the runs' own spread carries the error
+        df_runs = float(n - 1)  # the runs' own spread carries the error
     else:
-        df = (mean_v + tau2) ** 2 / (mean_v ** 2 / (RUN_DF * n) + tau2 ** 2 / (n - 1))
-        df = min(max(df, n - 1.0), 1000.0)
-    se = max(se_model, se_hac)
+        df_runs = (mean_v + tau2) ** 2 / (mean_v ** 2 / (RUN_DF * n) + tau2 ** 2 / (n - 1))
+        df_runs = min(max(df_runs, n - 1.0), 1000.0)
+    se_runs2 = max(se_model, se_hac) ** 2
+    se = math.sqrt(se_runs2 + pool_var)
+    # The pool's share comes from each run's bootstrap: well known next to the runs'.
+    df = se ** 4 / (se_runs2 ** 2 / df_runs + pool_var ** 2 / (RUN_DF * n))
+    df = min(max(df, n - 1.0), 1000.0)
     half = float(student_t.ppf(0.975, df)) * se
     return SegmentEstimate(
         suite=suite, first_run=first, last_run=last, runs=n, gaps=gaps,
         ratio=math.exp(mu), ratio_ci=(math.exp(mu - half), math.exp(mu + half)),
         within_bp=1e4 * math.sqrt(mean_v), between_bp=1e4 * math.sqrt(tau2),
-        autocorr=_lag1(resid), df=df)
+        autocorr=_lag1(resid), df=df, pool_bp=1e4 * math.sqrt(pool_var),
+        pool_signatures=pool)

@@ -42,21 +42,28 @@ def differ(before: Sequence[float], after: Sequence[float], p: float = CONFIRM_P
     return math.isfinite(pvalue) and pvalue < p
 
 
-def _se(seg: SegmentEstimate) -> float:
+def _se(seg: SegmentEstimate, without_pool: bool) -> float:
+    """The segment's standard error of ln ratio (less its pool's share when asked)."""
     from scipy.stats import t as student_t
 
     lo, hi = seg.ratio_ci
-    return math.log(hi / lo) / (2 * float(student_t.ppf(0.975, seg.df)))
+    se = math.log(hi / lo) / (2 * float(student_t.ppf(0.975, seg.df)))
+    if without_pool:
+        se = math.sqrt(max(se ** 2 - (seg.pool_bp / 1e4) ** 2, (0.1 * se) ** 2))
+    return se
 
 
 def step_size(before: SegmentEstimate, after: SegmentEstimate
               ) -> tuple[float, tuple[float, float]]:
     """(change in bp, its 95 % interval in bp): after against before, the interval from
-    both segments' errors (Welch-Satterthwaite degrees of freedom)."""
+    both segments' errors (Welch-Satterthwaite degrees of freedom). Segments of one
+    signature pool share its deviation, which then cancels in the difference."""
     from scipy.stats import t as student_t
 
     d = math.log(after.ratio / before.ratio)
-    sb, sa = _se(before), _se(after)
+    same_pool = (before.pool_signatures is not None
+                 and before.pool_signatures == after.pool_signatures)
+    sb, sa = _se(before, same_pool), _se(after, same_pool)
     se = math.hypot(sb, sa)
     df = se ** 4 / (sb ** 4 / before.df + sa ** 4 / after.df) if se > 0 else 1000.0
     half = float(student_t.ppf(0.975, max(df, 1.0))) * se

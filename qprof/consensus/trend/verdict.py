@@ -25,12 +25,19 @@ def current_segments(trends: Iterable[SeriesTrend]) -> dict[SegmentKey, SegmentE
     return out
 
 
+def ratio_vu(ratio: float, ratio_ci: tuple[float, float], unit_vu: int
+             ) -> tuple[int, tuple[int, int]]:
+    """A ratio's Verify-Unit estimate and interval: ceil(unit_vu x ratio), exact (a
+    segment's, or one run's beside it)."""
+    est = math.ceil(unit_vu * exact(ratio))
+    lo = min(math.ceil(unit_vu * exact(ratio_ci[0])), est)
+    hi = max(math.ceil(unit_vu * exact(ratio_ci[1])), est)
+    return est, (lo, hi)
+
+
 def segment_vu(seg: SegmentEstimate, unit_vu: int) -> tuple[int, tuple[int, int]]:
     """The segment's Verify-Unit estimate and interval: ceil(unit_vu x ratio), exact."""
-    est = math.ceil(unit_vu * exact(seg.ratio))
-    lo = min(math.ceil(unit_vu * exact(seg.ratio_ci[0])), est)
-    hi = max(math.ceil(unit_vu * exact(seg.ratio_ci[1])), est)
-    return est, (lo, hi)
+    return ratio_vu(seg.ratio, seg.ratio_ci, unit_vu)
 
 
 def with_segments(estimates: Iterable[SuiteEstimate],
