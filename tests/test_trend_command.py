@@ -221,3 +221,31 @@ def test_one_source_and_a_real_profile(tmp_path: Path,
     with pytest.raises(SystemExit) as exc:
         main(["trend", "--prometheus", "http://127.0.0.1:9", "--since", "forever"])
     assert exc.value.code == 2
+
+
+def test_shell_completion_completes_trend(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from test_cli_options import completion
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash not installed")
+    script = tmp_path / "qprof.bash"
+    script.write_text(completion("bash"))
+    (tmp_path / "run-1.jsonl.xz").write_bytes(b"")
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(words)
+        probe = (f"cd {tmp_path}; source {script}; COMP_WORDS=({line}); "
+                 f'COMP_CWORD={len(words) - 1}; COMP_LINE="{line}"; COMP_POINT={len(line)}; '
+                 '_shtab_qprof; printf "%s\\n" "${COMPREPLY[@]}"')
+        run = subprocess.run([bash, "-c", probe], capture_output=True, text=True,
+                             timeout=30, check=True)
+        return run.stdout.split()
+
+    assert complete("qprof", "tre") == ["trend"]
+    assert set(complete("qprof", "trend", "--s")) == {"--state-dir", "--since", "--step"}
+    assert set(complete("qprof", "trend", "--p")) == {"--prometheus", "--profile"}
+    assert "run-1.jsonl.xz" in complete("qprof", "trend", "ru")
