@@ -70,7 +70,9 @@ def trend_metrics(trend: TrendSummary, run_estimates: list[SuiteEstimate],
         "Confirmed changes of a suite's ratio (a known change point that moved it beyond "
         "its interval, or one the detector found and the runs confirmed), seen by this "
         "daemon since it started", labels=["cpu", "suite"])
-    for (cpu, suite), n in sorted(trend.changes.items()):
+    # 0 for every judged (cpu, suite) until its first change, so increase() sees that one.
+    counts = {(cpu, suite): 0 for cpu, _b, _op, suite in trend.segments} | trend.changes
+    for (cpu, suite), n in sorted(counts.items()):
         changes.add_metric([str(cpu), suite], float(n))
     alarm = GaugeMetricFamily(
         "qprof_ratio_alarm",
