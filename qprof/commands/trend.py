@@ -55,6 +55,9 @@ def duration(text: str) -> float:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("Exit status: 0 analysed (a change found is no error); 2 error: a file "
+                     "that gives no run, a store or server that cannot be read, a bad "
+                     "profile (one line naming it).")
     parser.add_argument("runs", nargs="*", metavar="RUN.jsonl",
                         help="recorded runs (check -o, bench -o, export; .xz/.gz too), "
                         "ordered by their start")
@@ -104,12 +107,6 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 
 # -- sources ----------------------------------------------------------------------------
 
-def _read_one(path: str, unit_suite: str | None) -> RunFile:
-    from qprof.consensus.trend.from_jsonl import read_run_file
-
-    return read_run_file(path, unit_suite)
-
-
 def _jobs(asked: int | None, files: int) -> int:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     return max(1, min(asked or cpus, files))
@@ -118,17 +115,17 @@ def _jobs(asked: int | None, files: int) -> int:
 def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Input:
     """Each file's points (a few seconds of the estimator's bootstrap each: read side by
     side). The first file that gives none ends it, named."""
-    from qprof.consensus.trend.from_jsonl import RunFileError
+    from qprof.consensus.trend.from_jsonl import RunFileError, read_run_file
 
     files: list[RunFile] = []
     try:
         if jobs == 1:
-            files = [_read_one(p, unit_suite) for p in paths]
+            files = [read_run_file(p, unit_suite) for p in paths]
         else:
             from concurrent.futures import ProcessPoolExecutor
 
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_read_one, p, unit_suite) for p in paths]
+                futures = [pool.submit(read_run_file, p, unit_suite) for p in paths]
                 try:
                     files = [f.result() for f in futures]
                 except BaseException:
@@ -171,12 +168,14 @@ def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
                  points=got.points, profiles=got.profiles, problems=problems)
 
 
-def _from_prometheus(url: str, since_s: float, step_s: float | None) -> Input:
+def _from_prometheus(url: str, since_s: float, step_s: float | None,
+                     unit_suite: str | None) -> Input:
+    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
     from qprof.service.fleet import FleetError
     from qprof.service.fleet_trend import fleet_points
 
     try:
-        got = fleet_points(url, since_s, step_s)
+        got = fleet_points(url, since_s, step_s, unit_suite or DEFAULT_UNIT_SUITE)
     except FleetError as exc:
         raise TrendInputError(str(exc)) from None
     return Input(source={"kind": "prometheus", "url": url, "since_s": since_s,
@@ -200,11 +199,12 @@ def _recorded(name: str) -> str | None:
         return stem if stem in available_profiles() else None
 
 
-def _profile(given: str | None, recorded: list[str]) -> Profile:
+def _recorded_profile(recorded: list[str]) -> Profile:
+    """The profile the runs were measured against (the most used one found here), else
+    qanum."""
     from qprof.consensus import load_profile
 
-    name = given or next((n for r in recorded if (n := _recorded(r))), DEFAULT_PROFILE)
-    return load_profile(name)
+    return load_profile(next((n for r in recorded if (n := _recorded(r))), DEFAULT_PROFILE))
 
 
 # -- output -----------------------------------------------------------------------------
@@ -289,7 +289,7 @@ def _input(args: argparse.Namespace, unit_suite: str | None) -> Input:
         return _from_files(args.runs, unit_suite, _jobs(args.jobs, len(args.runs)))
     if args.state_dir is not None:
         return _from_store(args.state_dir, unit_suite)
-    return _from_prometheus(args.prometheus, args.since, args.step)
+    return _from_prometheus(args.prometheus, args.since, args.step, unit_suite)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         given = load_profile(args.profile) if args.profile else None
         inp = _input(args, given.unit_suite if given else None)
-        profile = given or _profile(None, inp.profiles)
+        profile = given or _recorded_profile(inp.profiles)
     except (TrendInputError, ProfileError) as exc:
         return _fail(args, str(exc))
     if not inp.points:
