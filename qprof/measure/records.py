@@ -228,9 +228,28 @@ class ResourceUse(Record):
         return max(0, self.peak_rss_kib - self.baseline_rss_kib)
 
 
+@dataclass
+class AdversaryFactors(Record):
+    """The node's last ``qprof adversary`` factor of one kind for one suite, as the run
+    found it (so a fleet's runs carry what `qprof calibrate --headroom` needs): the
+    costliest signature's liboqs time over the median random one's, with its 95 %
+    interval."""
+
+    type: ClassVar[str] = "adversary"
+    run_id: str
+    suite: str
+    kind: str  # "ground" (valid) | "crafted_invalid" | "costliest" (of the pool, valid)
+    factor: float
+    low: float
+    high: float
+    cpu_model: str
+    measured_at: float
+    hash_calls: int | None = None
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.type: cls for cls in (Meta, Env, FreqSample, Measurement, Disagreement, Note, End,
-                              FunctionalCheck, ResourceUse)
+                              FunctionalCheck, ResourceUse, AdversaryFactors)
 }
 
 
@@ -294,6 +313,24 @@ def _check_types(cls: type[Record], kwargs: dict[str, Any]) -> None:
                               f"{_describe(hints[name])}, got {_short(value)}")
 
 
+# Unix times a record may carry: from 1970 to the year 5138 (6e14, a 'freq' record's
+# taken_at, stalled the report's chart axis).
+_MAX_UNIX_TIME = 1e11
+_TIMES = ("started_at", "taken_at", "finished_at", "found_at")
+
+
+def _check_ranges(rec: Record) -> None:
+    """Every record: unix times within 1970..5138, CPU numbers within 0..65535."""
+    for name in _TIMES:
+        value = getattr(rec, name, None)
+        if value is not None and not 0 <= value <= _MAX_UNIX_TIME:
+            raise RecordError(f"{rec.type} record: {name} must be a unix time (0 to "
+                              f"{_MAX_UNIX_TIME:g} s), got {value!r}")
+    cpu = getattr(rec, "cpu", None)
+    if cpu is not None and not 0 <= cpu <= 65535:
+        raise RecordError(f"{rec.type} record: cpu must be 0 to 65535, got {cpu!r}")
+
+
 def _check_measurement(rec: Measurement) -> None:
     for name in ("median_ns", "p95_ns"):
         value = getattr(rec, name)
@@ -305,12 +342,22 @@ def _check_measurement(rec: Measurement) -> None:
                               f"got {getattr(rec, name)}")
     if rec.samples_ns is not None and any(v < 0 for v in rec.samples_ns):
         raise RecordError("measurement samples_ns must not hold negative times")
+    if rec.samples_ns and max(rec.samples_ns) <= 0:
+        # Times the estimators divide by (their median, a turn's quiet speed).
+        raise RecordError("measurement samples_ns must not be all 0")
+    for name in ("mean_ns", "stdev_ns", "min_ns", "max_ns"):
+        value = getattr(rec, name)
+        if value is not None and value < 0:
+            raise RecordError(f"measurement {name} must not be negative, got {value!r}")
     if rec.turn_size is not None and rec.turn_size < 0:
         raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
     if rec.pool_start is not None and rec.pool_start < 0:
         raise RecordError(f"measurement pool_start must not be negative, got {rec.pool_start}")
-    if rec.cap_factor is not None and rec.cap_factor <= 0:
-        raise RecordError(f"measurement cap_factor must be above 0, got {rec.cap_factor!r}")
+    if rec.cap_factor is not None and not 0 < rec.cap_factor <= 1000:
+        raise RecordError(f"measurement cap_factor must be above 0 and at most 1000, got "
+                          f"{rec.cap_factor!r}")
+    if rec.pool_size is not None and rec.pool_size < 1:
+        raise RecordError(f"measurement pool_size must be at least 1, got {rec.pool_size}")
 
 
 def record_from_dict(d: dict[str, Any]) -> Record:
@@ -328,6 +375,7 @@ def record_from_dict(d: dict[str, Any]) -> Record:
         rec = cls(**kwargs)
     except TypeError as exc:
         raise RecordError(f"{kind} record: {exc}") from None
+    _check_ranges(rec)
     if isinstance(rec, Measurement):
         _check_measurement(rec)
     return rec
