@@ -72,6 +72,9 @@ class _OneCycle:
         time.sleep(0.2)  # a cycle that takes a while
         return "finished"
 
+    def burst_cpus(self) -> set[int]:
+        return set()  # no change detector's alarm pending
+
 
 def test_interval_is_rest_after_a_cycle_not_start_to_start(tmp_path: Path) -> None:
     d = Daemon(DaemonConfig(interval=30.0, state_dir=tmp_path))
