@@ -394,3 +394,38 @@ def test_daemon_quick_library_changed_measures_at_once(tmp_path: Path) -> None:
         assert len(alerts_of(d.store(), "library_changed")) == 1  # the new run records it
     finally:
         d.stop()
+
+
+def test_cycle_with_a_pending_alarm_is_followed_by_one_at_once(tmp_path: Path) -> None:
+    """After a cycle whose results left an alarm pending on CPU 2, the next cycle is due at
+    once and measures CPU 2 only; without one, the interval applies (the rest after a
+    cycle, as before)."""
+    import time
+
+    from qprof.consensus.trend.model import Alarm
+    from qprof.service.config import DaemonConfig
+    from qprof.service.daemon import Daemon
+    from qprof.service.trend import ChangeTracker
+
+    class Cycles:  # the daemon's side of CycleRunner: a cycle, then its alarms' bursts
+        current_cpu = None
+
+        def __init__(self) -> None:
+            self.changes = ChangeTracker()
+
+        def run_cycle(self, cpus: list[int], stop: object) -> str:
+            self.changes.update_alarms({(2, "liboqs", "verify", "ML-DSA-87"): Alarm(
+                "ML-DSA-87", 40, 7.0, 6.56, "down")})
+            return "finished"
+
+        def burst_cpus(self) -> set[int]:
+            return self.changes.burst_cpus()
+
+    d = Daemon(DaemonConfig(interval=3600.0, state_dir=tmp_path))
+    d.cycles = Cycles()  # type: ignore[assignment]
+    d._cycle([0, 2])
+    assert d.next_cycle <= time.time() and d._only_cpus == {2}
+    d.cycles.changes.update_alarms({})  # type: ignore[attr-defined]
+    d.cycles.run_cycle = lambda cpus, stop: "finished"  # type: ignore[method-assign]
+    d._cycle([2])
+    assert d.next_cycle >= time.time() + 3600.0 - 1.0

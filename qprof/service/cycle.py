@@ -164,17 +164,19 @@ class CycleRunner:
                 self.alerts.emit("coverage_regained", "info",
                                  f"cpu {c.cpu} {c.suite} ({c.backend}): covered again by "
                                  f"{profile}: estimate {c.vu_estimate} <= constant "
-                                 f"{c.vu_constant}", cpu=c.cpu, suite=c.suite,
+                                 f"{c.vu_constant}{_over(c)}", cpu=c.cpu, suite=c.suite,
                                  backend=c.backend, estimate=c.vu_estimate,
-                                 constant=c.vu_constant, profile=profile)
+                                 constant=c.vu_constant, profile=profile,
+                                 runs=c.estimate.runs)
             else:
                 self.alerts.emit("coverage_lost", "critical",
                                  f"cpu {c.cpu} {c.suite} ({c.backend}): NOT covered by "
                                  f"{profile}: estimate {c.vu_estimate} > constant "
-                                 f"{c.vu_constant}", cpu=c.cpu, suite=c.suite,
+                                 f"{c.vu_constant}{_over(c)}", cpu=c.cpu, suite=c.suite,
                                  backend=c.backend, estimate=c.vu_estimate,
                                  constant=c.vu_constant, profile=profile,
-                                 capped=c.capped, cap_factor=c.cap_factor)
+                                 capped=c.capped, cap_factor=c.cap_factor,
+                                 runs=c.estimate.runs)
 
     def _trend_alerts(self, trends: list[SeriesTrend], announce: bool) -> None:
         """ratio_changed for each confirmed change not announced before (at start-up the
@@ -522,6 +524,11 @@ class CycleRunner:
                              "backend": c.backend, "slow_rounds": c.slow_rounds,
                              "rounds_left_out": [r for r in c.rounds if r not in c.kept_rounds]
                              if c.decided else [], "left_out": c.decided} for c in changes])
+
+
+def _over(c: CoverageResult) -> str:
+    """Which runs a verdict stands on: the segment's count, none said for one run."""
+    return f" (over {c.estimate.runs} runs since the last change)" if c.estimate.runs > 1 else ""
 
 
 def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, bool]
