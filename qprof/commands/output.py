@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from qprof.atomicfile import OutputError, check_writable, write_file
+from qprof.untrusted import MAX_SHOWN, one_line, without_controls
 
-__all__ = ["OutputError", "check_output", "emit", "guarded_stdout", "silence_stdout",
-           "write_file", "write_output"]
+__all__ = ["OutputError", "check_output", "emit", "guarded_stdout", "shown",
+           "silence_stdout", "write_file", "write_output"]
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """A string from a run, a profile, Prometheus or /sys as terminal text: one bounded
+    line (``qprof.untrusted``). Whatever a command prints then passes the guard below,
+    which lets no control character but newline and tab reach the terminal."""
+    return one_line(value, limit)
 
 
 def _why(exc: OSError) -> str:
@@ -60,10 +68,10 @@ class _GuardedStdout:
             raise OutputError(f"cannot write to stdout: {_why(exc)}") from None
 
     def write(self, text: str) -> int | None:
-        return self._do(lambda: self._raw.write(text))
+        return self._do(lambda: self._raw.write(without_controls(text)))
 
     def writelines(self, lines: Iterable[str]) -> None:
-        self._do(lambda: self._raw.writelines(lines))
+        self._do(lambda: self._raw.writelines(without_controls(x) for x in lines))
 
     def flush(self) -> None:
         self._do(self._raw.flush)
@@ -72,17 +80,35 @@ class _GuardedStdout:
         return getattr(self._raw, name)
 
 
+class _PlainStderr:
+    """sys.stderr without control characters but newline and tab (error lines name what
+    a run or a profile holds). Progress lines keep the stream they were given at import."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self._raw = raw
+
+    def write(self, text: str) -> int:
+        return self._raw.write(without_controls(text))
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        self._raw.writelines(without_controls(x) for x in lines)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
     """For the length of a command: stdout as :class:`_GuardedStdout`, flushed at the end
-    (a short output sits in the buffer until then)."""
-    raw = sys.stdout
+    (a short output sits in the buffer until then), and stderr as :class:`_PlainStderr`."""
+    raw, raw_err = sys.stdout, sys.stderr
     sys.stdout = cast(TextIO, _GuardedStdout(raw))
+    sys.stderr = cast(TextIO, _PlainStderr(raw_err))
     try:
         yield
         sys.stdout.flush()
     finally:
-        sys.stdout = raw
+        sys.stdout, sys.stderr = raw, raw_err
 
 
 def emit(text: str, end: str = "\n") -> bool:

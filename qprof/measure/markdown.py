@@ -3,7 +3,8 @@
 Hostnames, CPU models, governors, suite and backend names, notes and file names come
 from JSONL runs, stores and ``/sys``; a reader of the report (a Markdown viewer, a
 wiki, a chat that renders it) must see them as text. ``md_text`` makes any value one
-line of literal text: control characters (newlines, ANSI escapes) become spaces, and
+bounded line of literal text (``qprof.untrusted``: control characters such as newlines
+and ANSI escapes become spaces, at most ``MAX_TEXT`` characters), and
 every character that Markdown or the HTML it may carry gives a meaning is
 backslash-escaped (``<script>``, ``<img onerror>``, links, emphasis, table pipes).
 ``md_code`` is the same as a code span. Both return :class:`Md`, text already safe,
@@ -15,8 +16,11 @@ from __future__ import annotations
 
 import re
 
-# C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+from qprof.untrusted import one_line as _one_line
+
+# A cell or sentence holds qprof's words around values from outside (a note, a
+# statistic's reason for several suites): longer than a name, still bounded.
+MAX_TEXT = 4000
 # What starts markup inside a line: HTML (< > &), links and images ([ ]), code (`),
 # emphasis (* ~, and _ but not inside a word, where it never is: verify_invalid stays
 # readable), table cells (|) and the escape itself (\). Line-start markers (#, -, +,
@@ -29,8 +33,8 @@ class Md(str):
 
 
 def one_line(value: object) -> str:
-    """``value`` as text on one line: every run of control characters one space."""
-    return _CONTROL.sub(" ", str(value))
+    """``value`` as text on one bounded line (``qprof.untrusted.one_line``)."""
+    return _one_line(value, MAX_TEXT)
 
 
 def md_text(value: object) -> Md:

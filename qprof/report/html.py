@@ -11,11 +11,13 @@ against the target block interval.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.stats import drift_bp
+from qprof.consensus.verdict import WORDS, State, contended_text
 from qprof.consensus.vu import block_signatures
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample
@@ -29,6 +31,9 @@ from qprof.report.columns import (
 )
 from qprof.report.figures import column_estimates, column_verdicts
 from qprof.report.html_svg import (
+    BAD,
+    GOOD,
+    NEUTRAL,
     Band,
     Reference,
     Row,
@@ -41,10 +46,32 @@ from qprof.report.html_svg import (
     row_chart,
 )
 
-# The text beside an estimate, by the verdict's decision (qprof.consensus.verdict); the
-# monitor's HTML export uses the same.
-DECISION_TEXT = {"covered": " ≤ {c} ✓", "not_covered": " > {c} ✗",
-                  "unsure": " ? {c}: unsure", "comparison": " (comparison only)"}
+# The verdict's colour and mark by its state (qprof.consensus.verdict: WORDS, the words
+# beside them); the monitor's HTML export uses the same. Decided covered green, not
+# covered red, unsure its own colour; a ratio that does not bind, a run too contended to
+# estimate and comparison figures carry no mark and no warning colour.
+UNSURE_COLOUR = "#CC79A7"
+NO_VERDICT_COLOUR = "#6E6E6E"
+STATE_STYLE: dict[State, tuple[str, str]] = {
+    "covered": (GOOD, "✓ "), "not_covered": (BAD, "✗ "), "unsure": (UNSURE_COLOUR, "? "),
+    "no_estimate": (NO_VERDICT_COLOUR, ""), "not_binding": (NEUTRAL, ""),
+    "comparison": (NO_VERDICT_COLOUR, ""), "unit": (NEUTRAL, ""),
+}
+
+
+def verdict_text(state: State, figure: str, constant: int | None, why: str = "") -> str:
+    """The text beside an estimate: the verdict's mark and word first (WORDS), then the
+    figure against the constant; a run with no reliable estimate shows no figure."""
+    mark, word = STATE_STYLE[state][1], WORDS[state]
+    if state == "no_estimate":
+        return word + (f": {why}" if why else "")
+    if state == "unit":
+        return f"{figure}: {word}"
+    if constant is None:
+        return f"{mark}{word}: {figure}"
+    against = {"covered": f"≤ {constant}", "not_covered": f"> {constant}",
+               "unsure": f"straddles {constant}"}.get(state, f"constant {constant}")
+    return f"{mark}{word}: {figure} {against}"
 
 
 def _estimates(cols: list[Column], profile: Profile | None) -> Section:
@@ -63,17 +90,18 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
                 if e is None or e.vu_estimate is None:
                     continue
                 ci = e.vu_ci
-                text = f"{e.vu_estimate}" + (f" ({ci[0]}-{ci[1]})" if ci
-                                             else "")
+                figure = f"{e.vu_estimate}" + (f" ({ci[0]}-{ci[1]})" if ci else "")
                 v = verdicts.get((i, suite))
-                if v is not None:
-                    text += DECISION_TEXT[v.decision].format(c=const)
+                state: State = v.state if v is not None else "comparison"
+                text = verdict_text(state, figure, const,
+                                    contended_text(e) if state == "no_estimate" else "")
                 rule = e.vu_by_statistic.get("median")
-                if e.statistic != "median" and rule is not None:
+                if e.statistic != "median" and rule is not None and state != "no_estimate":
                     text += f"; median rule {rule}"
-                lo, hi = ci if ci is not None else (None, None)
-                rows.append(Row(c.label, e.vu_estimate, lo, hi, text=text,
-                                bad=v is not None and v.decision == "not_covered"))
+                lo, hi = ci if ci is not None and state != "no_estimate" else (None, None)
+                value = e.vu_estimate if state != "no_estimate" else math.nan
+                rows.append(Row(c.label, value, lo, hi, text=text,
+                                colour=STATE_STYLE[state][0]))
             if rows:
                 ref = Reference(const, f"constant {const}") if const is not None else None
                 figures.append(row_chart(f"{suite} ({backend}): VU estimate per core",
@@ -82,9 +110,12 @@ def _estimates(cols: list[Column], profile: Profile | None) -> Section:
              "run: the estimator's, as `qprof check` gives it for these records (t by the "
              "statistic it chose; the seeds' median rule is written beside it when that "
              "is another); the whisker is its 95 % interval; the dashed line is the "
-             "profile's constant. ✓ covered, ✗ not "
-             "(the whole interval on one side), ? unsure (it straddles the constant); "
-             "a verifier no node runs alone is comparison only.")
+             "profile's constant. In the verdict's words and colours: ✓ covered (green) and "
+             "✗ NOT covered (red), the whole interval on one side, where the ratio binds; "
+             "? unsure (purple), it straddles the constant; not binding here (blue): the "
+             "profile does not hold this core to the ratio; no reliable estimate (grey): "
+             "the host was too contended, no figure; a verifier no node runs alone is "
+             "comparison only.")
     return Section("Verify Units per core", intro,
                    tuple(figures) or (paragraph("No verify measurements."),))
 
@@ -181,7 +212,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
                     text += f" ({100 * block_s / interval:.2f} %)"
                 how = backend + (" enforce" if op == "dual_enforce" else "")
                 rows.append(Row(f"{c.label} {how}", block_s, text=text,
-                                bad=bool(interval and block_s > interval)))
+                                colour=BAD if interval and block_s > interval else NEUTRAL))
         if rows:
             ref = Reference(interval, f"block interval {interval:.0f} s") if interval else None
             figures.append(row_chart(f"{suite}: {nsig:,} signatures in one block", rows, ref,

@@ -15,6 +15,13 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from qprof.untrusted import one_line, without_controls
+
+# A log record's message is one line of at most this many characters: a hostname, a note
+# or an exception's text from a hostile run can neither forge a journal line (a newline
+# and "<2>") nor carry a terminal escape into `journalctl`.
+MAX_LOG_LINE = 2000
+
 _PRIORITY = {
     logging.CRITICAL: 2,
     logging.ERROR: 3,
@@ -24,10 +31,22 @@ _PRIORITY = {
 }
 
 
-class JournalFormatter(logging.Formatter):
+class LineFormatter(logging.Formatter):
+    """Each record's message one line (``qprof.untrusted``); a traceback after it keeps
+    its lines, without control characters."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = one_line(record.message, MAX_LOG_LINE)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return without_controls(super().formatException(ei))
+
+
+class JournalFormatter(LineFormatter):
     def format(self, record: logging.LogRecord) -> str:
         prio = _PRIORITY.get(record.levelno, 6)
-        return f"<{prio}>{record.getMessage()}"
+        return f"<{prio}>{one_line(record.getMessage(), MAX_LOG_LINE)}"
 
 
 # What the measurement engine (in-process, in the cycle thread) prints to stderr itself,
@@ -85,8 +104,8 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
         if not isinstance(sys.stderr, PriorityStream):
             sys.stderr = PriorityStream(sys.stderr)
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
-                                               "%Y-%m-%dT%H:%M:%S"))
+        handler.setFormatter(LineFormatter("%(asctime)s %(levelname)s %(message)s",
+                                           "%Y-%m-%dT%H:%M:%S"))
     logger = logging.getLogger("qprof")
     logger.handlers[:] = [handler]
     logger.setLevel(level)

@@ -3,11 +3,16 @@ the same charts as `qprof report --html`, drawn from the monitor's frame."""
 
 from __future__ import annotations
 
+import math
 import time
+from typing import cast
 
+from qprof.consensus.verdict import State
 from qprof.measure.units import fmt_ns
-from qprof.report.html import DECISION_TEXT
+from qprof.report.html import STATE_STYLE, verdict_text
 from qprof.report.html_svg import (
+    BAD,
+    NEUTRAL,
     Reference,
     Row,
     Section,
@@ -21,16 +26,35 @@ from qprof.report.html_svg import (
 from qprof.tui.model import CoverageView, Frame, fmt_estimate
 
 
+def _state(r: CoverageView) -> State | None:
+    """The row's verdict state, as ``CoverageResult.state`` (qprof.consensus.verdict)
+    says it for the result this view was made from; None: no verdict yet."""
+    if r.decision not in ("covered", "not_covered", "unsure", "no_estimate", "comparison"):
+        return None
+    if r.decision == "comparison":
+        return "comparison"
+    if r.is_unit:
+        return "unit"
+    if r.ratio_binds is False:
+        return "not_binding"
+    return cast(State, r.decision)
+
+
 def _estimate_row(r: CoverageView, const: int | None) -> Row:
-    """The estimate with its 95 % interval (the whisker), as `qprof check` gives it."""
-    text = fmt_estimate(r)
-    if const is not None and r.decision in DECISION_TEXT:
-        text += DECISION_TEXT[r.decision].format(c=const)
-    if r.statistic not in (None, "median") and r.vu_median_rule is not None and not r.is_unit:
+    """The estimate with its 95 % interval (the whisker), as `qprof check` gives it, in
+    the verdict's words and colour (the report's: qprof.report.html)."""
+    state = _state(r)
+    figure = fmt_estimate(r)
+    if state is None:
+        return Row(r.where, float(r.vu_estimate or 0), text=figure)
+    text = verdict_text(state, figure, const, r.note or "" if state == "no_estimate" else "")
+    if (r.statistic not in (None, "median") and r.vu_median_rule is not None
+            and not r.is_unit and state != "no_estimate"):
         text += f"; median rule {r.vu_median_rule}"
-    lo, hi = r.vu_ci if r.vu_ci is not None and not r.is_unit else (None, None)
-    return Row(r.where, float(r.vu_estimate or 0), lo, hi, text=text,
-               bad=r.decision == "not_covered")
+    lo, hi = (r.vu_ci if r.vu_ci is not None and not r.is_unit and state != "no_estimate"
+              else (None, None))
+    value = float(r.vu_estimate or 0) if state != "no_estimate" else math.nan
+    return Row(r.where, value, lo, hi, text=text, colour=STATE_STYLE[state][0])
 
 
 def _estimates(frame: Frame) -> Section:
@@ -48,8 +72,10 @@ def _estimates(frame: Frame) -> Section:
     return Section("Verify Units per cluster", "ceil(100 × t(suite) / t(unit)) on the "
                    "cluster's measured core, as `qprof check` computes it, the whisker its "
                    "95 % interval (the seeds' median rule beside it when the estimate used "
-                   "another statistic); the dashed line is the profile's constant. "
-                   "✓ covered, ✗ not, ? unsure (the interval straddles the constant).",
+                   "another statistic); the dashed line is the profile's constant. In the "
+                   "verdict's words and colours: ✓ covered (green), ✗ NOT covered (red), "
+                   "? unsure (purple: the interval straddles the constant), not binding "
+                   "here (blue), no reliable estimate (grey).",
                    tuple(figures) or (paragraph("Nothing measured yet."),))
 
 
@@ -72,7 +98,8 @@ def _worst_block(frame: Frame, interval_s: float | None) -> Section | None:
     rows = [Row(f"{r.suite} {r.where}", r.worst_block_ns / 1e9,
                 text=fmt_ns(r.worst_block_ns, missing="—")
                 + (f" ({100 * r.worst_block_ns / 1e9 / interval_s:.2f} %)" if interval_s
-                   else ""), bad=bool(interval_s and r.worst_block_ns / 1e9 > interval_s))
+                   else ""),
+                colour=BAD if interval_s and r.worst_block_ns / 1e9 > interval_s else NEUTRAL)
             for r in frame.coverage if r.worst_block_ns]
     if not rows:
         return None
