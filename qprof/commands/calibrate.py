@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from qprof.consensus import Profile
     from qprof.consensus.calibrate import NodeEstimate, Proposal
+    from qprof.consensus.headroom import Factors
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +39,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="name of the proposed profile (default "
                         "PROFILE-proposed)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
+    parser.add_argument("--headroom", choices=("median", "ground", "crafted"),
+                        help="cover the median signature, or the worst an adversary brings "
+                        "(each node's last qprof adversary factors, recorded in its runs): "
+                        "ground valid, or crafted invalid (default: the profile's "
+                        "constants_held_to: worst_signature -> ground, else median)")
 
 
 def _fail(args: argparse.Namespace, text: str) -> int:
@@ -55,8 +61,10 @@ def _node_name(path: Path, hostname: object, seen: set[str]) -> str:
     return name
 
 
-def _from_runs(profile: Profile, paths: list[str]) -> tuple[list[NodeEstimate], list[str]]:
+def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] | None = None
+               ) -> tuple[list[NodeEstimate], list[str]]:
     from qprof.consensus.calibrate import node_estimates
+    from qprof.consensus.headroom import factors_of_records
     from qprof.consensus.policy import cores_from_records
     from qprof.consensus.verdict import evaluate
     from qprof.measure.jsonl import read_run
@@ -80,14 +88,18 @@ def _from_runs(profile: Profile, paths: list[str]) -> tuple[list[NodeEstimate], 
             raise ValueError(f"{path}: nothing judged by {profile.verifier} (the verifier "
                              f"{profile.name}'s constants are held to)")
         estimates += found
+        if factors is not None:  # the node's adversary factors, as its run recorded them
+            factors[node] = factors_of_records(run.records)
     return estimates, problems
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
     from qprof.consensus import ProfileError, load_profile
     from qprof.consensus.calibrate import profile_toml, propose
+    from qprof.consensus.headroom import apply_headroom, default_headroom
     from qprof.service.fleet import FleetError, fleet_estimates
 
     if not args.runs and not args.prometheus:
@@ -98,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         return _fail(args, str(exc))
     try:
-        estimates, problems = _from_runs(profile, args.runs)
+        factors: dict[str, Factors] = {}
+        estimates, problems = _from_runs(profile, args.runs, factors)
         if args.prometheus:
             fleet = fleet_estimates(args.prometheus)
             if profile.ratio_binds == "all":  # the user's profile binds every core
@@ -109,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
             estimates += fleet
     except (ValueError, FleetError) as exc:
         return _fail(args, str(exc))
-    proposal = propose(profile, estimates, args.name)
+    applied = apply_headroom(profile, estimates, factors,
+                             args.headroom or default_headroom(profile))
+    proposal = propose(profile, applied.estimates, args.name)
     if args.output:
         text = profile_toml(proposal.proposed_profile, _comment(proposal))
         try:
@@ -118,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
             return _fail(args, f"{args.output}: {exc.strerror or exc}")
     ok = all(b.proposed.covered is not False for b in proposal.time_bounds)
     if args.json:
-        print(json.dumps(_json(proposal, args.output, problems), indent=2))
+        print(json.dumps({**_json(proposal, args.output, problems),
+                          **headroom_json(applied)}, indent=2))
     else:
         _print(proposal, args.output, problems)
+        print("\n".join(headroom_lines(applied, bool(args.prometheus))))
     return 0 if ok else 1
 
 

@@ -215,6 +215,7 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
+    from qprof.commands.check_invalid_block import print_invalid_blocks
     from qprof.commands.check_preflight import (
         decision_with_checks,
         functional_lines,
@@ -240,6 +241,7 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         print_preflight(records)
         print_text(profile, summary, records, results, decision,
                    getattr(args, "verbose", False))
+        print_invalid_blocks(profile, results)
     return EXIT_CODES[decision]
 
 
@@ -363,6 +365,7 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], results: list[CoverageResult], decision: Decision
           ) -> dict[str, object]:
     from qprof.commands.check_adversarial import reference_json
+    from qprof.commands.check_invalid_block import invalid_block_json
     from qprof.commands.check_preflight import preflight_json
     from qprof.commands.check_text import meta as run_meta
     from qprof.commands.check_text import notes, unit_rows
@@ -405,4 +408,5 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         "worst_signature_reference": reference_json(profile),
         "notes": notes(records, ("warning", "error", "info")),
         **preflight_json(records),
+        **invalid_block_json(profile, results),
     }

@@ -37,6 +37,7 @@ _log = logging.getLogger(__name__)
 # Which adversarial signature a figure is for, costliest first in what it does to a node.
 KINDS = ("ground", "crafted_invalid", "costliest")
 SHOWN_KINDS = ("ground", "crafted_invalid")  # the chosen and the crafted signature
+VALID_KINDS = ("ground", "costliest")  # signatures a valid block can hold
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,11 @@ class WorstSignatureVU:
                 "hash_calls": self.factor.hash_calls, "factor_cpu": self.factor.cpu_model,
                 "measured_at": self.factor.measured_at,
                 "projected": self.projected}
+
+
+def valid_factors(factors: dict[str, AdversaryFactor]) -> dict[str, AdversaryFactor]:
+    """The factors of signatures a valid block can hold (not the crafted invalid one)."""
+    return {k: f for k, f in factors.items() if k in VALID_KINDS}
 
 
 def worst_signature_vu(suite: str, unit_vu: int, ratio: float,

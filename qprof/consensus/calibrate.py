@@ -9,8 +9,9 @@ then judged again on every node with the proposed constants (they change the wor
 block: the VU budget holds other counts).
 
 Inputs are already judged (``NodeEstimate``: from recorded runs through
-``qprof.consensus.verdict.evaluate``, or from a fleet's Prometheus); the headroom the
-adversarial-cost work may add is not part of the proposal yet.
+``qprof.consensus.verdict.evaluate``, or from a fleet's Prometheus). With a headroom
+(``qprof.consensus.headroom``: ground or crafted) the SLH-DSA estimates are first raised
+to the worst signature's, from each node's last ``qprof adversary`` factors.
 """
 
 from __future__ import annotations
@@ -39,14 +40,20 @@ class NodeEstimate:
     time_ns: float  # the verify time the estimate used
     binds: bool  # whether the ratio binds on this CPU (the profile's policy)
     binding_why: str = ""
+    # The ratio to the unit and the top of its 95 % interval (None: only VU known, e.g.
+    # from Prometheus): what a headroom multiplies (qprof.consensus.headroom).
+    ratio: float | None = None
+    ratio_high: float | None = None
 
     @classmethod
     def from_result(cls, node: str, r: CoverageResult) -> NodeEstimate:
+        ci = r.estimate.ratio_ci
         return cls(node=node, cpu=r.cpu, suite=r.suite, backend=r.backend,
                    vu_estimate=r.vu_estimate,
                    vu_high=r.vu_ci_high if r.vu_ci_high is not None else r.vu_estimate,
                    time_ns=r.suite_time_ns, binds=r.ratio_binds,
-                   binding_why=r.ratio_binding_why)
+                   binding_why=r.ratio_binding_why, ratio=r.estimate.ratio,
+                   ratio_high=ci[1] if ci is not None else r.estimate.ratio)
 
 
 def node_estimates(node: str, results: Iterable[CoverageResult]) -> list[NodeEstimate]:
@@ -174,6 +181,7 @@ def profile_toml(profile: Profile, comment: Sequence[str] = ()) -> str:
         "auth_bytes_per_block": profile.auth_bytes_per_block or None,
         "target_block_interval_s": profile.target_block_interval_s,
         "ratio_binds": profile.ratio_binds,
+        "constants_held_to": profile.constants_held_to,
     }
     lines += [f"{k} = {_value(v)}" for k, v in top.items() if v is not None]
     if profile.block_time is not None:

@@ -204,18 +204,36 @@ def _round_range(worst: WorstBlock, rounds_ns: Mapping[str, Sequence[float]] | N
     return min(times), max(times)
 
 
+def held_factors(profile: Profile, results: Iterable[CoverageResult]) -> dict[str, float]:
+    """suite -> the factor a block's signatures cost over the median one's: for a profile
+    held to the worst signature, its worst valid signature's (``qprof adversary``: ground,
+    an attacker's block); 1 (nothing) for a profile held to the median."""
+    if profile.constants_held_to != "worst_signature":
+        return {}
+    return {r.suite: r.worst_signature.factor.factor for r in results
+            if r.worst_signature is not None and r.worst_signature.kind != "crafted_invalid"}
+
+
 def block_time_verdict(profile: Profile, times_ns: Mapping[str, float],
-                       rounds_ns: Mapping[str, Sequence[float]] | None = None
-                       ) -> BlockTimeVerdict:
+                       rounds_ns: Mapping[str, Sequence[float]] | None = None,
+                       factors: Mapping[str, float] | None = None) -> BlockTimeVerdict:
     """This core's worst-case block against the same block on the slowest reference core
     and the share of the block interval the profile allows. ``rounds_ns``: each suite's
     round medians; the block's time over them is the range the bound is judged on (it
-    holds over all of it, fails over all of it, or the verdict is unsure)."""
+    holds over all of it, fails over all of it, or the verdict is unsure). ``factors``:
+    each suite's signatures priced at that many times the median one (:func:`held_factors`:
+    the attacker's block), here and on the reference cores alike."""
+    factors = {s: f for s, f in (factors or {}).items() if f != 1.0}
+    if factors:
+        times_ns = {s: t * factors.get(s, 1.0) for s, t in times_ns.items()}
+        rounds_ns = {s: [t * factors.get(s, 1.0) for t in ts]
+                     for s, ts in (rounds_ns or {}).items()}
     worst = worst_block(BlockLimits.of(profile), times_ns)
     low_ns, high_ns = _round_range(worst, rounds_ns)
     bound = profile.block_time
     refs = [(r.name, t) for r in profile.reference_cores
-            if (t := worst.time_on(r.verify_median_ns)) is not None]
+            if (t := worst.time_on({s: m * factors.get(s, 1.0)
+                                    for s, m in r.verify_median_ns.items()})) is not None]
     ref_name, ref_ns = max(refs, key=lambda x: x[1]) if refs else (None, None)
     interval_ns = (profile.target_block_interval_s * 1e9
                    if profile.target_block_interval_s else None)
@@ -223,7 +241,10 @@ def block_time_verdict(profile: Profile, times_ns: Mapping[str, float],
     factor = bound.max_vs_reference if bound is not None else None
     max_fraction = bound.max_interval_fraction if bound is not None else None
     vs = worst.time_ns / ref_ns if ref_ns else None
-    block = f"worst-case block {worst.text()} ({worst.binding_text()}): {_ms(worst.time_ns)}"
+    priced = (" at the worst valid signatures (" + ", ".join(
+        f"{s} x{f:.3f}" for s, f in sorted(factors.items())) + ")" if factors else "")
+    block = (f"worst-case block {worst.text()}{priced} ({worst.binding_text()}): "
+             f"{_ms(worst.time_ns)}")
     there = (f" here, {_ms(ref_ns)} on the reference core {ref_name}" if ref_ns is not None
              else " here")
     # Each check: the largest time it allows, and its words.
@@ -299,7 +320,9 @@ def apply_policy(profile: Profile, results: list[CoverageResult],
         key = (r.cpu, r.backend, r.operation)
         groups.setdefault(key, {})[r.suite] = r.suite_time_ns
         rounds.setdefault(key, {})[r.suite] = r.estimate.round_medians_ns
-    times = {key: block_time_verdict(profile, t, rounds[key]) for key, t in groups.items()}
+    held = held_factors(profile, results)
+    times = {key: block_time_verdict(profile, t, rounds[key], held)
+             for key, t in groups.items()}
     out = []
     for r in results:
         binding = ratio_binding(profile, (cores or {}).get(r.cpu))

@@ -10,7 +10,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
-from qprof.consensus.adversarial import WorstSignatureVU, describe, for_estimate, worst_from_dict
+from qprof.consensus.adversarial import (
+    WorstSignatureVU,
+    describe,
+    for_estimate,
+    load_factors,
+    valid_factors,
+    worst_from_dict,
+)
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
 from qprof.consensus.estimate.estimator import REPLICATES, SuiteEstimate, estimate
 from qprof.consensus.estimate.statistic import Statistic
@@ -268,8 +275,13 @@ def coverage(profile: Profile, estimates: Iterable[SuiteEstimate],
 def _with_worst_signature(profile: Profile, r: CoverageResult) -> CoverageResult:
     """The worst-signature figure beside the median one; when the profile holds its
     constants to it, the decision is that figure's against the constant."""
-    w = for_estimate(r.suite, profile.unit_vu, r.estimate.ratio, r.estimate.ratio_ci)
     binds = profile.constants_held_to == "worst_signature"
+    # Held to the worst signature, a block's constants cover the worst *valid* one (ground,
+    # or the pool's costliest): a crafted invalid signature makes the block invalid; its
+    # cost is the invalid-block figure (qprof.consensus.headroom), not a constant's.
+    factors = valid_factors(load_factors(r.suite)) if binds else None
+    w = for_estimate(r.suite, profile.unit_vu, r.estimate.ratio, r.estimate.ratio_ci,
+                     factors=factors)
     r = replace(r, worst_signature=w, held_to=profile.constants_held_to)
     if (w is None or not binds or r.decision in ("comparison", "no_estimate")
             or r.estimate.is_unit):

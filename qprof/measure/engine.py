@@ -417,7 +417,7 @@ class _Run:
                 self.fixtures_path, self.config.fixture_cache or cache_dir(),
                 tuple(b for b in names if suites[b]), suites, plan.statuses,
                 self.config.root), self.stop)
-        for record in [*self.checked.checks, *self.checked.resources]:
+        for record in [*self.checked.checks, *self.checked.resources, *self.checked.factors]:
             self.emit(record)
         for level, kind, text in self.checked.notes:
             self.note(level, kind, text)

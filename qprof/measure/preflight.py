@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.measure.protocol import PreflightJob, PreflightResult
-from qprof.measure.records import FunctionalCheck, ResourceUse
+from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.verify import BackendStatus
 
 PREFLIGHT_TIMEOUT_S = 600.0  # a cold numba compile of the kernels takes ~1 min
@@ -43,6 +43,7 @@ class Preflight:
     checks: list[FunctionalCheck] = field(default_factory=list)
     resources: list[ResourceUse] = field(default_factory=list)
     notes: list[tuple[str, str, str]] = field(default_factory=list)  # level, kind, text
+    factors: list[AdversaryFactors] = field(default_factory=list)  # the node's last ones
     elapsed_s: float = 0.0
 
     def mismatch(self, backend: str, suite: str) -> str | None:
@@ -58,6 +59,26 @@ class Preflight:
     def task_allowed(self, backend: str, suite: str, unit: str, allow: bool) -> bool:
         return allow or (self.mismatch(backend, suite) is None
                          and self.mismatch(backend, unit) is None)
+
+
+def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFactors]:
+    """The node's last ``qprof adversary`` factors of ``suites`` (its cache; a damaged
+    or missing one: none), as records of the run."""
+    from qprof.measure.adversary import summary_path
+    from qprof.measure.adversary_cache import AdversaryCacheError, read_cache
+
+    out = []
+    for suite in suites:
+        try:
+            summary = read_cache(summary_path(suite), signatures=False).summary
+        except (AdversaryCacheError, OSError):
+            continue
+        out += [AdversaryFactors(run_id=run_id, suite=summary.suite, kind=w.kind,
+                                 factor=w.ratio, low=w.low, high=w.high,
+                                 cpu_model=summary.cpu_model,
+                                 measured_at=summary.measured_at, hash_calls=w.hash_calls)
+                for w in summary.worst.values()]
+    return out
 
 
 def build_of(backend: str, status: BackendStatus | None) -> str:
@@ -193,6 +214,8 @@ def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
             out.resources.append(ResourceUse(run_id=plan.run_id, cpu=plan.cpu, **m))
         for error in result.errors:
             out.notes.append(("warning", "preflight", f"{backend}: preflight: {error}"))
+    out.factors = adversary_records(plan.run_id, sorted({s for v in plan.suites.values()
+                                                         for s in v}))
     for c in out.checks:
         if c.status == "MISMATCH":
             out.notes.append(("error", "functional_mismatch", (

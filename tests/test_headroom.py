@@ -1,0 +1,145 @@
+"""The adversary inside the constants (issue 32): `qprof calibrate --headroom`, the
+worst-case block priced with the ground signatures for a profile held to the worst
+signature, and the cost to reject the costliest invalid block.
+
+A real recorded run (tests/data/runs, `qprof check` on an EPYC guest) is the fleet of one
+node; its adversary factors are the ones `qprof adversary` measured (issue 32: ground
+valid 1.19x / 1.09x, crafted invalid 1.44x / 1.32x the median, SLH-DSA-SHAKE-128s /
+256s), recorded in the run as the engine records them and kept in the node's adversary
+cache (QPROF_ADVERSARY_DIR, set per test by conftest) as `qprof adversary` keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from qprof.cli import main
+from qprof.consensus import load_profile
+from qprof.consensus.adversarial import AdversaryFactor
+from qprof.consensus.calibrate import NodeEstimate, propose
+from qprof.consensus.headroom import apply_headroom, invalid_block, reference_invalid_blocks
+from qprof.consensus.verdict import evaluate
+from qprof.measure.jsonl import read_run
+from qprof.measure.records import AdversaryFactors
+
+RUNS = Path(__file__).resolve().parent / "data" / "runs"
+# suite -> kind -> (ratio, low, high)
+FACTORS = {"SLH-DSA-SHAKE-128s": {"ground": (1.19, 1.12, 1.25),
+                                  "crafted_invalid": (1.44, 1.38, 1.50)},
+           "SLH-DSA-SHAKE-256s": {"ground": (1.09, 1.05, 1.12),
+                                  "crafted_invalid": (1.32, 1.27, 1.37)}}
+SLH = tuple(FACTORS)
+
+
+def _adversary_cache() -> None:
+    """The node's last `qprof adversary` runs, as SUITE.last.json."""
+    where = Path(os.environ["QPROF_ADVERSARY_DIR"])
+    where.mkdir(parents=True, exist_ok=True)
+    for suite, kinds in FACTORS.items():
+        worst = {k: {"ratio": r, "low": lo, "high": hi, "hash_calls": 3000}
+                 for k, (r, lo, hi) in kinds.items()}
+        (where / f"{suite}.last.json").write_text(json.dumps({"summary": {
+            "suite": suite, "cpu_model": "AMD EPYC", "measured_at": 1.8e9, "worst": worst},
+            "signatures": []}))
+
+
+def _run_with_factors(tmp: Path) -> Path:
+    """The recorded run, with the adversary records a run of today's engine carries."""
+    lines = lzma.decompress(sorted(RUNS.glob("*.jsonl.xz"))[0].read_bytes()).decode()
+    lines = lines.splitlines()
+    run_id = json.loads(lines[0])["run_id"]
+    extra = [AdversaryFactors(run_id=run_id, suite=s, kind=k, factor=r, low=lo, high=hi,
+                              cpu_model="AMD EPYC", measured_at=1.8e9).to_json()
+             for s, kinds in FACTORS.items() for k, (r, lo, hi) in kinds.items()]
+    path = tmp / "node.jsonl"
+    path.write_text("\n".join(lines[:-1] + extra + lines[-1:]) + "\n")
+    return path
+
+
+def _held_profile(tmp: Path) -> Path:
+    """qanum held to the worst signature, the ratio binding on every core (the EPYC
+    guest is none of qanum's reference cores)."""
+    text = Path(load_profile("qanum").path).read_text()
+    text = text.replace('ratio_binds = "reference"', 'ratio_binds = "all"')
+    text = text.replace('constants_held_to = "median"',
+                        'constants_held_to = "worst_signature"')
+    path = tmp / "held.toml"
+    path.write_text(text.replace('name = "qanum"', 'name = "held"'))
+    return path
+
+
+def test_ground_headroom_proposes_the_worst_valid_signature_and_it_is_covered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _adversary_cache()
+    run, held = _run_with_factors(tmp_path), _held_profile(tmp_path)
+    proposed = tmp_path / "proposed.toml"
+    # The profile is held to the worst signature: --headroom defaults to ground.
+    code = main(["calibrate", str(run), "--profile", str(held), "-o", str(proposed),
+                 "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and out["headroom"] == "ground" and not out["headroom_lacking"]
+    results = evaluate(load_profile(held), read_run(run).measurements)
+    for suite in SLH:
+        top = max(r.estimate.ratio_ci[1] for r in results if r.suite == suite)
+        want = math.ceil(100 * top * FACTORS[suite]["ground"][2] - 1e-9)
+        assert out["constants"][suite] == want
+        assert want > max(r.vu_ci_high for r in results if r.suite == suite)
+    # Judged against the proposal (held to the worst signature): covered.
+    assert load_profile(proposed).constants_held_to == "worst_signature"
+    main(["check", "--from", str(run), "--profile", str(proposed), "--json"])
+    rows = json.loads(capsys.readouterr().out)["results"]
+    for suite in SLH:
+        row = next(r for r in rows if r["suite"] == suite)
+        assert row["decision"] == "covered", row["verdict"]
+        # The worst-case block is priced with the ground signatures' times.
+        assert "worst valid signatures" in row["worst_block"]["why"]
+
+
+def test_median_headroom_keeps_the_estimates_and_names_nodes_without_factors() -> None:
+    profile = load_profile("qanum")
+    e = NodeEstimate("node-a", 1, "SLH-DSA-SHAKE-256s", "liboqs", 3500, 3510, 6.6e6, True,
+                     ratio=34.9, ratio_high=35.05)
+    assert apply_headroom(profile, [e], {}, "median").estimates == [e]
+    applied = apply_headroom(profile, [e], {}, "crafted")
+    assert applied.estimates == [e] and applied.lacking == ["node-a: SLH-DSA-SHAKE-256s"]
+    f = AdversaryFactor("SLH-DSA-SHAKE-256s", "crafted_invalid", 1.32, 1.27, 1.37, None,
+                        "x", 0.0)
+    raised = apply_headroom(profile, [e], {"node-a": {e.suite: {f.kind: f}}}, "crafted")
+    (r,) = raised.estimates
+    assert r.vu_high == math.ceil(100 * 35.05 * 1.37 - 1e-9) and r.time_ns == 6.6e6 * 1.32
+    assert propose(profile, raised.estimates).constants[e.suite] == r.vu_high
+
+
+def test_invalid_block_on_the_seeds_silver_with_crafted_factors() -> None:
+    """qanum on the seeds' Silver medians: SLH-DSA-SHAKE-128s has the most crafted time per
+    VU (3.005 ms x 1.44 / 1600), so the block is 125 of them: 541 ms, 0.72 % of 75 s."""
+    profile = load_profile("qanum")
+    silver = profile.reference_cores[0]
+    crafted = {s: AdversaryFactor(s, "crafted_invalid", k["crafted_invalid"][0],
+                                  k["crafted_invalid"][1], k["crafted_invalid"][2], None,
+                                  "AMD EPYC", 0.0) for s, k in FACTORS.items()}
+    b = invalid_block(profile, silver.verify_median_ns, crafted, "Silver", projected=True)
+    assert b is not None and b.block.composition == (("SLH-DSA-SHAKE-128s", 125),)
+    assert b.time_ns == pytest.approx(125 * 3_005_000 * 1.44)
+    assert b.interval_fraction == pytest.approx(b.time_ns / 75e9)
+    assert "not binding" in b.text() and re.search(r"0\.72 % of the 75 s", b.text())
+
+
+def test_invalid_block_shown_by_check_from_the_nodes_factors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _adversary_cache()
+    assert [b.where for b in reference_invalid_blocks(load_profile("qanum"))] == [
+        "Silver (reference core)", "Gold (reference core)"]
+    run = _run_with_factors(tmp_path)
+    main(["check", "--from", str(run), "--json"])
+    blocks = json.loads(capsys.readouterr().out)["invalid_block"]
+    silver = next(b for b in blocks if b["where"].startswith("Silver"))
+    assert silver["binding_verdict"] is False and silver["interval_s"] == 75
+    assert any(b["where"].startswith("CPU") for b in blocks)
