@@ -197,8 +197,11 @@ def test_bad_files_are_one_line_naming_them(tmp_path: Path,
     not_gz.write_text("{}\n")
     directory = tmp_path / "dir.jsonl"
     directory.mkdir()
+    two = tmp_path / "two-runs.jsonl"  # a second run appended to the first one's file
+    two.write_bytes(lzma.decompress(COMMITTED[0].read_bytes())
+                    + lzma.decompress(COMMITTED[1].read_bytes()))
     for bad in (tmp_path / "missing.jsonl", empty, garbage, meta_only, cut, not_xz, not_gz,
-                directory, Path("/proc/self/status.xz")):
+                directory, Path("/proc/self/status.xz"), two):
         code, out, err = _trend(capsys, str(bad))
         _one_line(code, err, str(bad))
         assert out == ""

@@ -88,9 +88,15 @@ def read_run_file(path: str | Path, unit_suite: str | None = None) -> RunFile:
         except OSError as exc:
             raise RunFileError(f"{p}: {exc.strerror or exc}") from None
         problems = [x.replace(str(plain), str(p)) for x in run.problems]
+    first = f" (first problem: {problems[0]})" if problems else ""
     if run.meta is None or not run.measurements:
-        first = f" ({problems[0]})" if problems else ""
         raise RunFileError(f"{p}: no meta line and measurements: not a recorded run{first}")
+    if not run.complete:
+        raise RunFileError(f"{p}: not read to its end: no estimate from part of a "
+                           f"file{first}")
+    if len(run.run_ids) > 1:
+        raise RunFileError(f"{p}: holds {len(run.run_ids)} runs; one run per file (keep "
+                           "each run's lines, its run_id, in a file of its own)")
     recorded = run.meta.settings.get("unit_suite")
     unit = unit_suite or (recorded if isinstance(recorded, str) else DEFAULT_UNIT_SUITE)
     points = run_points(run.records, unit_suite=unit)
