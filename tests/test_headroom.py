@@ -143,3 +143,34 @@ def test_invalid_block_shown_by_check_from_the_nodes_factors(
     silver = next(b for b in blocks if b["where"].startswith("Silver"))
     assert silver["binding_verdict"] is False and silver["interval_s"] == 75
     assert any(b["where"].startswith("CPU") for b in blocks)
+
+
+def test_report_shows_the_constants_with_headroom_and_the_invalid_block(
+        tmp_path: Path) -> None:
+    """From the factors the run recorded (no adversary cache here)."""
+    from qprof.report.markdown import render_report
+
+    text = render_report([read_run(_run_with_factors(tmp_path))], load_profile("qanum"))
+    section = text.split("## The adversary inside the constants", 1)[1].split("\n## ", 1)[0]
+    assert "recorded in the run" in section and "Ground (95 % top)" in section
+    silver = next(line for line in section.splitlines() if line.startswith("| Silver"))
+    assert "125 x SLH-DSA-SHAKE-128s" in silver and "0.72 %" in silver
+
+
+def test_metrics_export_the_factors_and_the_invalid_block() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.service.metrics import MetricsState, QprofCollector
+
+    _adversary_cache()
+    state = MetricsState(profile=load_profile("qanum"))
+    state.factors = [AdversaryFactors(run_id="r", suite=s, kind=k, factor=r, low=lo, high=hi,
+                                      cpu_model="AMD EPYC", measured_at=1.8e9)
+                     for s, kinds in FACTORS.items() for k, (r, lo, hi) in kinds.items()]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(state, {"version": "t"}))
+    text = generate_latest(registry).decode()
+    assert 'qprof_adversary_factor{kind="ground",suite="SLH-DSA-SHAKE-256s"} 1.09' in text
+    line = next(x for x in text.splitlines()
+                if x.startswith("qprof_invalid_block_seconds{") and "Silver" in x)
+    assert float(line.split()[-1]) == pytest.approx(125 * 3_005_000 * 1.44 / 1e9)

@@ -32,6 +32,7 @@ from typing import Literal
 from qprof.consensus.adversarial import AdversaryFactor, load_factors, worst_signature_vu
 from qprof.consensus.calibrate import NodeEstimate
 from qprof.consensus.profiles import Profile
+from qprof.consensus.verdict import CoverageResult
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
 from qprof.measure.records import AdversaryFactors
 
@@ -176,6 +177,22 @@ def reference_invalid_blocks(profile: Profile, directory: Path | None = None
     for core in profile.reference_cores:
         found = invalid_block(profile, core.verify_median_ns, crafted,
                               f"{core.name} (reference core)", projected=True)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def invalid_blocks(profile: Profile, results: Iterable[CoverageResult]) -> list[InvalidBlock]:
+    """The reference cores' invalid blocks first, then each CPU's (the node's verifier,
+    its measured times), with this node's crafted factors."""
+    out = reference_invalid_blocks(profile)
+    crafted = crafted_factors(profile)
+    groups: dict[tuple[int, str], dict[str, float]] = {}
+    for r in results:
+        if r.basis == "node":
+            groups.setdefault((r.cpu, r.backend), {})[r.suite] = r.suite_time_ns
+    for (cpu, backend), times in sorted(groups.items()):
+        found = invalid_block(profile, times, crafted, f"CPU {cpu} ({backend})")
         if found is not None:
             out.append(found)
     return out

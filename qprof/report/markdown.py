@@ -33,6 +33,7 @@ from qprof.report.columns import (
     unit_of,
 )
 from qprof.report.figures import column_estimates, column_verdicts
+from qprof.report.headroom import headroom_section
 from qprof.report.machine import machine_section
 from qprof.report.policy import policy_section
 from qprof.report.resources import functional_section, resources_section
@@ -453,6 +454,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
     lines += _dual(cols, profile)
     lines += policy_section(cols, profile)
     lines += _worst_block(cols, profile)
+    lines += headroom_section(cols, profile)
     lines += resources_section(runs)
     if blocks:
         lines += _measured_blocks(list(blocks))

@@ -44,6 +44,7 @@ from qprof.measure.block import Block, BlockResult
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.records import (
+    AdversaryFactors,
     Disagreement,
     End,
     FunctionalCheck,
@@ -276,6 +277,10 @@ class CycleRunner:
                              run_id=record.run_id, note=record.kind)
         if isinstance(record, FunctionalCheck | ResourceUse):
             self._preflight(record)
+        if isinstance(record, AdversaryFactors):
+            with self.state.lock:
+                self.state.factors = [f for f in self.state.factors if (f.suite, f.kind) != (
+                    record.suite, record.kind)] + [record]
         if isinstance(record, End):
             self.current_run = None
 

@@ -28,9 +28,10 @@ from qprof.consensus.trend.verdict import SegmentKey, with_segments
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
-from qprof.measure.records import FunctionalCheck, Measurement, ResourceUse
+from qprof.measure.records import AdversaryFactors, FunctionalCheck, Measurement, ResourceUse
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
+from qprof.service.metrics_headroom import headroom_metrics
 from qprof.service.metrics_http import MetricsServer, serve
 from qprof.service.metrics_resources import functional_metrics, resource_metrics
 from qprof.service.metrics_trend import trend_metrics
@@ -154,6 +155,7 @@ class MetricsState:
     # The newest run's preflight: known answers per backend and suite, memory per operation.
     functional: list[FunctionalCheck] = field(default_factory=list)
     resources: list[ResourceUse] = field(default_factory=list)
+    factors: list[AdversaryFactors] = field(default_factory=list)  # as the newest run found
     run_estimates: list[SuiteEstimate] = field(default_factory=list)  # the newest run's own
     trend: TrendSummary = field(default_factory=TrendSummary)  # segments, changes, alarms
 
@@ -221,6 +223,7 @@ class QprofCollector(Collector):
             interval = s.cycle_interval_s
             blocks = list(s.blocks)
             preflight = (list(s.functional), list(s.resources))
+            factors = list(s.factors)
             run_estimates = list(s.run_estimates)
             trend = s.trend
 
@@ -306,6 +309,7 @@ class QprofCollector(Collector):
         yield from _block_metrics(blocks)
         yield from functional_metrics(preflight[0])
         yield from resource_metrics(preflight[1])
+        yield from headroom_metrics(factors, cov, profile)
         yield from trend_metrics(trend, run_estimates, profile)
 
         yield from _service_metrics(alert_counts, cycles, last_cycle, interval, disagreements,
