@@ -30,27 +30,34 @@ class StorePoints:
     points: list[tuple[SeriesKey, RunPoint]]
     stored: int  # runs whose points the store kept
     computed: int  # runs whose points were computed from their records here
-    left_out: int  # runs without points beyond MAX_COMPUTED
+    left_out: int  # runs without points beyond ``max_computed``
     profiles: list[str]  # the profiles the runs were measured against, newest first
 
 
-def store_points(store: Store, unit_suite: str | None = None,
-                 operation: str = "verify") -> StorePoints:
-    """Every run's points: the stored ones, and those of runs without stored points from
-    their records (``unit_suite``: the unit they are computed against, else the run's
+def store_points(store: Store, unit_suite: str | None = None, operation: str = "verify",
+                 newest: int | None = None, max_computed: int = MAX_COMPUTED
+                 ) -> StorePoints:
+    """The runs' points: the stored ones (``newest``: at most that many per series, the
+    newest), and from their records those of the newest ``max_computed`` runs without
+    stored points (``unit_suite``: the unit they are computed against, else the run's
     own)."""
-    points = store.points.run_points(operation=operation)
+    points = store.points.run_points(operation=operation, newest=newest)
     have = {p.run_id for _k, p in points}
     runs = [r for r in store.runs(limit=MAX_RUNS) if r.status in RESULT_STATUSES]
-    missing = [r.run_id for r in runs if r.run_id not in have]
-    for run_id in missing[:MAX_COMPUTED]:
-        records = list(store.run_records(run_id))
+    missing = [r.run_id for r in runs if r.run_id not in have
+               and (newest is None or not store.points.has(r.run_id))]
+    computed = 0
+    for run_id in missing[:max_computed]:
+        try:
+            records = list(store.run_records(run_id))
+        except KeyError:
+            continue  # dropped by the daemon's retention meanwhile
         points += run_points(records, operation=operation,
                              unit_suite=unit_suite or _run_unit(records))
+        computed += 1
     profiles = list(dict.fromkeys(r.profile for r in runs if r.profile))
-    return StorePoints(points=points, stored=len(have),
-                       computed=min(len(missing), MAX_COMPUTED),
-                       left_out=max(len(missing) - MAX_COMPUTED, 0), profiles=profiles)
+    return StorePoints(points=points, stored=len(have), computed=computed,
+                       left_out=max(len(missing) - max_computed, 0), profiles=profiles)
 
 
 def _run_unit(records: list[Record]) -> str:
