@@ -20,6 +20,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qprof.commands.output import OutputError, check_output, shown, write_file
+
+MAX_ERROR = 2000  # an error line names what a run or a server held: bounded
+NODES_NAMED = 20  # in the proposed TOML's comment and the text's first line
+
 if TYPE_CHECKING:
     from qprof.consensus import Profile
     from qprof.consensus.calibrate import NodeEstimate, Proposal
@@ -49,16 +54,32 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def _fail(args: argparse.Namespace, text: str) -> int:
     if args.json:
         print(json.dumps({"error": text}))
-    print(f"qprof calibrate: {text}", file=sys.stderr)
+    print(f"qprof calibrate: {shown(text, MAX_ERROR)}", file=sys.stderr)
     return 2
 
 
-def _node_name(path: Path, hostname: object, seen: set[str]) -> str:
-    name = f"{hostname} ({path.name})" if isinstance(hostname, str) and hostname else path.name
-    while name in seen:
-        name += "'"
-    seen.add(name)
-    return name
+# A node's name (a run's hostname, a file name) is at most this long, one line.
+MAX_NODE_NAME = 100
+MAX_PROFILE_NAME = 100
+
+
+def _node_name(path: Path, hostname: object, seen: dict[str, int]) -> str:
+    """The run's hostname and file, one bounded line; a name already taken gets " #2",
+    " #3"... (``seen``: name -> how many runs had it; constant work per run)."""
+    name = (f"{shown(hostname, MAX_NODE_NAME)} ({shown(path.name, MAX_NODE_NAME)})"
+            if isinstance(hostname, str) and hostname.strip()
+            else shown(path.name, MAX_NODE_NAME))
+    count = seen.get(name, 0)
+    seen[name] = count + 1
+    if count == 0:
+        return name
+    unique = f"{name} #{count + 1}"
+    while unique in seen:  # a hostname that itself ends in " #2"
+        count += 1
+        seen[name] = count + 1
+        unique = f"{name} #{count + 1}"
+    seen[unique] = 1
+    return unique
 
 
 def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] | None = None
@@ -71,7 +92,7 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
 
     estimates: list[NodeEstimate] = []
     problems: list[str] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for text in paths:
         path = Path(text)
         try:
@@ -82,7 +103,12 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
         if not run.measurements:
             raise ValueError(f"{path}: no measurements")
         node = _node_name(path, (run.meta.machine if run.meta else {}).get("hostname"), seen)
-        results = evaluate(profile, run.measurements, cores=cores_from_records(run.records))
+        try:
+            results = evaluate(profile, run.measurements,
+                               cores=cores_from_records(run.records))
+        except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
+            raise ValueError(f"{path}: its measurements do not give an estimate "
+                             f"({type(exc).__name__}: {exc})") from None
         found = node_estimates(node, results)
         if not found:
             raise ValueError(f"{path}: nothing judged by {profile.verifier} (the verifier "
@@ -105,6 +131,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.runs and not args.prometheus:
         return _fail(args, "nothing to calibrate from: give RUN.jsonl files and/or "
                      "--prometheus URL")
+    if args.name is not None and (shown(args.name, MAX_PROFILE_NAME) != args.name
+                                  or not args.name.strip()):
+        return _fail(args, f"--name {shown(args.name, 40)!r}: a profile name is one line "
+                     f"of at most {MAX_PROFILE_NAME} characters, no control characters")
+    try:
+        check_output(args.output)  # before any work: a path that cannot be written
+    except OutputError as exc:
+        return _fail(args, str(exc))
     try:
         profile = load_profile(args.profile)
     except ProfileError as exc:
@@ -128,9 +162,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         text = profile_toml(proposal.proposed_profile, _comment(proposal))
         try:
-            Path(args.output).write_text(text)
-        except OSError as exc:
-            return _fail(args, f"{args.output}: {exc.strerror or exc}")
+            write_file(args.output, text)  # whole or not at all
+        except OutputError as exc:
+            return _fail(args, str(exc))
     ok = all(b.proposed.covered is not False for b in proposal.time_bounds)
     if args.json:
         print(json.dumps({**_json(proposal, args.output, problems),
@@ -142,8 +176,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _comment(p: Proposal) -> list[str]:
+    more = f", and {len(p.nodes) - NODES_NAMED} more" if len(p.nodes) > NODES_NAMED else ""
     lines = [f"Proposed by qprof calibrate from {len(p.nodes)} node(s): "
-             + ", ".join(p.nodes),
+             + ", ".join(p.nodes[:NODES_NAMED]) + more,
              f"against {p.profile.name} ({p.profile.path}). Each constant is the smallest "
              "covering the top of", "the 95 % interval of its estimate on every CPU where "
              "the ratio binds.", ""]
@@ -174,11 +209,13 @@ def _json(p: Proposal, output: str | None, problems: list[str]) -> dict[str, obj
 def _print(p: Proposal, output: str | None, problems: list[str]) -> None:
     from qprof.hw.format import table
 
-    print(f"calibrate {p.profile.name} from {len(p.nodes)} node(s): {', '.join(p.nodes)}")
+    more = f", and {len(p.nodes) - NODES_NAMED} more" if len(p.nodes) > NODES_NAMED else ""
+    print(f"calibrate {shown(p.profile.name)} from {len(p.nodes)} node(s): "
+          f"{', '.join(shown(n) for n in p.nodes[:NODES_NAMED])}{more}")
     for line in problems:
-        print(f"note: {line}")
+        print(f"note: {shown(line, MAX_ERROR)}")
     rows = [[s.suite, str(s.current), str(s.proposed), f"{s.change:+d}",
-             "-" if s.upper_bound is None else str(s.upper_bound), s.driven_by or "-",
+             "-" if s.upper_bound is None else str(s.upper_bound), shown(s.driven_by or "-"),
              f"{s.binding_cpus} / {s.other_cpus}",
              "-" if s.largest_elsewhere is None else str(s.largest_elsewhere), s.note]
             for s in p.suites]
@@ -188,7 +225,8 @@ def _print(p: Proposal, output: str | None, problems: list[str]) -> None:
           "block on the slowest reference core):")
     for b in p.time_bounds:
         mark = {True: "✓", False: "✗", None: "-"}[b.proposed.covered]
-        print(f"  {b.node} cpu {b.cpu} ({b.backend}) {mark}: {b.proposed.why}")
+        print(f"  {shown(b.node)} cpu {b.cpu} ({shown(b.backend)}) {mark}: "
+              f"{shown(b.proposed.why, MAX_ERROR)}")
     if output:
         print(f"wrote {output} (judge a run with it: qprof check --from RUN.jsonl "
               f"--profile {output})")

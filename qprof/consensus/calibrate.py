@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from qprof.consensus.policy import BlockTimeVerdict, block_time_verdict
 from qprof.consensus.profiles import Profile
 from qprof.consensus.verdict import CoverageResult
+from qprof.untrusted import one_line
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,28 @@ def propose(profile: Profile, estimates: Sequence[NodeEstimate],
 
 # -- the proposal as a profile TOML ---------------------------------------------------------
 
+# TOML's basic strings take no control character raw (tab aside, escaped here too); a
+# bare key only these. Lone surrogates (an argument in no UTF-8) have no TOML at all.
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n",
+                 "\f": "\\f", "\r": "\\r"}
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _string(v: str) -> str:
+    """``v`` as a TOML basic string that reads back as ``v`` (lone surrogates as U+FFFD)."""
+    out = []
+    for ch in v:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\u{ord(ch):04x}")
+        elif "\ud800" <= ch <= "\udfff":
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def _value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -157,21 +181,25 @@ def _value(v: Any) -> str:
     if isinstance(v, float):
         return repr(v) if math.isfinite(v) else "nan"
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        return _string(v)
     if isinstance(v, list | tuple):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     raise TypeError(f"no TOML for {v!r}")
 
 
+def _key(k: str) -> str:
+    return k if _BARE_KEY.fullmatch(k) else _string(k)
+
+
 def _table(lines: list[str], header: str, values: Mapping[str, Any]) -> None:
     lines += ["", header]
-    lines += [f"{_value(k)} = {_value(v)}" if not k.isidentifier() or "-" in k
-              else f"{k} = {_value(v)}" for k, v in values.items() if v is not None]
+    lines += [f"{_key(k)} = {_value(v)}" for k, v in values.items() if v is not None]
 
 
 def profile_toml(profile: Profile, comment: Sequence[str] = ()) -> str:
     """``profile`` as a TOML file :func:`qprof.consensus.load_profile` reads back equal."""
-    lines = [f"# {c}" if c else "#" for c in comment]
+    # A comment is one line each: a hostname with a newline would start a TOML line.
+    lines = [f"# {one_line(c)}" if c else "#" for c in comment]
     top: dict[str, Any] = {
         "name": profile.name, "description": profile.description,
         "unit_suite": profile.unit_suite, "verifier": profile.verifier,
@@ -185,8 +213,10 @@ def profile_toml(profile: Profile, comment: Sequence[str] = ()) -> str:
     }
     lines += [f"{k} = {_value(v)}" for k, v in top.items() if v is not None]
     if profile.block_time is not None:
+        # max_vs_reference needs reference cores (the loader refuses it without them).
         _table(lines, "[block_time]", {
-            "max_vs_reference": profile.block_time.max_vs_reference,
+            "max_vs_reference": (profile.block_time.max_vs_reference
+                                 if profile.reference_cores else None),
             "max_interval_fraction": profile.block_time.max_interval_fraction})
     if profile.auth_bytes_per_spend:
         _table(lines, "[auth_bytes_per_spend]", profile.auth_bytes_per_spend)
