@@ -166,7 +166,8 @@ def test_older_store_migrates_and_reads_without_points(tmp_path: Path) -> None:
 
 
 def measured_run(r: CycleRunner, run_id: str, t: float, ratios: dict[str, float],
-                 seed: int, rounds: int = 6, context: RunContext = CTX) -> None:
+                 seed: int, rounds: int = 6, context: RunContext = CTX,
+                 finish: bool = True) -> None:
     """One run's real records (Meta, interleaved rounds with their samples, End) through
     the daemon's sink, its points stored and the results refreshed, as a cycle does."""
     rng = random.Random(seed)
@@ -188,6 +189,8 @@ def measured_run(r: CycleRunner, run_id: str, t: float, ratios: dict[str, float]
                                 p95_ns=max(xs), samples_ns=xs, turn_size=10,
                                 finished_at=t + rnd))
     r._sink(End(run_id=run_id, finished_at=t + 60, status="finished"))
+    if not finish:  # as a daemon from before run points left it
+        return
     r.store_points(run_id)
     r.changes.measured(0)
     r.refresh_results()
@@ -435,3 +438,19 @@ def test_cycle_with_a_pending_alarm_is_followed_by_one_at_once(tmp_path: Path) -
     d.cycles.run_cycle = lambda cpus, stop: "finished"  # type: ignore[method-assign]
     d._cycle([2])
     assert d.next_cycle >= time.time() + 3600.0 - 1.0
+
+
+def test_runs_stored_without_points_get_them_after_a_cycle(tmp_path: Path) -> None:
+    """A store from before run points: the runs that still have their samples get points
+    from their records (newest first, each once), and the verdict is on them."""
+    r, _alerts, state = runner(tmp_path)
+    for i in range(4):
+        measured_run(r, f"old{i}", T0 + i * HOUR, {"ML-DSA-87": 2.25}, seed=i, finish=False)
+    with r.store._conn.writing():  # the oldest was stripped by retention: no samples
+        r.store._db.execute("UPDATE runs SET samples_stripped=1 WHERE run_id='old0'")
+    assert r.store.points.count() == 0
+    assert r.backfill_points(limit=2) == 2
+    assert [p.run_id for _k, p in r.store.points.run_points()] == ["old2", "old3"]
+    assert r.backfill_points() == 1 and r.backfill_points() == 0
+    r.refresh_results()
+    assert state.trend.segments[(0, "liboqs", "verify", "ML-DSA-87")].runs == 3

@@ -72,6 +72,10 @@ log = logging.getLogger("qprof.daemon")
 
 
 WARM_TIMEOUT_S = 600.0  # a cold numba compile of every kernel takes ~1 min
+# Runs stored without their points (a store from before them) given them after a cycle,
+# newest first: each is one estimate of its records (~1 s), so a day of hourly runs on one
+# CPU is caught up in one cycle.
+BACKFILL_RUNS = 24
 
 
 def bench_config(cfg: DaemonConfig, cpu: int, backend: str,
@@ -127,6 +131,7 @@ class CycleRunner:
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
         self.changes = ChangeTracker()  # ratio changes announced, alarms' bursts
+        self._backfill_tried: set[str] = set()  # runs whose points gave nothing to store
 
     # -- results and coverage --------------------------------------------------------
 
@@ -204,6 +209,24 @@ class CycleRunner:
         except (KeyError, sqlite3.Error) as exc:
             log.warning("run %s: its run points were not stored: %s", run_id, exc)
             return 0
+
+    def backfill_points(self, limit: int = BACKFILL_RUNS) -> int:
+        """Points for runs stored without them, newest first (each tried once per
+        process: a run of the unit suite alone has none); returns how many runs got
+        some."""
+        try:
+            missing = [r for r in self.store.points.missing(limit + len(self._backfill_tried))
+                       if r not in self._backfill_tried][:limit]
+        except sqlite3.Error as exc:
+            log.warning("store: runs without points not listed: %s", exc)
+            return 0
+        done = 0
+        for run_id in missing:
+            self._backfill_tried.add(run_id)
+            done += self.store_points(run_id) > 0
+        if done:
+            log.info("store: run points computed for %d earlier runs", done)
+        return done
 
     def burst_cpus(self) -> set[int]:
         """CPUs to measure again at once: a pending alarm of the detector, with runs left
@@ -340,6 +363,8 @@ class CycleRunner:
                 outcome = "partial"
         if outcome == "finished" and self.cfg.block:
             self.measure_blocks(stop)
+        if not stop.is_set() and self.backfill_points():
+            self.refresh_results(announce=False)  # older runs: their changes are history
         with self.state.lock:
             self.state.cycles[outcome] = self.state.cycles.get(outcome, 0) + 1
         return outcome

@@ -83,6 +83,19 @@ class RunPoints(OnConnection):
             return self._db.execute("SELECT 1 FROM run_points WHERE run_id=? LIMIT 1",
                                     (run_id,)).fetchone() is not None
 
+    def missing(self, limit: int) -> list[str]:
+        """Runs with results and their samples but no points (stored before points were,
+        or their write failed), newest first: what the daemon computes them for."""
+        if not self._has_table():
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.run_id FROM runs r WHERE r.status IN ('finished', 'partial') "
+                "AND r.samples_stripped=0 AND NOT EXISTS (SELECT 1 FROM run_points p "
+                "WHERE p.run_id=r.run_id) ORDER BY r.started_at DESC LIMIT ?",
+                (limit,)).fetchall()
+        return [r[0] for r in rows]
+
     def count(self) -> int:
         if not self._has_table():
             return 0
