@@ -62,7 +62,7 @@ def test_history_shows_results_and_coverage(tmp_path: Path,
         ("ML-DSA-44", 100, True), ("ML-DSA-87", 300, False)]
     assert history_cmd.run(_args(history_cmd, "--state-dir", str(tmp_path))) == 0
     text = capsys.readouterr().out
-    assert "estimate   300 vs constant   290  NOT covered" in text
+    assert "ML-DSA-87            liboqs   NOT covered: 300, constant 290" in text
 
 
 class _OneCycle:

@@ -160,7 +160,10 @@ def test_keys_do_what_the_help_says(tmp_path: Path) -> None:
                 tmp_path / "reports").resolve()
             text = app.last_export.read_text()
             assert "SLH-DSA-SHAKE-128s" in text and "✓ yes" in text and "Cortex-A77" in text
-            assert any("report written to" in a.message for a in app.frame.alerts)
+            # Both files written are named, by their full paths.
+            md, page_path = app.last_export, app.last_export.with_suffix(".html")
+            assert any(f"report written: {md} and {page_path}" in a.message
+                       for a in app.frame.alerts)
             page = app.last_export.with_suffix(".html").read_text()  # charts beside it
             assert page.count("<svg ") >= 3 and "SLH-DSA-SHAKE-128s" in page
             # b on a --root snapshot with an explicit store: cannot measure another machine.

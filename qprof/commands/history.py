@@ -1,4 +1,5 @@
-"""qprof history: runs, latest results per CPU and suite, and recent alerts from the store."""
+"""qprof history: runs, latest results per CPU and suite, and recent alerts from the user's
+stores: the daemon's and the monitor's (qprof.service.store_paths), each in its section."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from qprof.measure.units import fmt_ns
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
-                        help="the daemon's state dir (default as for qprof daemon)")
+                        help="the state dir holding the daemon's qprof.db and the monitor's "
+                        "monitor.db, both read (default as for qprof daemon)")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--runs", type=Number(int, at_least=0), default=10, metavar="N",
                         help="runs to list")
@@ -63,64 +65,88 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
 
 
 def _coverage_line(c: dict[str, Any]) -> str:
-    """One verdict as `qprof check` gives it: the estimate with its 95 % interval, and the
-    seeds' median rule beside it when the estimate used another statistic."""
+    """One verdict as `qprof check` gives it: its headline (the word first, the estimate
+    with its 95 % interval), and the seeds' median rule beside it when the estimate used
+    another statistic (never where there is no reliable estimate: no figure there)."""
     from qprof.consensus.verdict import CoverageResult
 
     r = CoverageResult.from_dict(c)
-    word = {"covered": "covered", "not_covered": "NOT covered", "unsure": "unsure"}.get(
-        r.decision, r.basis_label)
-    if r.basis != "comparison" and not r.ratio_binds:
-        word += " (ratio not binding here: the constants follow the reference cores)"
     unit = r.estimate.is_unit
-    ci = (f" (95 % CI {r.vu_ci_low}-{r.vu_ci_high})"
-          if r.vu_ci_low is not None and not unit else "")
     rule = r.estimate.vu_by_statistic.get("median")
     beside = (f"; by the median rule {rule}"
-              if r.statistic != "median" and rule is not None and not unit else "")
-    return (f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} estimate "
-            f"{r.vu_estimate:>5}{ci} vs constant {r.vu_constant:>5}  {word} "
+              if r.statistic != "median" and rule is not None and not unit
+              and r.decision != "no_estimate" else "")
+    return (f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} {r.headline} "
             f"[{r.statistic}]{beside}")
 
 
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
     """Each CPU's time bound, as consensus decided it (qprof.consensus.policy)."""
+    from qprof.consensus.verdict import TIME_WORDS
+
     lines, seen = [], set()
     for c in coverage:
         bt = c.get("block_time")
         if c["basis"] != "node" or bt is None or (c["cpu"], c["backend"]) in seen:
             continue
         seen.add((c["cpu"], c["backend"]))
-        mark = {"covered": "within", "not_covered": "EXCEEDED", "unsure": "unsure"}.get(
-            bt.get("decision"), "no verdict")
+        mark = TIME_WORDS.get(bt.get("decision") or "none", "no verdict")
         lines.append(f"  cpu {c['cpu']:<3} time bound {mark}: {bt['why']}")
     return ["", "block-time bound (worst-case block vs the reference core):", *lines] \
         if lines else []
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every store of the user's (the daemon's, the monitor's: qprof.service.store_paths),
+    each in its own section; JSON: the first store's keys at the top (as before) and every
+    store under "stores"."""
+    from qprof.service.store_paths import user_stores
+
+    stores = user_stores(args.state_dir)
+    found = stores.existing()
+    if not found:
+        print(f"qprof history: {stores.none_yet()}", file=sys.stderr)
+        return 2
+    docs: list[dict[str, Any]] = []
+    failed = False
+    for loc in found:
+        data = _read(loc.path, args.runs, args.alerts)
+        if data is None:
+            failed = True
+            continue
+        docs.append({"store": str(loc.path), "kind": loc.kind, **data})
+    if not docs:
+        return 2
+    if args.json:
+        json.dump({**docs[0], "stores": docs}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 2 if failed else 0
+    print("\n\n".join("\n".join(_text(doc)) for doc in docs))
+    return 2 if failed else 0
+
+
+def _read(path: Path, n_runs: int, n_alerts: int) -> dict[str, Any] | None:
+    """One store's runs, results and alerts; None (said on stderr) when it cannot be read."""
     from qprof.measure.records import RecordError
     from qprof.service.store import Store
-    from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
+    from qprof.service.store_file import StoreError, damaged
 
-    path = (args.state_dir or default_state_dir()) / DB_NAME
     try:
         store = Store(path, readonly=True)
-        data = collect(store, args.runs, args.alerts)
+        data = collect(store, n_runs, n_alerts)
     except StoreError as exc:
         print(f"qprof history: {exc}", file=sys.stderr)
-        return 2
+        return None
     except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
         print(f"qprof history: {damaged(path, exc)}", file=sys.stderr)
-        return 2
+        return None
     if store.note:
         print(f"qprof history: {store.note}", file=sys.stderr)
-    if args.json:
-        json.dump({"store": str(path), **data}, sys.stdout,
-                  indent=2, default=str)
-        sys.stdout.write("\n")
-        return 0
-    out = [f"store: {path}", "", "runs (newest first):"]
+    return data
+
+
+def _text(data: dict[str, Any]) -> list[str]:
+    out = [f"{data['kind']} store: {data['store']}", "", "runs (newest first):"]
     if not data["runs"]:
         out.append("  none yet")
     for r in data["runs"]:
@@ -147,5 +173,4 @@ def run(args: argparse.Namespace) -> int:
         out.append("  none")
     for a in data["alerts"]:
         out.append(f"  {_when(a['ts'])}  {a['severity']:<8} {a['kind']:<18} {a['message']}")
-    print("\n".join(out))
-    return 0
+    return out

@@ -3,15 +3,22 @@ files side by side; measured worst-case blocks (`qprof block --json`) as a secti
 With ``--html PAGE`` also one self-contained HTML page with SVG charts of the same runs.
 
 Bad lines are reported on stderr as ``file:line: reason`` and skipped (and listed in the
-report's notes); a file that cannot be read is an error (exit 2).
+report's notes); a file that cannot be read is an error (exit 2). Without FILE or
+``--block``: the newest run stored by the daemon or the monitor (``--stored RUN_ID`` for
+another; qprof.service.store_paths). Every file written is named on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qprof.commands.output import OutputError, check_output, write_file, write_output
+
+if TYPE_CHECKING:
+    from qprof.measure.jsonl import RunData
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +29,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile",
                         help="chain profile for VU coverage (default: the runs' own, else qanum)")
     parser.add_argument("-o", "--output", metavar="FILE.md", help="write here instead of stdout")
+    parser.add_argument("--stored", metavar="RUN_ID",
+                        help="a run of the daemon's or the monitor's store (see qprof "
+                        "history; 'latest', the default without FILE: the newest)")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="where those stores are (default as for qprof daemon)")
     parser.add_argument("--html", metavar="PAGE.html",
                         help="also write one self-contained HTML page with charts (no "
                         "network, no JavaScript); the Markdown then goes to stdout only "
@@ -62,9 +74,13 @@ def run(args: argparse.Namespace) -> int:
         except BlockError as exc:
             print(f"qprof report: {exc}", file=sys.stderr)
             failed = True
+    stored = args.stored or (None if args.files or args.block else "latest")
+    if stored is not None:
+        from_store = _stored_run(stored, args.state_dir)
+        if from_store is None:
+            return 2
+        runs.append(from_store)
     if not runs and not blocks:
-        if not args.files and not args.block:
-            print("qprof report: give JSONL runs and/or --block files", file=sys.stderr)
         return 2
     recorded = next((r.meta.profile for r in runs if r.meta and r.meta.profile), None)
     try:
@@ -85,6 +101,42 @@ def run(args: argparse.Namespace) -> int:
         from qprof.report.html import render_html
 
         write_file(args.html, render_html(runs, profile))
-    if args.output or not args.html:  # -o -, or no file at all: stdout
-        write_output(args.output, text)
+        print(f"qprof report: wrote {args.html}", file=sys.stderr)
+    # -o -, or no file at all: stdout; a file written is named.
+    if ((args.output or not args.html) and write_output(args.output, text)
+            and args.output not in (None, "-")):
+        print(f"qprof report: wrote {args.output}", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _stored_run(run_id: str, state_dir: Path | None) -> RunData | None:
+    """A run of the user's stores (the daemon's, the monitor's) as a JSONL run's data;
+    None, said in one line, when there is none."""
+    import sqlite3
+
+    from qprof.measure.jsonl import RunData
+    from qprof.measure.records import Meta, RecordError
+    from qprof.service.store import Store
+    from qprof.service.store_file import StoreError, damaged
+    from qprof.service.store_paths import locate_run, user_stores
+
+    try:
+        loc, run_id = locate_run(user_stores(state_dir), run_id)
+    except StoreError as exc:
+        print(f"qprof report: {exc}", file=sys.stderr)
+        return None
+    try:
+        store = Store(loc.path, readonly=True)
+        try:
+            records = list(store.run_records(run_id))
+        finally:
+            store.close()
+    except StoreError as exc:
+        print(f"qprof report: {exc}", file=sys.stderr)
+        return None
+    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+        print(f"qprof report: {damaged(loc.path, exc)}", file=sys.stderr)
+        return None
+    print(f"qprof report: run {run_id} of the {loc.label}", file=sys.stderr)
+    meta = next((r for r in records if isinstance(r, Meta)), None)
+    return RunData(path=Path(f"{loc.path.name}:{run_id}"), meta=meta, records=records)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.caps import CapSeen, CapTracker
-from qprof.service.store_file import default_state_dir
+from qprof.service.store_paths import user_stores
 from qprof.tui.model import (
     AlertView,
     ClusterHistory,
@@ -50,7 +50,7 @@ from qprof.tui.sources.consensus import (
 )
 from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource
 from qprof.tui.sources.load import LoadSource
-from qprof.tui.sources.store import DAEMON_DB, MONITOR_DB, StoreSource
+from qprof.tui.sources.store import StoreSource
 
 STANDALONE = "standalone"
 DAEMON = "daemon"
@@ -81,7 +81,7 @@ class MonitorConfig:
     # not from another one, and check takes ~10-25 s a CPU with liboqs.
     auto_measure: bool = True
     history_len: int = 120
-    export_dir: Path | None = None  # None = current directory
+    export_dir: Path | None = None  # None = the state dir's exports/ (store_paths)
     clock: Callable[[], float] = time.time
     # Cap alerts: the daemon's hysteresis (qprof.hw.caps), in refreshes and seconds.
     cap_samples: int = 3
@@ -97,6 +97,15 @@ class Sources:
     store: StoreSource | None
     store_path: Path | None  # where measurements are written (None = cannot measure)
     notes: list[str] = field(default_factory=list)
+
+
+def home_short(path: Path) -> str:
+    """``path`` with the home directory as ``~``: the header's store path fits 80 columns
+    more often (the whole path: `qprof history`, which reads the same stores)."""
+    try:
+        return "~/" + str(Path(path).relative_to(Path.home()))
+    except (ValueError, RuntimeError):  # not under home, or no home
+        return str(path)
 
 
 def _writable_dir(path: Path) -> bool:
@@ -121,10 +130,11 @@ def resolve_sources(config: MonitorConfig) -> Sources:
     if not hardware.live and config.state_dir is None:
         return Sources(SNAPSHOT, f"snapshot --root {root}",
                        hardware, load, None, None, notes)
-    state_dir = Path(config.state_dir) if config.state_dir else Path(default_state_dir())
-    daemon_db = state_dir / DAEMON_DB
+    stores = user_stores(config.state_dir)
+    state_dir = stores.state_dir
+    daemon_db = stores.daemon.path
     if daemon_db.exists():
-        label = f"daemon store {daemon_db}"
+        label = f"daemon store {home_short(daemon_db)}"
         if not hardware.live:
             label += f" · --root {root}"
         writable = hardware.live and os.access(daemon_db, os.W_OK)
@@ -133,12 +143,12 @@ def resolve_sources(config: MonitorConfig) -> Sources:
     if not _writable_dir(state_dir):
         notes.append(f"state dir {state_dir} is not writable; using a temporary store")
         state_dir = Path(tempfile.mkdtemp(prefix="qprof-monitor-"))
-    path = state_dir / MONITOR_DB
+    path = user_stores(state_dir).monitor.path
     if not hardware.live:
-        return Sources(SNAPSHOT, f"store {path} · --root {root}", hardware, load,
+        return Sources(SNAPSHOT, f"store {home_short(path)} · --root {root}", hardware, load,
                        StoreSource(path, readonly=False) if path.exists() else None,
                        None, notes)
-    return Sources(STANDALONE, f"standalone (store {path})", hardware, load,
+    return Sources(STANDALONE, f"standalone (store {home_short(path)})", hardware, load,
                    StoreSource(path, readonly=False), path, notes)
 
 
@@ -184,6 +194,13 @@ class Collector:
     def add_alert(self, kind: str, severity: str, message: str, where: str = "") -> None:
         self._local_alerts.appendleft(
             AlertView(self.config.clock(), kind, severity, where, message))
+
+    def export_directory(self) -> Path:
+        """Where `e` writes: --export-dir, else the state dir's exports/ (never the
+        current directory, which may be a checkout)."""
+        if self.config.export_dir is not None:
+            return Path(self.config.export_dir)
+        return user_stores(self.config.state_dir).exports
 
     @property
     def measurable(self) -> bool:
@@ -313,7 +330,24 @@ class Collector:
             history=self._histories(clusters, cpus),
             alerts=self._alerts(),
             coverage_note=note,
+            verdict_note=self.verdict_note(),
+            preflight=evaluation.preflight if evaluation is not None else (),
         )
+
+    def verdict_note(self) -> str | None:
+        """One line when the backend can give no verdict (numba alone is comparison only,
+        qprof.consensus.basis): why, and what to run for one."""
+        from qprof.consensus.basis import verdict_basis
+
+        profile = self.profile.profile
+        if profile is None or self.backend is None or self.sources.store is None:
+            return None
+        if verdict_basis(profile, self.backend) != "comparison":
+            return None
+        run = ("run `qprof setup liboqs` and restart" if profile.verifier == "liboqs"
+               else f"install {profile.verifier}")
+        return (f"No verdict: {self.backend} is comparison only ({profile.name} is held to "
+                f"{profile.verifier}); {run}")
 
     def _core_view(self, c: CpuFacts, load: float | None,
                    cost: tuple[dict[str, float], dict[str, int], str | None] | None

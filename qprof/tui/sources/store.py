@@ -1,8 +1,9 @@
 """Measurements, alerts and frequency history from a ``qprof.service.store.Store``.
 
 The monitor reads the daemon's database (``<state-dir>/qprof.db``) or its own embedded
-one. SQLite connections belong to the thread that opened them, so this source is used
-from the UI thread only; measurement workers open their own writer (see
+one (``monitor.db``; where a user's stores are: :mod:`qprof.service.store_paths`).
+SQLite connections belong to the thread that opened them, so this source is used from
+the UI thread only; measurement workers open their own writer (see
 :mod:`qprof.tui.sources.measure`).
 """
 
@@ -13,9 +14,6 @@ from pathlib import Path
 
 from qprof.service.alerts import Alert
 from qprof.service.store import Store
-
-DAEMON_DB = "qprof.db"  # written by `qprof daemon` into its state directory
-MONITOR_DB = "monitor.db"  # the monitor's own store when no daemon is running
 
 
 class StoreSource:

@@ -1,4 +1,8 @@
-"""Verify-Unit coverage: suite × cluster, estimate against constant, margin, ✓/✗."""
+"""Verify-Unit coverage: suite × cluster, estimate against constant, margin, ✓/✗.
+
+Below the table, lines that wrap rather than being cut: why there is no verdict (a
+verifier that is comparison only, and what to run), the statistic and contention, the
+time bound, the worst signature, and the selected row's whole verdict."""
 
 from __future__ import annotations
 
@@ -49,6 +53,15 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         cap,
         fmt_ns(row.worst_block_ns, missing="—"),
     )
+
+
+def detail_line(rows: tuple[CoverageView, ...], index: int) -> str:
+    """The selected row's whole verdict, as `qprof check --verbose` words it."""
+    if not 0 <= index < len(rows):
+        return ""
+    r = rows[index]
+    where = f"{r.suite} on CPU {r.cpu}" if r.cpu is not None else f"{r.suite}, {r.where}"
+    return f"{where}: {r.note or 'not measured yet'}"
 
 
 def block_time_line(rows: tuple[CoverageView, ...]) -> str:
@@ -113,50 +126,72 @@ def statistic_line(rows: tuple[CoverageView, ...]) -> str:
     return "Stat as `qprof check`: " + "; ".join(parts)
 
 
+# The lines below the table, in order; each wraps (up to 3 rows: the CSS) and is hidden
+# while empty. "verdict": why there is no verdict and what to run; "detail": the
+# selected row's whole verdict.
+LINES = ("verdict", "why", "time", "worst", "preflight", "detail")
+
+
 class CoveragePanel(Vertical):
     DEFAULT_CSS = """
     CoveragePanel { height: 1fr; min-height: 4; }
     CoveragePanel > #coverage-title { height: 1; padding: 0 1; background: $panel; }
-    CoveragePanel > DataTable { height: 1fr; }
-    CoveragePanel > #coverage-why { height: 1; padding: 0 1; display: none; }
-    CoveragePanel > #coverage-why.-shown { display: block; }
-    CoveragePanel > #coverage-time { height: 1; padding: 0 1; display: none; }
-    CoveragePanel > #coverage-time.-shown { display: block; }
-    CoveragePanel > #coverage-worst { height: 1; padding: 0 1; display: none; }
-    CoveragePanel > #coverage-worst.-shown { display: block; }
+    CoveragePanel > DataTable { height: 1fr; min-height: 2; }
+    CoveragePanel > .coverage-line { height: auto; max-height: 3; padding: 0 1;
+                                     display: none; }
+    CoveragePanel > .coverage-line.-shown { display: block; }
+    CoveragePanel > #coverage-verdict { text-style: bold; }
+    CoveragePanel > #coverage-detail { color: $text-muted; }
+    CoveragePanel > #coverage-preflight { max-height: 6; color: $text-muted; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static("Verify-Unit coverage", id="coverage-title")
         table: DataTable = DataTable(cursor_type="row", id="coverage-table")
         yield table
-        yield Static("", id="coverage-why")
-        yield Static("", id="coverage-time")
-        yield Static("", id="coverage-worst")
+        for name in LINES:
+            yield Static("", id=f"coverage-{name}", classes="coverage-line")
 
     def on_mount(self) -> None:
         self._rows: tuple[tuple[str, ...], ...] | None = None
+        self._views: tuple[CoverageView, ...] = ()
         self._title = ""
+        self._lines: dict[str, str] = {}
+
+    def _line(self, name: str, text: str) -> None:
+        """One of :data:`LINES`: wrapped (never cut at the screen's edge), hidden empty."""
+        widget = self.query_one(f"#coverage-{name}", Static)
+        widget.set_class(bool(text), "-shown")
+        if text != self._lines.get(name):
+            self._lines[name] = text
+            widget.update(Text(text, overflow="fold"))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._line("detail", detail_line(self._views, event.cursor_row))
 
     def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
-             note: str | None) -> None:
+             note: str | None, verdict_note: str | None = None,
+             preflight: tuple[str, ...] = ()) -> None:
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
         binding = [r for r in rows if r.ratio_binds is not False]
         covered = sum(1 for r in binding if r.covered is True)
         not_covered = sum(1 for r in binding if r.covered is False)
         unsure = sum(1 for r in binding if r.decision == "unsure")
-        aside = sum(1 for r in rows if r.ratio_binds is False and r.covered is False)
+        no_estimate = sum(1 for r in rows if r.decision == "no_estimate")
+        aside = sum(1 for r in rows if r.ratio_binds is False and r.decision
+                    not in (None, "comparison") and not r.is_unit)
         if covered or not_covered:
-            title += f" · ✓ {covered} covered, ✗ {not_covered} not covered"
+            title += f" · ✓ {covered} covered, ✗ {not_covered} NOT covered"
         if aside:
-            title += (f" · {aside} ratio over, not binding here (the constants follow the "
-                      "slowest reference core)")
+            title += f" · {aside} not binding here"
         over = sorted({r.cpu for r in rows if r.block_time_covered is False
                        and r.cpu is not None})
         if over:
             title += f" · ✗ worst-case block over the time bound on CPU {cpu_ranges(over)}"
         if unsure:
-            title += f" · ? {unsure} unsure: measure longer, quieter or on another core"
+            title += f" · ? {unsure} unsure"
+        if no_estimate:
+            title += f" · {no_estimate} no reliable estimate"
         # Figures of a verifier no node runs alone: said once, in words, never as ✓/✗.
         for label in sorted({r.basis_label for r in rows
                              if r.basis == "comparison" and r.basis_label}):
@@ -167,29 +202,18 @@ class CoveragePanel(Vertical):
             self._title = title
             self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
                                                                   overflow="ellipsis"))
-        time_line = block_time_line(rows)
-        time_widget = self.query_one("#coverage-time", Static)
-        time_widget.set_class(bool(time_line), "-shown")
-        if time_line != getattr(self, "_time", None):
-            self._time = time_line
-            time_widget.update(Text(time_line, no_wrap=True, overflow="ellipsis"))
-        worst = worst_line(rows)
-        worst_widget = self.query_one("#coverage-worst", Static)
-        worst_widget.set_class(bool(worst), "-shown")
-        if worst != getattr(self, "_worst", None):
-            self._worst = worst
-            worst_widget.update(Text(worst, no_wrap=True, overflow="ellipsis"))
-        why = statistic_line(rows)
-        why_widget = self.query_one("#coverage-why", Static)
-        why_widget.set_class(bool(why), "-shown")
-        if why != getattr(self, "_why", None):
-            self._why = why
-            why_widget.update(Text(why, no_wrap=True, overflow="ellipsis"))
+        self._line("verdict", verdict_note or "")
+        self._line("why", statistic_line(rows))
+        self._line("time", block_time_line(rows))
+        self._line("worst", worst_line(rows))
+        self._line("preflight", "\n".join(preflight))  # known answers, memory, headroom
+        self._views = rows
+        table = self.query_one(DataTable)
+        self._line("detail", detail_line(rows, table.cursor_row))
         cells = tuple(coverage_cells(r) for r in rows)
         if cells == self._rows:
             return
         self._rows = cells
-        table = self.query_one(DataTable)
         row_index = table.cursor_row
         table.clear(columns=True)  # columns re-fit their content (e.g. no "not measured")
         for i, label in enumerate(COLUMNS):

@@ -14,7 +14,8 @@ qprof monitor: keys (the mouse works too: click rows and footer keys)
   b  measure the selected core now (arrows or a click select the row)
   p  switch profile (a chain's Verify-Unit constants)
   v  switch verifier backend (unusable ones are listed with the reason)
-  e  export a Markdown report (the path is shown when it is written)
+  e  export a Markdown report and an HTML page (to exports/ in the state dir,
+     or --export-dir; both paths are shown when written)
   ?  this help    q  quit    Esc, ? or q close this help
 On a first run with nothing stored, one core per cluster is measured by itself (as
 `qprof check`, nice 10, one at a time; the header says so); `--no-auto-measure` turns
@@ -37,11 +38,15 @@ Coverage panel (one row per suite and cluster)
   Est/Const    ceil(100 × t(suite) / t(ML-DSA-44)), same core, against
                the profile's constant; Margin = Const − Est
   Covered      ✓ yes / ✗ NO (the whole 95 % interval on one side of the
-               constant) / "? unsure LOW-HIGH" (the interval straddles it:
-               measure longer, quieter or on another core) / "not measured yet"
-               ("not measured here" when replaying a --root snapshot);
-               "comparison only": a verifier no node runs alone (numba
-               without liboqs): figures, never a verdict
+               constant) / "? unsure" (it straddles a binding constant:
+               measure longer, quieter or on another core) / "no reliable
+               estimate" (the host was too contended: no figure) / "not
+               binding here (over)": the constants follow the reference
+               cores / "not measured yet" ("not measured here" when
+               replaying a --root snapshot); "comparison only": a verifier
+               no node runs alone (numba without liboqs): figures, never a
+               verdict (the line below the table says what to run)
+  Below        lines wrap; the last one is the selected row's whole verdict
   Cap          "⚠ capped ×F": measured while the core ran below its max
   Worst block  a block full of that suite (max block VU / constant
                signatures) × the median, on one core: an estimate
