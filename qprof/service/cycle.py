@@ -190,11 +190,12 @@ class CycleRunner:
         profile = self.state.profile
         unit_vu = profile.unit_vu if profile is not None else 100
         for t, c in self.changes.new_changes(trends):
-            if announce:
+            if announce:  # the details as `qprof trend --json` gives a change
+                details = {**change_dict(c, unit_vu), "suite": c.suite,
+                           "backend": t.key.backend}
                 self.alerts.emit("ratio_changed", "warning",
                                  f"cpu {t.key.cpu} ({t.key.backend}) {change_text(c, unit_vu)}",
-                                 cpu=t.key.cpu, backend=t.key.backend, suite=c.suite,
-                                 **change_dict(c, unit_vu))  # as `qprof trend --json`
+                                 cpu=t.key.cpu, **details)
 
     def store_points(self, run_id: str | None) -> int:
         """The finished run's estimates per series (consensus.trend.from_records, the
