@@ -6,7 +6,7 @@ Wycheproof ML-DSA (Apache-2.0): every verify test whose (result, flags) is not y
 plus one valid test per key, from ../shared/testvectors/wycheproof (pure cases only: the
 external-mu ones are not pure verification). qprof's SLH-DSA files (tests/data/slhdsa):
 whole, in their own form (a valid signature and its tampered variants as XORs).
-The NIST ACVP cases: scripts/acvp_vectors.py (see qprof/data/KAT-SOURCES.txt).
+NIST ACVP cases are not shipped yet (qprof/data/KAT-SOURCES.txt says why).
 Each file is gzip'd JSON: {"source", "license", "cases": [VerifyCase as hex]}.
 """
 

@@ -178,7 +178,7 @@ class End(Record):
 @dataclass
 class FunctionalCheck(Record):
     """Known answers one backend gave for one suite before anything was timed
-    (qprof.verify.functional): Wycheproof, NIST ACVP and qprof's shipped vectors, and fresh
+    (qprof.verify.functional): Wycheproof and qprof's shipped vectors, and fresh
     signatures of a second implementation, valid and tampered. "MISMATCH": some answer was
     wrong; that backend's suite is timed only under --allow-mismatch, never decided."""
 

@@ -40,7 +40,7 @@ def functional_section(runs: Sequence[RunData]) -> list[str]:
              md_text("; ".join(c.failed[:3]) or "-")] for _run, c in checks]
     lines = ["## Functional testing (known answers, before timing)", "",
              "Each backend verified, per suite, the vectors shipped with qprof (Wycheproof "
-             "ML-DSA, NIST ACVP sigVer, qprof's SLH-DSA files) and a second "
+             "ML-DSA, qprof's SLH-DSA files) and a second "
              "implementation's fresh signatures, valid and tampered, before anything was "
              "timed. A MISMATCH suite is timed only under `--allow-mismatch`, and its "
              "verdict is never decided.", ""]

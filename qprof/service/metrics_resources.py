@@ -17,7 +17,7 @@ CAVEAT = ("upper-bound proxy, not isolated algorithm memory (the whole measuring
 def functional_metrics(checks: Sequence[FunctionalCheck]) -> Iterator[GaugeMetricFamily]:
     ok = GaugeMetricFamily("qprof_functional_check_pass",
                            "1 when the backend gave every known answer for the suite before "
-                           "timing (Wycheproof, NIST ACVP, qprof's vectors, a second "
+                           "timing (Wycheproof, qprof's vectors, a second "
                            "implementation's fresh signatures), 0 on a MISMATCH (its figures "
                            "are never decided)", labels=["backend", "suite"])
     wrong = GaugeMetricFamily("qprof_functional_check_failed_cases",

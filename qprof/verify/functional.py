@@ -6,7 +6,8 @@ wrong for a new CPU, would otherwise be timed and judged without a word. Each ba
 verifies, per suite:
 
 - the vectors shipped in the package (:func:`qprof.verify.vectors.shipped_cases`:
-  Wycheproof ML-DSA, NIST ACVP sigVer cases, qprof's SLH-DSA files);
+  Wycheproof ML-DSA-44/65, qprof's SLH-DSA files; NIST ACVP sigVer cases when a file of
+  them is shipped, see qprof/data/KAT-SOURCES.txt);
 - fresh signatures of a second implementation (another signing backend), valid and
   tampered (a byte of the signature, of the message, the context changed). ML-DSA signs
   in milliseconds, so they are new on every check; an SLH-DSA "s" signature takes
