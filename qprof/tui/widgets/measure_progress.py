@@ -27,7 +27,9 @@ class MeasureProgress(Horizontal):
         if progress is None:
             return
         eta = "" if progress.eta_s is None else f" · ETA {progress.eta_s:.0f} s"
-        label = f"measuring {progress.item} · {progress.fraction * 100:.0f}%{eta}"
+        # Before the first round the engine prepares (signs the first pool): say that.
+        doing = "" if progress.item.startswith(("signing", "preparing")) else "measuring "
+        label = f"{doing}{progress.item} · {progress.fraction * 100:.0f}%{eta}"
         self.query_one("#progress-label", Static).update(
             Text(label, no_wrap=True, overflow="ellipsis"))
         self.query_one(ProgressBar).update(progress=round(progress.fraction * 1000))
