@@ -215,3 +215,36 @@ def test_a_server_answering_nonsense_is_one_line(body: bytes,
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert err.startswith("qprof trend: http://127.0.0.1:"), err
+
+
+class _Slow(_Hostile):
+    """A server taking its time over every answer (an empty matrix, well formed)."""
+
+    body = b'{"status": "success", "data": {"resultType": "matrix", "result": []}}'
+
+    def do_GET(self) -> None:  # noqa: N802
+        import time
+
+        time.sleep(0.4)
+        super().do_GET()
+
+
+def test_the_queries_share_one_deadline(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Each answer comes within fleet.query's own deadline, but not all of them within
+    the one `qprof trend --prometheus` gives its queries together."""
+    from qprof.service import fleet_trend
+
+    monkeypatch.setattr(fleet_trend, "DEADLINE_S", 1.0)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    server.handle_error = lambda *_args: None  # type: ignore[method-assign]  # cut off
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code = main(["trend", "--prometheus", f"http://127.0.0.1:{server.server_address[1]}"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no whole answer" in err, err

@@ -17,18 +17,24 @@ bounded HTTP reader of a Prometheus server.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
-from qprof.service.fleet import FleetError, query
+from qprof.service.fleet import DEADLINE_S as FLEET_DEADLINE_S
+from qprof.service.fleet import MAX_LABEL, FleetError, query
+from qprof.untrusted import one_line
 
 RATIO = "qprof_vu_ratio"
 # The unit's VU of a daemon without a profile (service.metrics_trend's).
 DEFAULT_UNIT_VU = 100.0
 RUN_SCOPE = '{scope="run"}'
+# All the queries of one `qprof trend --prometheus`, connect to last byte (each is also
+# held to fleet.query's own deadline and size cap).
+DEADLINE_S = 120.0
 # Steps of the window at most (Prometheus's own limit for a range query).
 MAX_STEPS = 11_000
 
@@ -73,7 +79,8 @@ def _series(rows: Iterable[object]) -> Iterable[tuple[Labels, dict[float, float]
                 continue
             if math.isfinite(t) and math.isfinite(x):
                 out[t] = x
-        yield {str(k)[:200]: str(val)[:200] for k, val in metric.items()}, out
+        yield {one_line(k, MAX_LABEL): one_line(val, MAX_LABEL)
+               for k, val in metric.items()}, out
 
 
 def _cpu(labels: Labels) -> int | None:
@@ -121,7 +128,7 @@ def _labels(rows: list[dict[str, Any]], name: str) -> list[str]:
     for r in rows:
         metric = r.get("metric") if isinstance(r, dict) else None
         if isinstance(metric, dict) and isinstance(metric.get(name), str) and metric[name]:
-            out.add(metric[name][:200])
+            out.add(one_line(metric[name], MAX_LABEL))
     return sorted(out)
 
 
@@ -138,12 +145,12 @@ def _unit_vu(rows: list[dict[str, Any]], unit_suite: str) -> dict[str, float]:
         except (KeyError, IndexError, TypeError, ValueError):
             continue
         if math.isfinite(vu) and vu > 0:
-            out[str(metric.get("instance", "?"))[:200]] = vu
+            out[one_line(metric.get("instance", "?"), MAX_LABEL)] = vu
     return out
 
 
 def _none_if_unknown(value: str | None) -> str | None:
-    return None if not value or value == "none" else value[:200]
+    return None if not value or value == "none" else value
 
 
 def fleet_points(url: str, since_s: float, step_s: float | None = None,
@@ -155,9 +162,17 @@ def fleet_points(url: str, since_s: float, step_s: float | None = None,
                          f"{MAX_STEPS} points a series: a longer --step or a shorter --since")
     step_ms = max(1, round(step * 1000))
     window = f"{round(since_s * 1000)}ms"
+    deadline = time.monotonic() + DEADLINE_S
+
+    def within(expr: str) -> list[dict[str, Any]]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise FleetError(f"{one_line(url, MAX_LABEL)}: no whole answer to the "
+                             f"queries within {DEADLINE_S:.0f} s")
+        return query(url, expr, deadline_s=min(left, FLEET_DEADLINE_S))
 
     def ask(expr: str) -> list[dict[str, Any]]:
-        return query(url, f"({expr})[{window}:{step_ms}ms]")
+        return within(f"({expr})[{window}:{step_ms}ms]")
 
     changed = _changed(RATIO + RUN_SCOPE, step_ms)
     ratios = _by_suite(ask(changed))
@@ -169,7 +184,7 @@ def fleet_points(url: str, since_s: float, step_s: float | None = None,
                           f"{changed}"))
     builds = _builds(ask(f"qprof_build_info and on (job, instance) {changed}"))
     caps = _caps(ask(f"qprof_cpu_capped and on (job, instance, cpu) {changed}"))
-    constants = query(url, f"last_over_time(qprof_vu_constant[{window}])")
+    constants = within(f"last_over_time(qprof_vu_constant[{window}])")
     profiles = _labels(constants, "profile")
     unit_vu = _unit_vu(constants, unit_suite)
 
