@@ -26,20 +26,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "~/_oqs"),
     "verify-bench": ("verify_bench", "median verify time of every backend on one pinned core"),
     "bench": ("bench", "measure suites per core through pyperf, write a JSONL run"),
-    "report": ("report", "Markdown report from one or more JSONL runs"),
+    "report": ("report", "Markdown (and HTML) report of JSONL runs, or of the newest stored run"),
     "block": ("block", "verify a real worst-case block over the node's cores (wall vs estimate)"),
     "adversary": ("adversary", "costliest signatures an adversary can bring: ground valid, "
                   "crafted invalid, timed against random ones"),
-    "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0/1/2)"),
+    "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0-4)"),
     "calibrate": ("calibrate", "propose Verify-Unit constants from a fleet's runs (JSONL, "
                   "Prometheus) as a profile TOML"),
     "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
-    "history": ("history", "runs and results recorded by the daemon"),
+    "history": ("history", "runs and results the daemon and the monitor recorded"),
     "trend": ("trend", "the verdict over time: segment estimates and every change of a "
               "ratio, from runs, a store or a fleet's Prometheus"),
-    "export": ("export", "export a recorded run as JSONL"),
+    "export": ("export", "export a run the daemon or the monitor recorded as JSONL"),
     "completion": ("completion", "print a bash or zsh completion script"),
 }
+
+
+# The exit codes, as README.md's table gives them (`qprof --help`, `qprof check --help`).
+EXIT_CODES_HELP = """\
+exit codes (qprof check; the other commands exit 0 when done, 2 on an error):
+  0  covered: every binding verdict holds
+  1  NOT covered: a suite over its constant where its ratio binds, or a worst-case
+     block over its time bound (setup: the build failed; calibrate: a time bound fails)
+  2  error: bad input, nothing measured, the profile's verifier missing (it says what
+     to install)
+  3  unsure (an interval straddles a binding constant) or no reliable estimate (the
+     host was too contended): measure longer or at a quieter time
+  4  comparison only (check --comparison): figures, no verdict
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="qprof",
         description="Per-core cost of post-quantum signature verification and "
         "Verify-Unit coverage.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"qprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -73,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name, rest = argv[0], argv[1:]
     module = command_module(name)
-    parser = argparse.ArgumentParser(prog=f"qprof {name}", description=COMMANDS[name][1])
+    parser = argparse.ArgumentParser(
+        prog=f"qprof {name}", description=COMMANDS[name][1],
+        epilog=EXIT_CODES_HELP if name == "check" else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     module.add_parser(parser)
     args = parser.parse_args(rest)
     from qprof.commands.output import OutputError, guarded_stdout
