@@ -11,7 +11,9 @@ at one step are one run, dated by that step. The run's verify times
 a known change point) and the CPU's cap (``qprof_cpu_capped``) are read at the same steps.
 A node is its ``instance`` label. Each read is one instant query of a subquery over the
 window (``(expr)[WINDOW:STEP]``) through :func:`qprof.service.fleet.query`, the one
-bounded HTTP reader of a Prometheus server.
+bounded HTTP reader of a Prometheus server (a deadline and a size cap per answer), all of
+them within one deadline. The newest run of a suite left undecided has no figure in the
+metrics: such runs are not seen here (a daemon's store shows them as gaps).
 """
 
 from __future__ import annotations
@@ -153,13 +155,22 @@ def _none_if_unknown(value: str | None) -> str | None:
     return None if not value or value == "none" else value
 
 
-def fleet_points(url: str, since_s: float, step_s: float | None = None,
-                 unit_suite: str = DEFAULT_UNIT_SUITE) -> FleetPoints:
-    """Every node's runs in the window ``since_s`` before the server's now."""
-    step = step_s or default_step(since_s)
-    if since_s / step > MAX_STEPS:
-        raise FleetError(f"{url}: {since_s:.0f} s in steps of {step:g} s is more than "
-                         f"{MAX_STEPS} points a series: a longer --step or a shorter --since")
+@dataclass(frozen=True)
+class _History:
+    """What the server holds at the steps where a run's ratios changed."""
+
+    ratios: dict[SuiteKey, dict[float, float]]  # ratio x unit VU
+    low: dict[SuiteKey, dict[float, float]]
+    high: dict[SuiteKey, dict[float, float]]
+    times: dict[SuiteKey, dict[float, float]]  # verify seconds
+    builds: dict[str, dict[float, Labels]]  # qprof_build_info's labels per node
+    caps: dict[tuple[str, int], dict[float, float]]
+    unit_vu: dict[str, float]  # per node
+    profiles: list[str]
+
+
+def _read(url: str, since_s: float, step: float, unit_suite: str) -> _History:
+    """Every query, all within :data:`DEADLINE_S`."""
     step_ms = max(1, round(step * 1000))
     window = f"{round(since_s * 1000)}ms"
     deadline = time.monotonic() + DEADLINE_S
@@ -175,48 +186,67 @@ def fleet_points(url: str, since_s: float, step_s: float | None = None,
         return within(f"({expr})[{window}:{step_ms}ms]")
 
     changed = _changed(RATIO + RUN_SCOPE, step_ms)
-    ratios = _by_suite(ask(changed))
-    low = _by_suite(ask(f"{RATIO}_ci_low{RUN_SCOPE} and on (job, instance, cpu, suite, "
-                        f"backend) {changed}"))
-    high = _by_suite(ask(f"{RATIO}_ci_high{RUN_SCOPE} and on (job, instance, cpu, suite, "
-                         f"backend) {changed}"))
-    times = _by_suite(ask(f"qprof_verify_seconds and on (job, instance, cpu, backend) "
-                          f"{changed}"))
-    builds = _builds(ask(f"qprof_build_info and on (job, instance) {changed}"))
-    caps = _caps(ask(f"qprof_cpu_capped and on (job, instance, cpu) {changed}"))
+    same_suite = "and on (job, instance, cpu, suite, backend)"
     constants = within(f"last_over_time(qprof_vu_constant[{window}])")
-    profiles = _labels(constants, "profile")
-    unit_vu = _unit_vu(constants, unit_suite)
+    return _History(
+        ratios=_by_suite(ask(changed)),
+        low=_by_suite(ask(f"{RATIO}_ci_low{RUN_SCOPE} {same_suite} {changed}")),
+        high=_by_suite(ask(f"{RATIO}_ci_high{RUN_SCOPE} {same_suite} {changed}")),
+        times=_by_suite(ask(f"qprof_verify_seconds and on (job, instance, cpu, backend) "
+                            f"{changed}")),
+        builds=_builds(ask(f"qprof_build_info and on (job, instance) {changed}")),
+        caps=_caps(ask(f"qprof_cpu_capped and on (job, instance, cpu) {changed}")),
+        unit_vu=_unit_vu(constants, unit_suite), profiles=_labels(constants, "profile"))
 
-    runs: dict[tuple[str, int, str], dict[float, list[SuiteRun]]] = {}
+
+RunKey = tuple[str, int, str]  # instance, cpu, backend
+
+
+def _suite_runs(h: _History, unit_suite: str) -> tuple[dict[RunKey, dict[float, list[SuiteRun]]],
+                                                       int]:
+    """Each node's CPU and backend: its suites' estimates by the step they changed at;
+    and how many came without their interval."""
+    runs: dict[RunKey, dict[float, list[SuiteRun]]] = {}
     without_ci = 0
-    for (instance, cpu, backend, suite), values in sorted(ratios.items()):
+    for (instance, cpu, backend, suite), values in sorted(h.ratios.items()):
         if suite == unit_suite:
             continue
-        vu = unit_vu.get(instance, DEFAULT_UNIT_VU)
+        key = (instance, cpu, backend, suite)
+        vu = h.unit_vu.get(instance, DEFAULT_UNIT_VU)
         seen: tuple[float, float | None, float | None] | None = None
         for t, ratio in sorted(values.items()):
-            lo = low.get((instance, cpu, backend, suite), {}).get(t)
-            hi = high.get((instance, cpu, backend, suite), {}).get(t)
+            lo, hi = h.low.get(key, {}).get(t), h.high.get(key, {}).get(t)
             if (ratio, lo, hi) == seen:
                 continue  # the same run again after a gap in the scrapes
             seen = (ratio, lo, hi)
-            secs = times.get((instance, cpu, backend, suite), {}).get(t)
+            secs = h.times.get(key, {}).get(t)
             ci = (lo / vu, hi / vu) if lo is not None and hi is not None else None
-            if ci is None:
-                without_ci += 1
-            run = SuiteRun(suite=suite, ratio=ratio / vu, ratio_ci=ci,
-                           undecided=None if ci is not None else "no interval exported",
-                           time_ns=secs * 1e9 if secs else None)
-            runs.setdefault((instance, cpu, backend), {}).setdefault(t, []).append(run)
+            without_ci += ci is None
+            runs.setdefault((instance, cpu, backend), {}).setdefault(t, []).append(SuiteRun(
+                suite=suite, ratio=ratio / vu, ratio_ci=ci,
+                undecided=None if ci is not None else "no interval exported",
+                time_ns=secs * 1e9 if secs else None))
+    return runs, without_ci
+
+
+def fleet_points(url: str, since_s: float, step_s: float | None = None,
+                 unit_suite: str = DEFAULT_UNIT_SUITE) -> FleetPoints:
+    """Every node's runs in the window ``since_s`` before the server's now."""
+    step = step_s or default_step(since_s)
+    if since_s / step > MAX_STEPS:
+        raise FleetError(f"{one_line(url, MAX_LABEL)}: {since_s:.0f} s in steps of {step:g} "
+                         f"s is more than {MAX_STEPS} points a series: a longer --step or a "
+                         "shorter --since")
+    h = _read(url, since_s, step, unit_suite)
+    runs, without_ci = _suite_runs(h, unit_suite)
     points: list[tuple[SeriesKey, RunPoint]] = []
     for (instance, cpu, backend), by_step in sorted(runs.items()):
         key = SeriesKey(node=instance, cpu=cpu, cpu_model=None, backend=backend,
                         operation="verify", mode="check")
-        unit_times = times.get((instance, cpu, backend, unit_suite), {})
+        unit_times = h.times.get((instance, cpu, backend, unit_suite), {})
         for t, suites in sorted(by_step.items()):
-            build = builds.get(instance, {}).get(t, {})
-            capped = caps.get((instance, cpu), {}).get(t)
+            build = h.builds.get(instance, {}).get(t, {})
+            capped = h.caps.get((instance, cpu), {}).get(t)
             ctx = RunContext(liboqs=_none_if_unknown(build.get("liboqs")),
                              numba=_none_if_unknown(build.get("numba")),
                              qprof=_none_if_unknown(build.get("version")),
@@ -226,8 +256,7 @@ def fleet_points(url: str, since_s: float, step_s: float | None = None,
                 run_id=f"{instance} cpu {cpu} {backend} @{t:.3f}", started_at=t,
                 suites=tuple(suites), context=ctx, unit_suite=unit_suite,
                 unit_time_ns=unit_s * 1e9 if unit_s else None)))
-    nodes = sorted({k.node for k, _p in points})
-    problems = [f"{url}: {without_ci} suite estimates without their interval "
-                f"({RATIO}_ci_low/_ci_high): counted as gaps"] if without_ci else []
-    return FleetPoints(points=points, nodes=nodes, step_s=step, profiles=profiles,
-                       problems=problems)
+    problems = [f"{one_line(url, MAX_LABEL)}: {without_ci} suite estimates without their "
+                f"interval ({RATIO}_ci_low/_ci_high): counted as gaps"] if without_ci else []
+    return FleetPoints(points=points, nodes=sorted({k.node for k, _p in points}), step_s=step,
+                       profiles=h.profiles, problems=problems)
