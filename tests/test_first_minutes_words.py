@@ -164,3 +164,42 @@ def test_checks_text_fits_100_columns_and_says_not_binding_first(recorded, capsy
     assert any(x.startswith("method: ") for x in lines) is verbose
     assert ("other statistics, for comparison" in out) is verbose
     assert ("details: --verbose" in lines[0]) is not verbose
+
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_readme_starts_with_the_quick_start_and_its_tables_agree_with_qprof() -> None:
+    """The quick start (the two set-up commands, what you see) within 40 lines; the exit
+    codes as check and `qprof --help` give them; one line per command, details in
+    docs/COMMANDS.md; the adversary's tables in docs/ADVERSARY.md."""
+    from qprof.cli import COMMANDS, EXIT_CODES_HELP
+
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("## Quick start")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("#"))
+    assert end <= 40, end
+    quick = "\n".join(lines[start:end])
+    assert "./scripts/monitor      # the main job: qprof monitor on this machine" in quick
+    assert "./scripts/test         # the test suite" in quick
+    for tool in ("tmux", "prometheus", "systemd", "chromium"):
+        assert tool in quick  # what scripts/test installs
+    text = "\n".join(lines)
+    codes = [line for line in lines if line.startswith("| ") and line[2:3].isdigit()]
+    assert [int(line.split("|")[1]) for line in codes] == [0, 1, 2, 3, 4]
+    assert sorted(set(check_cmd.EXIT_CODES.values())) == [0, 1, 3, 4]  # 2: errors
+    for code in range(5):
+        assert f"\n  {code}  " in "\n" + EXIT_CODES_HELP
+    assert "unsure" in codes[3] and "no reliable estimate" in codes[3]
+    rows = [line for line in lines if line.startswith("| `qprof ")
+            and lines[lines.index(line) - 1].startswith(("| command", "|---", "| `qprof"))]
+    for row in rows:
+        name = row.split("`")[1].split()[1]
+        assert name in COMMANDS, row
+        assert len(row) <= 130, row  # one line, no paragraph
+    assert "liboqs-0.16.0.tar.gz" in text and "QPROF_LIBOQS_SOURCE=PATH qprof setup liboqs" in text
+    assert "1b82e61efbe55b8ed98374d8b6f416e948b59154612153c71909b060e1368941" in text
+    assert "| ground valid" not in text
+    assert "| ground valid" in (ROOT / "docs" / "ADVERSARY.md").read_text()
+    details = (ROOT / "docs" / "COMMANDS.md").read_text()
+    assert "## `qprof check --profile qanum" in details and "no reliable estimate" in details
