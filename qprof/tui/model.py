@@ -134,6 +134,34 @@ class ClusterHistory:
 
 
 @dataclass(frozen=True)
+class TrendView:
+    """One suite on one CPU over the store's runs (:mod:`qprof.consensus.trend`): each
+    run's estimate, the change points, and the current segment's estimate (every
+    comparable run since the last change) beside the newest run's own."""
+
+    cpu: int
+    suite: str
+    backend: str
+    # Each run's estimate in VU (unit VU x ratio, unrounded), oldest first; None: the run
+    # was undecided (too contended to estimate), a gap counted and shown.
+    estimates: tuple[float | None, ...]
+    changes: tuple[int, ...]  # index of the first run after each change point
+    change_bp: tuple[float, ...]  # the size of each change, bp of the ratio
+    segment_vu: int | None  # None: no decided run since the last change
+    segment_ci: tuple[int, int] | None
+    segment_runs: int  # decided runs the segment combines
+    segment_gaps: int  # undecided runs inside it
+    newest_vu: int | None  # None: the newest run was undecided
+    newest_ci: tuple[int, int] | None
+    change_lines: tuple[str, ...] = ()  # each change sized and explained, oldest first
+    alarm: str | None = None  # the detector's alarm, not yet confirmed or dismissed
+
+    @property
+    def runs(self) -> int:
+        return len(self.estimates)
+
+
+@dataclass(frozen=True)
 class Progress:
     """A measurement in flight (None when idle)."""
 

@@ -1,0 +1,225 @@
+"""The monitor's trend: per CPU and suite, each of the store's runs' estimates, the change
+points and the current segment's estimate beside the newest run's
+(:mod:`qprof.consensus.trend`, the same analysis as `qprof trend`).
+
+Computed in a child process, and only after the newest figures are on screen: the
+estimator takes ~3 s of CPU for a run read back from its records (runs the daemon did not
+store points of), and statsmodels, scipy and ruptures ~1-2 s to import. The UI process
+imports none of it (this module's top level is plain data).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qprof.tui.model import TrendView
+
+if TYPE_CHECKING:
+    from qprof.consensus.trend.model import RunPoint, SeriesKey, SeriesTrend, SuiteTrend
+    from qprof.service.store import Store
+    from qprof.tui.sources.consensus import ProfileInfo
+
+# Runs without stored points (the monitor's own measurements, a daemon's runs from before
+# the points table) are read back from their records through the estimator, ~3 s of CPU
+# each: the newest ones only.
+FROM_RECORDS = 48
+
+
+@dataclass(frozen=True)
+class TrendResult:
+    views: tuple[TrendView, ...] = ()
+    error: str | None = None
+
+
+def store_points(store: Store, unit_suite: str, from_records: int = FROM_RECORDS
+                 ) -> list[tuple[SeriesKey, RunPoint]]:
+    """The store's run points (what the daemon stored when each run ended), and those of
+    its newest ``from_records`` finished or partial runs without stored points, from
+    their records (the estimator per CPU and backend, as `qprof check`)."""
+    from qprof.consensus.trend.from_records import run_points
+    from qprof.service.store import RESULT_STATUSES
+    from qprof.service.trend import TREND_RUNS  # as many as the daemon's verdict reads
+
+    points = store.points.run_points(operation="verify", newest=TREND_RUNS)
+    stored = {p.run_id for _key, p in points}
+    missing = [r.run_id for r in store.runs(4 * from_records)
+               if r.status in RESULT_STATUSES and r.run_id not in stored
+               and not store.points.has(r.run_id)][:from_records]
+    for run_id in missing:
+        points += run_points(store.run_records(run_id), unit_suite=unit_suite)
+    return points
+
+
+def newest_series_per_cpu(points: Sequence[tuple[SeriesKey, RunPoint]], backend: str | None
+                          ) -> list[SeriesTrend]:
+    """Each CPU's trend on ``backend``: of its series (a mode or a core model of its
+    own), the one its newest run belongs to, where the newest figures come from."""
+    from qprof.consensus.trend.analysis import analyze_series, group
+
+    chosen: dict[int, Any] = {}
+    for series in group(p for p in points if p[0].operation == "verify"
+                        and (backend is None or p[0].backend == backend)):
+        other = chosen.get(series.key.cpu)
+        if other is None or series.runs[-1].started_at > other.runs[-1].started_at:
+            chosen[series.key.cpu] = series
+    return [analyze_series(s) for _cpu, s in sorted(chosen.items())]
+
+
+def _alarm_text(s: SuiteTrend) -> str | None:
+    a = s.alarm
+    if a is None:
+        return None
+    return (f"alarm at run {a.run_index}: the {a.direction} chart at {a.statistic:.1f} "
+            f"(threshold {a.threshold:.1f}), not yet confirmed")
+
+
+def suite_view(t: SeriesTrend, s: SuiteTrend, unit_vu: int) -> TrendView:
+    from qprof.consensus.trend.report import change_text
+    from qprof.consensus.trend.verdict import ratio_vu, segment_vu
+
+    runs = [r.suite(s.suite) for r in t.runs]
+    estimates = tuple(unit_vu * x.ratio if x is not None and x.decided and x.ratio
+                      else None for x in runs)
+    newest = runs[-1] if runs else None
+    newest_vu, newest_ci = (ratio_vu(newest.ratio, newest.ratio_ci, unit_vu)
+                            if newest is not None and newest.decided and newest.ratio
+                            and newest.ratio_ci else (None, None))
+    seg = s.current
+    seg_vu, seg_ci = segment_vu(seg, unit_vu) if seg is not None else (None, None)
+    return TrendView(
+        cpu=t.key.cpu, suite=s.suite, backend=t.key.backend, estimates=estimates,
+        changes=tuple(c.run_index for c in s.changes),
+        change_bp=tuple(c.change_bp for c in s.changes), segment_vu=seg_vu, segment_ci=seg_ci,
+        segment_runs=seg.runs if seg is not None else 0,
+        segment_gaps=seg.gaps if seg is not None else 0,
+        newest_vu=newest_vu, newest_ci=newest_ci,
+        change_lines=tuple(change_text(c, unit_vu) for c in s.changes),
+        alarm=_alarm_text(s))
+
+
+def trend_views(trends: Sequence[SeriesTrend], info: ProfileInfo) -> tuple[TrendView, ...]:
+    """One view per CPU and suite of the profile (the unit suite has none: its ratio is
+    1 by definition), in the profile's order."""
+    if info.profile is None:
+        return ()
+    out = []
+    for t in trends:
+        for suite in info.suites:
+            s = t.suite(suite)
+            if s is not None and suite != info.unit_suite:
+                out.append(suite_view(t, s, info.profile.unit_vu))
+    return tuple(out)
+
+
+class TrendState:
+    """The trend on screen, the one being computed (one child at a time) and the one
+    wanted next (the newest evaluation's key: store marker, backend, profile)."""
+
+    def __init__(self) -> None:
+        self.views: tuple[TrendView, ...] = ()
+        self.error: str | None = None
+        self.shown: tuple | None = None
+        self.running: tuple | None = None
+        self.wanted: tuple | None = None
+
+    def want(self, key: tuple) -> tuple | None:
+        """The newest figures for ``key`` are shown: the key to compute now, if any.
+        Another backend or profile clears the views at once (never another's trend)."""
+        self.wanted = key
+        if self.shown is not None and self.shown[1:] != key[1:]:
+            self.views, self.error, self.shown = (), None, None
+        if self.running is not None or key == self.shown:
+            return None
+        self.running = key
+        return key
+
+    def done(self, key: tuple, result: TrendResult) -> tuple | None:
+        """A child finished: keep its result when it is of the wanted backend and
+        profile; the key to compute next when the wanted one moved on meanwhile."""
+        self.running = None
+        if self.wanted is not None and key[1:] == self.wanted[1:]:
+            self.views, self.error, self.shown = result.views, result.error, key
+        if self.wanted is None or self.wanted == key:
+            return None
+        return self.want(self.wanted)
+
+
+def evaluate_trend(path: Path, info: ProfileInfo, backend: str | None,
+                   from_records: int = FROM_RECORDS) -> TrendResult:
+    """The trend of the store file at ``path`` (its own connection); failures become
+    ``error``."""
+    if info.profile is None:
+        return TrendResult()
+    try:
+        from qprof.service.store import Store
+
+        store = Store(path, readonly=True)
+        try:
+            points = store_points(store, info.unit_suite, from_records)
+        finally:
+            store.close()
+        return TrendResult(trend_views(newest_series_per_cpu(points, backend), info))
+    except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
+        return TrendResult(error=f"trend of {path}: {type(exc).__name__}: {exc}")
+
+
+def result_to_json(result: TrendResult) -> str:
+    return json.dumps({"views": [asdict(v) for v in result.views], "error": result.error})
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    return None if value is None else (int(value[0]), int(value[1]))
+
+
+def result_from_json(text: str) -> TrendResult:
+    data = json.loads(text)
+    views = tuple(TrendView(
+        cpu=int(v["cpu"]), suite=str(v["suite"]), backend=str(v["backend"]),
+        estimates=tuple(None if x is None else float(x) for x in v["estimates"]),
+        changes=tuple(int(i) for i in v["changes"]),
+        change_bp=tuple(float(x) for x in v["change_bp"]),
+        segment_vu=v["segment_vu"], segment_ci=_pair(v["segment_ci"]),
+        segment_runs=int(v["segment_runs"]), segment_gaps=int(v["segment_gaps"]),
+        newest_vu=v["newest_vu"], newest_ci=_pair(v["newest_ci"]),
+        change_lines=tuple(str(x) for x in v["change_lines"]), alarm=v["alarm"],
+    ) for v in data["views"])
+    return TrendResult(views, data.get("error"))
+
+
+def evaluate_trend_in_child(path: Path, info: ProfileInfo, backend: str | None,
+                            stop: threading.Event | None = None,
+                            timeout_s: float = 900.0) -> TrendResult:
+    """:func:`evaluate_trend` in a child process (blocking: from a worker; ``stop`` kills
+    the child and raises ChildStopped)."""
+    from qprof.tui.sources.child import run_child
+
+    cmd = [sys.executable, "-m", "qprof.tui.sources.trend", str(path), info.location,
+           backend or ""]
+    try:
+        rc, out, err = run_child(cmd, stop, timeout_s)
+        if rc != 0:
+            tail = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
+            return TrendResult(error=f"trend of {path}: {tail}")
+        return result_from_json(out)
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError, KeyError) as exc:
+        return TrendResult(error=f"trend of {path}: {type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":  # the child of evaluate_trend_in_child: PATH PROFILE BACKEND
+    import os
+
+    from qprof.tui.sources.consensus import load_profile_info
+
+    os.nice(10)  # background work: the UI and the user's own jobs come first
+    _path, _profile, _backend = sys.argv[1:4]
+    _info = load_profile_info(_profile)
+    if _info.error:
+        sys.exit(f"profile: {_info.error}")
+    print(result_to_json(evaluate_trend(Path(_path), _info, _backend or None)))
