@@ -215,13 +215,7 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
-    from qprof.commands.check_invalid_block import print_invalid_blocks
-    from qprof.commands.check_preflight import (
-        decision_with_checks,
-        functional_lines,
-        mismatched,
-        print_preflight,
-    )
+    from qprof.commands.check_preflight import decision_with_checks, functional_lines, mismatched
 
     if not results:
         return _fail(args, "nothing measured: " + ("; ".join(
@@ -238,10 +232,10 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     else:
         from qprof.commands.check_text import print_text
 
-        print_preflight(records)
+        # The known answers, the memory table and the invalid block are said there too,
+        # within 100 columns and before the verdict (the last line).
         print_text(profile, summary, records, results, decision,
                    getattr(args, "verbose", False))
-        print_invalid_blocks(profile, results)
     return EXIT_CODES[decision]
 
 

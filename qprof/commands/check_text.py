@@ -71,6 +71,7 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
                         for n in notes(records, (lvl,))):
         if verbose or level != "info":
             say(f"{'note' if level == 'info' else level}: {text}")
+    _preflight(records, verbose)
     units = unit_rows(profile, results)
     if verbose:
         m = meta(records)
@@ -87,10 +88,25 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
         for (cpu, b), u in sorted(units.items()):
             _alternatives(profile, results, cpu, b, u)
         from qprof.commands.check_adversarial import print_worst
+        from qprof.consensus.headroom import invalid_blocks
 
         print_worst(profile, results)
+        for block in invalid_blocks(profile, results):  # never binding: a detail
+            say(block.text())
     _footer(summary, results, decision, verbose,
             run_gaps(profile, results, summary.status, summary.reason))
+
+
+def _preflight(records: list[Record], verbose: bool) -> None:
+    """The known answers (a MISMATCH always); the memory table with --verbose (a table,
+    as wide as its columns)."""
+    from qprof.commands.check_preflight import functional_lines, resource_table
+
+    for line in functional_lines(records):
+        say(line)
+    table = resource_table(records) if verbose else None
+    if table:
+        print(table)
 
 
 def _row(r: CoverageResult, unit: CoverageResult, verbose: bool) -> None:
