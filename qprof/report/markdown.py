@@ -127,6 +127,8 @@ def _median_rule_cell(e: SuiteEstimate | None) -> str:
 def _estimate_cell(e: SuiteEstimate | None) -> str:
     if e is None or e.vu_estimate is None:
         return "-"
+    if e.undecided:  # the contended median's figure is no estimate (verdict.WORDS)
+        return "no reliable estimate"
     if e.vu_ci is not None and not e.is_unit:  # even when it is one value, as check says
         return f"{e.vu_estimate} ({e.vu_ci[0]}-{e.vu_ci[1]})"
     return str(e.vu_estimate)
