@@ -23,7 +23,7 @@ from qprof.consensus.trend.model import (
     SuiteRun,
     SuiteTrend,
 )
-from qprof.consensus.trend.segment import combine
+from qprof.consensus.trend.segment import combine, measurement_var
 from qprof.consensus.trend.segmentation import differ, locate, step_size
 
 
@@ -58,12 +58,15 @@ def known_changes(series: Series) -> list[KnownChange]:
     return out
 
 
-def log_points(series: Series, suite: str, lo: int, hi: int) -> list[tuple[int, float]]:
+def log_points(series: Series, suite: str, lo: int, hi: int
+               ) -> list[tuple[int, float, float]]:
+    """(series index, log ratio, the run's own error variance less its pool's share) of
+    the decided runs in [lo, hi): what moves from run to run."""
     out = []
     for i in range(lo, hi):
         s = series.runs[i].suite(suite)
         if s is not None and s.decided and s.ratio is not None:
-            out.append((i, math.log(s.ratio)))
+            out.append((i, math.log(s.ratio), measurement_var(s)))
     return out
 
 
@@ -76,12 +79,12 @@ class Found:
     confirmed_at: int
 
 
-def detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
+def detect(ys: Sequence[tuple[int, float, float]], suite: str, cfg: DetectorConfig
            ) -> tuple[list[Found], Alarm | None]:
-    """The detector over one stretch between known change points (``ys``: series index and
-    log ratio of the decided runs): the steps it confirmed, and an alarm the runs have not
-    confirmed or dismissed yet. An alarm is a step once the single best split of the runs
-    since the segment's start (:func:`locate`) separates two sets that differ
+    """The detector over one stretch between known change points (``ys``: series index,
+    log ratio and own error variance of the decided runs): the steps it confirmed, and an
+    alarm the runs have not confirmed or dismissed yet. An alarm is a step once the single
+    best split of the runs since the segment's start (:func:`locate`) separates two sets that differ
     (:func:`differ`); until then it stays pending, and it is dismissed when the chart falls
     back under its threshold."""
     start = 0  # position in ys where the current segment starts
@@ -89,18 +92,19 @@ def detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
     found: list[Found] = []
     alarm: Alarm | None = None
     for pos in range(len(ys)):
-        before = [y for _i, y in ys[start:pos]]
+        before = [(y, v) for _i, y, v in ys[start:pos]]
         if len(before) >= cfg.warmup:
-            z = score(ys[pos][1], before)
+            z = score(ys[pos][1], ys[pos][2], before)
             if z is not None:
                 chart.add(z)
         direction = chart.alarm
         if direction is None:
             alarm = None
             continue
-        window = [y for _i, y in ys[start:pos + 1]]
+        window = [(y, v) for _i, y, v in ys[start:pos + 1]]
         at = locate(window)
-        if at is not None and differ(window[:at], window[at:]):
+        if at is not None and differ([y for y, _v in window[:at]],
+                                     [y for y, _v in window[at:]]):
             found.append(Found(ys[start + at][0], ys[pos][0]))
             start += at
             chart.reset()
@@ -111,14 +115,15 @@ def detect(ys: Sequence[tuple[int, float]], suite: str, cfg: DetectorConfig
     return found, alarm
 
 
-def _refine(ys: Sequence[tuple[int, float]], found: list[int], lo: int, hi: int) -> list[int]:
+def _refine(ys: Sequence[tuple[int, float, float]], found: list[int], lo: int, hi: int
+            ) -> list[int]:
     """Each found step located again with every run up to its neighbours (the detector
     saw only the runs up to its alarm)."""
     bounds = [lo, *found, hi]
     out = []
     for j in range(1, len(bounds) - 1):
-        window = [(i, y) for i, y in ys if bounds[j - 1] <= i < bounds[j + 1]]
-        at = locate([y for _i, y in window])
+        window = [(i, y, v) for i, y, v in ys if bounds[j - 1] <= i < bounds[j + 1]]
+        at = locate([(y, v) for _i, y, v in window])
         out.append(window[at][0] if at is not None else bounds[j])
     return sorted(set(out))
 

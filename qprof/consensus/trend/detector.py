@@ -1,10 +1,12 @@
 """The sequential detector: a self-starting, two-sided CUSUM on a suite's runs, clipped so
 one wild run cannot raise it alone.
 
-Each decided run is standardised against the runs of its segment before it (Hawkins's
-self-starting chart: the deviation from their mean over their sample sd, brought through
-the t distribution with their degrees of freedom to a normal score), so the chart needs no
-long baseline and the estimation of the segment's mean and spread is counted. The score is
+Each decided run is standardised against the runs of its segment before it (a
+self-starting chart, after Hawkins: the deviation from their random-effects mean over the
+run's own error, their between-run wander and the mean's error, brought through the t
+distribution with their degrees of freedom to a normal score), so the chart needs no long
+baseline, the estimation of the segment's mean and spread is counted, and a contended
+run's wide error weighs less than a quiet run's. The score is
 clipped to +-``clip``; the two one-sided sums ``S+ = max(0, S+ + z - k)`` and ``S- = max(0,
 S- - z - k)`` raise an alarm past ``h``. ``k`` is half the shift the chart is tuned for
 (in run sds); ``h`` follows from the in-control average run length asked for (ARL0, per
@@ -52,20 +54,32 @@ def threshold(arl0: float, k: float) -> float:
     return float(brentq(lambda h: siegmund_arl(h, k) - 2 * arl0, 0.01, 100.0))
 
 
-def score(y: float, before: Sequence[float]) -> float | None:
-    """The self-starting normal score of ``y`` against the runs ``before`` it (None under
-    three of them, or when they do not vary)."""
+def score(y: float, v: float, before: Sequence[tuple[float, float]]) -> float | None:
+    """The self-starting normal score of a run (log ratio ``y``, its own error variance
+    ``v``) against the runs ``before`` it ((y, v) each): the deviation from their
+    random-effects mean (DerSimonian-Laird's between-run variance, closed form: the chart
+    asks it at every run) over the run's own error, the between-run wander and the mean's
+    error, brought through the t distribution with their degrees of freedom to a normal
+    score. A precise run counts for more than a contended one. None under three runs."""
     m = len(before)
     if m < 3:
         return None
-    mean = sum(before) / m
-    var = sum((x - mean) ** 2 for x in before) / (m - 1)
+    w = [1.0 / bv for _by, bv in before]
+    sw = sum(w)
+    mean_fe = sum(wi * by for wi, (by, _bv) in zip(w, before, strict=True)) / sw
+    q = sum(wi * (by - mean_fe) ** 2 for wi, (by, _bv) in zip(w, before, strict=True))
+    c = sw - sum(wi * wi for wi in w) / sw
+    tau2 = max(0.0, (q - (m - 1)) / c) if c > 0 else 0.0
+    wr = [1.0 / (bv + tau2) for _by, bv in before]
+    swr = sum(wr)
+    mean = sum(wi * by for wi, (by, _bv) in zip(wr, before, strict=True)) / swr
+    var = v + tau2 + 1.0 / swr
     if var <= 0:
         return None
     from scipy.stats import norm
     from scipy.stats import t as student_t
 
-    t = (y - mean) / math.sqrt(var * (1 + 1 / m))
+    t = (y - mean) / math.sqrt(var)
     p = float(student_t.cdf(t, m - 1))
     p = min(max(p, 1e-300), 1 - 1e-16)
     return float(norm.ppf(p))

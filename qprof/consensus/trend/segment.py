@@ -37,6 +37,13 @@ def run_se(s: SuiteRun) -> float:
     return max((math.log(hi) - math.log(lo)) / (2 * Z95), 1e-6)
 
 
+def measurement_var(s: SuiteRun) -> float:
+    """A run's measurement share of its error variance: its error less its pool's (never
+    under a tenth of it); what differs from run to run of one pool."""
+    se = run_se(s)
+    return max(se ** 2 - (s.pool_se or 0.0) ** 2, (0.1 * se) ** 2)
+
+
 def hac_lags(n: int) -> int:
     """Newey-West's rule of thumb for the lags of the HAC variance (0 under 8 runs, where
     the autocorrelation cannot be told from noise)."""
@@ -72,13 +79,20 @@ def _lag1(r: Sequence[float]) -> float:
 
 
 def _pool_var(runs: Sequence[SuiteRun]) -> float:
-    """The pool's share of the segment's variance: runs of one pool (one size) share its
-    deviation, so it stays whole over them; runs of k pools of equal weight divide it."""
-    by_pool: dict[int | None, list[float]] = {}
+    """The pool's share of the segment's variance. Runs of one pool (one size) share its
+    deviation, so it stays whole over them; k pools of equal weight divide it. A run's
+    bootstrap gives its pool share with some of the run's measurement noise in it (the
+    resampled signatures carry their noisy timings), so a pool's share is the smallest any
+    of its runs gives: an upper bound on what they share."""
+    by_pool: dict[int | None, float] = {}
+    counts: dict[int | None, int] = {}
     for s in runs:
-        by_pool.setdefault(s.pool_signatures, []).append((s.pool_se or 0.0) ** 2)
+        share = (s.pool_se or 0.0) ** 2
+        key = s.pool_signatures
+        by_pool[key] = min(by_pool.get(key, share), share)
+        counts[key] = counts.get(key, 0) + 1
     n = len(runs)
-    return sum((len(v) / n) ** 2 * (sum(v) / len(v)) for v in by_pool.values())
+    return sum((counts[k] / n) ** 2 * v for k, v in by_pool.items())
 
 
 def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
@@ -109,9 +123,7 @@ def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
 
     n = len(decided)
     y = [math.log(s.ratio) for _i, s in decided if s.ratio is not None]
-    # Each run's measurement share: its error less its pool's (never under a tenth of it).
-    v = [max(run_se(s) ** 2 - (s.pool_se or 0.0) ** 2, (0.1 * run_se(s)) ** 2)
-         for _i, s in decided]
+    v = [measurement_var(s) for _i, s in decided]
     pool_var = _pool_var([s for _i, s in decided])
     tau2 = _tau2(y, v)
     w = [1.0 / (vi + tau2) for vi in v]

@@ -1,5 +1,6 @@
 """Where a step lies and how large it is: ruptures's exact single-change segmentation of
-the runs since the last change (least squares on the log ratio), a Welch t test that
+the runs since the last change (least squares on the log ratio, each run weighted by its
+precision), a Welch t test that
 confirms the alarm, and the step's size with its 95 % interval from the two segments'
 estimates (:mod:`qprof.consensus.trend.segment`)."""
 
@@ -14,16 +15,44 @@ CONFIRM_P = 0.05  # an alarm is a change once the runs either side differ at thi
 MIN_SIDE = 2  # runs on each side of a located step
 
 
-def locate(y: Sequence[float]) -> int | None:
-    """The index of the first value after the one step that best splits ``y`` (None when
-    too few values for two sides)."""
-    if len(y) < 2 * MIN_SIDE:
+def _weighted_l2() -> type:
+    """ruptures's cost for a weighted mean: each run weighs by its precision, so a
+    contended run moves the split less than a quiet one (ruptures's own l2 weighs all
+    alike)."""
+    import numpy as np
+    from ruptures.base import BaseCost
+
+    class WeightedL2(BaseCost):  # type: ignore[misc]
+        model = "weighted_l2"
+        min_size = MIN_SIDE
+
+        def fit(self, signal: np.ndarray) -> WeightedL2:
+            self.signal = signal
+            y, w = signal[:, 0], signal[:, 1]
+            self.cw = np.concatenate(([0.0], np.cumsum(w)))
+            self.cwy = np.concatenate(([0.0], np.cumsum(w * y)))
+            self.cwy2 = np.concatenate(([0.0], np.cumsum(w * y * y)))
+            return self
+
+        def error(self, start: int, end: int) -> float:
+            sw = self.cw[end] - self.cw[start]
+            swy = self.cwy[end] - self.cwy[start]
+            return float(self.cwy2[end] - self.cwy2[start] - swy * swy / sw)
+
+    return WeightedL2
+
+
+def locate(points: Sequence[tuple[float, float]]) -> int | None:
+    """The index of the first run after the one step that best splits ``points`` ((log
+    ratio, error variance) each; least squares weighted by precision, ruptures's exact
+    search); None when too few runs for two sides."""
+    if len(points) < 2 * MIN_SIDE:
         return None
     import numpy as np
     import ruptures
 
-    algo = ruptures.Dynp(model="l2", min_size=MIN_SIDE, jump=1).fit(
-        np.asarray(y, dtype=float).reshape(-1, 1))
+    signal = np.asarray([(y, 1.0 / v) for y, v in points], dtype=float)
+    algo = ruptures.Dynp(custom_cost=_weighted_l2()(), min_size=MIN_SIDE, jump=1).fit(signal)
     return int(algo.predict(n_bkps=1)[0])
 
 
