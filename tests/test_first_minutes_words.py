@@ -203,3 +203,28 @@ def test_readme_starts_with_the_quick_start_and_its_tables_agree_with_qprof() ->
     assert "| ground valid" in (ROOT / "docs" / "ADVERSARY.md").read_text()
     details = (ROOT / "docs" / "COMMANDS.md").read_text()
     assert "## `qprof check --profile qanum" in details and "no reliable estimate" in details
+
+
+def test_report_and_metrics_use_the_same_words(tmp_path: Path) -> None:
+    """The contended suite: "no reliable estimate" in the report's estimate column (no
+    figure), qprof_vu_no_estimate 1 and qprof_vu_unsure absent in the metrics."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.measure.jsonl import read_run
+    from qprof.report.markdown import render_report
+    from qprof.service.metrics import MetricsState, QprofCollector
+
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(m.to_json() + "\n" for m in _contended()))
+    text = render_report([read_run(path)], load_profile("qanum"), [])
+    row = next(x for x in text.splitlines() if x.startswith("| SLH-DSA-SHAKE-128s |"))
+    assert "no reliable estimate" in row and "unsure" not in row
+    profile = load_profile("qanum")
+    state = MetricsState(profile=profile)
+    state.coverage = evaluate(profile, _contended(), replicates=100)
+    registry = CollectorRegistry()
+    registry.register(QprofCollector(state, {"version": "t"}))
+    metrics = generate_latest(registry).decode()
+    assert ('qprof_vu_no_estimate{cpu="0",profile="qanum",suite="SLH-DSA-SHAKE-128s"} 1.0'
+            in metrics)
+    assert "qprof_vu_unsure{" not in metrics
