@@ -84,7 +84,7 @@ def _node_name(path: Path, hostname: object, seen: dict[str, int]) -> str:
 
 def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] | None = None
                ) -> tuple[list[NodeEstimate], list[str]]:
-    from qprof.consensus.calibrate import node_estimates
+    from qprof.consensus.calibrate import MAX_CONSTANT, node_estimates
     from qprof.consensus.headroom import factors_of_records
     from qprof.consensus.policy import cores_from_records
     from qprof.consensus.verdict import evaluate
@@ -110,6 +110,11 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
             raise ValueError(f"{path}: its measurements do not give an estimate "
                              f"({type(exc).__name__}: {exc})") from None
         found = node_estimates(node, results)
+        absurd = next((e for e in found if e.vu_high > MAX_CONSTANT), None)
+        if absurd is not None:
+            raise ValueError(f"{path}: {absurd.suite} on CPU {absurd.cpu}: an estimate of "
+                             f"{absurd.vu_high:.3g} VU, beyond any constant ({MAX_CONSTANT:,}): "
+                             "the run's unit times are no verify times")
         if not found:
             raise ValueError(f"{path}: nothing judged by {profile.verifier} (the verifier "
                              f"{profile.name}'s constants are held to)")

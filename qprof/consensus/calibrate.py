@@ -28,6 +28,10 @@ from qprof.consensus.profiles import Profile
 from qprof.consensus.verdict import CoverageResult
 from qprof.untrusted import one_line
 
+# No Verify-Unit constant is this large (SLH-DSA-SHAKE-256s: 3600); an estimate beyond it
+# comes from times that are no verify times (a unit of 1e-300 ns), not from a node.
+MAX_CONSTANT = 10_000_000
+
 
 @dataclass(frozen=True)
 class NodeEstimate:

@@ -19,8 +19,8 @@ from qprof.report.figures import column_estimates, column_verdicts
 def _factors(cols: list[Column], profile: Profile) -> tuple[dict[str, dict[str, AdversaryFactor]],
                                                            str]:
     recorded: dict[str, dict[str, AdversaryFactor]] = {}
-    for c in cols:
-        for suite, kinds in factors_of_records(c.run.records).items():
+    for run in {id(c.run): c.run for c in cols}.values():  # once per run, not per column
+        for suite, kinds in factors_of_records(run.records).items():
             recorded.setdefault(suite, {}).update(kinds)
     if recorded:
         return recorded, "recorded in the run"

@@ -25,13 +25,12 @@ import threading
 import urllib.parse
 from typing import Any
 
-from qprof.consensus.calibrate import NodeEstimate
+from qprof.consensus.calibrate import MAX_CONSTANT, NodeEstimate
 from qprof.untrusted import one_line
 
 DEADLINE_S = 30.0  # one query, connect to last byte
 MAX_BYTES = 64 << 20  # one query's answer (a 20k-node fleet's vector is a few MB)
 MAX_LABEL = 100  # an instance, cpu, suite or backend label, shown and stored
-MAX_VU = 10_000_000  # far above any constant (SLH-DSA-256s is 3600)
 MAX_VERIFY_S = 3600.0  # one signature's verify time
 MAX_CPU = 1 << 20
 
@@ -149,9 +148,9 @@ def fleet_estimates(url: str, profile: str | None = None) -> list[NodeEstimate]:
     node = 'qprof_vu_estimate_basis_info{basis="node"}'
     est = _by(url, "qprof_vu_estimate",
               query(url, f"qprof_vu_estimate and on (job, instance, cpu, suite, backend) "
-                         f"{node}"), MAX_VU, *key)
+                         f"{node}"), MAX_CONSTANT, *key)
     high = _by(url, "qprof_vu_estimate_ci_high", query(url, "qprof_vu_estimate_ci_high"),
-               MAX_VU, *key)
+               MAX_CONSTANT, *key)
     times = _by(url, "qprof_verify_seconds", query(url, "qprof_verify_seconds"),
                 MAX_VERIFY_S, *key)
     where = f'{{profile="{profile}"}}' if profile else ""
