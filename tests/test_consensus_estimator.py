@@ -71,9 +71,12 @@ def test_estimate_is_inside_its_interval_and_shares_the_units_statistic(
         if r.vu_ci_low is not None:
             assert r.vu_ci_low <= r.vu_estimate <= r.vu_ci_high
             straddles = r.vu_ci_low <= r.vu_constant < r.vu_ci_high
-            # Unsure when the interval straddles the constant, or when too few quiet
-            # data leave the figures to the median (never a decided median under load).
-            assert (r.decision == "unsure") is (straddles or r.estimate.undecided is not None)
+            # Unsure when the interval straddles the constant; no reliable estimate when
+            # too few quiet data leave the figures to the median (never a decided median
+            # under load).
+            undecided = r.estimate.undecided is not None and not r.estimate.is_unit
+            assert (r.decision == "no_estimate") is undecided
+            assert (r.decision == "unsure") is (straddles and not undecided)
             assert (r.confidence == "uncertain") is (r.decision == "unsure")
 
 
