@@ -15,6 +15,7 @@ import io
 import json
 import lzma
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,72 @@ def test_shell_completion_completes_trend(tmp_path: Path) -> None:
     assert set(complete("qprof", "trend", "--s")) == {"--state-dir", "--since", "--step"}
     assert set(complete("qprof", "trend", "--p")) == {"--prometheus", "--profile"}
     assert "run-1.jsonl.xz" in complete("qprof", "trend", "ru")
+
+
+def _synthetic_points() -> list[tuple[Any, Any]]:
+    """Thirty hourly runs of one CPU: run 8 undecided (a gap), liboqs 0.16.0 -> 0.17.0
+    at run 15 with the SLH-DSA suites 4 % costlier."""
+    import random
+
+    from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
+
+    key = SeriesKey(node="node-a", cpu=0, cpu_model="AMD EPYC 9R45", backend="liboqs")
+    rng = random.Random(3)
+    base = {"ML-DSA-87": 2.25, "SLH-DSA-SHAKE-128s": 37.69, "SLH-DSA-SHAKE-256s": 80.13}
+    out = []
+    for i in range(30):
+        suites = []
+        for suite, ratio in base.items():
+            r = ratio * math.exp(rng.gauss(0, 0.004))
+            r *= 1.04 if i >= 15 and suite.startswith("SLH") else 1.0
+            suites.append(SuiteRun(suite, None, None, undecided="contended") if i == 8 else
+                          SuiteRun(suite, r, (r * 0.994, r * 1.006), time_ns=r * 2e4))
+        ctx = RunContext(liboqs="0.16.0" if i < 15 else "0.17.0", kernel="6.8.0")
+        out.append((key, RunPoint(run_id=f"r{i:02d}", started_at=1.79e9 + 3600 * i,
+                                  suites=tuple(suites), context=ctx, unit_time_ns=2e4)))
+    return out
+
+
+def test_text_shows_gaps_and_known_changes(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    points = _synthetic_points()
+    store = Store(tmp_path / DB_NAME)
+    for key, point in points:
+        store.points.add(point.run_id, [(key, point)])
+    store.close()
+    code, text, err = _trend(capsys, "--state-dir", str(tmp_path))
+    assert code == 0, err
+    lines = text.splitlines()
+    assert all(len(line) <= 100 for line in lines), text
+    assert "known change at run 15: liboqs 0.16.0 -> 0.17.0" in text, text
+    flat = " ".join(text.split())  # wrapped lines joined
+    for suite in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
+        assert re.search(f"change: {suite}: [^:]* at run 15 \\([^)]*, known\\): liboqs "
+                         "0.16.0 -> 0.17.0; only SLH-DSA moved", flat), text
+    assert text.count("1 undecided run (gaps") == 3, text
+    code, out, err = _trend(capsys, "--state-dir", str(tmp_path), "--json")
+    data = json.loads(out)
+    assert data["series"][0]["suites"]["ML-DSA-87"]["gaps"] == 1
+    [change] = data["series"][0]["suites"]["SLH-DSA-SHAKE-256s"]["changes"]
+    assert change["run_index"] == 15 and change["cause"] == "known"
+    assert change["what_changed"][0] == "liboqs 0.16.0 -> 0.17.0"
+    assert change["ci_95_bp"][0] > 0  # a step up, sized (its interval: test_trend_core)
+    print(text)
+
+
+def test_a_pending_alarm_is_said() -> None:
+    """The detector's alarm the runs have not confirmed yet, under its suite (the
+    detector itself: tests/test_trend_core.py)."""
+    from dataclasses import replace
+
+    from qprof.commands.trend import WIDTH, _suite_lines
+    from qprof.consensus.trend.model import Alarm
+
+    [trend] = analyze(group(_synthetic_points()))
+    alarm = Alarm("ML-DSA-87", 29, 6.8, 6.56, "up")
+    trend = replace(trend, suites=tuple(replace(s, alarm=alarm) if s.suite == "ML-DSA-87"
+                                        else s for s in trend.suites))
+    lines = _suite_lines(trend, 100)
+    text = "\n".join(lines)
+    assert "alarm: rising at run 29 (CUSUM 6.8 past its limit 6.6)" in text, text
+    assert text.count("alarm:") == 1 and all(len(x) <= WIDTH for x in lines), text
