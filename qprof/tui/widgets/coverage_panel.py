@@ -88,7 +88,8 @@ def worst_line(rows: tuple[CoverageView, ...]) -> str:
     parts = []
     binds = False
     for r in rows:
-        if r.worst_vu is None or r.cpu is None or r.basis == "comparison":
+        if (r.worst_vu is None or r.cpu is None or r.basis == "comparison"
+                or r.decision == "no_estimate"):  # no figure to scale
             continue
         binds = binds or r.worst_binds
         const = r.vu_constant
