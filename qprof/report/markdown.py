@@ -184,7 +184,7 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
 
     binds = profile.constants_held_to == "worst_signature"
     for r in results:
-        if r.worst_signature is not None and r.decision != "comparison":
+        if r.worst_signature is not None and r.decision not in ("comparison", "no_estimate"):
             lines.append(f"- {r.suite} on {cols[r.cpu].label}: median {r.vu_estimate} VU; "
                          + describe(r.worst_signature, r.vu_constant, binds) + ".")
     for core, w in reference_worst(profile):
