@@ -104,13 +104,14 @@ class Progress:
         speed = self.speed()
         pending = self.cpus_pending * max(self.cpu_work * speed, self.floor_s)
         left = self.cpu_left_s(speed) + pending
+        before = 0.0
         if self.measuring_from is None:  # still preparing: the signing, then everything
             if self.signing_left_s is None:
                 return None
-            left += self.signing_left_s
-        if self.time_limit_s is not None:
-            left = min(left, max(0.0, self.time_limit_s - self.elapsed()))
-        return left
+            before = self.signing_left_s
+        if self.time_limit_s is not None:  # no round starts past it (the signing goes on)
+            left = min(left, max(0.0, self.time_limit_s - self.elapsed() - before))
+        return before + left
 
     def report(self, *, final: bool = False, cpu: int | None = None, round: int | None = None,
                rounds: int | None = None, suite: str | None = None, backend: str | None = None,
