@@ -139,16 +139,20 @@ def _store(path: Path, runs: list[Path]) -> Store:
 
 def test_store_stored_points_and_runs_without(tmp_path: Path, committed: list[RunFile],
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """A store whose first runs have their points stored (as the daemon writes them when
-    a run finishes) and whose last has none (a store older than the points table): the
-    same trend as the runs' files."""
-    store = _store(tmp_path / DB_NAME, COMMITTED)
+    """The daemon's store, its runs' points stored (as the daemon writes them when a run
+    finishes), and the monitor's beside it with a run without (a store older than the
+    points table): the same trend as the runs' files."""
+    from qprof.service.store_paths import MONITOR_DB
+
+    store = _store(tmp_path / DB_NAME, COMMITTED[:-1])
     for run in committed[:-1]:
         store.points.add(run.points[0][1].run_id, run.points)
     store.close()
+    _store(tmp_path / MONITOR_DB, COMMITTED[-1:]).close()
     code, out, err = _trend(capsys, "--state-dir", str(tmp_path), "--json")
     assert code == 0, err
     data = json.loads(out)
+    assert data["source"]["paths"] == [str(tmp_path / DB_NAME), str(tmp_path / MONITOR_DB)]
     assert data["source"]["runs_stored"] == len(COMMITTED) - 1
     assert data["source"]["runs_computed"] == 1
     [series] = data["series"]
@@ -161,7 +165,7 @@ def test_store_stored_points_and_runs_without(tmp_path: Path, committed: list[Ru
             expected["estimate"], expected["ci_95"], expected["runs"])
         assert seg["ratio"] == pytest.approx(expected["ratio"], rel=1e-12)
     # The text, with every point stored now: one line per suite, in 100 columns.
-    store = Store(tmp_path / DB_NAME)
+    store = Store(tmp_path / MONITOR_DB)
     store.points.add(committed[-1].points[0][1].run_id, committed[-1].points)
     store.close()
     code, text, err = _trend(capsys, "--state-dir", str(tmp_path))
@@ -214,14 +218,12 @@ def test_bad_files_are_one_line_naming_them(tmp_path: Path,
 
 def test_one_source_and_a_real_profile(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    code, _out, err = _trend(capsys)
-    _one_line(code, err, "give one source")
     code, _out, err = _trend(capsys, str(COMMITTED[0]), "--state-dir", str(tmp_path))
     _one_line(code, err, "give one source")
     code, _out, err = _trend(capsys, str(COMMITTED[0]), "--profile", "no-such-profile")
     _one_line(code, err, "profile 'no-such-profile' not found")
     code, _out, err = _trend(capsys, "--state-dir", str(tmp_path / "none"))
-    _one_line(code, err, str(tmp_path / "none"))
+    _one_line(code, err, f"no results yet in {tmp_path / 'none'}")
     with pytest.raises(SystemExit) as exc:
         main(["trend", "--prometheus", "http://127.0.0.1:9", "--since", "forever"])
     assert exc.value.code == 2

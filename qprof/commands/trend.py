@@ -5,8 +5,9 @@ The runs of each series (one node's CPU, core model, backend and method; runs or
 their start) are combined into segment estimates, and every change of a suite's ratio is
 found, sized and explained (:func:`qprof.consensus.trend.analysis.analyze`, what the daemon,
 its metrics and the monitor use too). The runs come from recorded JSONL files (``.xz`` and
-``.gz`` too; :mod:`qprof.consensus.trend.from_jsonl`), a daemon's or the monitor's store
-(:mod:`qprof.service.trend_source`) or a Prometheus server's history of a fleet's qprof
+``.gz`` too; :mod:`qprof.consensus.trend.from_jsonl`), the daemon's and the monitor's
+stores (:mod:`qprof.service.trend_source`; without another source, those of the default
+state dir) or a Prometheus server's history of a fleet's qprof
 metrics (:mod:`qprof.service.fleet_trend`); across nodes, changes close in time are one
 fleet-wide change (:func:`qprof.consensus.trend.fleet.fleet_changes`).
 
@@ -62,7 +63,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="recorded runs (check -o, bench -o, export; .xz/.gz too), "
                         "ordered by their start")
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
-                        help="a daemon's or the monitor's store: every run it recorded")
+                        help="the daemon's and the monitor's stores in DIR: every run they "
+                        "recorded (without RUN.jsonl or --prometheus: those of the default "
+                        "state dir, as for qprof history)")
     parser.add_argument("--prometheus", metavar="URL",
                         help="a fleet: the qprof metrics a Prometheus server "
                         "(http://host:9090) holds, each node's cycles a series")
@@ -141,31 +144,45 @@ def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Inpu
 
 
 def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
+    """The points of every store of the user's in ``state_dir`` (the daemon's and the
+    monitor's: qprof.service.store_paths), the daemon's first."""
     import sqlite3
 
     from qprof.measure.records import RecordError
     from qprof.service.store import Store
-    from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
+    from qprof.service.store_file import StoreError, damaged
+    from qprof.service.store_paths import user_stores
     from qprof.service.trend_source import MAX_COMPUTED, store_points
 
-    path = (state_dir or default_state_dir()) / DB_NAME
-    try:
-        store = Store(path, readonly=True)
+    stores = user_stores(state_dir)
+    found = stores.existing()
+    if not found:
+        raise TrendInputError(stores.none_yet())
+    inp = Input(source={"kind": "store", "paths": [str(loc.path) for loc in found],
+                        "runs_stored": 0, "runs_computed": 0, "runs_left_out": 0},
+                points=[])
+    for loc in found:
         try:
-            got = store_points(store, unit_suite)
-        finally:
-            store.close()
-    except StoreError as exc:
-        raise TrendInputError(str(exc)) from None
-    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
-        raise TrendInputError(damaged(path, exc)) from None
-    problems = [store.note] if store.note else []
-    if got.left_out:
-        problems.append(f"{path}: {got.left_out} older runs without stored points left out "
-                        f"(the newest {MAX_COMPUTED} computed from their records)")
-    return Input(source={"kind": "store", "path": str(path), "runs_stored": got.stored,
-                         "runs_computed": got.computed, "runs_left_out": got.left_out},
-                 points=got.points, profiles=got.profiles, problems=problems)
+            store = Store(loc.path, readonly=True)
+            try:
+                got = store_points(store, unit_suite)
+            finally:
+                store.close()
+        except StoreError as exc:
+            raise TrendInputError(str(exc)) from None
+        except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+            raise TrendInputError(damaged(loc.path, exc)) from None
+        inp.points += got.points
+        inp.profiles += [p for p in got.profiles if p not in inp.profiles]
+        inp.problems += [store.note] if store.note else []
+        if got.left_out:
+            inp.problems.append(f"{loc.path}: {got.left_out} older runs without stored "
+                                f"points left out (the newest {MAX_COMPUTED} computed from "
+                                "their records)")
+        for name, n in (("runs_stored", got.stored), ("runs_computed", got.computed),
+                        ("runs_left_out", got.left_out)):
+            inp.source[name] += n
+    return inp
 
 
 def _from_prometheus(url: str, since_s: float, step_s: float | None,
@@ -287,9 +304,9 @@ def _json(inp: Input, profile: Profile, trends: list[SeriesTrend],
 def _input(args: argparse.Namespace, unit_suite: str | None) -> Input:
     if args.runs:
         return _from_files(args.runs, unit_suite, _jobs(args.jobs, len(args.runs)))
-    if args.state_dir is not None:
-        return _from_store(args.state_dir, unit_suite)
-    return _from_prometheus(args.prometheus, args.since, args.step, unit_suite)
+    if args.prometheus:
+        return _from_prometheus(args.prometheus, args.since, args.step, unit_suite)
+    return _from_store(args.state_dir, unit_suite)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -300,10 +317,9 @@ def run(args: argparse.Namespace) -> int:
     sources = [name for name, given in (("RUN.jsonl", bool(args.runs)),
                                         ("--state-dir", args.state_dir is not None),
                                         ("--prometheus", bool(args.prometheus))) if given]
-    if len(sources) != 1:
+    if len(sources) > 1:
         return _fail(args, "give one source: RUN.jsonl files, --state-dir DIR or "
-                     "--prometheus URL" + (f" (not {' and '.join(sources)})" if sources
-                                           else ""))
+                     f"--prometheus URL (not {' and '.join(sources)})")
     try:
         given = load_profile(args.profile) if args.profile else None
         inp = _input(args, given.unit_suite if given else None)
@@ -332,4 +348,4 @@ def run(args: argparse.Namespace) -> int:
 
 def _where(inp: Input) -> str:
     src = inp.source
-    return str(src.get("path") or src.get("url") or ", ".join(src.get("files", [])))
+    return str(src.get("url") or ", ".join(src.get("paths") or src.get("files") or []))
