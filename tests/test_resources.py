@@ -114,3 +114,43 @@ def test_a_run_records_memory_and_known_answers_before_timing(
     assert 10_000 < m.baseline_rss_kib < 2_000_000
     # ML-DSA-44's verify: its stack and heap, tens of KiB, not the interpreter's size.
     assert 0 <= m.peak_increment_kib < 2048
+
+
+def test_the_monitor_shows_known_answers_memory_and_headroom(tmp_path: Path) -> None:
+    """The monitor's evaluation of a store (as its child process makes it) carries the
+    newest run's known answers, memory per verify and the constants with headroom."""
+    import dataclasses
+    import json
+    import lzma
+
+    from qprof.measure.records import AdversaryFactors, FunctionalCheck, Meta
+    from qprof.service.store import Store
+    from qprof.tui.sources.consensus import (
+        evaluate_store,
+        evaluation_from_json,
+        evaluation_to_json,
+        load_profile_info,
+    )
+
+    runs = Path(__file__).resolve().parent / "data" / "runs"
+    lines = lzma.decompress(sorted(runs.glob("*.jsonl.xz"))[0].read_bytes()).splitlines()
+    store = Store(tmp_path / "qprof.db")
+    recs = [record_from_dict(json.loads(x)) for x in lines]
+    run_id = next(r for r in recs if isinstance(r, Meta)).run_id
+    extra = [FunctionalCheck(run_id=run_id, backend="liboqs", suite="ML-DSA-87",
+                             status="MISMATCH", cases=5, failed=["second:x valid"]),
+             ResourceUse(run_id=run_id, cpu=1, backend="liboqs", suite="SLH-DSA-SHAKE-256s",
+                         operation="verify", calls=16, baseline_rss_kib=62000,
+                         peak_rss_kib=62012, hwm_reset="clear_refs", code_bytes=756573),
+             AdversaryFactors(run_id=run_id, suite="SLH-DSA-SHAKE-128s",
+                              kind="crafted_invalid", factor=1.44, low=1.38, high=1.5,
+                              cpu_model="AMD EPYC", measured_at=1.8e9)]
+    for r in recs[:-1] + extra + recs[-1:]:
+        store.add(dataclasses.replace(r) if hasattr(r, "run_id") else r)
+    store.close()
+    found = evaluate_store(tmp_path / "qprof.db", load_profile_info("qanum"), "liboqs")
+    found = evaluation_from_json(evaluation_to_json(found))  # as from the child process
+    text = "\n".join(found.preflight)
+    assert "liboqs MISMATCH ML-DSA-87" in text
+    assert "SLH-DSA-SHAKE-256s +12 KiB" in text and "upper-bound" in text
+    assert "invalid block on Silver" in text and "0.72 % of 75 s" in text

@@ -183,6 +183,9 @@ class Frame:
     coverage_note: str | None = None  # e.g. "not measured on this machine (snapshot)"
     # Why the backend gives no verdict, and what to run (numba alone: comparison only).
     verdict_note: str | None = None
+    # The newest run's known answers, memory per operation and constants with headroom
+    # (qprof.tui.preflight), one line each.
+    preflight: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- formatting helpers

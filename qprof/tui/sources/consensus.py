@@ -11,6 +11,7 @@ estimate speaks for it, because a constant has to cover the slowest core.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -85,6 +86,8 @@ class Evaluation:
     results: tuple[CoverageResult, ...] = ()
     measured_at: dict[tuple[int, str], float] = field(default_factory=dict)
     error: str | None = None
+    # The newest run's known answers, memory and constants with headroom (tui.preflight).
+    preflight: tuple[str, ...] = ()
 
 
 def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
@@ -130,9 +133,15 @@ def evaluate_store(path: Path, info: ProfileInfo, backend: str | None,
             measurements = [m for op in VERIFY_OPERATIONS
                              for m in store.newest_run_measurements(op)]
             cores = {**topology_cores(root), **recorded_cores(store, measurements)}
+            newest = store.newest_meta()
+            records = list(store.run_records(newest.run_id)) if newest is not None else []
         finally:
             store.close()
-        return evaluate_measurements(measurements, info, backend, cores)
+        found = evaluate_measurements(measurements, info, backend, cores)
+        from qprof.tui.preflight import preflight_lines
+
+        return dataclasses.replace(found, preflight=preflight_lines(
+            records, info.profile, found.results))
     except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
         return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
 
@@ -143,6 +152,7 @@ def evaluation_to_json(evaluation: Evaluation) -> str:
         "measured_at": [[cpu, suite, ts] for (cpu, suite), ts in
                         evaluation.measured_at.items()],
         "error": evaluation.error,
+        "preflight": list(evaluation.preflight),
     })
 
 
@@ -153,6 +163,7 @@ def evaluation_from_json(text: str) -> Evaluation:
         measured_at={(int(cpu), str(suite)): float(ts) for cpu, suite, ts in
                      data["measured_at"]},
         error=data.get("error"),
+        preflight=tuple(str(x) for x in data.get("preflight", ())),
     )
 
 
