@@ -250,7 +250,7 @@ def _suite_lines(t: SeriesTrend, unit_vu: int) -> list[str]:
     for s in t.suites:
         seg = s.current
         now = segment_text(seg, unit_vu) if seg is not None else "no decided run"
-        out += _wrap(f"{s.suite:<{width}}  {now}", 2, width + 4)
+        out += _wrap(f"{s.suite:<{width}}  {now}", 2, width + 2)
         if len(s.segments) > 1 and seg is not None:
             out += _wrap(f"current segment since run {seg.first_run}, "
                          f"{len(s.segments)} segments", width + 4)
@@ -269,11 +269,11 @@ def _text(inp: Input, profile: Profile, trends: list[SeriesTrend],
     from qprof.consensus.trend.report import fleet_text
 
     runs = len({p.run_id for _k, p in inp.points})
-    out = [f"{runs} run{'s' if runs != 1 else ''}, {len(trends)} series; profile "
-           f"{profile.name} ({profile.unit_suite} = {profile.unit_vu} VU): estimates "
-           "in VU with their 95 % interval"]
+    out = _wrap(f"{runs} run{'s' if runs != 1 else ''}, {len(trends)} series; profile "
+                f"{profile.name} ({profile.unit_suite} = {profile.unit_vu} VU): estimates "
+                "in VU with their 95 % interval", 0)
     for t in trends:
-        out += ["", _series_head(t)]
+        out += ["", *_wrap(_series_head(t), 0)]
         for k in t.known:
             out += _wrap(f"known change at run {k.run_index}: {'; '.join(k.what)}", 2)
         out += _suite_lines(t, profile.unit_vu)
