@@ -131,7 +131,7 @@ class CycleRunner:
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
         self.changes = ChangeTracker()  # ratio changes announced, alarms' bursts
-        self._backfill_tried: set[str] = set()  # runs whose points gave nothing to store
+        self._backfill_tried: set[str] = set()  # runs whose records gave no points
 
     # -- results and coverage --------------------------------------------------------
 
@@ -206,6 +206,8 @@ class CycleRunner:
         unit = self.state.profile.unit_suite if self.state.profile else "ML-DSA-44"
         try:
             points = run_points(self.store.run_records(run_id), unit_suite=unit)
+            if not points:  # the unit suite alone: nothing to judge, nothing to backfill
+                self._backfill_tried.add(run_id)
             return self.store.points.add(run_id, points)
         except (KeyError, sqlite3.Error) as exc:
             log.warning("run %s: its run points were not stored: %s", run_id, exc)
