@@ -257,15 +257,15 @@ def test_shell_completion_completes_trend(tmp_path: Path) -> None:
     assert "run-1.jsonl.xz" in complete("qprof", "trend", "ru")
 
 
-def _synthetic_points() -> list[tuple[Any, Any]]:
+def _synthetic_points(node: str = "node-a", seed: int = 3) -> list[tuple[Any, Any]]:
     """Thirty hourly runs of one CPU: run 8 undecided (a gap), liboqs 0.16.0 -> 0.17.0
     at run 15 with the SLH-DSA suites 4 % costlier."""
     import random
 
     from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 
-    key = SeriesKey(node="node-a", cpu=0, cpu_model="AMD EPYC 9R45", backend="liboqs")
-    rng = random.Random(3)
+    key = SeriesKey(node=node, cpu=0, cpu_model="AMD EPYC 9R45", backend="liboqs")
+    rng = random.Random(seed)
     base = {"ML-DSA-87": 2.25, "SLH-DSA-SHAKE-128s": 37.69, "SLH-DSA-SHAKE-256s": 80.13}
     out = []
     for i in range(30):
@@ -276,7 +276,7 @@ def _synthetic_points() -> list[tuple[Any, Any]]:
             suites.append(SuiteRun(suite, None, None, undecided="contended") if i == 8 else
                           SuiteRun(suite, r, (r * 0.994, r * 1.006), time_ns=r * 2e4))
         ctx = RunContext(liboqs="0.16.0" if i < 15 else "0.17.0", kernel="6.8.0")
-        out.append((key, RunPoint(run_id=f"r{i:02d}", started_at=1.79e9 + 3600 * i,
+        out.append((key, RunPoint(run_id=f"{node}-{i:02d}", started_at=1.79e9 + 3600 * i,
                                   suites=tuple(suites), context=ctx, unit_time_ns=2e4)))
     return out
 
@@ -324,3 +324,28 @@ def test_a_pending_alarm_is_said() -> None:
     text = "\n".join(lines)
     assert "alarm: rising at run 29 (CUSUM 6.8 past its limit 6.6)" in text, text
     assert text.count("alarm:") == 1 and all(len(x) <= WIDTH for x in lines), text
+
+
+def test_a_rollout_over_two_nodes_is_one_fleet_wide_change_per_suite_it_moved(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """liboqs 0.17.0 on two nodes in the same hour, SLH-DSA 4 % costlier on both: one
+    fleet-wide change per SLH-DSA suite; ML-DSA-87's known change point moved nothing and
+    is no fleet's change (nor a node's alone)."""
+    store = Store(tmp_path / DB_NAME)
+    for node, seed in (("node-a", 3), ("node-b", 4)):
+        for key, point in _synthetic_points(node, seed):
+            store.points.add(point.run_id, [(key, point)])
+    store.close()
+    code, out, err = _trend(capsys, "--state-dir", str(tmp_path), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    for s in data["series"]:
+        [change] = s["suites"]["ML-DSA-87"]["changes"]
+        lo, hi = change["ci_95_bp"]
+        assert change["cause"] == "known" and lo <= 0 <= hi, change  # the setup
+    assert [(f["suite"], f["nodes"], f["fleet_wide"]) for f in data["fleet"]] == [
+        (suite, ["node-a", "node-b"], True)
+        for suite in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")]
+    code, text, err = _trend(capsys, "--state-dir", str(tmp_path))
+    assert text.count("fleet-wide change on 2 nodes: SLH-DSA-SHAKE-") == 2, text
+    assert " alone: " not in text, text

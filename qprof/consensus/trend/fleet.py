@@ -15,12 +15,13 @@ DEFAULT_WINDOW_S = 6 * 3600.0
 
 def fleet_changes(trends: Iterable[SeriesTrend], window_s: float = DEFAULT_WINDOW_S
                   ) -> list[FleetChange]:
-    """Every change grouped with the changes of the same suite and direction on other
-    nodes within ``window_s`` of the group's first."""
+    """Every change that moved a ratio grouped with the changes of the same suite and
+    direction on other nodes within ``window_s`` of the group's first (a known change
+    point that moved nothing is no fleet's change: its sign is noise)."""
     items: list[tuple[str, Change]] = []
     for t in trends:
         for s in t.suites:
-            items += [(t.key.node, c) for c in s.changes]
+            items += [(t.key.node, c) for c in s.changes if c.moved]
     items.sort(key=lambda nc: (nc[1].suite, nc[1].started_at))
     groups: list[list[tuple[str, Change]]] = []
     for node, c in items:

@@ -162,6 +162,13 @@ class Change:
     cause: Cause  # a known change point (versions, kernel, microcode) or found by the detector
     what_changed: tuple[str, ...]  # e.g. "liboqs 0.16.0 -> 0.17.0", "caps: ...", "suites ..."
 
+    @property
+    def moved(self) -> bool:
+        """Whether the ratio moved: the step's 95 % interval excludes no change (a known
+        change point need not move it)."""
+        lo, hi = self.ci_95_bp
+        return not lo <= 0 <= hi
+
 
 @dataclass(frozen=True)
 class Alarm:
