@@ -96,11 +96,14 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
-    text = render_report(runs, profile, blocks)
+    from qprof.report.trend import report_trends
+
+    trends = report_trends(runs, profile)  # once, for both reports (several runs only)
+    text = render_report(runs, profile, blocks, trends)
     if args.html:
         from qprof.report.html import render_html
 
-        write_file(args.html, render_html(runs, profile))
+        write_file(args.html, render_html(runs, profile, trends))
         print(f"qprof report: wrote {args.html}", file=sys.stderr)
     # -o -, or no file at all: stdout; a file written is named.
     if ((args.output or not args.html) and write_output(args.output, text)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.stats import drift_bp
+from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.verdict import WORDS, State, contended_text
 from qprof.consensus.vu import block_signatures
 from qprof.measure.jsonl import RunData
@@ -45,6 +47,8 @@ from qprof.report.html_svg import (
     paragraph,
     row_chart,
 )
+from qprof.report.html_trend import trend_section
+from qprof.report.trend import report_trends
 
 # The verdict's colour and mark by its state (qprof.consensus.verdict: WORDS, the words
 # beside them); the monitor's HTML export uses the same. Decided covered green, not
@@ -227,7 +231,10 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
     return Section("Worst-case block against the block interval", intro, tuple(figures))
 
 
-def render_html(runs: list[RunData], profile: Profile | None = None) -> str:
+def render_html(runs: list[RunData], profile: Profile | None = None,
+                trends: Sequence[SeriesTrend] | None = None) -> str:
+    """``trends``: :func:`qprof.report.trend.report_trends` of ``runs`` when the caller
+    has them (the Markdown report takes the same), else computed here."""
     cols = build_columns(runs)
     lines = ["Runs: " + ", ".join(Path(r.path).name for r in runs) + "."]
     for run in runs:
@@ -241,6 +248,10 @@ def render_html(runs: list[RunData], profile: Profile | None = None) -> str:
     block = _worst_block(cols, profile)
     if block is not None:
         sections.append(block)
+    trend = trend_section(report_trends(runs, profile) if trends is None else trends,
+                          profile, runs)
+    if trend is not None:
+        sections.append(trend)
     problems = [p for r in runs for p in r.problems]
     if problems:
         sections.append(Section("Input problems", "", tuple(paragraph(p) for p in problems)))

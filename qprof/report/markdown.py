@@ -15,6 +15,7 @@ from qprof.consensus.basis import basis_label, verdict_basis
 from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.estimate.reduce import unit_drift_bp
 from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
+from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.verdict import CoverageResult
 from qprof.consensus.vu import block_signatures
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
@@ -37,6 +38,7 @@ from qprof.report.headroom import headroom_section
 from qprof.report.machine import machine_section
 from qprof.report.policy import policy_section
 from qprof.report.resources import functional_section, resources_section
+from qprof.report.trend import report_trends, trend_section
 
 DUAL_VALID = ("dual_enforce", "dual_shadow")
 
@@ -434,7 +436,10 @@ def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
 
 
 def render_report(runs: list[RunData], profile: Profile | None = None,
-                  blocks: Sequence[BlockResult] = ()) -> str:
+                  blocks: Sequence[BlockResult] = (),
+                  trends: Sequence[SeriesTrend] | None = None) -> str:
+    """``trends``: :func:`qprof.report.trend.report_trends` of ``runs`` when the caller
+    has them (the HTML report takes the same), else computed here."""
     cols = build_columns(runs)
     lines = ["# Post-quantum verification cost per core", ""]
     if profile:
@@ -460,5 +465,7 @@ def render_report(runs: list[RunData], profile: Profile | None = None,
     lines += resources_section(runs)
     if blocks:
         lines += _measured_blocks(list(blocks))
+    lines += trend_section(report_trends(runs, profile) if trends is None else trends,
+                           profile, runs)
     lines += _notes(cols, profile)
     return "\n".join(lines).rstrip() + "\n"
