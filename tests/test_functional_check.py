@@ -174,6 +174,10 @@ def test_daemon_alerts_functional_mismatch(tmp_path: Path) -> None:
                             cases=34, sources=["wycheproof", "second"]))
     got = [a for a in alerts if a.kind == "functional_mismatch"]
     assert len(got) == 1 and got[0].severity == "critical" and BROKEN in got[0].message
+    # The next cycle's run finds it again (cached for that build): no second alert.
+    r._sink(FunctionalCheck(run_id="r2", backend="liboqs", suite=BROKEN, status="MISMATCH",
+                            cases=5, failed=["x"], cached=True))
+    assert len([a for a in alerts if a.kind == "functional_mismatch"]) == 1
     from prometheus_client import CollectorRegistry, generate_latest
 
     from qprof.service.metrics import QprofCollector

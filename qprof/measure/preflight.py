@@ -168,13 +168,16 @@ def _run_one(plan: PreflightPlan, backend: str, functional: tuple[str, ...],
     except OSError as exc:
         return PreflightResult(backend, errors=[f"cannot start: {exc}"])
     started = time.monotonic()
-    while proc.poll() is None:
-        if stop.wait(0.05) or time.monotonic() - started > PREFLIGHT_TIMEOUT_S:
-            proc.kill()
-            proc.communicate()
-            return PreflightResult(backend, errors=["stopped" if stop.is_set() else
-                                                    "timed out"])
-    _out, err = proc.communicate()
+    while True:  # reading stderr all along: a full pipe must not stall the worker
+        try:
+            _out, err = proc.communicate(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            if stop.is_set() or time.monotonic() - started > PREFLIGHT_TIMEOUT_S:
+                proc.kill()
+                proc.communicate()
+                return PreflightResult(backend, errors=["stopped" if stop.is_set() else
+                                                        "timed out"])
     try:
         return PreflightResult.read(Path(job.result))
     except (OSError, ValueError, KeyError, TypeError):
