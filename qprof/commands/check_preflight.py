@@ -4,6 +4,7 @@ SQIsign report's resource table with its caveat (qprof.measure.resources)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -106,17 +107,21 @@ def resource_table(records: Sequence[Record]) -> str | None:
              f"+{r.peak_increment_kib} KiB", _bytes(r.py_peak_bytes),
              _bytes(r.py_retained_bytes)] for r in rows]
     what = sorted({f"{r.backend}: {r.code_what}" for r in rows if r.code_what})
+
+    def wrapped(text: str) -> str:  # the words around the table fit 100 columns
+        return textwrap.fill(text, 100, subsequent_indent="    ")
+
     return "\n".join([
-        f"memory per operation (CPU {rows[0].cpu}, {rows[0].calls} calls each, measured "
-        "before timing; VmHWM reset by "
-        f"{', '.join(sorted({r.hwm_reset for r in rows}))}):",
+        wrapped(f"memory per operation (CPU {rows[0].cpu}, {rows[0].calls} calls each, "
+                "measured before timing; VmHWM reset by "
+                f"{', '.join(sorted({r.hwm_reset for r in rows}))}):"),
         table(["BACKEND", "SUITE", "OPERATION", "CODE (B)", "RUNTIME", "LOAD", "BASELINE RSS",
                "PEAK RSS", "PEAK +", "PY PEAK (B)", "PY LEFT (B)"], body),
-        "code: " + "; ".join(what),
-        "RUNTIME: RSS importing the backend added (numba + LLVM, the liboqs library); LOAD: "
-        "RSS its verifier for the suite added (numba: the kernels' JIT code); PY: "
-        "tracemalloc, a separate pass",
-        f"caveat: {MEMORY_CAVEAT}"])
+        wrapped("code: " + "; ".join(what)),
+        wrapped("RUNTIME: RSS importing the backend added (numba + LLVM, the liboqs library); "
+                "LOAD: RSS its verifier for the suite added (numba: the kernels' JIT code); "
+                "PY: tracemalloc, a separate pass"),
+        wrapped(f"caveat: {MEMORY_CAVEAT}")])
 
 
 def print_preflight(records: Sequence[Record]) -> None:
