@@ -15,12 +15,15 @@ is not escaped twice.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from qprof.untrusted import one_line as _one_line
 
 # A cell or sentence holds qprof's words around values from outside (a note, a
 # statistic's reason for several suites): longer than a name, still bounded.
 MAX_TEXT = 4000
+# A table cell: a name, a figure, a short reason; a row of many cells stays readable.
+MAX_CELL = 1000
 # What starts markup inside a line: HTML (< > &), links and images ([ ]), code (`),
 # emphasis (* ~, and _ but not inside a word, where it never is: verify_invalid stays
 # readable), table cells (|) and the escape itself (\). Line-start markers (#, -, +,
@@ -32,16 +35,22 @@ class Md(str):
     """Markdown that is safe as it is (escaped text, or qprof's own markup)."""
 
 
-def one_line(value: object) -> str:
+def one_line(value: object, limit: int = MAX_TEXT) -> str:
     """``value`` as text on one bounded line (``qprof.untrusted.one_line``)."""
-    return _one_line(value, MAX_TEXT)
+    return _one_line(value, limit)
 
 
-def md_text(value: object) -> Md:
+def md_text(value: object, limit: int = MAX_TEXT) -> Md:
     """``value`` as literal Markdown text (see the module's docstring)."""
     if isinstance(value, Md):
         return value
-    return Md(_SPECIAL.sub(r"\\\1", one_line(value)))
+    return Md(_SPECIAL.sub(r"\\\1", one_line(value, limit)))
+
+
+def md_joined(parts: Iterable[object], sep: str = " / ", prefix: str = "") -> Md:
+    """``prefix`` and ``parts`` joined by ``sep``, each escaped and bounded on its own: a
+    cell holding one figure per CPU of a 2,000-CPU run is long, its pieces are not."""
+    return Md(md_text(prefix) + md_text(sep).join(md_text(p, MAX_CELL) for p in parts))
 
 
 def md_code(value: object) -> Md:
@@ -57,7 +66,7 @@ def md_code(value: object) -> Md:
 def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     """A GitHub table; every header and cell is :func:`md_text` (an ``Md`` is kept)."""
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(md_text(c) for c in cells) + " |"
+        return "| " + " | ".join(md_text(c, MAX_CELL) for c in cells) + " |"
 
     return [line(header), "|" + "|".join("---" for _ in header) + "|",
             *(line(r) for r in rows)]

@@ -22,7 +22,7 @@ from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockResult
 from qprof.measure.jsonl import RunData
-from qprof.measure.markdown import md_code, md_table, md_text
+from qprof.measure.markdown import md_code, md_joined, md_table, md_text
 from qprof.measure.units import fmt_ns
 from qprof.report.columns import (
     Column,
@@ -84,18 +84,18 @@ def _verify(cols: list[Column], profile: Profile | None, op: str, title: str) ->
             intro += f" Figures of {md_text(basis_label(profile, backend, basis))}."
         lines += [f"## {title} ({md_text(backend)})", "", intro, ""]
         header = ["Suite"] + [f"{c.label} median (rounds)" for c in cols]
-        header += ["VU estimate (95 % CI) " + " / ".join(c.label for c in cols)]
+        header += [md_joined((c.label for c in cols), prefix="VU estimate (95 % CI) ")]
         if beside:
-            header += ["VU by the median rule " + " / ".join(c.label for c in cols)]
+            header += [md_joined((c.label for c in cols), prefix="VU by the median rule ")]
         if profile:
             header += ["Consensus VU", "Covered"]
         rows = []
         for suite in suites:
             r = [suite] + [fmt_range(red) if (red := c.get(suite, backend, op)) else "-"
                            for c in cols]
-            r.append(" / ".join(_estimate_cell(col.get(suite)) for col in per_col))
+            r.append(md_joined(_estimate_cell(col.get(suite)) for col in per_col))
             if beside:
-                r.append(" / ".join(_median_rule_cell(col.get(suite)) for col in per_col))
+                r.append(md_joined(_median_rule_cell(col.get(suite)) for col in per_col))
             if profile:
                 const = profile.verify_units.get(suite)
                 r += [str(const) if const is not None else "-",
@@ -240,13 +240,14 @@ def _invalid(cols: list[Column], profile: Profile | None) -> list[str]:
         return []
     suites = suites_of(cols, profile, tuple(o for o, _b in ops))
     header = ["Suite"] + [
-        f"{o.replace('_invalid', '').replace('verify', b).replace('_', ' ')}"
-        + (f" ({b})" if o != "verify_invalid" else "") + " " + " / ".join(c.label for c in cols)
+        md_joined((c.label for c in cols), prefix=(
+            f"{o.replace('_invalid', '').replace('verify', b).replace('_', ' ')}"
+            + (f" ({b})" if o != "verify_invalid" else "") + " "))
         for o, b in ops
     ]
     rows = []
     for s in suites:
-        rows.append([s] + [" / ".join(fmt_ns(r.median_ns) if (r := c.get(s, b, o)) else "-"
+        rows.append([s] + [md_joined(fmt_ns(r.median_ns) if (r := c.get(s, b, o)) else "-"
                                       for c in cols) for o, b in ops])
     lines = ["## Invalid signatures (one byte flipped)", ""] + md_table(header, rows)
     lines += ["", "Median of the round medians. In enforce mode the second verifier is not "
@@ -280,7 +281,7 @@ def _dual(cols: list[Column], profile: Profile | None) -> list[str]:
                         continue
                     pct = f" ({100 * red.median_ns / base.median_ns:.0f} %)" if base else ""
                     r.append(fmt_ns(red.median_ns) + pct)
-            r.append(" / ".join(str(e.vu_estimate) if (e := col.get(s)) and e.vu_estimate
+            r.append(md_joined(str(e.vu_estimate) if (e := col.get(s)) and e.vu_estimate
                                 else "-" for col in enforce))
             rows.append(r)
         lines += [f"## Both verifiers, valid signatures ({md_text(pair.replace('+', ' then '))})",
@@ -300,7 +301,8 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
         return []
     ref = profile.reference_core()
     header = ["Suite (signatures)"] + [
-        f"{b}{' enforce' if o == 'dual_enforce' else ''} " + " / ".join(c.label for c in cols)
+        md_joined((c.label for c in cols),
+                  prefix=f"{b}{' enforce' if o == 'dual_enforce' else ''} ")
         for b, o in ways
     ]
     if ref:
@@ -316,7 +318,7 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> list[str]:
                 red = c.get(suite, b, o)
                 vals.append(fmt_ns(nsig * red.median_ns) if red else "-")
                 any_value = any_value or red is not None
-            r.append(" / ".join(vals))
+            r.append(md_joined(vals))
         if ref:
             med = ref.verify_median_ns.get(suite)
             r.append(fmt_ns(nsig * med) if med else "-")

@@ -56,11 +56,12 @@ def _get(url: str, target: str, deadline_s: float) -> bytes:
                  else http.client.HTTPConnection)
     conn = conn_type(parts.hostname, port, timeout=deadline_s)
     expired = threading.Event()
+    opened: list[socket.socket] = []  # the connection's socket (the response keeps it
+    # after conn.close(), which http.client calls on an HTTP/1.0 answer)
 
     def cut_off() -> None:  # wakes a read blocked on a silent or dripping server
         expired.set()
-        sock = conn.sock
-        if sock is not None:
+        for sock in opened:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
@@ -68,6 +69,10 @@ def _get(url: str, target: str, deadline_s: float) -> bytes:
     timer.daemon = True
     timer.start()
     try:
+        conn.connect()
+        opened.append(conn.sock)
+        if expired.is_set():  # the deadline passed while connecting
+            cut_off()
         conn.request("GET", parts.path.rstrip("/") + target,
                      headers={"Accept": "application/json"})
         resp = conn.getresponse()
@@ -76,6 +81,8 @@ def _get(url: str, target: str, deadline_s: float) -> bytes:
             body += chunk
             if len(body) > MAX_BYTES:
                 raise _fail(url, f"answer larger than {MAX_BYTES >> 20} MiB")
+        if expired.is_set():  # the cut-off ended the read: what came is not the answer
+            raise OSError("cut off")
         if resp.status != 200 and not body.lstrip().startswith(b"{"):  # no API's error
             raise _fail(url, f"HTTP {resp.status} {one_line(resp.reason, 80)}")
         return bytes(body)
