@@ -11,9 +11,10 @@ valid signatures (the key owner grinds the signing randomness), "crafted_invalid
   (``qprof.consensus.calibrate.propose`` then covers the largest 95 % upper bound where
   the ratio binds): ceil(unit VU x ratio's upper bound x the factor's upper bound), the
   same figure the verdict judges for a profile held to the worst signature, so a profile
-  with the proposed constants reads "covered" on the same records. Its time is priced at
-  that signature's too (the time bound of the proposal). A node whose runs carry no
-  factor for a suite keeps its median figure there, and is named.
+  with the proposed constants reads "covered" on the same records. Its time stays the
+  median's: the proposal's time bound compares it with the reference cores' medians (the
+  factor, a property of the code path, would multiply both sides). A node whose runs
+  carry no factor for a suite keeps its median figure there, and is named.
 - :func:`invalid_block`: the costliest block the profile's limits allow, made of crafted
   invalid signatures (each suite's median time x its crafted factor; suites without one
   at their median), against the target block interval. A node pays it to find the block
@@ -92,8 +93,7 @@ def apply_headroom(profile: Profile, estimates: Sequence[NodeEstimate],
         ratio = e.ratio if e.ratio is not None else e.vu_estimate / unit_vu
         high = e.ratio_high if e.ratio_high is not None else e.vu_high / unit_vu
         w = worst_signature_vu(e.suite, unit_vu, ratio, (min(ratio, high), high), f)
-        out.append(dataclasses.replace(e, vu_estimate=w.vu, vu_high=w.vu_ci[1],
-                                       time_ns=e.time_ns * f.factor))
+        out.append(dataclasses.replace(e, vu_estimate=w.vu, vu_high=w.vu_ci[1]))
         raised.append(f"{e.node} cpu {e.cpu} {e.suite}: 95 % upper bound {e.vu_high} -> "
                       f"{w.vu_ci[1]} ({kind} x{f.factor:.3f}, up to x{f.high:.3f}, "
                       f"measured on {f.cpu_model})")
