@@ -8,7 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from qprof.commands.output import write_output
+from qprof.commands.output import OutputError, check_output, write_output
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from qprof.service.store_file import StoreError, damaged
     from qprof.service.store_paths import locate_run, user_stores
 
+    try:  # before any store is opened
+        check_output(args.output)
+    except OutputError as exc:
+        print(f"qprof export: {exc}", file=sys.stderr)
+        return 2
     try:
         # The user's stores, the daemon's and the monitor's (qprof.service.store_paths).
         loc, run_id = locate_run(user_stores(args.state_dir), args.run_id)
