@@ -415,8 +415,7 @@ class _Run:
             self.checked = run_preflight(PreflightPlan(
                 self.run_id, cpu, self.config.nice, self.python, self.workdir,
                 self.fixtures_path, self.config.fixture_cache or cache_dir(),
-                tuple(b for b in names if suites[b]), suites, plan.statuses,
-                self.config.root), self.stop)
+                tuple(b for b in names if suites[b]), suites, plan.statuses), self.stop)
         for record in [*self.checked.checks, *self.checked.resources, *self.checked.factors]:
             self.emit(record)
         for level, kind, text in self.checked.notes:

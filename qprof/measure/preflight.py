@@ -148,7 +148,6 @@ class PreflightPlan:
     backends: tuple[str, ...]
     suites: dict[str, tuple[str, ...]]  # backend -> suites it runs here
     statuses: dict[str, BackendStatus]
-    root: str = "/"
 
 
 def _run_one(plan: PreflightPlan, backend: str, functional: tuple[str, ...],
@@ -190,7 +189,8 @@ def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
     this CPU) and memory per operation, as records."""
     started = time.monotonic()
     out = Preflight()
-    model, cpu_key = cpu_identity(plan.root)
+    # This machine's CPU, whatever root the run reads: the known answers are computed here.
+    model, cpu_key = cpu_identity()
     for backend in plan.backends:
         if stop.is_set():
             break
