@@ -493,3 +493,15 @@ def test_no_traceback_on_any_input_of_part_b(tmp_path: Path) -> None:
         r = qprof(*argv, env={"QPROF_ADVERSARY_DIR": str(adv)}, timeout=60)
         assert "Traceback" not in r.stderr, (argv, r.stderr[-2000:])
         assert r.returncode == code, (argv, r.returncode, r.stderr[-2000:])
+
+
+def test_fixture_and_pool_caches_are_read_bounded(tmp_path: Path) -> None:
+    """A damaged signature cache is not used (it is signed again); deep nesting was a
+    RecursionError through every command that verifies a pool."""
+    from qprof.measure.fixtures import cache_path, read_cached
+
+    path = cache_path("ML-DSA-44", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for text in ("[" * 100000 + "]" * 100000, "[1, 2]", '[{"suite": NaN}]', "{"):
+        path.write_text(text)
+        assert read_cached("ML-DSA-44", tmp_path) == []

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qprof.userfile import read_json
+
 if TYPE_CHECKING:
     from qprof.verify import Signer
 
@@ -343,11 +345,15 @@ def cache_path(suite: str, directory: Path | None = None) -> Path:
     return (directory or cache_dir()) / f"{suite}.{CACHE_TAG}.json"
 
 
+# A cache of 1024 SLH-DSA-SHAKE-256s fixtures in hex is ~120 MB.
+CACHE_MAX_BYTES = 256 << 20
+
+
 def read_cached(suite: str, directory: Path | None = None) -> list[Fixture]:
     """The cached fixtures of ``suite`` as written (unchecked; [] when none or unreadable)."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
-        items = [Fixture.from_dict(item)
-                 for item in json.loads(cache_path(suite, directory).read_text())]
+        items = [Fixture.from_dict(item) for item in read_json(  # bounded, not /proc
+            cache_path(suite, directory), CACHE_MAX_BYTES, "fixture cache")]
         if all(fx.suite == suite and fx.message == MESSAGE for fx in items):
             return items
     return []

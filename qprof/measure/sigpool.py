@@ -16,8 +16,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
+from qprof.measure.fixtures import CACHE_MAX_BYTES, CONTEXT, MESSAGE, cache_dir
 from qprof.measure.sigtime import SigItem
+from qprof.userfile import read_json
 
 PER_KEY = 16
 DEFAULT_SIZE = 64
@@ -65,7 +66,7 @@ def _load(path: Path, suite: str) -> list[SigItem]:
 
     items: list[SigItem] = []
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        raw = json.loads(path.read_text())
+        raw = read_json(path, CACHE_MAX_BYTES, "signature pool cache")  # bounded
         verifier = get_verifier("liboqs", suite)
         for d in raw:
             item = SigItem.from_dict(d)
