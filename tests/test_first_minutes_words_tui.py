@@ -38,9 +38,9 @@ def test_numba_alone_says_why_there_is_no_verdict_and_what_to_run(tmp_path: Path
         async with app.run_test(size=(120, 36)) as pilot:
             await _settle(pilot)
             note = app.frame.verdict_note if app.frame else None
-            assert note == ("No verdict: numba is comparison only (qanum is held to "
-                            "liboqs); run `qprof setup liboqs` and restart")
-            assert len(note) <= 100  # one line at 102 columns and more
+            assert note == ("No verdict: numba alone is comparison only: run `qprof setup "
+                            "liboqs`, restart")
+            assert len(note) <= 78  # one line at 80 columns (a padding each side)
             assert _text(app, "verdict").replace("\n", " ") == note
         # With liboqs (the verifier qanum is held to) there is nothing to say.
         app = MonitorApp(frozen_config(fixture_root(BIG_LITTLE), store=db, backend="liboqs",
