@@ -1,6 +1,7 @@
-"""What `qprof check` shows of the chain's rule (``qprof.consensus.policy``): where each
-ratio binds, each core's worst-case block against the reference core, and the decision
-that counts. The decision itself is taken in consensus; this module only words it."""
+"""What `qprof check --json` shows of the chain's rule (``qprof.consensus.policy``): where
+each ratio binds, each core's worst-case block against the reference core, and the
+decision that counts; and the CPUs over their time bound, for the text's verdict line
+(``qprof.commands.check_text`` words the rest). The decisions are consensus's."""
 
 from __future__ import annotations
 
@@ -45,34 +46,6 @@ def policy_json(r: CoverageResult) -> dict[str, object]:
         "worst_block": block_time_json(bt),
         "policy_decision": r.policy_decision,
     }
-
-
-def print_block_times(results: list[CoverageResult]) -> None:
-    """One line per CPU and backend: its worst-case block here and on the reference."""
-    seen: set[tuple[int, str, str]] = set()
-    for r in results:
-        key = (r.cpu, r.backend, r.operation)
-        if key in seen or r.block_time is None or r.basis == "comparison":
-            continue
-        seen.add(key)
-        bt = r.block_time
-        mark = {"covered": "✓", "not_covered": "✗", "unsure": "?"}.get(bt.decision, "-")
-        print(f"CPU {r.cpu} {r.backend} time bound {mark}: {bt.why}")
-
-
-def where(results: list[CoverageResult], decision: str) -> str:
-    """"SUITE on CPU n, ..." for the results whose policy decision is ``decision``."""
-    return ", ".join(f"{r.suite} on CPU {r.cpu}" for r in results
-                     if r.policy_decision == decision)
-
-
-def not_binding(results: list[CoverageResult]) -> str:
-    rows = [r for r in results if not r.ratio_binds and r.decision == "not_covered"]
-    if not rows:
-        return ""
-    return ("ratio above the constant, not binding here (the constants follow the slowest "
-            "reference core): " + ", ".join(f"{r.suite} on CPU {r.cpu} ({r.vu_estimate} > "
-                                            f"{r.vu_constant})" for r in rows))
 
 
 def over_time(results: list[CoverageResult]) -> str:
