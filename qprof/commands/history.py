@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.commands.options import Number
+from qprof.commands.output import shown
 from qprof.measure.units import fmt_ns
 
 
@@ -41,6 +42,9 @@ def _profile(runs: list[Any]) -> Any:
         return load_profile(name)
     except ProfileError:
         return None
+
+
+MAX_LINE = 2000  # one line of the text, whatever a stored string holds
 
 
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
@@ -121,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
         json.dump({**docs[0], "stores": docs}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 2 if failed else 0
-    print("\n\n".join("\n".join(_text(doc)) for doc in docs))
+    # Each line of the text one bounded line: a store holds strings from runs (a status,
+    # a reason, an alert's message) that may carry newlines (qprof.untrusted).
+    print("\n\n".join("\n".join(shown(line, MAX_LINE) for line in _text(doc))
+                      for doc in docs))
     return 2 if failed else 0
 
 
