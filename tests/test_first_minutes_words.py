@@ -228,3 +228,22 @@ def test_report_and_metrics_use_the_same_words(tmp_path: Path) -> None:
     assert ('qprof_vu_no_estimate{cpu="0",profile="qanum",suite="SLH-DSA-SHAKE-128s"} 1.0'
             in metrics)
     assert "qprof_vu_unsure{" not in metrics
+
+
+def test_a_verifier_that_failed_its_known_answers_is_said_in_the_verdict(recorded, capsys,
+                                                                         tmp_path) -> None:
+    """The run's decision is no_estimate with no row of its own (check_preflight): the
+    verdict line says why, from the MISMATCH, within 100 columns; exit 3."""
+    from qprof.measure.records import FunctionalCheck
+
+    lines = recorded.read_text().splitlines()
+    run_id = json.loads(lines[0])["run_id"]
+    bad = FunctionalCheck(run_id=run_id, backend="liboqs", suite="ML-DSA-87",
+                          status="MISMATCH", cases=5, failed=["second:x valid"])
+    path = tmp_path / "mismatch.jsonl"
+    path.write_text("\n".join(lines[:-1] + [bad.to_json(), lines[-1]]) + "\n")
+    code = check_cmd.run(_args("--from", str(path)))
+    out = capsys.readouterr().out
+    assert code == 3 and max(map(len, out.splitlines())) <= 100
+    assert _verdict(out).startswith("verdict: no reliable estimate: known answers liboqs")
+    assert "MISMATCH liboqs ML-DSA-87" in _verdict(out)

@@ -77,8 +77,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "suite turn against the unit turns on both sides, only where both ran "
                         "at the quiet speed (rounds are timed in turns of 4 ms); auto "
                         "(default): the quiet-turn pairs when the rounds are interleaved "
-                        "(unsure where the quiet turns are too few), else the median; the "
-                        "output says which")
+                        "(no reliable estimate where the quiet turns are too few), else the "
+                        "median; the output says which")
 
 
 DEFAULT_PROFILE = "qanum"

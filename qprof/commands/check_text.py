@@ -94,7 +94,7 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
         for block in invalid_blocks(profile, results):  # never binding: a detail
             say(block.text())
     _footer(summary, results, decision, verbose,
-            run_gaps(profile, results, summary.status, summary.reason))
+            run_gaps(profile, results, summary.status, summary.reason), records)
 
 
 def _preflight(records: list[Record], verbose: bool) -> None:
@@ -198,10 +198,11 @@ def _where(results: list[CoverageResult], decision: str) -> str:
 
 
 def _footer(summary: RunSummary, results: list[CoverageResult], decision: Decision,
-            verbose: bool, gaps: list[str]) -> None:
+            verbose: bool, gaps: list[str], records: list[Record]) -> None:
     import sys
 
     from qprof.commands.check_policy import over_time
+    from qprof.commands.check_preflight import functional_lines, mismatched
     from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 
     for cpu in sorted({r.cpu for r in results if r.capped}):
@@ -227,13 +228,18 @@ def _footer(summary: RunSummary, results: list[CoverageResult], decision: Decisi
             _where(results, "not_covered"), f"worst-case block over the time bound on {late}"
             if late else "") if x) + (f" ({also})" if also else ""))
     elif decision == "no_estimate":
-        first = next(r for r in results if r.policy_decision == "no_estimate")
-        say(f"verdict: {WORDS['no_estimate']}: {_where(results, 'no_estimate')}: "
-            f"{contended_text(first.estimate)}; {UNDECIDED_ADVICE}")
+        first = next((r for r in results if r.policy_decision == "no_estimate"), None)
+        if first is None:  # a verifier that failed its known answers (check_preflight)
+            say(f"verdict: {WORDS['no_estimate']}: "
+                + "; ".join(x.strip() for x in functional_lines(mismatched(records))))
+        else:
+            say(f"verdict: {WORDS['no_estimate']}: {_where(results, 'no_estimate')}: "
+                f"{contended_text(first.estimate)}; {UNDECIDED_ADVICE}")
     elif gaps and not any(r.policy_decision == "unsure" for r in results):
-        # Everything measured holds, but not everything was measured (run_gaps).
-        say(f"verdict: unsure: {'; '.join(gaps)}: no passing verdict without every suite "
-            "the profile prices, from a finished run")
+        # Everything measured holds, but not everything was measured (run_gaps): its
+        # own word, not "unsure" (an interval straddling a constant); exit 3 as unsure.
+        say(f"verdict: incomplete: {'; '.join(gaps)}: no passing verdict without every "
+            "suite the profile prices, from a finished run")
     else:
         where = _where(results, "unsure")
         what = ("the 95 % interval straddles the constant" if where else
