@@ -39,7 +39,6 @@ from qprof.tui.sources.trend import (
     evaluate_trend,
     result_from_json,
     result_to_json,
-    store_points,
 )
 from qprof.tui.widgets.trend_panel import (
     CHANGE_MARK,
@@ -195,17 +194,18 @@ def test_twenty_runs_give_each_suite_its_trend(store_20: Path) -> None:
 def test_runs_without_stored_points_are_read_from_their_records(series: RealSeries,
                                                                 tmp_path: Path) -> None:
     """The monitor's own store (no daemon stored points): a run's records through the
-    estimator, the same point `qprof check` would give."""
+    estimator, the same figures `qprof check` gives."""
     path = tmp_path / "monitor.db"
     store = Store(path)
-    records, (key, point) = series.run(GAP_AT)  # four rounds: the estimator is quick
-    for r in records:
+    records, (_key, point) = series.run(STEP_AT)
+    for r in _first_rounds(records, 8):  # eight rounds: decided, and the estimator quick
         store.add(r)
-    try:
-        read = store_points(store, "ML-DSA-44")
-    finally:
-        store.close()
-    assert read == [(key, point)]
+    store.close()
+    views = _qanum_views(path)
+    expected = _only(run_points(_first_rounds(records, 8)))[1]
+    assert [(v.suite, v.runs) for v in views] == [(s.suite, 1) for s in expected.suites]
+    for v, s in zip(views, expected.suites, strict=True):
+        assert v.estimates == (100 * s.ratio,) and v.segment_runs == 1
 
 
 def test_result_crosses_the_child_boundary_unchanged(store_20: Path) -> None:
@@ -395,3 +395,35 @@ def test_monitor_trend_fits_80x24_in_tmux(monitor, store_20: Path,  # noqa: ANN0
     assert f"SLH-256s @1 {CHANGE_MARK} +" in line and f"bp at run {STEP_AT}" in line, line
     assert "segment of 7 runs" in line
     assert "newest run" not in screen
+
+
+# ------------------------------------------------------------------ qprof history
+
+
+def test_history_says_each_suites_segment_and_changes(store_20: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    import argparse
+    import json
+
+    from qprof.commands import history
+
+    shutil.copy(store_20, tmp_path / "qprof.db")
+    parser = argparse.ArgumentParser()
+    history.add_parser(parser)
+    assert history.run(parser.parse_args(["--state-dir", str(tmp_path)])) == 0
+    text = capsys.readouterr().out
+    lines = text[text.index("the ratio over time"):].splitlines()
+    moved = next(ln for ln in lines if "SLH-DSA-SHAKE-256s   liboqs" in ln)
+    assert f"segment of runs {STEP_AT}-{RUN_COUNT - 1} of {RUN_COUNT}:" in moved
+    assert f"over {RUN_COUNT - STEP_AT} runs" in moved
+    change = lines[lines.index(moved) + 1]
+    assert change.strip().startswith("change: SLH-DSA-SHAKE-256s:") and " bp, 95 % +" in change
+    steady = next(ln for ln in lines if "ML-DSA-87            liboqs" in ln)
+    assert f"over {RUN_COUNT - 1} runs, 1 undecided" in steady
+    assert history.run(parser.parse_args(["--state-dir", str(tmp_path), "--json"])) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (series_doc,) = doc["trend"]
+    suite = series_doc["suites"][STEPPED]
+    assert [c["run_index"] for c in suite["changes"]] == [STEP_AT]
+    assert suite["segments"][-1]["runs"] == RUN_COUNT - STEP_AT

@@ -50,6 +50,7 @@ MAX_LINE = 2000  # one line of the text, whatever a stored string holds
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     from dataclasses import asdict
 
+    from qprof.commands.history_trend import history_trend
     from qprof.service.cores import recorded_cores
     from qprof.service.metrics import summarize
 
@@ -58,6 +59,7 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     measurements = store.newest_run_measurements("verify")
     summary = summarize(measurements, profile=profile,
                         cores=recorded_cores(store, measurements))
+    trend = history_trend(store, profile)
     return {
         "runs": [r.to_dict() for r in runs[:n_runs]],
         "profile": profile.name if profile is not None else None,
@@ -65,6 +67,8 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
         "coverage": [c.to_dict() for c in summary.coverage],
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
+        "trend": trend.series,
+        "trend_text": trend.lines,
     }
 
 
@@ -175,6 +179,9 @@ def _text(data: dict[str, Any]) -> list[str]:
     for c in data["coverage"]:
         out.append(_coverage_line(c))
     out += _block_times(data["coverage"])
+    if data["trend_text"]:
+        out += ["", "the ratio over time (per CPU and suite: the current segment, every run "
+                "since the last change point, and the changes):", *data["trend_text"]]
     out += ["", "recent alerts:"]
     if not data["alerts"]:
         out.append("  none")

@@ -23,7 +23,6 @@ from qprof.tui.model import TrendView
 
 if TYPE_CHECKING:
     from qprof.consensus.trend.model import RunPoint, SeriesKey, SeriesTrend, SuiteTrend
-    from qprof.service.store import Store
     from qprof.tui.sources.consensus import ProfileInfo
 
 # Runs without stored points (the monitor's own measurements, a daemon's runs from before
@@ -36,25 +35,6 @@ FROM_RECORDS = 48
 class TrendResult:
     views: tuple[TrendView, ...] = ()
     error: str | None = None
-
-
-def store_points(store: Store, unit_suite: str, from_records: int = FROM_RECORDS
-                 ) -> list[tuple[SeriesKey, RunPoint]]:
-    """The store's run points (what the daemon stored when each run ended), and those of
-    its newest ``from_records`` finished or partial runs without stored points, from
-    their records (the estimator per CPU and backend, as `qprof check`)."""
-    from qprof.consensus.trend.from_records import run_points
-    from qprof.service.store import RESULT_STATUSES
-    from qprof.service.trend import TREND_RUNS  # as many as the daemon's verdict reads
-
-    points = store.points.run_points(operation="verify", newest=TREND_RUNS)
-    stored = {p.run_id for _key, p in points}
-    missing = [r.run_id for r in store.runs(4 * from_records)
-               if r.status in RESULT_STATUSES and r.run_id not in stored
-               and not store.points.has(r.run_id)][:from_records]
-    for run_id in missing:
-        points += run_points(store.run_records(run_id), unit_suite=unit_suite)
-    return points
 
 
 def newest_series_per_cpu(points: Sequence[tuple[SeriesKey, RunPoint]], backend: str | None
@@ -153,16 +133,20 @@ class TrendState:
 
 def evaluate_trend(path: Path, info: ProfileInfo, backend: str | None,
                    from_records: int = FROM_RECORDS) -> TrendResult:
-    """The trend of the store file at ``path`` (its own connection); failures become
-    ``error``."""
+    """The trend of the store file at ``path`` (its own connection): its stored run points,
+    and those of its newest ``from_records`` runs without them from their records;
+    failures become ``error``."""
     if info.profile is None:
         return TrendResult()
     try:
         from qprof.service.store import Store
+        from qprof.service.trend import TREND_RUNS  # as many as the daemon's verdict reads
+        from qprof.service.trend_source import store_points
 
         store = Store(path, readonly=True)
         try:
-            points = store_points(store, info.unit_suite, from_records)
+            points = store_points(store, info.unit_suite, newest=TREND_RUNS,
+                                  max_computed=from_records).points
         finally:
             store.close()
         return TrendResult(trend_views(newest_series_per_cpu(points, backend), info))
