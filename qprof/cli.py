@@ -50,8 +50,8 @@ exit codes (qprof check; the other commands exit 0 when done, 2 on an error):
      block over its time bound (setup: the build failed; calibrate: a time bound fails)
   2  error: bad input, nothing measured, the profile's verifier missing (it says what
      to install)
-  3  unsure (an interval straddles a binding constant) or no reliable estimate (the
-     host was too contended): measure longer or at a quieter time
+  3  unsure (an interval straddles a binding constant), no reliable estimate (the host
+     was too contended) or incomplete (a priced suite not measured, a run cut short)
   4  comparison only (check --comparison): figures, no verdict
 """
 
