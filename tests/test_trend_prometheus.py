@@ -128,7 +128,7 @@ def test_a_fleet_wide_change_and_one_node_alone(tmp_path: Path, fleet: list[Node
                 for n in fleet:
                     n.show(i, time.time())
             wait_for(f"run {i} in Prometheus", lambda i=i: all(  # type: ignore[misc]
-                n.scraped(port, i) for n in fleet), timeout=30 if i == 0 else 10)
+                n.scraped(port, i) for n in fleet), timeout=30)
         code, out = _trend(capsys, port, "--json")
         assert code == 0, out
         data = json.loads(out)

@@ -224,3 +224,4 @@ class FleetChange:
     nodes: tuple[str, ...]
     changes: tuple[Change, ...]
     fleet_wide: bool
+    series: tuple[SeriesKey, ...]  # each change's series (node, CPU, ...), in order

@@ -57,7 +57,9 @@ def trend_dict(t: SeriesTrend, unit_vu: int) -> dict[str, Any]:
 def fleet_dict(f: FleetChange, unit_vu: int) -> dict[str, Any]:
     return {"suite": f.suite, "started_at": f.started_at, "nodes": list(f.nodes),
             "fleet_wide": f.fleet_wide,
-            "changes": [change_dict(c, unit_vu) for c in f.changes]}
+            "changes": [{"node": k.node, "cpu": k.cpu, "backend": k.backend,
+                         **change_dict(c, unit_vu)}
+                        for k, c in zip(f.series, f.changes, strict=True)]}
 
 
 def when(ts: float) -> str:
@@ -90,8 +92,8 @@ def alarm_text(a: Alarm) -> str:
 def fleet_text(f: FleetChange) -> str:
     """One line: a change of one suite on several nodes at once (a rollout), or on one
     node alone (a neighbour, its hardware), with each node's step."""
-    steps = ", ".join(f"{node} {c.change_bp:+.0f} bp"
-                      for node, c in zip(f.nodes, f.changes, strict=False))
+    steps = ", ".join(f"{k.node} cpu {k.cpu} {c.change_bp:+.0f} bp"
+                      for k, c in zip(f.series, f.changes, strict=True))
     head = (f"fleet-wide change on {len(f.nodes)} nodes" if f.fleet_wide
             else f"node {f.nodes[0]} alone")
     return f"{head}: {f.suite} from {when(f.started_at)} ({steps})"
