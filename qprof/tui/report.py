@@ -69,6 +69,8 @@ def _coverage(frame: Frame) -> list[str]:
     lines = ["", "## Verify-Unit coverage", ""]
     if frame.coverage_note:
         lines += [f"_{md_text(frame.coverage_note)}_", ""]
+    if frame.verdict_note:  # why there is no verdict, and what to run (as on screen)
+        lines += [f"**{md_text(frame.verdict_note)}**", ""]
     head = ["Suite", "Where", "Verify", "Statistic", "Estimate (95 % CI)", "Constant", "Margin",
             "Covered", "Worst-case block", "Capped"]
     table: list[list[str]] = []
@@ -82,7 +84,7 @@ def _coverage(frame: Frame) -> list[str]:
             fmt_estimate(r),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered, r.note or "not measured yet", r.decision),
+            fmt_covered(r.covered, r.note or "not measured yet", r.decision, r.ratio_binds),
             fmt_ns(r.worst_block_ns, missing="—"),
             capped if r.time_ns else "—",
         ])
@@ -91,8 +93,8 @@ def _coverage(frame: Frame) -> list[str]:
                                                  if r.basis == "comparison" and r.basis_label})]
     lines += ["", "Estimate = ceil(100 × t(suite) / t(unit suite)), both on the same core and "
               "backend, as `qprof check` computes it (--statistic auto): t is the quiet "
-              "ratio of the quiet-turn pairs when the rounds are interleaved (no decided "
-              "verdict where the quiet turns are too few), else the median. "
+              "ratio of the quiet-turn pairs when the rounds are interleaved (no reliable "
+              "estimate where the quiet turns are too few), else the median. "
               "Worst-case block = (max block Verify Units / constant) signatures × t, on "
               "one core: an estimate, not a measured block."]
     # Per core, which statistic and why, with the other rule's estimate beside it.
