@@ -257,14 +257,15 @@ def test_shell_completion_completes_trend(tmp_path: Path) -> None:
     assert "run-1.jsonl.xz" in complete("qprof", "trend", "ru")
 
 
-def _synthetic_points(node: str = "node-a", seed: int = 3) -> list[tuple[Any, Any]]:
+def _synthetic_points(node: str = "node-a", seed: int = 3, cpu: int = 0
+                      ) -> list[tuple[Any, Any]]:
     """Thirty hourly runs of one CPU: run 8 undecided (a gap), liboqs 0.16.0 -> 0.17.0
     at run 15 with the SLH-DSA suites 4 % costlier."""
     import random
 
     from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 
-    key = SeriesKey(node=node, cpu=0, cpu_model="AMD EPYC 9R45", backend="liboqs")
+    key = SeriesKey(node=node, cpu=cpu, cpu_model="AMD EPYC 9R45", backend="liboqs")
     rng = random.Random(seed)
     base = {"ML-DSA-87": 2.25, "SLH-DSA-SHAKE-128s": 37.69, "SLH-DSA-SHAKE-256s": 80.13}
     out = []
@@ -328,12 +329,12 @@ def test_a_pending_alarm_is_said() -> None:
 
 def test_a_rollout_over_two_nodes_is_one_fleet_wide_change_per_suite_it_moved(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """liboqs 0.17.0 on two nodes in the same hour, SLH-DSA 4 % costlier on both: one
-    fleet-wide change per SLH-DSA suite; ML-DSA-87's known change point moved nothing and
-    is no fleet's change (nor a node's alone)."""
+    """liboqs 0.17.0 on two nodes in the same hour (two CPUs of node-a), SLH-DSA 4 %
+    costlier on every CPU: one fleet-wide change per SLH-DSA suite; ML-DSA-87's known
+    change point moved nothing and is no fleet's change (nor a node's alone)."""
     store = Store(tmp_path / DB_NAME)
-    for node, seed in (("node-a", 3), ("node-b", 4)):
-        for key, point in _synthetic_points(node, seed):
+    for node, seed, cpu in (("node-a", 3, 0), ("node-a", 5, 1), ("node-b", 4, 0)):
+        for key, point in _synthetic_points(node, seed, cpu):
             store.points.add(point.run_id, [(key, point)])
     store.close()
     code, out, err = _trend(capsys, "--state-dir", str(tmp_path), "--json")
@@ -346,6 +347,8 @@ def test_a_rollout_over_two_nodes_is_one_fleet_wide_change_per_suite_it_moved(
     assert [(f["suite"], f["nodes"], f["fleet_wide"]) for f in data["fleet"]] == [
         (suite, ["node-a", "node-b"], True)
         for suite in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")]
+    assert [sorted((c["node"], c["cpu"]) for c in f["changes"]) for f in data["fleet"]] == [
+        [("node-a", 0), ("node-a", 1), ("node-b", 0)]] * 2
     code, text, err = _trend(capsys, "--state-dir", str(tmp_path))
     assert text.count("fleet-wide change on 2 nodes: SLH-DSA-SHAKE-") == 2, text
     assert " alone: " not in text, text
