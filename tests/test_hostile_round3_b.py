@@ -506,3 +506,13 @@ def test_fixture_and_pool_caches_are_read_bounded(tmp_path: Path) -> None:
     for text in ("[" * 100000 + "]" * 100000, "[1, 2]", '[{"suite": NaN}]', "{"):
         path.write_text(text)
         assert read_cached("ML-DSA-44", tmp_path) == []
+
+
+@pytest.mark.parametrize("argv", [["freq", "--watch", "1e300"],
+                                  ["bench", "--rounds", str(10 ** 400)],
+                                  ["check", "--time-limit", "1e300"]])
+def test_16_every_numeric_option_is_bounded_above(argv: list[str]) -> None:
+    """An option without its own upper bound has one (options.DEFAULT_AT_MOST)."""
+    r = qprof(*argv, timeout=30)
+    assert "Traceback" not in r.stderr and r.returncode == 2, r.stderr[-2000:]
+    assert "at most" in r.stderr

@@ -18,11 +18,17 @@ from qprof.verify import BACKEND_NAMES, SUITES
 
 N = TypeVar("N", int, float)
 
+# An option without its own upper bound has this one: 10^7 (seconds: 115 days; rounds,
+# counts) is more than any option means, and far from what overflows a sleep or a list
+# (``freq --watch 1e300``, ``--rounds 10**12``).
+DEFAULT_AT_MOST = 10_000_000
+
 
 class Number(Generic[N]):
     """argparse ``type=`` of a numeric option: a finite ``int`` or ``float`` within its
     bounds, else exit 2 naming the option and the rule (``--rounds -3`` ran one round and
-    recorded -3, ``--rounds 0`` became the default, ``--interleave nan`` passed). Every
+    recorded -3, ``--rounds 0`` became the default, ``--interleave nan`` passed; without
+    its own upper bound one of DEFAULT_AT_MOST). Every
     numeric option of every command uses it; the daemon's are checked with its TOML file
     (``qprof.service.config``)."""
 
@@ -31,7 +37,7 @@ class Number(Generic[N]):
         self.kind: type[N] = kind
         self.at_least: N | None = at_least
         self.above: N | None = above
-        self.at_most: N | None = at_most
+        self.at_most: N = at_most if at_most is not None else kind(DEFAULT_AT_MOST)
         self.odd = odd
         self.__name__ = kind.__name__  # argparse names the type in its messages
 
@@ -43,22 +49,25 @@ class Number(Generic[N]):
             bounds.append(f"at least {self.at_least:g}")
         if self.above is not None:
             bounds.append(f"above {self.above:g}")
-        if self.at_most is not None:
-            bounds.append(f"at most {self.at_most:g}")
+        bounds.append(f"at most {self.at_most:g}")
         return f"{what} {' and '.join(bounds)}" if bounds else what
 
     def __call__(self, text: str) -> N:
         try:
             value = self.kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {self.rule()}, got {text!r}") from None
-        if not (math.isfinite(value)
+            raise argparse.ArgumentTypeError(f"must be {self.rule()}, got {_shown(text)}") from None
+        if not ((self.kind is int or math.isfinite(value))  # a 400-digit int: no float
                 and (self.at_least is None or value >= self.at_least)
                 and (self.above is None or value > self.above)
-                and (self.at_most is None or value <= self.at_most)
+                and value <= self.at_most
                 and (not self.odd or value % 2 == 1)):
-            raise argparse.ArgumentTypeError(f"must be {self.rule()}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {self.rule()}, got {_shown(text)}")
         return value
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
 
 
 def split_list(text: str) -> list[str]:
