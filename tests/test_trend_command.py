@@ -1,5 +1,5 @@
 """`qprof trend` on real recorded runs: the `qprof check` runs committed under
-tests/data/runs (and every run under tests/data/trend, a longer real series, when there),
+tests/data/runs (and, as a series of its own, every run under tests/data/trend when there),
 as JSONL files (.xz, .gz) and as a daemon's store filled through qprof's own Store API.
 A host's steady runs are one segment per suite (no change point but at a known one); the
 JSON has the issue's shape (segments and changes, VU as in check --json); a file that
@@ -52,13 +52,26 @@ def committed() -> list[RunFile]:
     return [read_run_file(p) for p in COMMITTED]
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`qprof trend --json` on every recorded run, given newest first; one of them
-    recompressed as gzip. Returns the document and each run's start."""
-    gz = tmp_path_factory.mktemp("gz") / COMMITTED[-1].name.replace(".xz", ".gz")
-    gz.write_bytes(gzip.compress(lzma.decompress(COMMITTED[-1].read_bytes())))
-    files = [*COMMITTED[:-1], gz, *SERIES]
+# Each real series on its own: the committed three (a Zen 4 guest) and tests/data/trend's
+# (another host; its hostname and CPU model name may be the same, so together they would
+# be one series with a step at the host's change).
+SERIES_DIRS = [pytest.param(COMMITTED, id="runs"),
+               pytest.param(SERIES, id="trend", marks=pytest.mark.skipif(
+                   not SERIES, reason="no runs under tests/data/trend yet"))]
+
+
+@pytest.fixture(scope="module", params=SERIES_DIRS)
+def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, Any]:
+    """`qprof trend --json` on every run of a real series, given newest first; one of
+    them recompressed as gzip. Returns the document and each run's start."""
+    runs: list[Path] = request.param
+    last = runs[-1]
+    if last.suffix == ".xz":
+        gz = tmp_path_factory.mktemp("gz") / last.name.replace(".xz", ".gz")
+        gz.write_bytes(gzip.compress(lzma.decompress(last.read_bytes())))
+        last = gz
+    files = [*runs[:-1], last]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(["trend", *map(str, reversed(files)), "--json"])
