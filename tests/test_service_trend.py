@@ -246,6 +246,18 @@ def test_undecided_newest_run_is_a_gap_never_an_estimate(tmp_path: Path) -> None
     seg = state.trend.segments[(0, "liboqs", "verify", "ML-DSA-87")]
     assert (seg.runs, seg.gaps) == (8, 1)
     assert sample(scrape(state), "qprof_vu_segment_gaps", cpu="0", suite="ML-DSA-87") == 1
+    # A new liboqs whose first two runs are undecided: a segment without an estimate yet,
+    # its gaps counted; the verdict is not the old segment's.
+    new = RunContext(**{**CTX.__dict__, "liboqs": "0.17.0"})
+    for i in (9, 10):
+        store_series(r.store, [(KEY, RunPoint(
+            run_id=f"after{i}", started_at=T0 + i * HOUR, context=new,
+            suites=(SuiteRun("ML-DSA-87", None, None, undecided="contended"),)))])
+    r.refresh_results()
+    assert (0, "liboqs", "verify", "ML-DSA-87") not in state.trend.segments
+    text = scrape(state)
+    assert sample(text, "qprof_vu_segment_runs", cpu="0", suite="ML-DSA-87") == 0
+    assert sample(text, "qprof_vu_segment_gaps", cpu="0", suite="ML-DSA-87") == 2
 
 
 def test_verdict_does_not_flap_on_runs_straddling_the_constant(tmp_path: Path) -> None:

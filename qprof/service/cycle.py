@@ -66,6 +66,7 @@ from qprof.service.trend import (
     newest_segments,
     pending_alarms,
     read_trends,
+    trailing_gaps,
 )
 
 log = logging.getLogger("qprof.daemon")
@@ -150,8 +151,9 @@ class CycleRunner:
         self._trend_alerts(trends, announce)
         alarms = pending_alarms(trends)
         self.changes.update_alarms(alarms)
-        self.state.set_trend(TrendSummary(tuple(trends), segments, alarms,
-                                          self.changes.counts))
+        self.state.set_trend(TrendSummary(
+            trends=tuple(trends), segments=segments, alarms=alarms,
+            undecided=trailing_gaps(trends, segments), changes=self.changes.counts))
         coverage = summary.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()

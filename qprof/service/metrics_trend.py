@@ -34,7 +34,8 @@ def trend_metrics(trend: TrendSummary, run_estimates: list[SuiteEstimate],
                                  "Top of the segment estimate's 95 % interval (VU)",
                                  labels=SEGMENT)
     seg_runs = GaugeMetricFamily("qprof_vu_segment_runs",
-                                 "Decided runs the segment estimate combines", labels=SEGMENT)
+                                 "Decided runs the segment estimate combines (0: its runs "
+                                 "so far were all undecided, no estimate)", labels=SEGMENT)
     seg_gaps = GaugeMetricFamily("qprof_vu_segment_gaps",
                                  "Undecided runs in the segment (too contended for a quiet "
                                  "ratio): counted, never combined", labels=SEGMENT)
@@ -58,6 +59,9 @@ def trend_metrics(trend: TrendSummary, run_estimates: list[SuiteEstimate],
         ratio.add_metric(scoped, unit_vu * seg.ratio)
         ratio_low.add_metric(scoped, unit_vu * seg.ratio_ci[0])
         ratio_high.add_metric(scoped, unit_vu * seg.ratio_ci[1])
+    for (cpu, backend, _op, suite), gaps in sorted(trend.undecided.items()):
+        seg_runs.add_metric([str(cpu), suite, backend], 0.0)  # no estimate yet
+        seg_gaps.add_metric([str(cpu), suite, backend], float(gaps))
     for e in run_estimates:
         if e.is_unit or e.undecided or e.ratio is None or e.ratio_ci is None:
             continue  # an undecided run is a gap: no figure

@@ -42,6 +42,9 @@ class TrendSummary:
     # series whose runs since its last change are all undecided has no estimate yet).
     segments: dict[SegmentKey, SegmentEstimate] = field(default_factory=dict)
     alarms: dict[SegmentKey, Alarm] = field(default_factory=dict)
+    # Suites whose newest runs are all undecided (no segment holds them yet): how many,
+    # the gaps of a segment without an estimate.
+    undecided: dict[SegmentKey, int] = field(default_factory=dict)
     # Confirmed changes per (cpu, suite) seen by this process (a counter: never drops).
     changes: dict[tuple[int, str], int] = field(default_factory=dict)
 
@@ -59,6 +62,29 @@ def newest_segments(trends: Iterable[SeriesTrend]) -> dict[SegmentKey, SegmentEs
             seg = s.current
             if seg is not None and seg.last_run == len(t.runs) - 1:
                 out[(t.key.cpu, t.key.backend, t.key.operation, s.suite)] = seg
+    return out
+
+
+def trailing_gaps(trends: Iterable[SeriesTrend],
+                  segments: dict[SegmentKey, SegmentEstimate]) -> dict[SegmentKey, int]:
+    """Undecided runs at the end of each suite's series, since its last known change,
+    where no segment holds its newest run (too contended since the last decided run or
+    the change): gaps, no estimate."""
+    out: dict[SegmentKey, int] = {}
+    for t in trends:
+        for name in t.suites:
+            key = (t.key.cpu, t.key.backend, t.key.operation, name.suite)
+            if key in segments:
+                continue
+            start = max((k.run_index for k in t.known), default=0)  # the last change
+            n = 0
+            for run in reversed(t.runs[start:]):
+                s = run.suite(name.suite)
+                if s is None or s.decided:
+                    break
+                n += 1
+            if n:
+                out[key] = n
     return out
 
 
