@@ -375,7 +375,8 @@ def test_a_recorded_profile_path_that_is_not_here_is_found_by_its_name(recorded,
     assert code == _live(RECORDED[0])["exit_code"], err
     doc = json.loads(out)
     assert doc["profile"] == "qanum" and doc["profile_path"] == str(load_profile("qanum").path)
-    assert f"the run records {elsewhere}" in err and str(load_profile("qanum").path) in err
+    assert f"the run names the profile {elsewhere!r}" in err
+    assert str(load_profile("qanum").path) in err
     assert _figures(doc) == _figures(_live(RECORDED[0]))
 
 
