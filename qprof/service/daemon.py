@@ -442,9 +442,10 @@ class Daemon:
         if change is None:
             return
         self.alerts.emit("library_changed", "warning",
-                         f"measured with another build since run {change.run_id}: "
-                         f"{change.text()}; measuring at once", run_id=change.run_id,
-                         what_changed=list(change.what), backend=self.backend)
+                         f"what the runs are measured with changed since run "
+                         f"{change.run_id}: {change.text()}; measuring at once",
+                         run_id=change.run_id, what_changed=list(change.what),
+                         backend=self.backend)
         self._library_pending = True
         self.next_cycle = min(self.next_cycle, max(now, self._earliest_cycle))
 
