@@ -249,7 +249,7 @@ _MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "
 def _judge_recorded(args: argparse.Namespace) -> int:
     """``--from RUN.jsonl``: the recorded run's records through :func:`conclude`."""
     from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.profiles import run_profile
+    from qprof.consensus.profiles import run_profile, run_profile_note
     from qprof.measure.jsonl import read_run
 
     given = [flag for dest, flag in _MEASURING_OPTIONS if getattr(args, dest) is not None]
@@ -284,11 +284,9 @@ def _judge_recorded(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         return _fail(args, f"{exc}" if args.profile else
                      f"{exc} (the profile {path} was measured against); give --profile")
-    if not args.profile:
-        print(f"qprof check: {path}: judged against the profile {profile.name} found here, "
-              f"{profile.path}" + (f" (the run records {_shown(recorded)})"
-                                   if recorded and recorded != str(profile.path) else "")
-              + "; give --profile to choose another", file=sys.stderr)
+    note = None if args.profile else run_profile_note(recorded, profile)
+    if note:
+        print(f"qprof check: {path}: {_shown(note, MAX_LINE)}", file=sys.stderr)
     return conclude(args, profile, run_data.summary(), run_data.records)
 
 

@@ -42,10 +42,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.profiles import run_profile
+    from qprof.consensus.profiles import run_profile, run_profile_note
     from qprof.measure.block import BlockError
     from qprof.measure.block_file import read_block_results
     from qprof.measure.jsonl import read_run
+    from qprof.measure.markdown import one_line
     from qprof.report.markdown import render_report
 
     try:  # before reading anything
@@ -87,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
         # A run's profile is a NAME looked up here, never a path taken from the run.
         profile = load_profile(args.profile) if args.profile else run_profile(recorded,
                                                                               "qanum")
-        if not args.profile:
-            print(f"qprof report: judged against the profile {profile.name} found here, "
-                  f"{profile.path}; give --profile to choose another", file=sys.stderr)
+        note = None if args.profile else run_profile_note(recorded, profile)
+        if note:
+            print(f"qprof report: {one_line(note)}", file=sys.stderr)
     except ProfileError as exc:
         if args.profile:
             print(f"qprof report: {exc}", file=sys.stderr)

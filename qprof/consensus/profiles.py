@@ -194,6 +194,16 @@ def run_profile(recorded: str | None, default: str) -> Profile:
     return load_named_profile(name)
 
 
+def run_profile_note(recorded: str | None, profile: Profile) -> str | None:
+    """What to tell the user when a run named another profile file than the one that
+    judges it (None: it named this one, or only its name)."""
+    if recorded is None or recorded in (str(profile.path), profile.name):
+        return None
+    shown = recorded if len(recorded) <= 200 else recorded[:200] + "..."
+    return (f"the run names the profile {shown!r}; judged against {profile.name!r} "
+            f"found here, {profile.path} (give --profile to choose another)")
+
+
 def _find_named(text: str) -> Path:
     for d in profile_dirs():
         path = d / f"{text}.toml"
