@@ -32,6 +32,8 @@ KEY = SeriesKey(node="bootstrap", cpu=1, cpu_model=None, backend="liboqs")
 def load_points(paths: list[str], cache: str | None) -> list[RunPoint]:
     if cache and Path(cache).exists() and not paths:
         return [point_from_dict(d) for d in json.loads(Path(cache).read_text())["points"]]
+    if not paths:
+        sys.exit("no runs and no --points cache")
     from qprof.consensus.trend.analysis import group
     from qprof.consensus.trend.from_records import run_points
     from qprof.measure.jsonl import read_run
@@ -44,9 +46,10 @@ def load_points(paths: list[str], cache: str | None) -> list[RunPoint]:
         sys.exit(f"expected one series, got {[s.key for s in series]}")
     points = list(series[0].runs)
     if cache:
+        builds = list(dict.fromkeys(p.context.liboqs_build for p in points))
         Path(cache).write_text(json.dumps(
-            {"key": series[0].key.__dict__, "points": [point_to_dict(p) for p in points]},
-            indent=None) + "\n")
+            {"key": series[0].key.__dict__, "builds": builds,
+             "points": [point_to_dict(p) for p in points]}, indent=None) + "\n")
     return points
 
 

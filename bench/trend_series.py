@@ -51,14 +51,17 @@ def main() -> int:
             print(f"  segment runs {g.first_run}-{g.last_run}: {100 * g.ratio:.2f} "
                   f"(95 % {100 * g.ratio_ci[0]:.2f}-{100 * g.ratio_ci[1]:.2f}), "
                   f"+-{g.half_width_bp:.1f} bp over {g.runs} runs; within {g.within_bp:.0f} "
-                  f"bp, between {g.between_bp:.0f} bp, lag-1 {g.autocorr:+.2f}, df {g.df:.0f}")
+                  f"bp, between {g.between_bp:.0f} bp, lag-1 {g.autocorr:+.2f}, df {g.df:.0f}, "
+                  f"pool {g.pool_bp:.0f} bp (se)")
         if len(st.segments) != 1:
             continue
         full = st.segments[0]
-        for n in (10, 20, 30, 40, len(runs)):
+        for n in sorted({10, 20, 30, 40, len(runs)}):
             seg = combine(name, [x for x in runs if x[0] < n])
             if seg is not None and n <= len(runs):
-                print(f"  first {n:>2} runs: {100 * seg.ratio:.2f} +-{seg.half_width_bp:.1f} bp")
+                meas = (seg.half_width_bp ** 2 - (1.96 * seg.pool_bp) ** 2) ** 0.5
+                print(f"  first {n:>2} runs: {100 * seg.ratio:.2f} +-{seg.half_width_bp:.1f} bp"
+                      f" (without the pool's share: +-{meas:.1f} bp)")
         half = len(runs) // 2
         a = combine(name, runs[:half])
         b = combine(name, runs[half:])

@@ -33,7 +33,9 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _moved(name: str, a: float | None, b: float | None, step: float, unit: str) -> str | None:
-    if a is None or b is None or abs(b - a) < step:
+    """Said when the mean moved by ``step`` and by a quarter of itself (a busy host's load
+    of 10 moves by 1 from minute to minute)."""
+    if a is None or b is None or abs(b - a) < max(step, 0.25 * abs(a)):
         return None
     return f"{name} {a:.1f}{unit} -> {b:.1f}{unit}"
 

@@ -1,0 +1,121 @@
+"""The trend on a real series (issue 29): check runs recorded back to back on this
+project's development VM (tests/data/trend/README.md). The committed records replay to the
+committed run points; the segment over them finds no change; the detector, on block
+bootstraps of them, keeps its false alarms rare and finds a step; the liboqs build
+changed mid-series is found at its run, named and sized per suite."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from qprof.consensus.trend.analysis import analyze_series, detect, log_points
+from qprof.consensus.trend.codec import key_from_dict, point_from_dict, point_to_dict
+from qprof.consensus.trend.detector import DetectorConfig
+from qprof.consensus.trend.from_jsonl import read_run_file
+from qprof.consensus.trend.model import RunPoint, Series
+
+DATA = Path(__file__).parent / "data" / "trend"
+SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
+
+
+def _points() -> tuple[Series, list[str]]:
+    d = json.loads((DATA / "points.json").read_text())
+    points = [point_from_dict(p) for p in d["points"]]
+    return Series(key_from_dict(d["key"]), tuple(points)), d["builds"]
+
+
+def normal_runs() -> Series:
+    series, builds = _points()
+    first = builds[0]
+    return Series(series.key, tuple(p for p in series.runs if p.context.liboqs_build == first))
+
+
+def test_records_replay_to_the_committed_points() -> None:
+    series, _ = _points()
+    by_id = {p.run_id: p for p in series.runs}
+    files = sorted(DATA.glob("*.jsonl.xz"))
+    assert len(files) >= 20
+    for f in files[:2]:  # ~3 s each: the estimator twice (with and without the pool)
+        (key, point), = read_run_file(f).points
+        assert key == series.key
+        assert point_to_dict(point) == point_to_dict(by_id[point.run_id])
+
+
+def test_the_real_series_has_no_change_and_a_segment_that_shrinks() -> None:
+    series = normal_runs()
+    assert len(series.runs) >= 40
+    trend = analyze_series(series)
+    assert trend.known == ()
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None
+        assert st.changes == () and st.alarm is None, name
+        (seg,) = st.segments
+        assert seg.runs + seg.gaps == len(series.runs)
+        lo, hi = seg.ratio_ci
+        assert lo < seg.ratio < hi
+    # The measurement's share shrinks with the runs (the pool's share, common to them,
+    # does not: docs/TREND.md).
+    for name in SUITES:
+        widths = []
+        for n in (10, 20, 40):
+            st = analyze_series(Series(series.key, series.runs[:n])).suite(name)
+            assert st is not None and len(st.segments) == 1
+            seg = st.segments[0]
+            widths.append(math.sqrt(max(seg.half_width_bp ** 2
+                                        - (1.96 * seg.pool_bp) ** 2, 0.0)))
+        assert widths[0] > widths[2], (name, widths)
+
+
+def _bootstrap(runs: tuple[RunPoint, ...], n: int, block: int, rng: random.Random
+               ) -> tuple[RunPoint, ...]:
+    out: list[RunPoint] = []
+    while len(out) < n:
+        start = rng.randrange(len(runs) - block + 1)
+        out += runs[start:start + block]
+    return tuple(out[:n])
+
+
+def test_detector_on_real_noise() -> None:
+    """A small version of bench/trend_detection.py: no false change in 20 no-step series
+    of 60 runs; a 3 % step on SLH-DSA-SHAKE-256s found in most of 10."""
+    series = normal_runs()
+    rng = random.Random(7)
+    suite = "SLH-DSA-SHAKE-256s"
+    false = 0
+    for _ in range(20):
+        s = Series(series.key, _bootstrap(series.runs, 60, 5, rng))
+        found, _ = detect(log_points(s, suite, 0, 60), suite, DetectorConfig())
+        false += len(found)
+    assert false <= 1
+    hits = 0
+    for _ in range(10):
+        runs = list(_bootstrap(series.runs, 50, 5, rng))
+        ys = [(i, y + (math.log(1.03) if i >= 25 else 0.0), v)
+              for i, y, v in log_points(Series(series.key, tuple(runs)), suite, 0, 50)]
+        found, _ = detect(ys, suite, DetectorConfig())
+        hits += any(25 <= f.confirmed_at <= 45 and abs(f.at - 25) <= 3 for f in found)
+    assert hits >= 8
+
+
+def test_a_real_library_change_is_found_named_and_sized() -> None:
+    series, builds = _points()
+    if len(builds) < 2:
+        pytest.skip("the committed series has one liboqs build")
+    at = next(i for i, p in enumerate(series.runs) if p.context.liboqs_build == builds[1])
+    trend = analyze_series(series)
+    (known,) = trend.known
+    assert known.run_index == at
+    assert any(w.startswith("liboqs build ") for w in known.what)
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None
+        c = next(c for c in st.changes if c.run_index == at)
+        assert c.cause == "known"
+        lo, hi = c.ci_95_bp
+        assert lo <= c.change_bp <= hi
