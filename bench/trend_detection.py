@@ -60,6 +60,27 @@ def scaled(s: SuiteRun, f: float) -> SuiteRun:
                    time_ns=None if s.time_ns is None else s.time_ns * f)
 
 
+def rescaled(points: list[RunPoint], suite: str, factor: float) -> list[RunPoint]:
+    """The suite's log ratios scaled about their mean by ``factor`` (intervals too)."""
+    ys = [math.log(s.ratio) for p in points if (s := p.suite(suite)) and s.decided and s.ratio]
+    mean = sum(ys) / len(ys)
+    out = []
+    for p in points:
+        s = p.suite(suite)
+        if s is None or not s.decided or s.ratio is None or s.ratio_ci is None:
+            out.append(p)
+            continue
+        y = math.log(s.ratio)
+        f = math.exp(mean + factor * (y - mean)) / s.ratio
+        lo, hi = s.ratio_ci
+        new = replace(s, ratio=s.ratio * f,
+                      ratio_ci=(s.ratio * f * (lo / s.ratio) ** factor,
+                                s.ratio * f * (hi / s.ratio) ** factor),
+                      pool_se=None if s.pool_se is None else s.pool_se * factor)
+        out.append(replace(p, suites=tuple(new if x.suite == suite else x for x in p.suites)))
+    return out
+
+
 def bootstrap(points: list[RunPoint], suite: str, n: int, block: int, step: float, k: int,
               rng: random.Random) -> Series:
     """n runs of one suite: blocks of consecutive real runs, a step from run k."""
@@ -129,6 +150,9 @@ def main() -> int:
     ap.add_argument("--suites", default="ML-DSA-87,SLH-DSA-SHAKE-128s,SLH-DSA-SHAKE-256s")
     ap.add_argument("--steps", default="0.01,0.02")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scale-sd", type=float, default=0.0, metavar="BP",
+                    help="scale each suite's runs about their mean (ratio and interval) to a "
+                         "run-to-run sd of BP: the same noise's shape at another level")
     args = ap.parse_args()
     points = load_points(args.runs, args.points)
     cfg = TrendConfig()
@@ -140,6 +164,10 @@ def main() -> int:
         ys = [math.log(s.ratio) for p in points if (s := p.suite(suite)) and s.decided
               and s.ratio]
         sd = statistics.stdev(ys) * 1e4
+        if args.scale_sd:
+            points = rescaled(points, suite, args.scale_sd / sd)
+            print(f"\n{suite}: scaled x{args.scale_sd / sd:.2f} to a run-to-run sd of "
+                  f"{args.scale_sd:.0f} bp")
         print(f"\n{suite}: {len(ys)} decided runs, run-to-run sd {sd:.0f} bp")
         null = run_case(points, suite, 0.0, args.series, args.null_runs + 1,
                         args.null_runs, args.block, args.seed, cfg)
