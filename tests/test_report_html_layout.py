@@ -96,10 +96,12 @@ def report_page(tmp_path: Path) -> str:
     return page
 
 
-def monitor_page() -> str:
+def monitor_page(name: str = "") -> str:
+    """The monitor's page; ``name``: put in front of every cluster's name (a long one
+    from /sys or a run must be cut to fit, never clipped)."""
     def row(suite: str, where: str, vu: int, ci: tuple[int, int], const: int,
             decision: str, binds: bool) -> CoverageView:
-        return CoverageView(suite=suite, where=where, cluster=0, cpu=0, backend="liboqs",
+        return CoverageView(suite=suite, where=name + where, cluster=0, cpu=0, backend="liboqs",
                             time_ns=1e5, vu_estimate=vu, vu_constant=const,
                             margin=const - vu, covered=decision == "covered",
                             statistic="paired", vu_median_rule=vu - 30, basis="node",
@@ -139,9 +141,10 @@ def test_the_monitor_s_page_says_not_binding_in_its_own_colour() -> None:
     assert len({c for c, _m in STATE_STYLE.values()} - {"#6E6E6E"}) >= 4
 
 
-@pytest.mark.parametrize("which", ["report", "monitor"])
+@pytest.mark.parametrize("which", ["report", "monitor", "monitor, long names"])
 def test_no_label_is_clipped_in_chromium(tmp_path: Path, which: str) -> None:
-    page = report_page(tmp_path) if which == "report" else monitor_page()
+    page = (report_page(tmp_path) if which == "report" else
+            monitor_page("Ω\x1b[2K" + "W" * 300 if "long" in which else ""))
     result = measured(tmp_path, page)
     assert result["charts"] == page.count("<svg ")
     assert result["found"] == [], "\n".join(result["found"])  # type: ignore[arg-type]

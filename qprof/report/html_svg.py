@@ -32,9 +32,22 @@ NEUTRAL = "#0072B2"  # a value that carries no verdict here
 REFERENCE = "#444444"
 
 WIDTH = 820  # the page's charts; a row chart grows wider when its texts need it
-# Width of a character of the page's 12 px sans-serif, generous (digits of DejaVu Sans
-# are 7.6 px): a text sized by it is never wider than its room.
+# Widths of characters of the page's 12 px sans-serif, generous (DejaVu Sans, the widest
+# common one: digits 7.6 px, W 11.9 px): a text sized by them is never wider than its
+# room. CHAR_W is a typical character's, for rooms counted in characters.
 CHAR_W = 7.8
+_NARROW = frozenset(" .,:;!|'`()[]{}/\\-ijlrtf")
+_WIDE = frozenset("MWmw@%&")
+
+
+def _char_width(ch: str) -> float:
+    if ch in _NARROW:
+        return 5.0
+    if ch in _WIDE or ord(ch) > 0x2000:  # and symbols, CJK: as wide as they come
+        return 12.5
+    if ch.isupper():
+        return 9.5
+    return CHAR_W
 MIN_PLOT_W = 260  # a row chart's plot is never narrower
 MAX_LABEL_CHARS = 48  # a row label longer than this is cut (the whole in its tooltip)
 ROW_H = 24
@@ -50,16 +63,23 @@ def esc(value: object, limit: int = MAX_TEXT) -> str:
 
 
 def text_width(text: str) -> float:
-    """About how wide ``text`` is drawn (see CHAR_W)."""
-    return len(one_line(text, MAX_TEXT)) * CHAR_W
+    """At most how wide ``text`` is drawn (see CHAR_W)."""
+    return sum(map(_char_width, one_line(text, MAX_TEXT)))
 
 
 def fit(text: str, room: float, **attrs: object) -> str:
     """An SVG ``<text>`` of ``text`` cut to ``room`` pixels (an ellipsis, the whole text
     in its ``<title>`` tooltip); ``attrs``: its attributes (x, y, text_anchor...)."""
     line = one_line(text, MAX_TEXT)
-    chars = max(int(room // CHAR_W), 1)
-    shown = line if len(line) <= chars else line[:max(chars - 1, 0)] + "…"
+    shown, used = line, 0.0
+    for i, ch in enumerate(line):
+        if used + _char_width(ch) > room:  # cut before it, with room for the ellipsis
+            while i > 0 and used + _char_width("…") > room:
+                i -= 1
+                used -= _char_width(line[i])
+            shown = line[:i] + "…"
+            break
+        used += _char_width(ch)
     attr = " ".join(f'{k.replace("_", "-")}="{esc(v)}"' for k, v in attrs.items())
     tip = f"<title>{esc(line)}</title>" if shown != line else ""
     return f"<text {attr}>{tip}{esc(shown)}</text>"
