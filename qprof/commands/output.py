@@ -19,7 +19,7 @@ from typing import Any, TextIO, cast
 from qprof.atomicfile import OutputError, check_writable, write_file
 from qprof.untrusted import MAX_SHOWN, one_line, without_controls
 
-__all__ = ["OutputError", "check_output", "emit", "guarded_stdout", "shown",
+__all__ = ["OutputError", "check_output", "emit", "guarded_stdout", "own_terminal", "shown",
            "silence_stdout", "write_file", "write_output"]
 
 
@@ -109,6 +109,13 @@ def guarded_stdout() -> Iterator[None]:
         sys.stdout.flush()
     finally:
         sys.stdout, sys.stderr = raw, raw_err
+
+
+def own_terminal() -> TextIO:
+    """stdout for qprof's own terminal controls (a progress line rewritten in place with
+    CR and ESC[K), which the guard would strip: only text qprof wrote goes here."""
+    out = sys.stdout
+    return out._raw if isinstance(out, _GuardedStdout) else out
 
 
 def emit(text: str, end: str = "\n") -> bool:

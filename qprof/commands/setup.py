@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from qprof.commands.options import Number
+from qprof.commands.output import own_terminal
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof setup liboqs: {prefix} already holds a liboqs; --force replaces it",
               file=sys.stderr)
         return 2
-    screen = BuildScreen(sys.stdout)
+    screen = BuildScreen(own_terminal())  # its [n/N] line is rewritten in place
     source = args.source or os.environ.get(lb.SOURCE_ENV) or None
     screen.say(f"building liboqs {lb.VERSION} into {prefix}")
     try:
