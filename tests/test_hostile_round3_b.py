@@ -516,3 +516,18 @@ def test_16_every_numeric_option_is_bounded_above(argv: list[str]) -> None:
     r = qprof(*argv, timeout=30)
     assert "Traceback" not in r.stderr and r.returncode == 2, r.stderr[-2000:]
     assert "at most" in r.stderr
+
+
+def test_9_live_check_o_writes_the_run_whole(tmp_path: Path, liboqs_available: None) -> None:
+    """A live check -o: the run is in the file at the end, nothing beside it, and it
+    judges as recorded (check --from)."""
+    out = tmp_path / "run.jsonl"
+    out.write_text("an older file, replaced whole\n")
+    r = qprof("check", "--cpus", "0", "--rounds", "3", "--max-rounds", "3", "--budget",
+              "0.02", "--time-limit", "0", "-o", str(out), "--json", timeout=600)
+    assert "Traceback" not in r.stderr and r.returncode in (0, 1, 3), r.stderr[-2000:]
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    first = out.read_text().splitlines()[0]
+    assert json.loads(first)["type"] == "meta"
+    again = qprof("check", "--from", str(out), "--json")
+    assert json.loads(again.stdout)["run_id"] == json.loads(r.stdout)["run_id"]
