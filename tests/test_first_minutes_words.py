@@ -247,3 +247,24 @@ def test_a_verifier_that_failed_its_known_answers_is_said_in_the_verdict(recorde
     assert code == 3 and max(map(len, out.splitlines())) <= 100
     assert _verdict(out).startswith("verdict: no reliable estimate: known answers liboqs")
     assert "MISMATCH liboqs ML-DSA-87" in _verdict(out)
+
+
+def test_a_contended_suite_on_a_core_the_ratio_does_not_bind(capsys) -> None:
+    """"not binding here" first on a short line, then the contended share; the CPU's line
+    says how contended and what to do (the verdict line names only binding suites)."""
+    x86 = {0: CoreDesign(cpu=0, uarch="Zen 5, VM-reported", part_name="AMD EPYC")}
+    r = next(r for r in evaluate(load_profile("qanum"), _contended(), replicates=100,
+                                 cores=x86) if r.suite == "SLH-DSA-SHAKE-128s")
+    assert (r.state, r.decision, r.policy_decision) == ("not_binding", "no_estimate",
+                                                        "covered")
+    assert r.headline.startswith("not binding here; no reliable estimate (contended ")
+    assert 36 + len(r.headline) <= 100
+    from qprof.commands.check_text import print_text
+
+    summary = RunSummary(run_id="sim", status="finished", reason=None, elapsed_s=60.0,
+                         cpus=[0], measurements=_contended())
+    results = evaluate(load_profile("qanum"), _contended(), replicates=100, cores=x86)
+    print_text(load_profile("qanum"), summary, [], results, "covered", False)
+    out = capsys.readouterr().out
+    assert "CPU 0: no reliable estimate (SLH-DSA-SHAKE-128s): the host was contended " in out
+    assert max(map(len, out.splitlines())) <= 100

@@ -135,12 +135,19 @@ def _row(r: CoverageResult, unit: CoverageResult, verbose: bool) -> None:
 
 
 def _not_binding(results: list[CoverageResult]) -> None:
-    """Where the ratio does not bind, once per CPU: "not binding here" first, then why."""
+    """Where the ratio does not bind, once per CPU: "not binding here" first, then why;
+    and the suites there with no reliable estimate (the verdict line names only binding
+    ones), with how contended the host was and what to do."""
     seen: set[int] = set()
     for r in results:
         if r.state == "not_binding" and r.cpu not in seen:
             seen.add(r.cpu)
             say(f"CPU {r.cpu}: {r.ratio_binding_why}")
+            aside = [x for x in results if x.cpu == r.cpu and x.state == "not_binding"
+                     and x.decision == "no_estimate"]
+            if aside:
+                say(f"CPU {r.cpu}: {WORDS['no_estimate']} ({', '.join(x.suite for x in aside)}): "
+                    f"{contended_text(aside[0].estimate)}; {UNDECIDED_ADVICE}")
 
 
 def _alternatives(profile: Profile, results: list[CoverageResult], cpu: int,

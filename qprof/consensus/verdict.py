@@ -167,8 +167,11 @@ def headline(r: CoverageResult) -> str:
     if state == "unit":
         return f"{r.vu_estimate}: {word} ({c} by definition)"
     if r.decision == "no_estimate":
-        no = f"{WORDS['no_estimate']}: {contended_text(r.estimate)}"
-        return f"{word}; {no}" if state == "not_binding" else no
+        if state == "not_binding":  # a short line: the reason in full is the CPU's
+            share = r.estimate.contended_share
+            why = f" (contended {100 * share:.0f} %)" if share is not None else ""
+            return f"{word}; {WORDS['no_estimate']}{why}"
+        return f"{WORDS['no_estimate']}: {contended_text(r.estimate)}"
     if state == "unsure":
         return f"{word}: {_figure(r)} straddles the constant {c}"
     return f"{word}: {_figure(r)}, constant {c}"
