@@ -49,12 +49,21 @@ class Column:
     end: End | None = None  # the run's end record (read once per run, not per column)
 
 
+class Columns(list[Column]):
+    """The report's columns, and the figures its sections share (``report.figures``:
+    the estimates and verdicts each section asks for, made once)."""
+
+    def __init__(self, cols: list[Column]) -> None:
+        super().__init__(cols)
+        self.figures: dict[tuple[object, ...], Any] = {}
+
+
 def core_name(row: dict[str, Any]) -> str | None:
     name = row.get("part_name") or row.get("uarch")
     return str(name) if name else None
 
 
-def build_columns(runs: list[RunData]) -> list[Column]:
+def build_columns(runs: list[RunData]) -> Columns:
     cols = []
     many = len(runs) > 1
     for run in runs:
@@ -74,7 +83,7 @@ def build_columns(runs: list[RunData]) -> list[Column]:
             if name:
                 col.label += f" ({name})"
             cols.append(col)
-    return cols
+    return Columns(cols)
 
 
 def backends_of(cols: list[Column], op: str) -> list[str]:

@@ -4,7 +4,9 @@ and operation. The one place the report modules reach the estimator."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
+from typing import cast
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
@@ -12,7 +14,7 @@ from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.policy import CoreDesign
 from qprof.consensus.verdict import CoverageResult, coverage
 from qprof.measure.jsonl import RunData
-from qprof.report.columns import Column
+from qprof.report.columns import Column, Columns
 
 # What `qprof check` uses unless told otherwise: the report must show the same figure.
 STATISTIC = "auto"
@@ -28,15 +30,43 @@ def run_estimates(run: RunData, profile: Profile | None, unit: str, op: str
         operation=op, statistic=STATISTIC), run.measurements, unit)
 
 
+# A report asks for one run's estimates from several sections (the tables, the chain's
+# rule, the headroom, the HTML charts): the estimator runs once per run and operation (a
+# 2,000-CPU run is 4,000 bootstraps each time). Held while the run is.
+_MEMO: dict[tuple[int, str, int, str], tuple[weakref.ref[RunData], list[SuiteEstimate]]] = {}
+
+
+def _run_estimates_once(run: RunData, profile: Profile | None, unit: str, op: str
+                        ) -> list[SuiteEstimate]:
+    key = (id(run), unit, profile.unit_vu if profile else 100, op)
+    held = _MEMO.get(key)
+    if held is not None and held[0]() is run:
+        return held[1]
+    for gone in [k for k, (ref, _e) in _MEMO.items() if ref() is None]:
+        del _MEMO[gone]
+    found = run_estimates(run, profile, unit, op)
+    _MEMO[key] = (weakref.ref(run), found)
+    return found
+
+
 def column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
                      op: str) -> list[dict[str, SuiteEstimate]]:
     """Per column, suite -> the estimator's estimate (the run's, on the column's CPU)."""
+    memo = cols.figures if isinstance(cols, Columns) else {}
+    key = ("estimates", unit, profile.unit_vu if profile else 100, backend, op)
+    if key not in memo:
+        memo[key] = _column_estimates(cols, profile, unit, backend, op)
+    return cast(list[dict[str, SuiteEstimate]], memo[key])
+
+
+def _column_estimates(cols: list[Column], profile: Profile | None, unit: str, backend: str,
+                      op: str) -> list[dict[str, SuiteEstimate]]:
     per_run: dict[int, dict[int, dict[str, SuiteEstimate]]] = {}
     out = []
     for c in cols:
         if id(c.run) not in per_run:
             mine = per_run[id(c.run)] = {}
-            for e in run_estimates(c.run, profile, unit, op):
+            for e in _run_estimates_once(c.run, profile, unit, op):
                 if e.backend == backend:
                     mine.setdefault(e.cpu, {})[e.suite] = e
         out.append(per_run[id(c.run)].get(c.cpu, {}))
@@ -56,6 +86,14 @@ def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstima
     stay apart."""
     if profile is None:
         return []
-    return coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
-                              for e in col.values()],
-                    cores=column_cores(cols) if cols is not None else None)
+    # Asked again with the same figures (a section after another): the same verdicts.
+    memo = cols.figures if isinstance(cols, Columns) else {}
+    key = ("verdicts", id(profile), id(per_col))
+    held = memo.get(key)
+    if held is not None and held[0] is per_col:
+        return cast(list[CoverageResult], held[1])
+    found = coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
+                               for e in col.values()],
+                     cores=column_cores(cols) if cols is not None else None)
+    memo[key] = (per_col, found)  # per_col held: its id stays its own
+    return found
