@@ -119,6 +119,12 @@ class MonitorApp(App[int]):
         if cpus:
             self.estimate_clocks(cpus)
 
+    async def action_quit(self) -> None:
+        # Stop the measurement in flight now, while Textual takes the screen down, rather
+        # than after (q and Ctrl-C end everything within 2 s).
+        self._stop.set()
+        self.exit()
+
     def on_unmount(self) -> None:
         self._stop.set()  # a measurement in flight stops at its next checkpoint
         self.collector.close()
