@@ -2,8 +2,9 @@
 
 A synthetic run of N CPUs x 2 suites (ML-DSA-44, ML-DSA-87) x 3 rounds each, as issue 31
 measured it (report: 250 CPUs 2.1 s, 500 8.2 s, 1000 72 s, 2000 over 300 s; check --from
-quadratic). Prints the wall time of each command per size and the ratio to the smallest
-size scaled by N (1.0 = linear). Usage: python bench/report_scale.py [N ...]
+quadratic). Prints each command's wall time and this process's CPU time per size, and
+the CPU time's ratio to the smallest size's, scaled by N (1.0 = linear; on a busy host
+the CPU time is the figure to compare). Usage: python bench/report_scale.py [N ...]
 """
 
 from __future__ import annotations
@@ -41,29 +42,32 @@ def many_cpu_run(path: Path, cpus: int, rounds: int = 3) -> Path:
     return path
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of one command: on a busy host the
+    CPU time is the figure to compare."""
     from qprof.cli import main
 
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         main(argv)
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(sizes: list[int]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base: dict[str, float] = {}
-        print(f"{'CPUs':>6} {'report s':>9} {'x linear':>9} {'check --from s':>15} "
-              f"{'x linear':>9}")
+        print(f"{'CPUs':>6} {'report s':>9} {'CPU s':>7} {'x linear':>9} "
+              f"{'check --from s':>15} {'CPU s':>7} {'x linear':>9}")
         for n in sizes:
             run = many_cpu_run(Path(tmp) / f"run{n}.jsonl", n)
             times = {"report": timed(["report", str(run), "--profile", "qanum"]),
                      "check": timed(["check", "--from", str(run), "--profile", "qanum"])}
-            for k, t in times.items():
-                base.setdefault(k, t / n)
-            print(f"{n:>6} {times['report']:>9.2f} {times['report'] / n / base['report']:>9.2f} "
-                  f"{times['check']:>15.2f} {times['check'] / n / base['check']:>9.2f}",
-                  flush=True)
+            for k, (_wall, cpu) in times.items():
+                base.setdefault(k, cpu / n)
+            print(f"{n:>6} " + " ".join(
+                f"{wall:>{w}.2f} {cpu:>7.2f} {cpu / n / base[k]:>9.2f}"
+                for (k, (wall, cpu)), w in zip(times.items(), (9, 15), strict=True)),
+                flush=True)
 
 
 if __name__ == "__main__":

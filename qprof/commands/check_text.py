@@ -139,12 +139,15 @@ def _not_binding(results: list[CoverageResult]) -> None:
     and the suites there with no reliable estimate (the verdict line names only binding
     ones), with how contended the host was and what to do."""
     seen: set[int] = set()
+    undecided: dict[int, list[CoverageResult]] = {}  # per CPU: linear in the CPUs
+    for x in results:
+        if x.state == "not_binding" and x.decision == "no_estimate":
+            undecided.setdefault(x.cpu, []).append(x)
     for r in results:
         if r.state == "not_binding" and r.cpu not in seen:
             seen.add(r.cpu)
             say(f"CPU {r.cpu}: {r.ratio_binding_why}")
-            aside = [x for x in results if x.cpu == r.cpu and x.state == "not_binding"
-                     and x.decision == "no_estimate"]
+            aside = undecided.get(r.cpu, [])
             if aside:
                 say(f"CPU {r.cpu}: {WORDS['no_estimate']} ({', '.join(x.suite for x in aside)}): "
                     f"{contended_text(aside[0].estimate)}; {UNDECIDED_ADVICE}")
