@@ -470,5 +470,6 @@ def test_liboqs_cycle_runs_the_shadow_pair_that_finds_disagreements(
            if isinstance(m, Measurement)}
     assert ("verify", "liboqs") in ops and ("dual_shadow", "liboqs+numba") in ops
     assert run.checks > 0 and run.disagreements == 0  # both verifiers saw every sample
+    d.wait_log("cycle finished")  # the results reach the metrics after the run's points
     assert re.search(r'qprof_verify_statistic_info\{backend="liboqs",cpu="0",'
                      r'statistic="\w+",suite="ML-DSA-44"\} 1.0', d.scrape())
