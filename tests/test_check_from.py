@@ -234,15 +234,15 @@ def test_two_runs_in_one_file_are_refused(recorded, capsys):
 
 
 def test_records_that_give_no_estimate_are_exit_2(recorded, capsys):
-    """Zero-length samples pass the record checks but no engine writes them: the
-    estimator cannot work with them, and says so in one line."""
+    """Samples of zero length (no engine writes them; the estimator divides by them) are
+    refused by the reader, naming the field (issue 31): exit 2 in one line."""
     rows = [json.loads(x) for x in recorded.read_text().splitlines()]
     for r in rows:
         if r["type"] == "measurement" and r["samples_ns"]:
             r["samples_ns"] = [0.0] * len(r["samples_ns"])
     recorded.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, _out, err = _check(capsys, "--from", str(recorded), "--profile", "qanum")
-    assert code == 2 and err.startswith("qprof check: cannot judge run ")
+    assert code == 2 and "samples_ns must not be all 0" in err
     assert err.count("\n") == 1
 
 

@@ -82,8 +82,8 @@ def test_undecided_runs_are_gaps_never_estimates() -> None:
 
 
 def test_threshold_gives_the_asked_arl() -> None:
-    h = threshold(10_000.0, 0.625)
-    assert siegmund_arl(h, 0.625) == pytest.approx(20_000.0, rel=1e-6)
+    h = threshold(20_000.0, 0.625)
+    assert siegmund_arl(h, 0.625) == pytest.approx(40_000.0, rel=1e-6)
     assert DetectorConfig().h == pytest.approx(h)
 
 

@@ -92,7 +92,13 @@ def detect(ys: Sequence[tuple[int, float, float]], suite: str, cfg: DetectorConf
     found: list[Found] = []
     alarm: Alarm | None = None
     for pos in range(len(ys)):
-        before = [(y, v) for _i, y, v in ys[start:pos]]
+        # The reference: the segment's runs before the chart's current excursion (the
+        # runs of a shift in the making would pull it towards them) once that leaves
+        # enough runs to hold still; all of them before.
+        end = pos - chart.excursion
+        if end - start < cfg.frozen_reference:
+            end = pos
+        before = [(y, v) for _i, y, v in ys[start:end]]
         if len(before) >= cfg.warmup:
             z = score(ys[pos][1], ys[pos][2], before)
             if z is not None:

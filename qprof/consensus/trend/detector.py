@@ -26,10 +26,13 @@ from functools import lru_cache
 
 @dataclass(frozen=True)
 class DetectorConfig:
-    arl0: float = 10_000.0  # in-control average run length, per series and suite
+    arl0: float = 20_000.0  # in-control average run length, per series and suite
     shift: float = 1.25  # the shift (in run sds) the chart is tuned for: k = shift / 2
     clip: float = 4.0  # a run's score is clipped to +-clip
     warmup: int = 5  # decided runs of a segment before its chart starts
+    # Runs the reference needs before it leaves out the chart's current excursion (fewer:
+    # its mean and spread would move with every run it drops).
+    frozen_reference: int = 15
 
     @property
     def k(self) -> float:
@@ -92,12 +95,23 @@ class Cusum:
     config: DetectorConfig
     up: float = 0.0
     down: float = 0.0
+    # Runs each sum has stayed above 0: the runs of a shift in the making, which the
+    # reference leaves out so it does not move towards them.
+    up_runs: int = 0
+    down_runs: int = 0
 
     def add(self, z: float) -> None:
         c = self.config
         z = min(max(z, -c.clip), c.clip)
         self.up = max(0.0, self.up + z - c.k)
         self.down = max(0.0, self.down - z - c.k)
+        self.up_runs = self.up_runs + 1 if self.up > 0 else 0
+        self.down_runs = self.down_runs + 1 if self.down > 0 else 0
+
+    @property
+    def excursion(self) -> int:
+        """Runs of the larger sum's current excursion above 0."""
+        return self.up_runs if self.up >= self.down else self.down_runs
 
     @property
     def alarm(self) -> str | None:
@@ -114,3 +128,4 @@ class Cusum:
 
     def reset(self) -> None:
         self.up = self.down = 0.0
+        self.up_runs = self.down_runs = 0
