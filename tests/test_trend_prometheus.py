@@ -79,6 +79,7 @@ class Node:
                                                       "liboqs": "0.16.0"}))
         self.server, _thread = serve(registry, "127.0.0.1", 0)
         self.target = f"127.0.0.1:{self.server.server_address[1]}"
+        self.seen: dict[int, set[float]] = {}
 
     def show(self, i: int, now: float) -> None:
         """Run ``i`` finished: its estimates, as a daemon's cycle sets them."""
@@ -88,12 +89,16 @@ class Node:
         with self.state.lock:
             self.state.last_cycle_ts = now
 
-    def scraped(self, port: int, i: int) -> bool:
-        rows = query(port, f'qprof_vu_ratio{{scope="run",suite="ML-DSA-87",'
-                           f'instance="{self.target}"}}')
-        return any(math.isclose(float(r["value"][1]),  # type: ignore[index]
-                                100 * self.runs[i]["ML-DSA-87"], rel_tol=1e-12)
-                   for r in rows)
+    def scraped(self, port: int, i: int) -> set[float]:
+        """The times Prometheus scraped run ``i`` at (its newest sample's, seen so far)."""
+        series = f'qprof_vu_ratio{{scope="run",suite="ML-DSA-87",instance="{self.target}"}}'
+        values = query(port, series)
+        stamps = query(port, f"timestamp({series})")
+        if values and stamps and math.isclose(
+                float(values[0]["value"][1]),  # type: ignore[index]
+                100 * self.runs[i]["ML-DSA-87"], rel_tol=1e-12):
+            self.seen.setdefault(i, set()).add(float(stamps[0]["value"][1]))  # type: ignore[index]
+        return self.seen.get(i, set())
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -127,8 +132,10 @@ def test_a_fleet_wide_change_and_one_node_alone(tmp_path: Path, fleet: list[Node
             if i:
                 for n in fleet:
                     n.show(i, time.time())
-            wait_for(f"run {i} in Prometheus", lambda i=i: all(  # type: ignore[misc]
-                n.scraped(port, i) for n in fleet), timeout=30)
+            # Each run is held for two scrapes: a run scraped once, late, and the next one
+            # scraped right after it could fall into one step of the query.
+            wait_for(f"run {i} scraped twice", lambda i=i: all(  # type: ignore[misc]
+                len(n.scraped(port, i)) >= 2 for n in fleet), timeout=30, every=0.2)
         code, out = _trend(capsys, port, "--json")
         assert code == 0, out
         data = json.loads(out)
