@@ -35,7 +35,7 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _dist_version(name: str) -> str | None:
+def dist_version(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -84,7 +84,7 @@ def kernels_digest(status: BackendStatus | None) -> str | None:
         return None
     from qprof.verify.nb import source_digest
 
-    return source_digest()
+    return str(source_digest())
 
 
 def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None]:
@@ -96,20 +96,20 @@ def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None
         "qprof": __version__,
         "qprof_commit": _git_commit(),
         "python": platform.python_version(),
-        "numba": _dist_version("numba"),
-        "numpy": _dist_version("numpy"),
-        "pyperf": _dist_version("pyperf"),
+        "numba": dist_version("numba"),
+        "numpy": dist_version("numpy"),
+        "pyperf": dist_version("pyperf"),
         "liboqs_linked": linked,
         "liboqs_build": liboqs_build(statuses.get("liboqs")),
         "qprof_kernels": kernels_digest(statuses.get("numba")),
-        "liboqs_python": _dist_version("liboqs-python"),
+        "liboqs_python": dist_version("liboqs-python"),
         "openssl": ssl.OPENSSL_VERSION,
         "cryptography": openssl.version if openssl is not None else None,
-        "pqcrypto": _dist_version("pqcrypto"),
+        "pqcrypto": dist_version("pqcrypto"),
     }
 
 
-def _cpuinfo_field(root: str, *keys: str) -> str | None:
+def cpuinfo_field(root: str, *keys: str) -> str | None:
     try:
         for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
             if line.lower().startswith(keys) and ":" in line:
@@ -164,8 +164,8 @@ def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: dict[str, Any],
             "hostname": platform.node(),
             "kernel": platform.release(),
             "arch": platform.machine(),
-            "cpu_model": _cpuinfo_field(cfg.root, "model name", "hardware", "cpu model"),
-            "microcode": _cpuinfo_field(cfg.root, "microcode"),
+            "cpu_model": cpuinfo_field(cfg.root, "model name", "hardware", "cpu model"),
+            "microcode": cpuinfo_field(cfg.root, "microcode"),
             "online_cpus": [r.get("cpu") for r in topo.get("cpus", []) if r.get("online")],
             "clusters": topo.get("clusters", []),
             "topology_problems": topo.get("problems", []),

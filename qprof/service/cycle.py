@@ -37,6 +37,7 @@ from qprof.consensus.policy import CoreDesign
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
+from qprof.consensus.trend.verdict import current_segments
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
@@ -63,7 +64,6 @@ from qprof.service.trend import (
     TREND_RUNS,
     ChangeTracker,
     TrendSummary,
-    newest_segments,
     pending_alarms,
     read_trends,
     trailing_gaps,
@@ -143,7 +143,7 @@ class CycleRunner:
         current segment; alert on coverage changes and on confirmed ratio changes."""
         trends = read_trends(self.store.points.run_points(operation="verify",
                                                           newest=TREND_RUNS))
-        segments = newest_segments(trends)
+        segments = current_segments(trends)
         measurements = self.store.newest_run_measurements("verify")
         summary = summarize(measurements, profile=self.state.profile,
                             cores=self.cores(measurements), segments=segments)

@@ -61,8 +61,8 @@ class SoftwareWatch:
         """As build_meta records it (qprof.measure.runmeta), for the fields that start a
         new segment."""
         from qprof.measure.runmeta import (
-            _cpuinfo_field,
-            _dist_version,
+            cpuinfo_field,
+            dist_version,
             kernels_digest,
             liboqs_linked_version,
         )
@@ -71,10 +71,10 @@ class SoftwareWatch:
         return RunContext(
             liboqs=liboqs_linked_version(backend_status("liboqs")),
             liboqs_build=self._liboqs_build(),
-            numba=_dist_version("numba"),
+            numba=dist_version("numba"),
             kernels=kernels_digest(backend_status("numba")),
             kernel=platform.release() or None,
-            microcode=_cpuinfo_field(self.root, "microcode"))
+            microcode=cpuinfo_field(self.root, "microcode"))
 
     def check(self, newest: Meta | None) -> LibraryChange | None:
         """The known change points between the newest stored run and now; each difference

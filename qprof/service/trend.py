@@ -55,16 +55,6 @@ def read_trends(points: Iterable[tuple[SeriesKey, RunPoint]]) -> list[SeriesTren
     return sorted(trends, key=lambda t: t.runs[-1].started_at if t.runs else 0.0)
 
 
-def newest_segments(trends: Iterable[SeriesTrend]) -> dict[SegmentKey, SegmentEstimate]:
-    out: dict[SegmentKey, SegmentEstimate] = {}
-    for t in trends:  # a later series (e.g. a renamed host) wins
-        for s in t.suites:
-            seg = s.current
-            if seg is not None and seg.last_run == len(t.runs) - 1:
-                out[(t.key.cpu, t.key.backend, t.key.operation, s.suite)] = seg
-    return out
-
-
 def trailing_gaps(trends: Iterable[SeriesTrend],
                   segments: dict[SegmentKey, SegmentEstimate]) -> dict[SegmentKey, int]:
     """Undecided runs at the end of each suite's series, since its last known change,

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, REPLICATES, estimate
+from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 from qprof.measure.records import Env, FreqSample, Measurement, Meta, Record
 
@@ -109,8 +110,10 @@ def run_points(records: Iterable[Record], *, unit_suite: str = DEFAULT_UNIT_SUIT
     held = {(e.cpu, e.backend, e.suite): e.ratio_ci
             for e in estimate(measurements, unit_suite=unit_suite, operation=operation,
                               replicates=replicates, signatures=False)}
-    for e in estimate(measurements, unit_suite=unit_suite, operation=operation,
-                      replicates=replicates):
+    # A backend that failed its known answers is never decided: a gap, as in check.
+    for e in undecided_where_mismatched(
+            estimate(measurements, unit_suite=unit_suite, operation=operation,
+                     replicates=replicates), measurements, unit_suite):
         group = by_group.setdefault((e.cpu, e.backend), [])
         if e.is_unit:
             shares[(e.cpu, e.backend)] = e.contended_share

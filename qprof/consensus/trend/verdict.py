@@ -16,12 +16,16 @@ SegmentKey = tuple[int, str, str, str]  # cpu, backend, operation, suite
 
 
 def current_segments(trends: Iterable[SeriesTrend]) -> dict[SegmentKey, SegmentEstimate]:
-    """The current (last) segment of each suite, by CPU, backend, operation and suite."""
+    """The current segment of each suite, by CPU, backend, operation and suite: the one
+    that holds the series' newest run (none where every run since the last change was
+    undecided: those are gaps, and an older segment's figure is not today's). A later
+    series of the same CPU (e.g. a renamed host) wins."""
     out: dict[SegmentKey, SegmentEstimate] = {}
     for t in trends:
         for s in t.suites:
-            if s.current is not None:
-                out[(t.key.cpu, t.key.backend, t.key.operation, s.suite)] = s.current
+            seg = s.current
+            if seg is not None and seg.last_run == len(t.runs) - 1:
+                out[(t.key.cpu, t.key.backend, t.key.operation, s.suite)] = seg
     return out
 
 
