@@ -157,3 +157,17 @@ def test_a_run_ends_a_running_grower(tmp_path: Path, monkeypatch) -> None:  # no
     finally:
         for pid in _processes_with(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_progress_line_shows_the_last_rounds_figures() -> None:
+    """The first measured figures show while the run goes on (the table and the verdict
+    come from the finished run); no "round 9/9" that reads as the end."""
+    from qprof.measure.config import ProgressEvent
+    from qprof.tui.sources.measure import progress_of
+
+    event = ProgressEvent(0.19, 40.0, 10.0, cpu=1, round=8, rounds=9, suite="ML-DSA-44",
+                          operation="verify", message="done")
+    assert progress_of(event).item == "CPU 1 round 9 ML-DSA-44 verify done"
+    shown = progress_of(event, {"ML-DSA-44": 16_800.0, "SLH-DSA-SHAKE-256s": 1_410_000.0})
+    assert shown.item == "CPU 1 round 9 · last round: ML-DSA-44 16.8 µs · " \
+        "SLH-DSA-SHAKE-256s 1.41 ms"
