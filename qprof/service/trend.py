@@ -101,7 +101,7 @@ class ChangeTracker:
             for s in t.suites:
                 seen = self._seen.setdefault((t.key.cpu, t.key.backend, s.suite), set())
                 for c in s.changes:
-                    if c.cause == "known" and c.ci_95_bp[0] <= 0 <= c.ci_95_bp[1]:
+                    if c.cause == "known" and not c.moved:
                         continue  # a known change point that has not moved the ratio (yet)
                     near = {r.run_id for r in t.runs[max(0, c.run_index - SAME_CHANGE_RUNS):
                                                      c.run_index + SAME_CHANGE_RUNS + 1]}

@@ -81,10 +81,23 @@ def _pool_se(full: tuple[float, float] | None, held: tuple[float, float] | None
     return math.sqrt(share) if share > 0 else 0.0
 
 
+def _core_model(row: Mapping[str, Any], meta: Meta) -> str | None:
+    """The core's model as a series tells it apart: the model name with the core design
+    and, on x86, family and model (a VM's "AMD EPYC" is a Zen 4 on one host, a Zen 5 on
+    the next)."""
+    name = _str(row.get("model_name")) or _str(meta.machine.get("cpu_model"))
+    parts = [p for p in (_str(row.get("uarch")),) if p]
+    family, model = row.get("family"), row.get("model")
+    if isinstance(family, int) and isinstance(model, int):
+        parts.append(f"family {family} model {model}")
+    if name and parts:
+        return f"{name} ({'; '.join(parts)})"
+    return name or (parts[0] if parts else None)
+
+
 def series_key(meta: Meta, cpu: int, backend: str, operation: str) -> SeriesKey:
     row = _cpu_row(meta, cpu)
-    model = _str(row.get("model_name")) or _str(row.get("uarch")) or _str(
-        meta.machine.get("cpu_model"))
+    model = _core_model(row, meta)
     return SeriesKey(node=_str(meta.machine.get("hostname")) or "?", cpu=cpu,
                      cpu_model=model, backend=backend, operation=operation,
                      mode=_str(meta.settings.get("mode")) or "?")

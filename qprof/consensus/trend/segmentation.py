@@ -60,6 +60,8 @@ def differ(before: Sequence[float], after: Sequence[float], p: float = CONFIRM_P
     """Whether two runs' sets differ in mean (Welch's t test), ``p`` two-sided."""
     if len(before) < MIN_SIDE or len(after) < MIN_SIDE:
         return False
+    if len(set(before)) == 1 and len(set(after)) == 1:  # no spread: equal or not
+        return before[0] != after[0]
     import warnings
 
     from scipy.stats import ttest_ind
