@@ -136,6 +136,21 @@ def test_before_the_rule_is_asked_a_cpu_runs_to_its_floor():
     assert p.eta_s() == 96.0
 
 
+def test_the_rules_half_way_answer_keeps_the_eta_from_falling_to_zero_at_the_floor():
+    """The monitor showed "99 % · ETA 621 s": the ETA fell to 0 at the floor, then the rule
+    asked for many pairs. Its half-way answer counts before the floor; no answer counts
+    more pairs than the CPU may add."""
+    p, clock, events = _progress(floor=20.0)
+    p.plan(cpu_work=10.0, ncpus=1, pair_work=2.0, floor_s=20.0, max_pairs=8)
+    p.start_cpu(adaptive=True)
+    _work(p, clock, 10.0)
+    p.rule_says(12, preview=True)  # capped: 8 pairs at most
+    _work(p, clock, 0.0)
+    assert events[-1].eta_s == 16.0  # 8 pairs of 2 s, more than the 10 s to the floor
+    _work(p, clock, 10.0)  # at the floor: the ETA is still the rule's pairs, not 0
+    assert events[-1].eta_s == 16.0 and events[-1].fraction < 0.6
+
+
 def test_signing_counts_before_the_first_round():
     p, clock, events = _progress(floor=0.0)
     p.signing(None)

@@ -49,12 +49,20 @@ class PairCredit:
     # The pairs the rule last said the CPU needs, less those taken since (None: not asked
     # yet): what the progress ETA counts, rather than a guess from the rounds allowed.
     needed: int | None = None
+    # The rule asked once half-way to the floor, for the ETA only (else the ETA would fall
+    # to 0 at the floor and jump when the rule first answers); the pairs taken since.
+    preview: int | None = None
+    since_preview: int = 0
 
     def take(self, rule: StoppingRule, measurements: Sequence[Measurement], cpu: int,
              measured_s: float) -> bool:
         """Another B/A pair for ``cpu``, measured for ``measured_s`` so far? Asks
         ``rule`` only past the floor and when no credit is left."""
         if measured_s < self.floor_s:
+            if self.preview is None and measured_s >= self.floor_s / 2:
+                self.preview = rule.pairs_needed(measurements, cpu)
+            elif self.preview is not None:
+                self.since_preview += 1
             return True
         if self.left > 0:
             self.left -= 1
@@ -64,6 +72,15 @@ class PairCredit:
         self.left = max(min(need, MAX_PAIRS_UNASKED) - 1, 0)
         self.needed = max(need - 1, 0)
         return need > 0
+
+    def expected(self) -> int | None:
+        """The pairs still likely for the ETA: the rule's last answer less those taken;
+        before it was asked, its half-way answer less the pairs since (None: neither)."""
+        if self.needed is not None:
+            return self.needed
+        if self.preview is not None:
+            return max(self.preview - self.since_preview, 0)
+        return None
 
 
 def floor_s(min_cpu_s: float, limit_s: float | None, cpus: int) -> float:

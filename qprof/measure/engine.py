@@ -153,7 +153,8 @@ class _Run:
             with measuring(pools):
                 self.progress.plan(self.plan.cpu_work(), len(good), self.plan.pair_work(),
                                    floor_s(self.plan.min_cpu_s, self.config.time_limit_s,
-                                           len(good)) if self.rule is not None else 0.0)
+                                           len(good)) if self.rule is not None else 0.0,
+                                   self.plan.max_pairs)
                 if good and not self.stop.is_set() and self._fixtures():
                     self._preflight(good[0])
                     for cpu in good:
@@ -281,8 +282,9 @@ class _Run:
                 if r == target and self._more_rounds(c, target):
                     self.progress.add_pair()
                     target += 2
-                if c.credit.needed is not None:
-                    self.progress.rule_says(c.credit.needed)
+                expected = c.credit.expected()
+                if expected is not None:
+                    self.progress.rule_says(expected, preview=c.credit.needed is None)
         finally:
             if c.live is not None:
                 c.live.close(self.stop.is_set())

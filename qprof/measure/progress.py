@@ -42,6 +42,9 @@ class Progress:
     cur_done_from: float = 0.0  # work_done when the current CPU began
     cur_started: float | None = None  # elapsed seconds when the current CPU began
     rule_pairs: int | None = None  # pairs the rule last said the current CPU still needs
+    preview_pairs: int | None = None  # its half-way answer (before the floor), less since
+    max_pairs: int = 0  # pairs a CPU may add at most (0: no cap known)
+    cur_pairs: int = 0  # pairs added on the current CPU
     measuring_from: float | None = None  # elapsed seconds when the first round began
     signing_left_s: float | None = None  # the pool being signed: its seconds still to go
     fraction: float = 0.0
@@ -51,9 +54,10 @@ class Progress:
         self.t0 = self.now()
 
     # -- the plan
-    def plan(self, cpu_work: float, ncpus: int, pair_work: float, floor_s: float = 0.0) -> None:
+    def plan(self, cpu_work: float, ncpus: int, pair_work: float, floor_s: float = 0.0,
+             max_pairs: int = 0) -> None:
         self.cpu_work, self.pair_work, self.floor_s = cpu_work, pair_work, floor_s
-        self.cpus_pending = ncpus
+        self.cpus_pending, self.max_pairs = ncpus, max_pairs
 
     def signing(self, left_s: float | None) -> None:
         """A pool is being signed, ``left_s`` to go (None: not known yet)."""
@@ -68,14 +72,22 @@ class Progress:
         self.cur_started, self.cur_done_from = now, self.work_done
         self.cur_planned = self.cpu_work
         self.rule_pairs = None if adaptive else 0
+        self.preview_pairs, self.cur_pairs = None, 0
 
     def add_pair(self) -> None:
         self.cur_planned += self.pair_work
+        self.cur_pairs += 1
 
-    def rule_says(self, pairs: int) -> None:
+    def rule_says(self, pairs: int, *, preview: bool = False) -> None:
         """The stopping rule's answer for the current CPU: ``pairs`` more it needs beyond
-        the pairs added so far (``PairCredit.needed``)."""
-        self.rule_pairs = max(pairs, 0)
+        the pairs added so far (``PairCredit.expected``; ``preview``: asked before the
+        floor, for the ETA only); never more than the CPU may still add."""
+        if self.max_pairs:
+            pairs = min(pairs, max(self.max_pairs - self.cur_pairs, 0))
+        if preview:
+            self.preview_pairs = max(pairs, 0)
+        else:
+            self.rule_pairs = max(pairs, 0)
 
     def end_cpu(self) -> None:
         self.cur_started, self.rule_pairs, self.cur_planned = None, 0, 0.0
@@ -98,7 +110,8 @@ class Progress:
         planned = max(0.0, self.cur_planned - (self.work_done - self.cur_done_from)) * speed
         if self.rule_pairs is not None:  # asked (or not adaptive: 0)
             return planned + self.rule_pairs * self.pair_work * speed
-        return max(planned, self.floor_s - (self.elapsed() - self.cur_started))
+        to_floor = self.floor_s - (self.elapsed() - self.cur_started)
+        return max(planned, to_floor, (self.preview_pairs or 0) * self.pair_work * speed)
 
     def eta_s(self) -> float | None:
         speed = self.speed()
