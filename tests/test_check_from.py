@@ -319,7 +319,7 @@ def test_a_daemon_export_and_history_give_the_same_figures(recorded, tmp_path, c
     for r in live["results"]:
         if r["suite"] != "ML-DSA-44":
             low, high = r["vu_ci_95"]
-            assert f"{r['vu_estimate']} (95 % CI {low}-{high}) vs constant" in text, text
+            assert f"{r['vu_estimate']} (95 % CI {low}-{high}), constant" in text, text
 
 
 def test_the_monitor_shows_the_checks_figures(recorded):

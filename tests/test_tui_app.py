@@ -354,7 +354,11 @@ def test_first_run_measures_one_cpu_per_cluster_by_itself(tmp_path: Path) -> Non
             assert app.frame is not None and app.frame.machine.activity is None
             await settle(pilot)
             rows = {r[0]: r for r in coverage_rows(app)}
-            assert rows["ML-DSA-87"][4].split(" (")[0].isdigit(), rows  # measured here
+            # Measured here: its time, and an estimate, or "—" where the host was too
+            # contended for one (no reliable estimate: the quick first run of a busy CI).
+            assert rows["ML-DSA-87"][2].endswith("µs"), rows
+            assert (rows["ML-DSA-87"][4].split(" (")[0].isdigit()
+                    or rows["ML-DSA-87"][4] == "—"), rows
             # `b` still measures (in the monitor's own mode) once the first run is done.
             await pilot.press("b")
             assert app.measuring_cpu is not None  # stopped when the app exits
