@@ -104,7 +104,7 @@ def test_it_builds_the_release_from_the_shared_tarball(tmp_path: Path) -> None:
     steps = [line for line in out.splitlines() if lb.STEP_LINE.match(line.strip())]
     assert steps and steps[-1].strip().startswith("[")
     assert f"liboqs 0.16.0 installed: {prefix}/lib" in out
-    lib = lb.installed(prefix)
+    lib = lb.lib_in(prefix)
     assert lib is not None and lb.library_version(lib) == "0.16.0"
     found = subprocess.run(
         [sys.executable, "-c", "from qprof.verify.availability import find_liboqs; "

@@ -86,13 +86,13 @@ def run(args: argparse.Namespace) -> int:
     if args.prefix is not None:
         env["OQS_INSTALL_PATH"] = str(prefix)
     where = find_liboqs(env)
-    if args.prefix is not None and lb.installed(prefix) is None:
+    if args.prefix is not None and lb.lib_in(prefix) is None:
         where = "not in the prefix"
     if not isinstance(where, str) and not args.force:
         print(f"qprof setup liboqs: liboqs is already there ({where.library}); nothing to "
               "do (--force builds it again)")
         return 0
-    if lb.installed(prefix) is not None and not args.force:
+    if lb.lib_in(prefix) is not None and not args.force:
         print(f"qprof setup liboqs: {prefix} already holds a liboqs; --force replaces it",
               file=sys.stderr)
         return 2

@@ -44,7 +44,7 @@ class LiboqsLocation:
     env_skipped: str | None = None
 
 
-def _lib_in(install_dir: Path) -> Path | None:
+def lib_in(install_dir: Path) -> Path | None:
     """The liboqs.so liboqs-python would load from install_dir (lib/ or lib64/)."""
     for sub in ("lib", "lib64"):
         candidate = install_dir / sub / "liboqs.so"
@@ -78,7 +78,7 @@ def find_liboqs(environ: dict[str, str] | None = None) -> LiboqsLocation | str:
         return LiboqsLocation(library, install_dir, source, skipped)
 
     for install_dir, source in candidates:
-        lib = _lib_in(install_dir)
+        lib = lib_in(install_dir)
         if lib is not None:
             return found(str(lib), install_dir, source)
         if _versioned_lib_in(install_dir) is not None:

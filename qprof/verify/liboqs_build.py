@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.verify.availability import lib_in
 from qprof.verify.suites import KEMS, SUITES
 
 VERSION = "0.16.0"
@@ -255,14 +256,6 @@ class Built:
     version: str
 
 
-def installed(prefix: Path) -> Path | None:
-    for sub in ("lib", "lib64"):
-        lib = prefix / sub / "liboqs.so"
-        if lib.exists():
-            return lib
-    return None
-
-
 def build(prefix: Path, source: str | None, say: Say, step: Say,
           jobs: int | None = None) -> Built:
     """Build and install liboqs into ``prefix`` (which must not hold one already).
@@ -285,7 +278,7 @@ def build(prefix: Path, source: str | None, say: Say, step: Say,
         stage = work / "stage"
         run_streamed([*ninja, "install"], step, env={**os.environ, "DESTDIR": str(stage)})
         staged = stage / prefix.relative_to(prefix.anchor)
-        lib = installed(staged)
+        lib = lib_in(staged)
         version = library_version(lib) if lib else None
         if lib is None or version != VERSION:
             raise BuildFailed(f"the build installed no working liboqs {VERSION} "
@@ -294,7 +287,7 @@ def build(prefix: Path, source: str | None, say: Say, step: Say,
         if prefix.exists():
             shutil.rmtree(prefix)  # a prefix without liboqs.so: what was there is no build
         shutil.move(str(staged), str(prefix))
-    lib = installed(prefix)
+    lib = lib_in(prefix)
     assert lib is not None
     return Built(prefix, lib, VERSION)
 
