@@ -307,13 +307,9 @@ def _run_preflight(path: str) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"qprof worker: bad preflight job {path}: {exc}", file=sys.stderr)
         return EXIT_BAD_JOB
-    if parent_gone(job.parent):
-        return EXIT_ORPHAN
-    error = _pin(job.cpu)
-    if error:
-        print(f"qprof worker: {error}", file=sys.stderr)
-        return EXIT_AFFINITY
-    _set_nice(job.nice)
+    refused = _enter(job.parent, job.cpu, job.nice)
+    if refused is not None:
+        return refused
     fixtures = load_fixtures(Path(job.fixtures)) if job.fixtures else {}
     preflight(job, fixtures).write(Path(job.result))
     return 0
@@ -326,6 +322,20 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--preflight", metavar="JOB",
                        help="a preflight job: known answers and memory, before timing")
     return parser
+
+
+def _enter(parent: int, cpu: int, nice: int) -> int | None:
+    """Take the job's place: its parent still there, pinned to its CPU, at its niceness;
+    the exit code when it cannot."""
+    if parent_gone(parent):
+        print("qprof worker: the engine that started this worker is gone", file=sys.stderr)
+        return EXIT_ORPHAN
+    error = _pin(cpu)
+    if error:
+        print(f"qprof worker: {error}", file=sys.stderr)
+        return EXIT_AFFINITY
+    _set_nice(nice)
+    return None
 
 
 def _set_nice(target: int) -> None:
@@ -347,14 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"qprof worker: bad job file {args.job}: {exc}", file=sys.stderr)
         return EXIT_BAD_JOB
-    if parent_gone(job.parent):
-        print("qprof worker: the engine that started this worker is gone", file=sys.stderr)
-        return EXIT_ORPHAN
-    error = _pin(job.cpu)
-    if error:
-        print(f"qprof worker: {error}", file=sys.stderr)
-        return EXIT_AFFINITY
-    _set_nice(job.nice)
+    refused = _enter(job.parent, job.cpu, job.nice)
+    if refused is not None:
+        return refused
     clock = Clock.of(job.timer)  # its overhead measured pinned, at the job's niceness
     fixtures = load_fixtures(Path(job.fixtures)) if job.fixtures else {}
     session = Session(job, clock, fixtures)
