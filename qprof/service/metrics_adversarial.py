@@ -30,7 +30,8 @@ def worst_signature_metrics(cov: list[CoverageResult], profile: Profile | None
                              "or worst_signature", labels=["profile", "held_to"])
     for c in cov:
         w = c.worst_signature
-        if w is not None:
+        # No reliable estimate: no figure to scale (as check, the monitor and the report).
+        if w is not None and c.decision != "no_estimate":
             key = [str(c.cpu), c.suite, c.backend, w.kind]
             vu.add_metric(key, float(w.vu))
             high.add_metric(key, float(w.vu_ci[1]))
