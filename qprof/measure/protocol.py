@@ -21,6 +21,14 @@ DONE = "done"
 EventKind = Literal["start", "done", "failed", "idle"]
 
 
+def _write_whole(path: Path, data: dict[str, Any]) -> None:
+    """A result file as JSON, atomically: a worker stopped mid-write leaves the previous
+    whole file (the engine reads it while the worker may still run)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
 @dataclass(frozen=True)
 class Task:
     """Time one (suite, backend, operation) in one round."""
@@ -132,9 +140,7 @@ class PreflightResult:
     errors: list[str] = field(default_factory=list)
 
     def write(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(self)))
-        os.replace(tmp, path)
+        _write_whole(path, asdict(self))
 
     @classmethod
     def read(cls, path: Path) -> PreflightResult:
@@ -237,10 +243,7 @@ class WorkerResult:
     failures: list[TaskFailure] = field(default_factory=list)
 
     def write(self, path: Path) -> None:
-        """Atomically: a worker stopped mid-write leaves the previous whole file."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(self)))
-        os.replace(tmp, path)
+        _write_whole(path, asdict(self))
 
     @classmethod
     def read(cls, path: Path) -> WorkerResult:
