@@ -4,7 +4,6 @@ writes (qprof.service.store_paths: the user's stores)."""
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -23,10 +22,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.measure.records import RecordError
-    from qprof.service.store import Store
-    from qprof.service.store_file import StoreError, damaged
-    from qprof.service.store_paths import locate_run, user_stores
+    from qprof.service.store_file import StoreError
+    from qprof.service.store_paths import locate_run, read_store, user_stores
 
     try:  # before any store is opened
         check_output(args.output)
@@ -39,19 +36,15 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"qprof export: {exc}", file=sys.stderr)
         return 2
-    path = loc.path
     try:
-        store = Store(path, readonly=True)
-        if store.note:
-            print(f"qprof export: {store.note}", file=sys.stderr)
         # All records first: a damaged page found halfway must not leave half a run behind.
-        text = "".join(rec.to_json() + "\n" for rec in store.run_records(run_id))
+        note, text = read_store(loc.path, lambda s: (
+            s.note, "".join(rec.to_json() + "\n" for rec in s.run_records(run_id))))
     except StoreError as exc:
         print(f"qprof export: {exc}", file=sys.stderr)
         return 2
-    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
-        print(f"qprof export: {damaged(path, exc)}", file=sys.stderr)
-        return 2
+    if note:
+        print(f"qprof export: {note}", file=sys.stderr)
     if write_output(args.output, text) and args.output is not None:
         print(f"wrote {args.output}", file=sys.stderr)
     return 0

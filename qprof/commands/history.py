@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -138,21 +137,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _read(path: Path, n_runs: int, n_alerts: int) -> dict[str, Any] | None:
     """One store's runs, results and alerts; None (said on stderr) when it cannot be read."""
-    from qprof.measure.records import RecordError
-    from qprof.service.store import Store
-    from qprof.service.store_file import StoreError, damaged
+    from qprof.service.store_file import StoreError
+    from qprof.service.store_paths import read_store
 
     try:
-        store = Store(path, readonly=True)
-        data = collect(store, n_runs, n_alerts)
+        data, note = read_store(path, lambda s: (collect(s, n_runs, n_alerts), s.note))
     except StoreError as exc:
         print(f"qprof history: {exc}", file=sys.stderr)
         return None
-    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
-        print(f"qprof history: {damaged(path, exc)}", file=sys.stderr)
-        return None
-    if store.note:
-        print(f"qprof history: {store.note}", file=sys.stderr)
+    if note:
+        print(f"qprof history: {note}", file=sys.stderr)
     return data
 
 

@@ -116,13 +116,11 @@ def run(args: argparse.Namespace) -> int:
 def _stored_run(run_id: str, state_dir: Path | None) -> RunData | None:
     """A run of the user's stores (the daemon's, the monitor's) as a JSONL run's data;
     None, said in one line, when there is none."""
-    import sqlite3
 
     from qprof.measure.jsonl import RunData
-    from qprof.measure.records import Meta, RecordError
-    from qprof.service.store import Store
-    from qprof.service.store_file import StoreError, damaged
-    from qprof.service.store_paths import locate_run, user_stores
+    from qprof.measure.records import Meta
+    from qprof.service.store_file import StoreError
+    from qprof.service.store_paths import locate_run, read_store, user_stores
 
     try:
         loc, run_id = locate_run(user_stores(state_dir), run_id)
@@ -130,16 +128,9 @@ def _stored_run(run_id: str, state_dir: Path | None) -> RunData | None:
         print(f"qprof report: {exc}", file=sys.stderr)
         return None
     try:
-        store = Store(loc.path, readonly=True)
-        try:
-            records = list(store.run_records(run_id))
-        finally:
-            store.close()
+        records = read_store(loc.path, lambda s: list(s.run_records(run_id)))
     except StoreError as exc:
         print(f"qprof report: {exc}", file=sys.stderr)
-        return None
-    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
-        print(f"qprof report: {damaged(loc.path, exc)}", file=sys.stderr)
         return None
     print(f"qprof report: run {run_id} of the {loc.label}", file=sys.stderr)
     meta = next((r for r in records if isinstance(r, Meta)), None)

@@ -146,12 +146,8 @@ def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Inpu
 def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
     """The points of every store of the user's in ``state_dir`` (the daemon's and the
     monitor's: qprof.service.store_paths), the daemon's first."""
-    import sqlite3
-
-    from qprof.measure.records import RecordError
-    from qprof.service.store import Store
-    from qprof.service.store_file import StoreError, damaged
-    from qprof.service.store_paths import user_stores
+    from qprof.service.store_file import StoreError
+    from qprof.service.store_paths import read_store, user_stores
     from qprof.service.trend_source import MAX_COMPUTED, store_points
 
     stores = user_stores(state_dir)
@@ -163,18 +159,12 @@ def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
                 points=[])
     for loc in found:
         try:
-            store = Store(loc.path, readonly=True)
-            try:
-                got = store_points(store, unit_suite)
-            finally:
-                store.close()
+            got, note = read_store(loc.path, lambda s: (store_points(s, unit_suite), s.note))
         except StoreError as exc:
             raise TrendInputError(str(exc)) from None
-        except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
-            raise TrendInputError(damaged(loc.path, exc)) from None
         inp.points += got.points
         inp.profiles += [p for p in got.profiles if p not in inp.profiles]
-        inp.problems += [store.note] if store.note else []
+        inp.problems += [note] if note else []
         if got.left_out:
             inp.problems.append(f"{loc.path}: {got.left_out} older runs without stored "
                                 f"points left out (the newest {MAX_COMPUTED} computed from "

@@ -10,10 +10,15 @@ writes there). Readers look in both, the daemon's first; the monitor's exports g
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from qprof.service.store_file import DB_NAME, default_state_dir
+from qprof.measure.records import RecordError
+from qprof.service.store import RESULT_STATUSES, Store
+from qprof.service.store_file import DB_NAME, StoreError, damaged, default_state_dir
 
 DAEMON_DB = DB_NAME  # written by `qprof daemon`
 MONITOR_DB = "monitor.db"  # the monitor's own store when no daemon's store exists
@@ -74,29 +79,16 @@ def locate_run(stores: UserStores, run_id: str) -> tuple[StoreLocation, str]:
     results over all the user's stores (else the newest run). Raises
     :class:`~qprof.service.store_file.StoreError` with one line when there is none, or a
     store cannot be read."""
-    import sqlite3
-
-    from qprof.measure.records import RecordError
-    from qprof.service.store import RESULT_STATUSES, Store
-    from qprof.service.store_file import StoreError, damaged
-
     found = stores.existing()
     if not found:
         raise StoreError(stores.none_yet())
     best: tuple[tuple[bool, float], StoreLocation, str] | None = None
     for loc in found:
-        try:
-            store = Store(loc.path, readonly=True)
-            try:
-                if run_id != "latest":
-                    if store.run_status(run_id) is not None:
-                        return loc, run_id
-                    continue
-                runs = store.runs(100)
-            finally:
-                store.close()
-        except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
-            raise StoreError(damaged(loc.path, exc)) from exc
+        if run_id != "latest":
+            if read_store(loc.path, lambda s: s.run_status(run_id)) is not None:
+                return loc, run_id
+            continue
+        runs = read_store(loc.path, lambda s: s.runs(100))
         # A cycle cut short (aborted, often empty) is rarely what "latest" means.
         with_results = [r for r in runs if r.status in RESULT_STATUSES]
         for r in (with_results or runs)[:1]:
@@ -109,3 +101,22 @@ def locate_run(stores: UserStores, run_id: str) -> tuple[StoreLocation, str]:
     if best is None:
         raise StoreError(f"{where}: no runs recorded yet")
     return best[1], best[2]
+
+
+T = TypeVar("T")
+
+
+def read_store(path: Path, read: Callable[[Store], T]) -> T:
+    """Open the store at ``path`` read-only, ``read`` it and close it: any damage found on
+    the way (an SQLite error, a record that does not decode) is a StoreError naming the
+    file, the one error every reader of a user's stores says in one line."""
+    try:
+        store = Store(path, readonly=True)
+    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+        raise StoreError(damaged(path, exc)) from exc
+    try:
+        return read(store)
+    except (sqlite3.DatabaseError, RecordError, ValueError) as exc:
+        raise StoreError(damaged(path, exc)) from exc
+    finally:
+        store.close()
