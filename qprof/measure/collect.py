@@ -9,6 +9,7 @@ from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.measure import stats
 from qprof.measure.freqwatch import CapState
 from qprof.measure.plan import NoteText
+from qprof.measure.poolcost import PoolCost
 from qprof.measure.protocol import Task, WorkerResult
 from qprof.measure.records import Disagreement, Measurement
 
@@ -29,6 +30,8 @@ class Where:
     cpu: int
     pyperf_json: str | None  # the CPU's pyperf file, as records name it (None: not kept)
     keep_samples: int  # Measurement.samples_ns kept up to this many
+    # Each SLH-DSA pool's counts (qprof.measure.poolcost), carried by its verify records.
+    pool_costs: dict[str, PoolCost] = field(default_factory=dict)
 
 
 def collect(where: Where, tasks: list[Task], result: WorkerResult,
@@ -49,6 +52,9 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
         capped, factor, _worst = caps.get(task.round, (None, None, None))
         values = [round(v * 1e9, 1) for v in res.values_s]
         s = stats.summarize(values)
+        cost = where.pool_costs.get(task.suite) if task.operation == "verify" else None
+        if cost is not None and len(cost.permutations) != res.pool_size:
+            cost = None
         m = Measurement(
             run_id=where.run_id, cpu=cpu, suite=task.suite, backend=task.backend,
             operation=task.operation, round=task.round, n=s.n, median_ns=s.median_ns,
@@ -58,6 +64,8 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
             pyperf_json=where.pyperf_json, checks=res.checks,
             disagreements=res.disagreements, turn_size=res.turn_size,
             pool_size=res.pool_size, pool_start=res.pool_start if res.pool_size else None,
+            pool_permutations=list(cost.permutations) if cost is not None else None,
+            pool_fixed_permutations=cost.fixed if cost is not None else None,
         )
         out.measurements.append(m)
         what = f"CPU {cpu} {task.suite} {task.backend} {task.operation}"

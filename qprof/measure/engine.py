@@ -67,6 +67,7 @@ from qprof.measure.fixtures import (
 )
 from qprof.measure.freqwatch import FreqWatch
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
+from qprof.measure.poolcost import PoolCost, pool_cost
 from qprof.measure.poolgrow import measuring, start_growth
 from qprof.measure.preflight import Preflight
 from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
@@ -121,6 +122,9 @@ class _Run:
         self.timer, self.timer_note = choose_timer(config.timer, config.root)
         self.workdir = Path(".")
         self.fixtures_path: Path | None = None
+        self.pool_costs: dict[str, PoolCost] = {}  # SLH-DSA pools' counts, for the records
+        self.counting: threading.Thread | None = None  # counts them (_count_pools)
+        self.count_failures: list[str] = []
         self.good = 0  # CPUs to measure (the time limit is shared between them)
         self.checked = Preflight()  # known answers and memory, before any timing
 
@@ -248,7 +252,24 @@ class _Run:
                 {c: "no signature of the unit suite" for c in self.summary.cpus})
             return False
         save_fixtures(fixtures, path)
+        # Counted beside the preflight and the first rounds (off the measured CPU, as
+        # every thread of this process): in a new HOME the walk's kernel compiles first.
+        self.counting = threading.Thread(target=self._count_pools, args=(fixtures,),
+                                         name="qprof-pool-counts", daemon=True)
+        self.counting.start()
         return True
+
+    def _count_pools(self, fixtures: dict[str, Pool]) -> None:
+        for suite, pool in fixtures.items():
+            try:
+                cost = pool_cost(suite, pool, self.config.fixture_cache)
+            except Exception as exc:  # the run goes on, its pools' mixes not held
+                self.count_failures.append(
+                    f"{suite}: counting its pool's hash calls failed ({type(exc).__name__}: "
+                    f"{exc}); its estimate keeps the pool's mix of costs")
+                continue
+            if cost is not None:
+                self.pool_costs[suite] = cost
 
     # -- one CPU
     def _measure_cpu(self, cpu: int) -> None:
@@ -395,11 +416,16 @@ class _Run:
         return not followed.stopped
 
     def _where(self, c: _Cpu) -> Where:
+        if self.counting is not None:
+            self.counting.join()
+            self.counting = None
+            for text in self.count_failures:  # noted here: records are written by this thread
+                self.note("warning", "pool_counts", text)
         rel = None
         if self.config.pyperf_dir is not None:
             base = self.config.record_base
             rel = os.path.relpath(c.pyperf_path, base) if base else str(c.pyperf_path)
-        return Where(self.run_id, c.cpu, rel, self.config.keep_samples)
+        return Where(self.run_id, c.cpu, rel, self.config.keep_samples, self.pool_costs)
 
     def _preflight(self, cpu: int) -> None:
         """Known answers and memory per operation of every backend, before any timing

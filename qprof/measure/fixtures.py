@@ -49,12 +49,16 @@ if TYPE_CHECKING:
 # A transaction sighash is 32 bytes: verify what a node verifies.
 MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
 CONTEXT = b""
-SLH_DSA_POOL_SIZE = 256  # per SLH-DSA suite: its share of the error ~25 bp (see above)
+# Per SLH-DSA suite: unheld, its share of the error ~25 bp (see above); held to every
+# signature's mix (poolmix), what the count leaves: under 5 bp.
+SLH_DSA_POOL_SIZE = 256
 ML_DSA_POOL_SIZE = 32  # ML-DSA: ~1 % between signatures, signing takes a millisecond
-# An SLH-DSA pool a run signs before it measures when the cache holds fewer: 16 x 0.9 s
-# (128s) + 16 x 1.45 s (256s) on two CPUs is ~19 s; its share of the error ~105 bp, held
-# by the interval. The rest of the pool is signed after the run (qprof.measure.poolgrow).
-FIRST_POOL_SIZE = 16
+# An SLH-DSA pool a run signs before it measures when the cache holds fewer: 8 x 0.9 s
+# (128s) + 8 x 1.45 s (256s) on two CPUs is ~9 s. Held to every signature's mix of costs
+# (qprof.consensus.estimate.poolmix), 8 signatures leave ~28 bp (one sd) of the pool's
+# error, held by the interval; unheld, 8 left ~150 bp. The rest of the pool is signed
+# after the run (qprof.measure.poolgrow).
+FIRST_POOL_SIZE = 8
 # Cache files are named with this: pools of another size or make are not reused (the pools
 # of 8 that older versions cached would keep their +-150 bp).
 CACHE_TAG = "pool256"

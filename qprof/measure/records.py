@@ -134,6 +134,12 @@ class Measurement(Record):
     # record with MISMATCH) and was timed under --allow-mismatch: why; its verdict is never
     # decided (qprof.consensus.functional). None: it passed, or was not checked.
     functional_mismatch: str | None = None
+    # Added: verify of an SLH-DSA pool: each pool signature's Keccak-f permutations (in
+    # pool order, pool_size of them), and those every signature of the suite makes (all
+    # but the chain steps): the estimator holds the pool's mix of costs to every
+    # signature's (qprof.consensus.estimate.poolmix). None: not counted (ML-DSA, older runs).
+    pool_permutations: list[int] | None = None
+    pool_fixed_permutations: int | None = None
 
 
 @dataclass
@@ -358,6 +364,14 @@ def _check_measurement(rec: Measurement) -> None:
                           f"{rec.cap_factor!r}")
     if rec.pool_size is not None and rec.pool_size < 1:
         raise RecordError(f"measurement pool_size must be at least 1, got {rec.pool_size}")
+    if rec.pool_permutations is not None:
+        if rec.pool_size is None or len(rec.pool_permutations) != rec.pool_size:
+            raise RecordError("measurement pool_permutations must hold one count per pool "
+                              f"signature ({rec.pool_size}), got {len(rec.pool_permutations)}")
+        fixed = rec.pool_fixed_permutations
+        if fixed is None or fixed < 0 or any(p < fixed for p in rec.pool_permutations):
+            raise RecordError("measurement pool_permutations need pool_fixed_permutations, "
+                              "at least 0 and at most every count")
 
 
 def record_from_dict(d: dict[str, Any]) -> Record:

@@ -149,10 +149,9 @@ class LayerDistribution:
 
 
 @functools.cache
-def random_layer_steps(n: int) -> LayerDistribution:
-    """Exact mean and spread of one layer's chain steps (message digits uniform):
-    the distribution of the digit sum by convolution, then the checksum chains of
-    each value."""
+def _layer_steps_pmf(n: int) -> tuple[float, ...]:
+    """P(one layer walks k chain steps), k = 0..most, its message digits uniform: the
+    digit sum's distribution by convolution, then each sum's checksum chains."""
     dist = np.zeros(1, dtype=np.float64)
     dist[0] = 1.0
     one = np.full(W, 1.0 / W)
@@ -160,7 +159,31 @@ def random_layer_steps(n: int) -> LayerDistribution:
         dist = np.convolve(dist, one)
     csums = np.arange(dist.size)  # sum of (15 - digit) has the same distribution
     steps = np.array([c + sum(W - 1 - ((c >> (4 * (2 - i))) & 15) for i in range(3))
-                      for c in csums], dtype=np.float64)
-    mean = float((dist * steps).sum())
-    sd = float(np.sqrt((dist * (steps - mean) ** 2).sum()))
-    return LayerDistribution(mean, sd, int(steps.max()))
+                      for c in csums], dtype=np.int64)
+    pmf = np.zeros(int(steps.max()) + 1, dtype=np.float64)
+    np.add.at(pmf, steps, dist)
+    return tuple(float(x) for x in pmf)
+
+
+@functools.cache
+def random_layer_steps(n: int) -> LayerDistribution:
+    """Exact mean and spread of one layer's chain steps (message digits uniform)."""
+    pmf = np.array(_layer_steps_pmf(n))
+    k = np.arange(pmf.size)
+    mean = float((pmf * k).sum())
+    sd = float(np.sqrt((pmf * (k - mean) ** 2).sum()))
+    return LayerDistribution(mean, sd, int(np.flatnonzero(pmf)[-1]))
+
+
+@functools.cache
+def signature_steps_cdf(suite: str) -> tuple[float, ...]:
+    """P(verifying a random signature of ``suite`` walks at most k chain steps), k = 0..:
+    the d layers' messages are independent hash outputs, so the layers' distribution
+    convolved d times. What a pool of signatures is held against (its mix of costs
+    against every signature's: ``qprof.consensus.estimate.poolmix``)."""
+    p = params_of(suite)
+    layer = np.array(_layer_steps_pmf(p.n))
+    total = np.ones(1, dtype=np.float64)
+    for _ in range(p.d):
+        total = np.convolve(total, layer)
+    return tuple(float(x) for x in np.minimum(np.cumsum(total), 1.0))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from qprof.consensus.estimate.clock import steady_measurements
+from qprof.consensus.estimate.poolmix import with_residual
 from qprof.consensus.estimate.quiet import Paired, paired_ci, round_quiet, unit_quiet
 from qprof.consensus.estimate.reduce import Key, Reduced, ratio_ci, reduce_measurements, vu_by_round
 from qprof.consensus.estimate.statistic import (
@@ -184,15 +185,25 @@ def _ratio(g: _Group, red: Reduced, used: Statistic, suite_ns: float, unit_ns: f
 
 
 def _interval(g: _Group, red: Reduced, used: Statistic, replicates: int,
-              signatures: bool = True) -> tuple[float, float] | None:
+              signatures: bool = True, ratio: float | None = None
+              ) -> tuple[float, float] | None:
     """95 % interval of the suite/unit ratio by the statistic the estimate used."""
     unit = g.unit
     if unit is None or red.suite == g.unit_suite or replicates <= 0:
         return None
+    # A pool held to every signature's mix (poolmix) has only its residual left: the
+    # measurement's interval, widened by it; resampling its signatures would add their
+    # whole spread again.
+    matched = red.pool_matched
     if used == "paired":
-        return paired_ci(g.paired[red.suite], replicates=replicates, signatures=signatures)
-    return ratio_ci(red, unit, replicates=replicates,
-                    quantile=0.5 if used == "median" else 0.1)
+        ci = paired_ci(g.paired[red.suite], replicates=replicates,
+                       signatures=signatures and matched is None)
+    else:
+        ci = ratio_ci(red, unit, replicates=replicates,
+                      quantile=0.5 if used == "median" else 0.1)
+    if ci is None or matched is None or not signatures or ratio is None:
+        return ci
+    return with_residual(ci, ratio, matched)
 
 
 def _rounds(g: _Group, red: Reduced, used: Statistic
@@ -245,7 +256,7 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
         exact_ratio = _ratio(g, red, used, suite_ns, unit_ns)
         ratio = float(exact_ratio)
         estimate = math.ceil(g.unit_vu * exact_ratio)
-        ci = _interval(g, red, used, replicates, signatures)
+        ci = _interval(g, red, used, replicates, signatures, ratio)
         if is_unit:
             vu_ci = (g.unit_vu, g.unit_vu)
         elif ci is not None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from qprof.consensus.estimate import stats
+from qprof.consensus.estimate.poolmix import population_factors
 from qprof.measure import stats as sample_stats
 from qprof.measure.records import Measurement
 
@@ -47,6 +48,9 @@ class Reduced:
     # pool_size; start from pool_start, 0 when not recorded).
     pool_sizes: dict[int, int] = field(default_factory=dict)
     pool_starts: dict[int, int] = field(default_factory=dict)
+    # Signatures of an SLH-DSA pool whose mix of costs the samples were held to (every
+    # round's samples scaled by poolmix.population_factors). None: not held.
+    pool_matched: int | None = None
 
     @property
     def key(self) -> Key:
@@ -62,6 +66,19 @@ def is_invalid_op(operation: str) -> bool:
     return operation.endswith("_invalid")
 
 
+def _held_to_population(m: Measurement) -> list[float] | None:
+    """The record's samples with each brought to the population's signature at its
+    signature's rank (qprof.consensus.estimate.poolmix); None: no counts to do it with."""
+    if (not m.samples_ns or not m.pool_size or m.pool_permutations is None
+            or m.pool_fixed_permutations is None):
+        return None
+    factors = population_factors(m.suite, m.pool_permutations, m.pool_fixed_permutations)
+    if factors is None or len(factors) != m.pool_size:
+        return None
+    start = m.pool_start or 0
+    return [float(x) * factors[(start + j) % m.pool_size] for j, x in enumerate(m.samples_ns)]
+
+
 def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduced]:
     groups: dict[Key, list[Measurement]] = {}
     for m in measurements:
@@ -71,12 +88,25 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
         ms.sort(key=lambda m: m.round)
         round_medians: dict[int, float] = {}
         samples: dict[int, list[float]] = {}
+        held: dict[int, int] = {}
         for m in ms:
             # Two records for one round (should not happen): keep the later one.
             round_medians[m.round] = float(m.median_ns)
             if m.samples_ns:
-                samples[m.round] = [float(x) for x in m.samples_ns]
+                matched = _held_to_population(m)
+                samples[m.round] = matched or [float(x) for x in m.samples_ns]
+                if matched is not None:
+                    held[m.round] = m.pool_size or 0
+                    round_medians[m.round] = sample_stats.median(matched)
+                else:
+                    held.pop(m.round, None)
         have_all_samples = len(samples) == len(round_medians)
+        # Held only when every round was (else one statistic would mix two pools' mixes).
+        pool_matched = (min(held.values()) if have_all_samples and samples
+                        and set(held) == set(samples) else None)
+        if pool_matched is None and held:
+            samples = {m.round: [float(x) for x in m.samples_ns] for m in ms if m.samples_ns}
+            round_medians = {m.round: float(m.median_ns) for m in ms}
         pooled = [x for r in sorted(samples) for x in samples[r]] if have_all_samples else []
         if is_invalid_op(key[3]) or not pooled:
             median = sample_stats.median(list(round_medians.values()))
@@ -111,6 +141,7 @@ def reduce_measurements(measurements: Iterable[Measurement]) -> dict[Key, Reduce
             pool_sizes={m.round: m.pool_size for m in ms if m.pool_size and m.round in samples},
             pool_starts={m.round: m.pool_start for m in ms
                          if m.pool_size and m.pool_start and m.round in samples},
+            pool_matched=pool_matched,
             round_p10s=(
                 {r: sample_stats.percentile(v, 10) for r, v in samples.items()}
                 if have_all_samples else {}

@@ -1,0 +1,84 @@
+"""What each signature of an SLH-DSA pool costs to verify, counted exactly.
+
+A run's records carry, for a pool of SLH-DSA signatures, each one's Keccak-f
+permutations (``verify.slhdsa_calls.walk``), so the estimator can hold the pool's mix of
+costs to every signature's (``qprof.consensus.estimate.poolmix``). A count is made once
+per signature and kept beside the pool's cache, keyed by the signature's digest (another
+process growing the pool meanwhile loses nothing: a lost count is made again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from qprof.measure.fixtures import CACHE_TAG, Fixture, Pool, cache_dir
+from qprof.userfile import read_json
+
+COUNTS_MAX_BYTES = 4 << 20  # a file of counts larger than this is not ours
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    """Permutations per pool signature (pool order) and those every signature makes."""
+
+    permutations: tuple[int, ...]
+    fixed: int
+
+
+def counts_path(suite: str, directory: Path | None = None) -> Path:
+    return (directory or cache_dir()) / f"{suite}.{CACHE_TAG}.counts.json"
+
+
+def _key(fx: Fixture) -> str:
+    return hashlib.sha256(fx.public_key + fx.message + fx.context + fx.signature).hexdigest()[:32]
+
+
+def _read(path: Path) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    with contextlib.suppress(OSError, ValueError):
+        raw = read_json(path, COUNTS_MAX_BYTES, "signature counts cache")
+        if isinstance(raw, dict):
+            for k, v in raw.items():
+                if (isinstance(v, list) and len(v) == 2
+                        and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                for x in v) and v[1] <= v[0]):
+                    out[str(k)] = (v[0], v[1])
+    return out
+
+
+def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost | None:
+    """The pool's counts (cached ones reused, the rest counted and kept). None: not an
+    SLH-DSA pool, or a signature the walk cannot take (then nothing is held to counts)."""
+    if not suite.startswith("SLH-DSA") or not pool:
+        return None
+    from qprof.verify.slhdsa_calls import walk
+
+    path = counts_path(suite, directory)
+    known = _read(path) if path.is_file() else {}
+    counted: list[tuple[int, int]] = []
+    new = False
+    for fx in pool:
+        key = _key(fx)
+        if key not in known:
+            try:
+                w = walk(suite, fx.public_key, fx.message, fx.signature, fx.context)
+            except ValueError:
+                return None
+            known[key] = (w.permutations.total, sum(w.layer_steps))
+            new = True
+        counted.append(known[key])
+    fixed = {perms - steps for perms, steps in counted}
+    if len(fixed) != 1:  # one message for the whole pool: one fixed part
+        return None
+    if new:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({k: list(v) for k, v in known.items()}))
+            tmp.replace(path)
+    return PoolCost(tuple(p for p, _ in counted), fixed.pop())
