@@ -6,15 +6,19 @@ wrong for a new CPU, would otherwise be timed and judged without a word. Each ba
 verifies, per suite:
 
 - the vectors shipped in the package (:func:`qprof.verify.vectors.shipped_cases`:
-  Wycheproof ML-DSA-44/65, qprof's SLH-DSA files; NIST ACVP sigVer cases when a file of
-  them is shipped, see qprof/data/KAT-SOURCES.txt);
+  Wycheproof ML-DSA-44/65; NIST ACVP sigVer cases for ML-DSA-87, SLH-DSA-SHAKE-128s and
+  SLH-DSA-SHAKE-256s, external interface, pure, with contexts; qprof's SLH-DSA files; see
+  qprof/data/KAT-SOURCES.txt);
 - fresh signatures of a second implementation (another signing backend), valid and
   tampered (a byte of the signature, of the message, the context changed). ML-DSA signs
   in milliseconds, so they are new on every check; an SLH-DSA "s" signature takes
   seconds, so the second implementation's SLH-DSA signature is made once per machine and
   kept in the cache directory given (its tampered variants are derived from it).
 
-A wrong answer is a MISMATCH with the case's label. Nothing here times anything; the
+A wrong answer is a MISMATCH with the case's source and label (``acvp
+SLH-DSA-sigVer-FIPS205 tg29 tc399: expected valid, got invalid``). A damaged shipped file
+is a MISMATCH too, with one line naming it: the check could not vouch for the backend.
+Nothing here times anything; the
 engine caches the result per library build and CPU (:mod:`qprof.measure.preflight`).
 """
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from qprof.verify.vectors import VerifyCase, shipped_cases
+from qprof.verify.vectors import ShippedVectorsError, VerifyCase, shipped_cases
 
 Status = Literal["PASS", "MISMATCH"]
 MAX_FAILED_SHOWN = 20  # failing labels kept per suite
@@ -139,11 +143,16 @@ def check_suite(backend: str, suite: str, cache: Path | None = None,
     from qprof.verify import get_verifier
 
     started = time.perf_counter()
+    failed: list[str] = []
     if cases is None:
-        cases = shipped_cases(suite) + fresh_cases(backend, suite, cache)
+        try:
+            shipped = shipped_cases(suite)
+        except ShippedVectorsError as exc:
+            shipped = []
+            failed.append(str(exc))
+        cases = shipped + fresh_cases(backend, suite, cache)
     verifier = get_verifier(backend, suite)
     verifier.warm_up()
-    failed: list[str] = []
     counted = 0
     for tag, case in cases:
         if case.mu is not None or (case.expected

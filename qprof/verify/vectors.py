@@ -9,7 +9,9 @@ scripts/aarch64_kernels.py (the emulated-aarch64 CI run), so both see the same c
 The functional check before timing (:mod:`qprof.verify.functional`) runs on a user's
 machine, where no ../shared exists: :func:`shipped_cases` reads the vectors shipped in the
 package (``qprof/data/kat-*.json.gz``, gzip'd JSON with their source and licence, listed
-in ``qprof/data/KAT-SOURCES.txt``; built by scripts/make_shipped_vectors.py).
+in ``qprof/data/KAT-SOURCES.txt``; built by scripts/make_shipped_vectors.py): Wycheproof
+ML-DSA-44/65, NIST ACVP sigVer cases for ML-DSA-87 and SLH-DSA-SHAKE-128s/256s, qprof's
+SLH-DSA files.
 """
 
 from __future__ import annotations
@@ -97,8 +99,13 @@ def slhdsa_cases_of(data: dict[str, Any], path: str = "SLH-DSA vectors") -> list
     return out
 
 
-# The shipped files: name -> reader of its decoded JSON.
+# The shipped files, each gzip'd JSON: qprof's SLH-DSA format ("files") or cases as hex.
 SHIPPED = ("kat-wycheproof-mldsa.json.gz", "kat-acvp-sigver.json.gz", "kat-qprof-slhdsa.json.gz")
+
+
+class ShippedVectorsError(ValueError):
+    """A shipped vector file is damaged (truncated, not gzip or JSON, a case malformed):
+    one line naming the file."""
 
 
 def _case_of(d: dict[str, Any]) -> VerifyCase:
@@ -110,25 +117,42 @@ def _case_of(d: dict[str, Any]) -> VerifyCase:
                       expected=bool(d["expected"]))
 
 
+def shipped_file_cases(name: str, raw: bytes) -> list[tuple[str, VerifyCase]]:
+    """(source tag, case) of one shipped file's bytes; the tag is the word after "kat-"
+    in ``name`` ("wycheproof", "acvp", "qprof"). Damage raises ShippedVectorsError."""
+    tag = name.split("-")[1] if "-" in name else name
+    try:
+        data = json.loads(gzip.decompress(raw))
+        if "files" in data:
+            return [(tag, c) for f in data["files"] for c in slhdsa_cases_of(f, name)]
+        return [(tag, _case_of(c)) for c in data["cases"]]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError,
+            AttributeError) as exc:  # gzip.BadGzipFile is an OSError, truncation EOFError
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ShippedVectorsError(f"shipped vectors qprof/data/{name} are damaged "
+                                  f"({type(exc).__name__}: {why}); reinstall qprof") from None
+
+
 @functools.cache
 def _shipped() -> tuple[tuple[str, VerifyCase], ...]:
     """(source tag, case) of every shipped file present (a file missing from a broken
-    install leaves its cases out; the check says how many it ran)."""
+    install leaves its cases out; the check says how many it ran and from which sources).
+    A damaged file raises ShippedVectorsError."""
     out: list[tuple[str, VerifyCase]] = []
     base = resources.files("qprof") / "data"
     for name in SHIPPED:
         try:
-            data = json.loads(gzip.decompress((base / name).read_bytes()))
-        except (OSError, ValueError):
+            raw = (base / name).read_bytes()
+        except FileNotFoundError:
             continue
-        tag = name.split("-")[1]  # "wycheproof", "acvp", "qprof"
-        if "files" in data:
-            out += [(tag, c) for f in data["files"] for c in slhdsa_cases_of(f, name)]
-        else:
-            out += [(tag, _case_of(c)) for c in data["cases"]]
+        except OSError as exc:
+            raise ShippedVectorsError(f"shipped vectors qprof/data/{name} cannot be read "
+                                      f"({exc.strerror or exc})") from None
+        out += shipped_file_cases(name, raw)
     return tuple(out)
 
 
 def shipped_cases(suite: str) -> list[tuple[str, VerifyCase]]:
-    """(source, case) of the vectors shipped in the package for ``suite``."""
+    """(source, case) of the vectors shipped in the package for ``suite``
+    (ShippedVectorsError if a shipped file is damaged)."""
     return [(tag, c) for tag, c in _shipped() if c.suite == suite]
