@@ -5,12 +5,14 @@ run that carries them (qprof.measure.resources, qprof.measure.preflight)."""
 from __future__ import annotations
 
 import os
+import platform
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from qprof.measure.native_memory import stack_text
 from qprof.measure.records import ResourceUse, record_from_dict
 from qprof.measure.resources import (
     Operation,
@@ -79,7 +81,8 @@ def test_resource_record_round_trip() -> None:
                     operation="verify", calls=16, baseline_rss_kib=62000, peak_rss_kib=62012,
                     hwm_reset="clear_refs", py_peak_bytes=700, py_retained_bytes=16,
                     code_bytes=756573, code_what="ELF image", load_rss_kib=0,
-                    runtime_rss_kib=676)
+                    runtime_rss_kib=676, stack_bytes=4592, heap_left_bytes=0,
+                    native_note="", stack_bound="")
     back = record_from_dict(r.to_dict())
     assert back == r and isinstance(back, ResourceUse) and back.peak_increment_kib == 12
 
@@ -114,6 +117,8 @@ def test_a_run_records_memory_and_known_answers_before_timing(
     assert 10_000 < m.baseline_rss_kib < 2_000_000
     # ML-DSA-44's verify: its stack and heap, tens of KiB, not the interpreter's size.
     assert 0 <= m.peak_increment_kib < 2048
+    assert m.stack_bytes is not None and 8 << 10 < m.stack_bytes < 64 << 10, m.native_note
+    assert m.heap_left_bytes is not None
 
 
 def test_the_monitor_shows_known_answers_memory_and_headroom(tmp_path: Path) -> None:
@@ -154,3 +159,93 @@ def test_the_monitor_shows_known_answers_memory_and_headroom(tmp_path: Path) -> 
     assert "liboqs MISMATCH ML-DSA-87" in text
     assert "SLH-DSA-SHAKE-256s +12 KiB" in text and "upper-bound" in text
     assert "invalid block on Silver" in text and "0.72 % of 75 s" in text
+
+
+def _signed(suite: str) -> Operation:
+    """A liboqs verify of a fresh liboqs signature, as an operation."""
+    from qprof.verify import get_verifier
+    from qprof.verify.backends.liboqs_backend import LiboqsSigner
+    from qprof.verify.suites import SUITES
+
+    signer = LiboqsSigner(SUITES[suite])
+    pk, sk = signer.keypair()
+    sig = signer.sign(sk, b"m" * 64)
+    verify = get_verifier("liboqs", suite).verify
+    return Operation(suite, "verify", lambda: verify(pk, b"m" * 64, sig))
+
+
+def test_liboqs_verify_stack_and_heap_are_its_own(liboqs_available: None) -> None:
+    """ML-DSA verify keeps its matrix A on the stack: K x L polynomials of 1 KiB, 16 for
+    ML-DSA-44 and 56 for ML-DSA-87. Measured from the C call's entry (x86-64) the stack
+    is tens of KiB, and ML-DSA-87's exceeds ML-DSA-44's by at least those 40 KiB
+    (valgrind and a C driver: 29 and 72 KiB, docs/MEMORY.md)."""
+    ops = {s: _signed(s) for s in ("ML-DSA-44", "ML-DSA-87")}
+    rows = {m.suite: m for m in measure_backend("liboqs", lambda s: [ops[s]], list(ops),
+                                                calls=2)}
+    small, large = rows["ML-DSA-44"], rows["ML-DSA-87"]
+    for m in (small, large):
+        assert m.stack_bytes is not None and m.heap_left_bytes is not None, m.native_note
+        assert m.heap_left_bytes < 64 << 10  # small SHAKE contexts, none kept per call
+    assert 8 << 10 < small.stack_bytes < 64 << 10
+    assert large.stack_bytes - small.stack_bytes >= 40 << 10
+    if platform.machine() == "x86_64":
+        assert small.stack_bound == large.stack_bound == ""
+
+
+def test_numba_verify_records_its_stack_and_heap() -> None:
+    pytest.importorskip("numba")
+    from qprof.verify import get_verifier
+    from qprof.verify.vectors import shipped_cases
+
+    case = next(c for _tag, c in shipped_cases("ML-DSA-44") if c.expected and c.mu is None)
+    verify = get_verifier("numba", "ML-DSA-44").verify
+    op = Operation("ML-DSA-44", "verify",
+                   lambda: verify(case.public_key, case.message, case.signature, case.context))
+    (m,) = measure_backend("numba", lambda s: [op], ["ML-DSA-44"], calls=2)
+    assert m.stack_bytes is not None and m.heap_left_bytes is not None, m.native_note
+    assert m.stack_bytes < 1 << 20 and m.load_rss_kib is not None
+
+
+def test_a_call_no_deeper_than_the_threads_waits_is_a_bound() -> None:
+    (m,) = measure_backend("liboqs", lambda s: [Operation(s, "verify", lambda: None)],
+                           ["ML-DSA-44"], calls=2)
+    assert m.stack_bytes is not None and m.stack_bytes < 16 << 10
+    if platform.machine() == "x86_64":
+        assert m.stack_bound == "at_most" and "no deeper" in m.native_note
+
+
+def test_without_proc_self_mem_the_stack_is_none_with_a_reason(tmp_path: Path) -> None:
+    """A /proc without self/mem (here an empty directory standing for it): no stack
+    figure, the reason names the file; the RSS and heap figures are still there."""
+    (m,) = measure_backend("liboqs", lambda s: [_allocating(1 << 16)], ["ML-DSA-44"],
+                           calls=2, proc=str(tmp_path))
+    assert m.stack_bytes is None and m.stack_bound == ""
+    assert f"{tmp_path}/self/mem not readable" in m.native_note
+    assert m.peak_rss_kib >= m.baseline_rss_kib > 0
+    assert m.heap_left_bytes is not None or "mallinfo2" in m.native_note
+
+
+def test_the_tables_and_metrics_show_stack_and_heap() -> None:
+    from qprof.commands.check_preflight import resource_json, resource_table
+    from qprof.measure.jsonl import RunData
+    from qprof.report.resources import resources_section
+    from qprof.service.metrics_resources import resource_metrics
+
+    assert stack_text(4592, "") == "4.5 KiB" and stack_text(3720, "at_most") == "≤3.6 KiB"
+    assert stack_text(None, "") == "-"
+    rows = [ResourceUse(run_id="r", cpu=0, backend="liboqs", suite=s, operation="verify",
+                        calls=16, baseline_rss_kib=62000, peak_rss_kib=62004,
+                        hwm_reset="clear_refs", stack_bytes=b, heap_left_bytes=0,
+                        native_note=note, stack_bound=bound)
+            for s, b, bound, note in [
+                ("SLH-DSA-SHAKE-256s", 4592, "", ""),
+                ("ML-DSA-44", None, "", "stack: /x/self/mem not readable")]]
+    table = resource_table(rows) or ""
+    assert "STACK" in table and "HEAP LEFT" in table and "4.5 KiB" in table
+    assert "native figures: stack: /x/self/mem not readable" in table
+    assert resource_json(rows[0])["stack_bytes"] == 4592
+    report = "\n".join(resources_section([RunData(Path("r.jsonl"), records=list(rows))]))
+    assert "| Stack |" in report and "4.5 KiB" in report and "not readable" in report
+    found = {f.name: f for f in resource_metrics(rows)}
+    (sample,) = found["qprof_memory_stack_bytes"].samples
+    assert sample.value == 4592 and sample.labels["suite"] == "SLH-DSA-SHAKE-256s"

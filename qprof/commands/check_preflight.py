@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from qprof.measure.native_memory import stack_text
 from qprof.measure.records import FunctionalCheck, ResourceUse
 
 if TYPE_CHECKING:
@@ -19,6 +20,12 @@ MEMORY_CAVEAT = ("upper-bound proxies, not isolated algorithm memory: the RSS is
                  "measuring process (interpreter, numpy, every library loaded); the "
                  "increment counts the pages the operations touched first, on a stack of "
                  "their own")
+
+
+NATIVE_WORDS = ("STACK: the stack the operation's C call wrote below its entry, on a fresh "
+                "thread stack (≤: a bound, the call went no deeper than the thread's own "
+                "waits); HEAP LEFT: malloc's bytes in use after the calls less before, the "
+                "thread's malloc cache included (not the heap's peak)")
 
 
 def checks_of(records: Iterable[Record]) -> list[FunctionalCheck]:
@@ -55,7 +62,9 @@ def resource_json(r: ResourceUse) -> dict[str, object]:
             "hwm_reset": r.hwm_reset, "py_peak_bytes": r.py_peak_bytes,
             "py_retained_bytes": r.py_retained_bytes, "code_bytes": r.code_bytes,
             "code_what": r.code_what, "load_rss_kib": r.load_rss_kib,
-            "runtime_rss_kib": r.runtime_rss_kib}
+            "runtime_rss_kib": r.runtime_rss_kib, "stack_bytes": r.stack_bytes,
+            "stack_bound": r.stack_bound or None, "heap_left_bytes": r.heap_left_bytes,
+            "native_note": r.native_note or None}
 
 
 def preflight_json(records: Sequence[Record]) -> dict[str, object]:
@@ -104,7 +113,8 @@ def resource_table(records: Sequence[Record]) -> str | None:
         return None
     body = [[r.backend, r.suite, r.operation, _bytes(r.code_bytes), _kib(r.runtime_rss_kib),
              _kib(r.load_rss_kib), _kib(r.baseline_rss_kib), _kib(r.peak_rss_kib),
-             f"+{r.peak_increment_kib} KiB", _bytes(r.py_peak_bytes),
+             f"+{r.peak_increment_kib} KiB", stack_text(r.stack_bytes, r.stack_bound),
+             _bytes(r.heap_left_bytes), _bytes(r.py_peak_bytes),
              _bytes(r.py_retained_bytes)] for r in rows]
     what = sorted({f"{r.backend}: {r.code_what}" for r in rows if r.code_what})
 
@@ -116,11 +126,14 @@ def resource_table(records: Sequence[Record]) -> str | None:
                 "measured before timing; VmHWM reset by "
                 f"{', '.join(sorted({r.hwm_reset for r in rows}))}):"),
         table(["BACKEND", "SUITE", "OPERATION", "CODE (B)", "RUNTIME", "LOAD", "BASELINE RSS",
-               "PEAK RSS", "PEAK +", "PY PEAK (B)", "PY LEFT (B)"], body),
+               "PEAK RSS", "PEAK +", "STACK", "HEAP LEFT (B)", "PY PEAK (B)", "PY LEFT (B)"],
+              body),
         wrapped("code: " + "; ".join(what)),
         wrapped("RUNTIME: RSS importing the backend added (numba + LLVM, the liboqs library); "
                 "LOAD: RSS its verifier for the suite added (numba: the kernels' JIT code); "
-                "PY: tracemalloc, a separate pass"),
+                f"{NATIVE_WORDS}; PY: tracemalloc, a separate pass"),
+        *[wrapped(f"native figures: {note}") for note in dict.fromkeys(
+            r.native_note for r in rows if r.native_note and r.stack_bound != "at_most")],
         wrapped(f"caveat: {MEMORY_CAVEAT}")])
 
 

@@ -228,6 +228,15 @@ class ResourceUse(Record):
     code_what: str = ""  # what code_bytes counts (an ELF image, numba's cache files)
     load_rss_kib: int | None = None  # RSS that loading this suite's verifier added
     runtime_rss_kib: int | None = None  # RSS that importing the backend's runtime added
+    # Added: the operation's own native stack and heap (qprof.measure.native_memory):
+    # the stack its C call wrote below its entry, on a fresh thread stack (byte-granular),
+    # and malloc's bytes in use the calls left (mallinfo2, the thread's malloc cache
+    # included; not a peak). None: not readable here, or an older run; native_note says
+    # why. stack_bound: "" the figure, "at_most" / "at_least" a bound (note says why).
+    stack_bytes: int | None = None
+    heap_left_bytes: int | None = None
+    native_note: str = ""
+    stack_bound: str = ""
 
     @property
     def peak_increment_kib(self) -> int:

@@ -14,11 +14,15 @@ Per backend, in a process of its own (the engine's preflight,
   current RSS first through ``/proc/self/clear_refs`` ("5", Linux 4.0+); where the kernel
   refuses, each measurement runs in a forked child, whose high-water mark starts at the
   RSS it was forked with (a fresh process per measurement);
+- the operation's own native stack and heap, in the same calls, which run on a thread of
+  their own (:mod:`qprof.measure.native_memory`): what its C call wrote below its entry
+  on the thread's fresh stack, byte-granular, and malloc's bytes in use the calls left
+  (mallinfo2), which is not the heap's peak (docs/MEMORY.md has valgrind's and mtrace's);
 - in a separate pass under tracemalloc (it slows every allocation, so never with the
   RSS pass): the largest Python-level allocation during one operation and what stays
   allocated per operation.
 
-All of it is an upper-bound proxy, not isolated algorithm memory: the RSS includes the
+The RSS figures are upper-bound proxies, not isolated algorithm memory: they include the
 interpreter, numpy and every library loaded (as the report's VmHWM includes the driver
 and libc), and an increment of 0 KiB means the operation touched no page the process
 had not already touched.
@@ -26,6 +30,7 @@ had not already touched.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib
 import os
@@ -36,6 +41,14 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from qprof.measure.native_memory import (
+    CLibrary,
+    NativeUse,
+    StackReading,
+    deepest_write,
+    native_use,
+)
 
 CAVEAT = ("upper-bound proxies, not isolated algorithm memory: baseline and peak RSS "
           "(VmHWM) are the whole measuring process (interpreter, numpy, every library "
@@ -64,6 +77,10 @@ class OperationMemory:
     code_what: str = ""
     load_rss_kib: int | None = None
     runtime_rss_kib: int | None = None
+    stack_bytes: int | None = None
+    heap_left_bytes: int | None = None
+    native_note: str = ""
+    stack_bound: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -198,13 +215,19 @@ def code_size(backend: str, suite: str) -> tuple[int | None, str]:
 Call = Callable[[], object]
 
 
-def _hwm_over(call: Call, calls: int, reset: bool) -> tuple[int, int, str]:
-    """(baseline, peak) RSS in KiB around ``calls`` calls, and how VmHWM was reset."""
-    gc.collect()
-    if reset:
-        measured = _on_new_stack(call, calls)
-        if measured is not None:
-            return measured[0], measured[1], "clear_refs"
+_libc: CLibrary | None = None
+
+
+def _the_libc() -> CLibrary:
+    global _libc
+    if _libc is None:
+        _libc = CLibrary()
+    return _libc
+
+
+def _hwm_fresh_process(call: Call, calls: int) -> tuple[int, int]:
+    """(baseline, peak) RSS in KiB around ``calls`` calls in a forked child, whose
+    high-water mark starts at the RSS it was forked with (where VmHWM is not reset)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the fresh process: its high-water mark starts at what it inherited
@@ -223,26 +246,41 @@ def _hwm_over(call: Call, calls: int, reset: bool) -> tuple[int, int, str]:
         text = f.read()
     os.waitpid(pid, 0)
     base, peak = (int(x) for x in text.split()) if text else (0, 0)
-    return base, peak, "fresh_process"
+    return base, peak
 
 
-def _on_new_stack(call: Call, calls: int) -> tuple[int, int] | None:
-    """(baseline, peak) of the calls on a thread of their own, None where the kernel
-    does not reset VmHWM. The thread's stack is pages the process has not touched, so the
-    high-water mark counts the stack the operation uses (on the main thread's stack,
-    already deep from the interpreter's start, it would count nothing). The thread is
-    started first and waits: creating it may free older threads' stacks, which must not
-    happen between the reset and the calls."""
+def _on_new_stack(call: Call, calls: int, reset: bool, proc: str = "/proc"
+                  ) -> tuple[tuple[int, int] | None, NativeUse]:
+    """The calls on a thread of their own: (baseline, peak) RSS in KiB, None where the
+    kernel does not reset VmHWM (or ``reset`` is off), and the operation's own stack and
+    heap. The thread's stack is pages the process has not touched, so the high-water mark
+    counts the stack the operation uses (on the main thread's stack, already deep from the
+    interpreter's start, it would count nothing), and its untouched bytes are zeros
+    (qprof.measure.native_memory). The thread is started first, reads where a C call it
+    makes starts and waits: creating it may free older threads' stacks, which must not
+    happen between the reset and the calls. It waits again after the calls, until its
+    stack is read."""
+    libc = _the_libc()
     failed: list[BaseException] = []
-    go = threading.Event()
+    seen: list[tuple[tuple[int, int] | None, int | None]] = []  # (stack range, call entry)
+    ready, go, done, release = (threading.Event() for _ in range(4))
 
     def run() -> None:
-        go.wait()
         try:
+            # The thread's first malloc makes its cache (glibc's tcache, about 1 KiB):
+            # here, not in the first operation.
+            ctypes.create_string_buffer(1024)
+            seen.append((libc.stack_range(), libc.call_entry()))
+            ready.set()
+            go.wait()
             for _ in range(calls):
                 call()
         except BaseException as exc:  # raised again on the measuring thread
             failed.append(exc)
+        finally:
+            ready.set()
+            done.set()
+            release.wait()  # its stack stays mapped until read
 
     # A size larger than any before it: glibc reuses a cached stack of at least the
     # size asked for, and that one's pages may still be resident.
@@ -254,12 +292,26 @@ def _on_new_stack(call: Call, calls: int) -> tuple[int, int] | None:
         worker.start()
     finally:
         threading.stack_size(old)
-    base = reset_hwm()
-    go.set()
-    worker.join()
+    try:
+        ready.wait()
+        where, entry = seen[0] if seen else (None, None)
+        # Reading the stack maps a buffer of its size: before the reset, after the peak.
+        before = deepest_write(where, proc) if where else None
+        base = reset_hwm() if reset else None
+        heap0 = libc.heap_in_use()
+        go.set()
+        done.wait()
+        heap1 = libc.heap_in_use()
+        peak = status_kib().get("VmHWM", 0)
+        after = deepest_write(where, proc) if where else None
+    finally:
+        go.set()
+        release.set()
+        worker.join()
     if failed:
         raise failed[0]
-    return None if base is None else (base, status_kib().get("VmHWM", 0))
+    native = native_use(StackReading(where, entry, before, after), heap0, heap1, proc)
+    return (None if base is None else (base, peak)), native
 
 
 def _traced(call: Call, calls: int) -> tuple[int, int]:
@@ -288,9 +340,10 @@ class Operation:
 
 def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation]],
                     suites: Sequence[str], calls: int = CALLS,
-                    reset: bool = True) -> list[OperationMemory]:
+                    reset: bool = True, proc: str = "/proc") -> list[OperationMemory]:
     """Every (suite, operation) of ``backend`` in this process: ``operations(suite)``
-    makes the suite's verifier (after the runtime is loaded) and its calls."""
+    makes the suite's verifier (after the runtime is loaded) and its calls; ``proc`` is
+    where the operation's stack is read (``proc``/self/mem)."""
     from qprof.verify import backend_status
 
     before = status_kib().get("VmRSS", 0)
@@ -309,10 +362,17 @@ def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation
         rows += [(op, load, size) for op in ops]
     measured = []
     for op, load, (code, what) in rows:
-        base, peak, how = _hwm_over(op.call, calls, reset)
+        gc.collect()
+        hwm, native = _on_new_stack(op.call, calls, reset, proc)
+        how = "clear_refs"
+        if hwm is None:
+            hwm, how = _hwm_fresh_process(op.call, calls), "fresh_process"
         measured.append(OperationMemory(
-            backend, op.suite, op.name, calls, base, peak, how, code_bytes=code,
-            code_what=what, load_rss_kib=load, runtime_rss_kib=runtime))
+            backend, op.suite, op.name, calls, hwm[0], hwm[1], how, code_bytes=code,
+            code_what=what, load_rss_kib=load, runtime_rss_kib=runtime,
+            stack_bytes=native.stack_bytes, heap_left_bytes=native.heap_left_bytes,
+            native_note=native.note,
+            stack_bound=native.stack_bound))
     tracemalloc.start()
     try:
         out = []

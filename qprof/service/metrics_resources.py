@@ -45,6 +45,14 @@ def resource_metrics(rows: Sequence[ResourceUse]) -> Iterator[GaugeMetricFamily]
                             "Peak RSS over the baseline: the pages the operations touched "
                             "first (their stack, on a thread of their own, and heap)",
                             labels=labels)
+    stack = GaugeMetricFamily("qprof_memory_stack_bytes",
+                              "Stack the operation's C call wrote below its entry, on a fresh "
+                              "thread stack (the figure, or a bound: see qprof check)",
+                              labels=labels)
+    heap = GaugeMetricFamily("qprof_memory_heap_left_bytes",
+                             "malloc's bytes in use after the operations less before "
+                             "(mallinfo2, the thread's malloc cache included; not a peak)",
+                             labels=labels)
     py = GaugeMetricFamily("qprof_memory_python_peak_bytes",
                            "Largest Python-level allocation during one operation (tracemalloc)",
                            labels=labels)
@@ -60,6 +68,10 @@ def resource_metrics(rows: Sequence[ResourceUse]) -> Iterator[GaugeMetricFamily]
         base.add_metric(key, r.baseline_rss_kib * 1024.0)
         peak.add_metric(key, r.peak_rss_kib * 1024.0)
         inc.add_metric(key, r.peak_increment_kib * 1024.0)
+        if r.stack_bytes is not None:
+            stack.add_metric(key, float(r.stack_bytes))
+        if r.heap_left_bytes is not None:
+            heap.add_metric(key, float(r.heap_left_bytes))
         if r.py_peak_bytes is not None:
             py.add_metric(key, float(r.py_peak_bytes))
         if (r.backend, r.suite) in seen:
@@ -69,4 +81,4 @@ def resource_metrics(rows: Sequence[ResourceUse]) -> Iterator[GaugeMetricFamily]
             load.add_metric([str(r.cpu), r.backend, r.suite], r.load_rss_kib * 1024.0)
         if r.code_bytes is not None:
             code.add_metric([r.backend, r.suite], float(r.code_bytes))
-    yield from (base, peak, inc, py, load, code)
+    yield from (base, peak, inc, stack, heap, py, load, code)

@@ -12,6 +12,7 @@ from qprof.consensus import Profile
 from qprof.consensus.adversarial import AdversaryFactor, load_factors, worst_signature_vu
 from qprof.consensus.headroom import CRAFTED, factors_of_records, invalid_block
 from qprof.consensus.verdict import CoverageResult
+from qprof.measure.native_memory import stack_text
 from qprof.measure.records import FunctionalCheck, Record, ResourceUse
 from qprof.measure.units import fmt_ns
 
@@ -40,7 +41,9 @@ def memory_line(records: Sequence[Record]) -> str:
         mine = [r for r in rows if r.backend == backend]
         code = max((r.code_bytes or 0) for r in mine)
         parts.append(f"{backend}: peak " + ", ".join(
-            f"{r.suite} +{r.peak_increment_kib} KiB" for r in mine)
+            f"{r.suite} +{r.peak_increment_kib} KiB"
+            + (f" (stack {stack_text(r.stack_bytes, r.stack_bound)})"
+               if r.stack_bytes is not None else "") for r in mine)
             + f" over {mine[0].baseline_rss_kib / 1024:.0f} MiB RSS"
             + (f", code {code / 1024:.0f} KiB" if code else ""))
     return ("memory per verify (upper-bound proxies, whole process): "
