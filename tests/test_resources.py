@@ -249,3 +249,16 @@ def test_the_tables_and_metrics_show_stack_and_heap() -> None:
     found = {f.name: f for f in resource_metrics(rows)}
     (sample,) = found["qprof_memory_stack_bytes"].samples
     assert sample.value == 4592 and sample.labels["suite"] == "SLH-DSA-SHAKE-256s"
+
+
+def test_without_pagemap_the_whole_stack_is_read_alike(
+        tmp_path: Path, liboqs_available: None) -> None:
+    """pagemap only spares reading the stack's untouched pages: a /proc with self/mem but
+    no self/pagemap gives the same figure."""
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "mem").symlink_to("/proc/self/mem")
+    op = _signed("ML-DSA-44")
+    (full,) = measure_backend("liboqs", lambda s: [op], ["ML-DSA-44"], calls=2,
+                              proc=str(tmp_path))
+    (paged,) = measure_backend("liboqs", lambda s: [op], ["ML-DSA-44"], calls=2)
+    assert full.stack_bytes is not None and full.stack_bytes == paged.stack_bytes

@@ -111,22 +111,46 @@ class CLibrary:
         return sp
 
 
+def _first_resident(low: int, size: int, proc: str) -> int:
+    """Offset from ``low`` of the stack's lowest page in memory or swap (pagemap: a
+    stack's untouched pages are neither, and read as zeros); 0 where pagemap is not
+    readable (then the whole stack is read)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    try:
+        fd = os.open(os.path.join(proc, "self", "pagemap"), os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        data = os.pread(fd, size // page * 8, low // page * 8)
+    except (OSError, OverflowError):
+        return 0
+    finally:
+        os.close(fd)
+    if len(data) != size // page * 8:
+        return 0
+    entries = memoryview(data).cast("Q")
+    return next((i * page for i, e in enumerate(entries) if e >> 62), size)
+
+
 def deepest_write(stack: tuple[int, int], proc: str = "/proc") -> int | None:
     """Bytes from the low end of a (fresh) stack to its deepest non-zero byte, read
-    through ``proc``/self/mem (a page it cannot read is an error there, never a fault);
-    None where it cannot be read."""
+    through ``proc``/self/mem (a page it cannot read is an error there, never a fault)
+    from the lowest page the stack has touched; None where it cannot be read."""
     low, size = stack
+    start = _first_resident(low, size, proc)
     try:
         fd = os.open(os.path.join(proc, "self", "mem"), os.O_RDONLY)
     except OSError:
         return None
     try:
-        data = os.pread(fd, size, low)
+        data = os.pread(fd, size - start, low + start)
     except (OSError, OverflowError):
         return None
     finally:
         os.close(fd)
-    return size - len(data.lstrip(b"\0")) if len(data) == size else None
+    if len(data) != size - start:
+        return None
+    return size - len(data.lstrip(b"\0"))
 
 
 @dataclass(frozen=True)
