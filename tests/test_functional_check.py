@@ -61,7 +61,8 @@ int OQS_SIG_verify(const void *sig, const uint8_t *m, size_t ml, const uint8_t *
 """
 
 
-@pytest.mark.parametrize("suite", ["ML-DSA-44", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
+@pytest.mark.parametrize("suite", ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s",
+                                   "SLH-DSA-SHAKE-256s"])
 def test_known_answers_are_shipped_in_the_package(suite: str) -> None:
     """No ../shared on a user's machine: the vectors come from the package, valid and
     invalid ones."""
