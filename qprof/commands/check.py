@@ -39,6 +39,7 @@ from qprof.commands.options import Number, add_backend
 from qprof.commands.output import OutputError, check_output
 from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
 from qprof.consensus.verdict import UNSURE_ADVICE
+from qprof.measure.config import CHECK_TIME_LIMIT_S
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
@@ -62,9 +63,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "liboqs is missing): its figures are shown for comparison, with no "
                         "covered/not covered verdict (exit 4)")
     parser.add_argument("--json", action="store_true", help="machine-readable result")
-    parser.add_argument("--time-limit", type=Number(float, at_least=0.0), default=60.0,
-                        metavar="S",
-                        help="add no rounds that would end after S seconds (default 60)")
+    parser.add_argument("--time-limit", type=Number(float, at_least=0.0),
+                        default=CHECK_TIME_LIMIT_S, metavar="S",
+                        help="add no rounds that would end after S seconds (default "
+                        f"{CHECK_TIME_LIMIT_S:g})")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     parser.add_argument("--verbose", "-v", action="store_true",
@@ -348,6 +350,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "contended_share": (round(e.contended_share, 3)
                             if e.contended_share is not None else None),
         "pool_signatures": e.pool_signatures,
+        "pool_held": e.pool_held,
         **policy_json(r),
         **worst_json(r),
     }

@@ -95,6 +95,9 @@ class SuiteEstimate:
     contended_share: float | None = None
     # Signatures of the pool the suite's values verified (None: not recorded).
     pool_signatures: int | None = None
+    # The pool's mix of costs was held to every signature's (poolmix): the interval holds
+    # only what the hash count leaves of the pool's error.
+    pool_held: bool = False
     # Runs the figures combine: 1 for a run's own estimate; more where the trend's
     # segment of comparable runs stands in for it (qprof.consensus.trend.verdict).
     runs: int = 1
@@ -291,6 +294,7 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
         capped=red.capped, cap_factor=red.cap_factor, undecided=undecided,
         contended_share=ref.contended_share if ref is not None else None,
         pool_signatures=max(red.pool_sizes.values()) if red.pool_sizes else None,
+        pool_held=red.pool_matched is not None,
     )
 
 
