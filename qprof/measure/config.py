@@ -14,6 +14,11 @@ DUAL_OPS = ("dual_enforce", "dual_shadow", "dual_enforce_invalid", "dual_shadow_
 WALLET_OPS = ("keygen", "sign")
 KEM_OPS = ("kem_keygen", "kem_encaps", "kem_decaps")
 MODES = ("check", "quick", "default", "full")
+# `qprof check`'s default --time-limit, which the monitor's check-mode runs keep too: no
+# round starts that would end later (the floor is then min(50 s, this / CPUs)). Without
+# one, a host whose intervals never reach the rule's target ran to max_rounds (81 rounds,
+# ~90 s of a CPU on the AMD EPYC guest).
+CHECK_TIME_LIMIT_S = 60.0
 TIMERS = ("auto", "wall", "cpu")
 AUTO_CPU_TIMER_LOAD = 0.5
 

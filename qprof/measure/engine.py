@@ -83,6 +83,7 @@ from qprof.measure.records import (
     ResourceUse,
 )
 from qprof.measure.runmeta import build_meta, choose_timer
+from qprof.measure.warmup import WALK, Warmup, describe
 
 __all__ = ["EngineError", "choose_timer", "run_bench"]
 
@@ -127,6 +128,9 @@ class _Run:
         self.count_failures: list[str] = []
         self.good = 0  # CPUs to measure (the time limit is shared between them)
         self.checked = Preflight()  # known answers and memory, before any timing
+        # What a new HOME compiles and signs once, beside the first pools' signing.
+        self.warmup = Warmup(self.plan.backends + list(self.plan.dual or ()),
+                             self.plan.suites, config.fixture_cache or cache_dir(), self.python)
 
     # -- output
     def emit(self, record: Record) -> None:
@@ -170,6 +174,7 @@ class _Run:
             failure = f"internal error: {type(exc).__name__}: {exc}"
             self.note("error", "engine_error", failure)
         finally:
+            self.warmup.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
         summary = self._finish(cpus, good, failure)
         if self.summary.measurements and not self.stop.is_set():
@@ -233,6 +238,7 @@ class _Run:
         fixtures: dict[str, Pool] = {}
 
         def signing(s: Signing) -> None:
+            self.warmup.start()  # once, when a first pool must be signed
             self.progress.signing(s.left_s)
             self.progress.report(message=s.text())
 
@@ -260,6 +266,7 @@ class _Run:
         return True
 
     def _count_pools(self, fixtures: dict[str, Pool]) -> None:
+        self.warmup.wait([WALK], self.stop)  # its kernel compiled beside the signing
         for suite, pool in fixtures.items():
             try:
                 cost = pool_cost(suite, pool, self.config.fixture_cache)
@@ -417,6 +424,8 @@ class _Run:
 
     def _where(self, c: _Cpu) -> Where:
         if self.counting is not None:
+            if self.counting.is_alive():  # the pools' counts: their kernel compiles once
+                self.progress.report(cpu=c.cpu, message="counting the pools' hash calls")
             self.counting.join()
             self.counting = None
             for text in self.count_failures:  # noted here: records are written by this thread
@@ -434,6 +443,9 @@ class _Run:
         from qprof.measure.preflight import PreflightPlan, run_preflight
 
         plan = self.plan
+        self.warmup.keep_off(cpu)
+        self.warmup.wait(self.warmup.before_timing(), self.stop, lambda left, waited:
+                         self.progress.report(message=describe(left, waited)))
         if not self.config.preflight:
             return
         names = list(dict.fromkeys(plan.backends + list(plan.dual or ())))

@@ -78,7 +78,7 @@ class MonitorConfig:
     # Standalone with no stored result: measure one CPU per cluster at once, one at a
     # time (at the engine's nice 10), without a key press, in measure_mode: the first
     # figures come from `qprof check`'s method (interleaved rounds, the stopping rule),
-    # not from another one, and check takes ~10-25 s a CPU with liboqs.
+    # not from another one, within check's time limit (60 s a CPU).
     auto_measure: bool = True
     history_len: int = 120
     export_dir: Path | None = None  # None = the state dir's exports/ (store_paths)

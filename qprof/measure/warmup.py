@@ -1,0 +1,212 @@
+"""What a run in a new HOME makes once, made beside the signing of its first pools.
+
+A run that must sign its first SLH-DSA pools (:mod:`qprof.measure.fixtures`, ~10-15 s
+on two CPUs) would then, one after the other: sign the second implementation's SLH-DSA
+signatures for the known answers (:mod:`qprof.verify.functional`, ~4 s with pqcrypto),
+compile numba's verify kernels when numba is a backend of the run (~25 s of CPU, the
+preflight's worker), and compile the SLH-DSA walk that counts the pools' hash calls
+(~17 s, :mod:`qprof.measure.poolcost`, which the first round's records wait for). All of
+it lands in caches (the fixture cache, numba's cache), so it is done here instead, in
+helper processes started when the signing starts: they share the CPUs with the signing
+helpers, and the preflight and the counting find it done (``Warmup.wait``). Nothing here
+is timed. A step that fails is done again by whoever needs it, as before.
+
+Helpers: ``python -m qprof.measure.warmup --parent PID --cache DIR --backends B,..
+--suites S,.. STEP..``
+prints each step's name when it is done; they die with their parent (PR_SET_PDEATHSIG)
+and are killed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+ANSWERS = "answers"  # the second implementation's SLH-DSA signatures, kept
+WALK = "walk"  # the SLH-DSA walk kernel (pool counts)
+KERNELS = "kernels "  # + suite: numba's verify kernels of that suite
+_POLL_S = 0.1
+_TELL_S = 1.0  # how often a wait says what it waits for
+
+
+def kernel_step(suite: str) -> str:
+    return KERNELS + suite
+
+
+def plan_steps(backends: Iterable[str], suites: Iterable[str]) -> list[list[str]]:
+    """The steps a new HOME needs, in helper processes of their own (each list is one
+    process, done in order): the known answers' signatures and the walk with the
+    SLH-DSA kernels (they share their Keccak code), the ML-DSA kernels beside them."""
+    backends, suites = list(backends), list(suites)
+    slh = [s for s in suites if s.startswith("SLH-DSA")]
+    numba = "numba" in backends
+    first = [ANSWERS] if slh else []
+    first += [kernel_step(s) for s in slh] if numba else []
+    first += [WALK] if slh else []
+    second = [kernel_step(s) for s in suites if s not in slh] if numba else []
+    return [p for p in (first, second) if p]
+
+
+class Warmup:
+    """The helper processes of one run; nothing starts before :meth:`start`."""
+
+    def __init__(self, backends: Iterable[str], suites: Iterable[str], cache: Path,
+                 python: str | None = None) -> None:
+        self.backends, self.suites = tuple(backends), tuple(suites)
+        self.cache, self.python = cache, python or sys.executable
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.done: set[str] = set()
+        self.steps: list[str] = []
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self) -> None:
+        """Start the helpers (once; the caller's thread must outlive them: they die with
+        it)."""
+        if self._started:
+            return
+        self._started = True
+        for steps in plan_steps(self.backends, self.suites):
+            argv = [self.python, "-m", "qprof.measure.warmup", "--parent", str(os.getpid()),
+                    "--cache", str(self.cache), "--backends", ",".join(self.backends),
+                    "--suites", ",".join(self.suites), *steps]
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            except OSError:
+                continue  # whoever needs the step does it
+            self.procs.append(proc)
+            self.steps += steps
+            threading.Thread(target=self._follow, args=(proc, steps), daemon=True,
+                             name="qprof-warmup").start()
+
+    def _follow(self, proc: subprocess.Popen[bytes], steps: list[str]) -> None:
+        assert proc.stdout is not None
+        with contextlib.suppress(OSError, ValueError), proc.stdout:
+            for line in proc.stdout:
+                with self._lock:
+                    self.done.add(line.decode(errors="replace").strip())
+        proc.wait()
+        with self._lock:  # ended: what it did not do is done by whoever needs it
+            self.done.update(steps)
+
+    def pending(self, steps: Iterable[str]) -> list[str]:
+        with self._lock:
+            return [s for s in steps if s in self.steps and s not in self.done]
+
+    def wait(self, steps: Iterable[str], stop: threading.Event,
+             on_wait: Callable[[list[str], float], None] | None = None) -> None:
+        """Until ``steps`` are done (those never started: at once) or ``stop`` is set;
+        ``on_wait`` is told what is left and the seconds waited, about once a second."""
+        wanted = list(steps)
+        started = time.monotonic()
+        told = -_TELL_S
+        while (left := self.pending(wanted)) and not stop.is_set():
+            waited = time.monotonic() - started
+            if on_wait is not None and waited - told >= _TELL_S:
+                on_wait(left, waited)
+                told = waited
+            time.sleep(_POLL_S)
+
+    def before_timing(self) -> list[str]:
+        """What the preflight and the timing workers would otherwise make themselves: all
+        but the walk (the pools' counts, which only the records wait for)."""
+        return [s for s in self.steps if s != WALK]
+
+    def keep_off(self, cpu: int) -> None:
+        """The helpers still running off ``cpu`` (it is about to be measured)."""
+        for proc in self.procs:
+            if proc.poll() is not None:
+                continue
+            with contextlib.suppress(OSError):  # every thread: Linux sets it per thread
+                for task in os.listdir(f"/proc/{proc.pid}/task"):
+                    cpus = os.sched_getaffinity(int(task))
+                    if cpus - {cpu}:
+                        os.sched_setaffinity(int(task), cpus - {cpu})
+
+    def close(self) -> None:
+        """Kill what still runs (what it made is cached; the rest is made when needed)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+        for proc in self.procs:  # their pipes end with them: the followers close them
+            with contextlib.suppress(OSError):
+                proc.wait()
+
+
+def describe(left: list[str], waited_s: float) -> str:
+    """What the run waits for, for the progress line."""
+    parts = []
+    if ANSWERS in left:
+        parts.append("signing the known answers' SLH-DSA signatures")
+    kernels = [s[len(KERNELS):] for s in left if s.startswith(KERNELS)]
+    if kernels:
+        parts.append(f"compiling numba's kernels ({', '.join(kernels)})")
+    if WALK in left:
+        parts.append("compiling the SLH-DSA walk that counts the pools' hash calls")
+    return f"preparing (once per HOME): {'; '.join(parts)}, {waited_s:.0f} s"
+
+
+def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Path) -> None:
+    from qprof.measure.fixtures import MESSAGE
+    from qprof.verify import available_backends, get_verifier
+
+    if step == ANSWERS:
+        from qprof.verify.functional import fresh_cases
+
+        statuses = available_backends()
+        for backend in backends:
+            st = statuses.get(backend)
+            for suite in suites:
+                if (suite.startswith("SLH-DSA") and st is not None and st.available
+                        and suite in st.suites):
+                    fresh_cases(backend, suite, cache)  # signs and keeps it once
+    elif step == WALK:
+        from qprof.verify.slhdsa_calls import params_of, walk
+
+        suite = "SLH-DSA-SHAKE-128s"  # one compile serves every parameter set
+        p = params_of(suite)
+        walk(suite, bytes(p.public_key_bytes), MESSAGE, bytes(p.signature_bytes))
+    elif step.startswith(KERNELS):
+        get_verifier("numba", step[len(KERNELS):]).warm_up()
+
+
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    from qprof.measure.lifeline import die_with_parent, parent_gone
+
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says
+    parser = argparse.ArgumentParser(prog="python -m qprof.measure.warmup")
+    parser.add_argument("--parent", type=int, default=None)
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--backends", default="")
+    parser.add_argument("--suites", default="")
+    parser.add_argument("steps", nargs="*")
+    args = parser.parse_args(argv)
+    if parent_gone(args.parent):
+        return 6
+    backends = tuple(b for b in args.backends.split(",") if b)
+    suites = tuple(s for s in args.suites.split(",") if s)
+    failed = 0
+    for step in args.steps:
+        try:
+            _do(step, backends, suites, args.cache)
+        except Exception as exc:  # noqa: BLE001 - whoever needs the step does it again
+            print(f"qprof warmup: {step}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed = 1
+        print(step, flush=True)
+    return failed
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,94 @@
+"""Issue 30, the first minutes: what a new HOME makes once (the known answers' second
+signatures, numba's kernels, the SLH-DSA walk) is made by helpers beside the signing of
+the first pools (qprof.measure.warmup), which end with the run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from qprof.measure.config import QANUM_SUITES
+from qprof.measure.warmup import ANSWERS, WALK, Warmup, kernel_step, plan_steps
+from qprof.verify.functional import second_signer
+
+
+def _helpers(marker: str) -> list[int]:
+    """Live warm-up helpers whose command line holds ``marker``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if "qprof.measure.warmup" in cmdline and marker in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_new_home_plans_what_its_backends_and_suites_need() -> None:
+    assert plan_steps(["liboqs"], QANUM_SUITES) == [[ANSWERS, WALK]]
+    slh = [s for s in QANUM_SUITES if s.startswith("SLH-DSA")]
+    mldsa = [s for s in QANUM_SUITES if s not in slh]
+    # numba: its SLH-DSA kernels before the walk (they share their Keccak code), the
+    # ML-DSA kernels in a second helper beside them
+    assert plan_steps(["numba"], QANUM_SUITES) == [
+        [ANSWERS, *map(kernel_step, slh), WALK], list(map(kernel_step, mldsa))]
+    assert plan_steps(["liboqs"], mldsa) == []  # nothing slow to sign: nothing to make
+
+
+def test_nothing_started_nothing_waited_for(tmp_path: Path) -> None:
+    warm = Warmup(["liboqs"], QANUM_SUITES, tmp_path)
+    started = time.monotonic()
+    warm.wait([ANSWERS, WALK], threading.Event())
+    assert time.monotonic() - started < 1.0
+    assert warm.pending([ANSWERS, WALK]) == [] and warm.before_timing() == []
+    warm.close()
+
+
+def test_the_helper_keeps_the_second_signature_and_says_so(tmp_path: Path) -> None:
+    suite = "SLH-DSA-SHAKE-128f"  # an SLH-DSA suite that signs in milliseconds
+    signer = second_signer("numba", suite)
+    if signer is None:
+        pytest.skip(f"no second implementation here signs {suite}")
+    done = subprocess.run(
+        [sys.executable, "-m", "qprof.measure.warmup", "--cache", str(tmp_path),
+         "--backends", "numba", "--suites", suite, ANSWERS],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == ANSWERS
+    assert (tmp_path / f"second-{signer}-{suite}.json").is_file()
+
+
+def test_close_ends_every_helper_and_what_waited_goes_on(tmp_path: Path) -> None:
+    warm = Warmup(["numba"], QANUM_SUITES, tmp_path)
+    warm.start()
+    assert len(warm.procs) == 2 and warm.pending(warm.before_timing())
+    waiting = threading.Thread(target=warm.wait, args=([WALK], threading.Event()))
+    waiting.start()
+    started = time.monotonic()
+    warm.close()
+    waiting.join(5)
+    left = _helpers(str(tmp_path))
+    assert not left and not waiting.is_alive(), (left, time.monotonic() - started)
+    assert warm.pending([ANSWERS, WALK, *warm.before_timing()]) == []
+
+
+def test_stop_ends_a_wait_at_once(tmp_path: Path) -> None:
+    warm = Warmup(["numba"], QANUM_SUITES, tmp_path)
+    warm.start()
+    stop = threading.Event()
+    stop.set()
+    told: list[list[str]] = []
+    try:
+        warm.wait([WALK], stop, lambda left, _waited: told.append(left))
+        assert told == []  # stopped before it waited: nothing to say
+    finally:
+        warm.close()
