@@ -112,6 +112,9 @@ def test_broken_liboqs_is_mismatch_and_never_decided(tmp_path_factory: pytest.Te
     checks = {c["suite"]: c for c in out["functional"]}  # type: ignore[union-attr]
     assert checks[BROKEN]["status"] == "MISMATCH"
     assert any("second:" in f for f in checks[BROKEN]["failed"])
+    # NIST's ML-DSA-87 cases among them, named by source and case.
+    assert any(f.startswith("acvp ML-DSA-sigVer-FIPS204 tg5 tc") for f in checks[BROKEN]["failed"])
+    assert "acvp" in checks[BROKEN]["sources"]
     assert all(c["status"] == "PASS" for s, c in checks.items() if s != BROKEN)
     # check --json carries the memory per operation of every suite measured, too.
     memory = {(r["suite"], r["operation"]) for r in out["resources"]}  # type: ignore[union-attr]
