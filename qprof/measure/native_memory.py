@@ -166,6 +166,10 @@ class StackReading:
 
 def native_use(stack: StackReading, heap_before: int | None, heap_after: int | None,
                proc: str = "/proc") -> NativeUse:
+    """The figures from the readings: the stack from the call's entry where it is known
+    (a bound at most when the calls went no deeper than the thread had gone before), else
+    from the thread's deepest point before the calls (a bound at least); the heap's
+    growth over the calls."""
     notes = []
     used: int | None = None
     bound = ""

@@ -31,6 +31,7 @@ had not already touched.
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import importlib
 import os
@@ -215,14 +216,9 @@ def code_size(backend: str, suite: str) -> tuple[int | None, str]:
 Call = Callable[[], object]
 
 
-_libc: CLibrary | None = None
-
-
+@functools.cache
 def _the_libc() -> CLibrary:
-    global _libc
-    if _libc is None:
-        _libc = CLibrary()
-    return _libc
+    return CLibrary()
 
 
 def _hwm_fresh_process(call: Call, calls: int) -> tuple[int, int]:
@@ -295,7 +291,8 @@ def _on_new_stack(call: Call, calls: int, reset: bool, proc: str = "/proc"
     try:
         ready.wait()
         where, entry = seen[0] if seen else (None, None)
-        # Reading the stack maps a buffer of its size: before the reset, after the peak.
+        # Reading the stack allocates a copy of its touched part: before the reset and
+        # after the peak.
         before = deepest_write(where, proc) if where else None
         base = reset_hwm() if reset else None
         heap0 = libc.heap_in_use()
@@ -371,8 +368,7 @@ def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation
             backend, op.suite, op.name, calls, hwm[0], hwm[1], how, code_bytes=code,
             code_what=what, load_rss_kib=load, runtime_rss_kib=runtime,
             stack_bytes=native.stack_bytes, heap_left_bytes=native.heap_left_bytes,
-            native_note=native.note,
-            stack_bound=native.stack_bound))
+            native_note=native.note, stack_bound=native.stack_bound))
     tracemalloc.start()
     try:
         out = []
