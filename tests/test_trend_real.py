@@ -119,3 +119,57 @@ def test_a_real_library_change_is_found_named_and_sized() -> None:
         assert c.cause == "known"
         lo, hi = c.ci_95_bp
         assert lo <= c.change_bp <= hi
+
+
+HELD = DATA / "held"  # the second series: SLH-DSA pools held to every signature's mix
+
+
+def _held() -> Series:
+    d = json.loads((HELD / "points.json").read_text())
+    return Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+
+
+def test_held_records_replay_to_their_points_with_only_the_residual_left() -> None:
+    """A run of the second series replays to its committed point; its SLH-DSA pool was
+    held (the records carry each pool signature's permutations), so what the interval
+    keeps of the pool is the residual, not the signatures' spread."""
+    from qprof.consensus.estimate.poolmix import residual_se
+
+    series = _held()
+    by_id = {p.run_id: p for p in series.runs}
+    files = sorted(HELD.glob("*.jsonl.xz"))
+    assert len(files) >= 20
+    (key, point), = read_run_file(files[-1]).points
+    assert key == series.key
+    assert point_to_dict(point) == point_to_dict(by_id[point.run_id])
+    for name in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
+        s = point.suite(name)
+        assert s is not None and s.decided and s.pool_se is not None
+        assert s.pool_signatures == 256
+        assert s.pool_se == pytest.approx(residual_se(256), rel=0.2)
+
+
+def test_the_held_series_is_one_segment_narrower_than_the_pools_spread() -> None:
+    """40 runs, one build: no change; the SLH-DSA segments' pool share is the residual
+    (~5 bp) where the first series carried 37-47 bp, so their intervals keep shrinking
+    with the runs (docs/TREND.md has the figures)."""
+    series = _held()
+    assert len(series.runs) == 40
+    trend = analyze_series(series)
+    assert trend.known == ()
+    widths: dict[str, list[float]] = {}
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None and st.changes == () and st.alarm is None, name
+        (seg,) = st.segments
+        assert seg.runs + seg.gaps == 40
+        widths[name] = [analyze_series(Series(series.key, series.runs[:n])).suite(name)
+                        .segments[0].half_width_bp for n in (10, 20, 40)]  # type: ignore[union-attr]
+        assert widths[name][0] > widths[name][1] > widths[name][2], (name, widths[name])
+        if name.startswith("SLH"):
+            assert seg.pool_bp < 8
+    first = analyze_series(normal_runs())
+    for name in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
+        st = first.suite(name)
+        assert st is not None
+        assert widths[name][2] < 0.5 * st.segments[0].half_width_bp
