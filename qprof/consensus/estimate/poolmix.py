@@ -16,6 +16,7 @@ per signature, an error of RESIDUAL_SD / sqrt(n).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -36,6 +37,12 @@ def population_factors(suite: str, permutations: Sequence[int], fixed: int
     verification of ``suite`` (fewer permutations than every signature makes)."""
     if not suite.startswith("SLH-DSA") or not permutations or fixed < 0:
         return None
+    return _factors(suite, tuple(permutations), fixed)
+
+
+@functools.lru_cache(maxsize=64)  # every round's record of a run carries the same pool
+def _factors(suite: str, permutations: tuple[int, ...], fixed: int
+             ) -> tuple[float, ...] | None:
     steps = np.asarray(permutations, dtype=np.float64) - fixed
     if (steps < 0).any():
         return None
