@@ -21,9 +21,11 @@ Wrap it in `flock /root/build/timing.lock` where others measure too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -62,6 +64,30 @@ class Try:
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True,
                           timeout=10).stdout
+
+
+def end_leftovers(marker: str) -> None:
+    """Kill what a try left running (its command line names the try's HOME): the next
+    try must not share the CPUs with it, a new user's first run has none."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def wait_for_quiet(limit: float, wait_s: float) -> float:
+    """Up to ``wait_s`` for the 1-minute load to fall below ``limit`` (other people's
+    work on a shared host); the load then."""
+    deadline = time.monotonic() + wait_s
+    while os.getloadavg()[0] >= limit and time.monotonic() < deadline:
+        time.sleep(5)
+    return os.getloadavg()[0]
 
 
 def environment(case: str, home: Path, oqs: Path, source: Path) -> dict[str, str]:
@@ -121,6 +147,7 @@ def one_try(args: argparse.Namespace, n: int) -> Try:
             time.sleep(0.05)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+        end_leftovers(str(home))  # the pool grower the run left, detached by design
         if not args.keep:
             shutil.rmtree(clone, ignore_errors=True)
             shutil.rmtree(home, ignore_errors=True)
@@ -141,6 +168,10 @@ def main() -> None:
     parser.add_argument("--oqs", default=os.path.expanduser("~/_oqs"))
     parser.add_argument("--source", default="/work/shared/vendor/liboqs-0.16.0.tar.gz")
     parser.add_argument("--columns", type=int, default=200)
+    parser.add_argument("--quiet-load", type=float, default=1.5,
+                        help="wait for the 1-minute load to fall below this (default 1.5)")
+    parser.add_argument("--quiet-wait", type=float, default=120.0,
+                        help="... for at most this many seconds (default 120)")
     parser.add_argument("--keep", action="store_true", help="keep the clones and HOMEs")
     parser.add_argument("--screens", action="store_true", help="print the last screen")
     args = parser.parse_args()
@@ -149,6 +180,9 @@ def main() -> None:
                 if line.startswith("model name")), "unknown CPU")
     print(f"{args.case}: {os.cpu_count()} CPUs, {cpu}, load {os.getloadavg()[0]:.2f}")
     for n in range(1, args.tries + 1):
+        load = wait_for_quiet(args.quiet_load, args.quiet_wait)
+        print(f"try {n} starts at {time.strftime('%H:%M:%S')} UTC, load {load:.2f}",
+              flush=True)
         t = one_try(args, n)
         steps = ", ".join(f"{k} {v:.1f}" for k, v in t.seen.items())
         print(f"try {n}: first µs {fmt(t.first_us)} s, verdict {fmt(t.verdict)} s "

@@ -171,3 +171,39 @@ def test_the_progress_line_shows_the_last_rounds_figures() -> None:
     shown = progress_of(event, {"ML-DSA-44": 16_800.0, "SLH-DSA-SHAKE-256s": 1_410_000.0})
     assert shown.item == "CPU 1 round 9 · last round: ML-DSA-44 16.8 µs · " \
         "SLH-DSA-SHAKE-256s 1.41 ms"
+
+
+def test_a_workers_figures_come_before_its_records(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The progress line gets each worker's medians as soon as it ends: the records
+    wait for the pools' counts on a first run (the walk's kernel compiles), the first
+    figures on screen do not. They are the figures the records then carry."""
+    from qprof.measure.config import BenchConfig, ProgressEvent
+    from qprof.measure.engine import run_bench
+    from qprof.measure.records import Measurement, Record
+    from qprof.verify import available_backends
+
+    backend = next((b for b in ("liboqs", "rustcrypto")
+                    if available_backends()[b].available), None)
+    if backend is None:
+        pytest.skip("neither liboqs nor rustcrypto is available here")
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path / "cache"))
+    seen: list[tuple[str, dict[str, float]]] = []
+
+    def sink(record: Record) -> None:
+        if isinstance(record, Measurement):
+            seen.append(("record", {record.suite: record.median_ns}))
+
+    def progress(event: ProgressEvent) -> None:
+        if event.medians:
+            seen.append(("progress", dict(event.medians)))
+
+    run_bench(BenchConfig(cpus=[max(os.sched_getaffinity(0))],
+                          suites=["ML-DSA-44", "ML-DSA-87"], backends=[backend],
+                          mode="check", budget_s=0.03, rounds=3, max_rounds=3,
+                          min_cpu_s=0.0, adaptive=False, command=["pytest"]),
+              sink, progress)
+    assert seen and seen[0][0] == "progress", seen
+    shown = seen[0][1]
+    assert set(shown) == {"ML-DSA-44", "ML-DSA-87"}
+    first_records = {k: v for kind, d in seen[1:3] if kind == "record" for k, v in d.items()}
+    assert first_records == shown

@@ -34,6 +34,20 @@ class Where:
     pool_costs: dict[str, PoolCost] = field(default_factory=dict)
 
 
+def _values_ns(values_s: tuple[float, ...]) -> list[float]:
+    return [round(v * 1e9, 1) for v in values_s]
+
+
+def verify_medians(tasks: list[Task], result: WorkerResult, start: int = 0
+                   ) -> dict[str, float]:
+    """Suite -> median ns of the worker's verify tasks: the figures its records will
+    carry, for the progress line at once (the records may wait for the pools' counts)."""
+    return {tasks[res.index].suite: stats.summarize(_values_ns(res.values_s)).median_ns
+            for res in result.results
+            if start <= res.index < len(tasks) and res.values_s
+            and tasks[res.index].operation == "verify"}
+
+
 def collect(where: Where, tasks: list[Task], result: WorkerResult,
             caps: dict[int, CapState], start: int = 0) -> Collected:
     """Records of the worker's tasks from index ``start`` (a serving worker's result holds
@@ -50,7 +64,7 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
             continue
         task = tasks[res.index]
         capped, factor, _worst = caps.get(task.round, (None, None, None))
-        values = [round(v * 1e9, 1) for v in res.values_s]
+        values = _values_ns(res.values_s)
         s = stats.summarize(values)
         cost = where.pool_costs.get(task.suite) if task.operation == "verify" else None
         if cost is not None and len(cost.permutations) != res.pool_size:

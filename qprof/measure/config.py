@@ -137,6 +137,9 @@ class ProgressEvent:
     round: int | None = None
     rounds: int | None = None
     message: str = ""
+    # Suite -> median ns of the verify tasks a worker just finished (the records follow,
+    # after the pools' counts on a first run): the first figures on screen.
+    medians: dict[str, float] | None = None
 
     def line(self) -> str:
         what = " ".join(

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from qprof.measure import hwinfo
 from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
-from qprof.measure.collect import Collected, Where, collect
+from qprof.measure.collect import Collected, Where, collect, verify_medians
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
 from qprof.measure.fixtures import (
     FixtureError,
@@ -413,6 +413,11 @@ class _Run:
             elif not followed.stopped:
                 self._abort_cpu(c.cpu, f"round {block[0] + 1}: worker output unreadable: {exc}")
             return False
+        if self.counting is not None:  # its records wait for the pools' counts (_where):
+            # its figures on screen now
+            self.progress.report(cpu=c.cpu, round=block[-1], rounds=rounds,
+                                 message="counting the pools' hash calls",
+                                 medians=verify_medians(w.tasks, result, start) or None)
         # The worker saves its result after each task (before the task's pyperf run), so
         # one that died (kill -9, the OOM killer) leaves every task it finished, kept here
         # as on a stop: only the CPU's remaining rounds are lost.
@@ -424,8 +429,6 @@ class _Run:
 
     def _where(self, c: _Cpu) -> Where:
         if self.counting is not None:
-            if self.counting.is_alive():  # the pools' counts: their kernel compiles once
-                self.progress.report(cpu=c.cpu, message="counting the pools' hash calls")
             self.counting.join()
             self.counting = None
             for text in self.count_failures:  # noted here: records are written by this thread

@@ -128,7 +128,8 @@ class Progress:
 
     def report(self, *, final: bool = False, cpu: int | None = None, round: int | None = None,
                rounds: int | None = None, suite: str | None = None, backend: str | None = None,
-               operation: str | None = None, message: str = "") -> None:
+               operation: str | None = None, message: str = "",
+               medians: dict[str, float] | None = None) -> None:
         if self.callback is None:
             return
         elapsed = self.elapsed()
@@ -142,7 +143,7 @@ class Progress:
             frac = self.fraction
         event = ProgressEvent(fraction=frac, eta_s=eta, elapsed_s=elapsed, cpu=cpu,
                               suite=suite, backend=backend, operation=operation,
-                              round=round, rounds=rounds, message=message)
+                              round=round, rounds=rounds, message=message, medians=medians)
         # A broken progress bar must not break a measurement.
         with contextlib.suppress(Exception):
             self.callback(event)

@@ -101,6 +101,8 @@ class MeasureSource:
                 bench_config(cpu, suites, backend, self.profile, self.root, self.mode))
 
             def on_progress(event: ProgressEvent) -> None:
+                # The first worker's figures, before its records (they wait for the counts)
+                latest.update(event.medians or {})
                 if progress is not None:
                     progress(progress_of(event, latest))
 
