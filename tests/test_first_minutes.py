@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import processes_with
 
 from qprof.measure import fixtures, poolgrow
 from qprof.measure.fixtures import Signing, SigningStopped, cached_pool, read_cached
@@ -31,29 +32,13 @@ def _signer_or_skip(suite: str) -> None:
         pytest.skip(f"nothing here signs {suite}: {'; '.join(reasons)}")
 
 
-def _processes_with(marker: str) -> list[int]:
-    """Pids whose command line holds ``marker`` (from /proc, as ps shows them)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
 def _gone_within(marker: str, deadline_s: float) -> tuple[list[int], float]:
     """Poll until no process holds ``marker``: (what is left, seconds it took)."""
     started = time.monotonic()
-    left = _processes_with(marker)
+    left = processes_with(marker)
     while left and time.monotonic() - started < deadline_s:
         time.sleep(0.05)
-        left = _processes_with(marker)
+        left = processes_with(marker)
     return left, time.monotonic() - started
 
 
@@ -68,16 +53,16 @@ def test_signing_helpers_die_with_a_killed_parent(tmp_path: Path) -> None:
     marker = f"qprof.measure.fixtures --parent {parent.pid} "
     try:
         deadline = time.monotonic() + 30
-        while not _processes_with(marker) and time.monotonic() < deadline:
+        while not processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _processes_with(marker), "no signing helper started"
+        assert processes_with(marker), "no signing helper started"
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
         left, took = _gone_within(marker, 10.0)
         assert not left, f"signing helpers left after kill -9 of their parent: {left}"
         print(f"helpers gone {took:.2f} s after kill -9 of their parent")
     finally:
-        for pid in _processes_with(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -98,7 +83,7 @@ def test_stop_ends_the_signing_at_once_and_keeps_what_was_signed(tmp_path: Path)
     took = time.monotonic() - started
     signed = seen[-1].signed
     assert signed >= 1 and len(read_cached(SLOW, tmp_path)) == signed  # kept
-    assert not _processes_with(f"qprof.measure.fixtures --parent {os.getpid()} ")
+    assert not processes_with(f"qprof.measure.fixtures --parent {os.getpid()} ")
     print(f"stopped after {signed} signatures, {took:.1f} s")
 
 
@@ -155,7 +140,7 @@ def test_a_run_ends_a_running_grower(tmp_path: Path, monkeypatch) -> None:  # no
             assert not left, "the grower signs beside a measurement"
             print(f"grower ended {took:.2f} s after a run started")
     finally:
-        for pid in _processes_with(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
 
 

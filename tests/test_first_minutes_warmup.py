@@ -11,26 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import processes_with
 
 from qprof.measure.config import QANUM_SUITES
 from qprof.measure.warmup import ANSWERS, WALK, Warmup, kernel_step, plan_steps
 from qprof.verify.functional import second_signer
-
-
-def _helpers(marker: str) -> list[int]:
-    """Live warm-up helpers whose command line holds ``marker``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if "qprof.measure.warmup" in cmdline and marker in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
 
 
 def test_a_new_home_plans_what_its_backends_and_suites_need() -> None:
@@ -76,7 +61,7 @@ def test_close_ends_every_helper_and_what_waited_goes_on(tmp_path: Path) -> None
     started = time.monotonic()
     warm.close()
     waiting.join(5)
-    left = _helpers(str(tmp_path))
+    left = processes_with("qprof.measure.warmup", str(tmp_path))
     assert not left and not waiting.is_alive(), (left, time.monotonic() - started)
     assert warm.pending([ANSWERS, WALK, *warm.before_timing()]) == []
 
