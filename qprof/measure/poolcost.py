@@ -30,6 +30,11 @@ class PoolCost:
     fixed: int
 
 
+def counted(suite: str) -> bool:
+    """Does a pool of ``suite`` get counts? (SLH-DSA: its cost follows the signature.)"""
+    return suite.startswith("SLH-DSA")
+
+
 def counts_path(suite: str, directory: Path | None = None) -> Path:
     return (directory or cache_dir()) / f"{suite}.{CACHE_TAG}.counts.json"
 
@@ -54,13 +59,13 @@ def _read(path: Path) -> dict[str, tuple[int, int]]:
 def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost | None:
     """The pool's counts (cached ones reused, the rest counted and kept). None: not an
     SLH-DSA pool, or a signature the walk cannot take (then nothing is held to counts)."""
-    if not suite.startswith("SLH-DSA") or not pool:
+    if not counted(suite) or not pool:
         return None
     from qprof.verify.slhdsa_calls import walk
 
     path = counts_path(suite, directory)
     known = _read(path) if path.is_file() else {}
-    counted: list[tuple[int, int]] = []
+    pairs: list[tuple[int, int]] = []
     new = False
     for fx in pool:
         key = _key(fx)
@@ -71,8 +76,8 @@ def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost
                 return None
             known[key] = (w.permutations.total, sum(w.layer_steps))
             new = True
-        counted.append(known[key])
-    fixed = {perms - steps for perms, steps in counted}
+        pairs.append(known[key])
+    fixed = {perms - steps for perms, steps in pairs}
     if len(fixed) != 1:  # one message for the whole pool: one fixed part
         return None
     if new:
@@ -81,4 +86,4 @@ def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps({k: list(v) for k, v in known.items()}))
             tmp.replace(path)
-    return PoolCost(tuple(p for p, _ in counted), fixed.pop())
+    return PoolCost(tuple(p for p, _ in pairs), fixed.pop())

@@ -31,6 +31,14 @@ def _threads() -> list[int]:
         return [threading.get_native_id()]
 
 
+def _affinity(tid: int) -> set[int] | None:
+    """None: the thread ended since it was listed."""
+    try:
+        return os.sched_getaffinity(tid)
+    except OSError:
+        return None
+
+
 def _set_affinity(tid: int, cpus: set[int]) -> None:
     # A thread that ended meanwhile, or a CPU set the kernel refuses: leave it be.
     with contextlib.suppress(OSError):
@@ -49,7 +57,7 @@ def parent_off_cpu(cpu: int) -> Iterator[None]:
     thread; threads started meanwhile inherit the narrower set and get the process's
     own back too.
     """
-    before = {tid: os.sched_getaffinity(tid) for tid in _threads()}
+    before = {tid: cpus for tid in _threads() if (cpus := _affinity(tid)) is not None}
     mine = os.sched_getaffinity(0)
     if mine - {cpu}:
         for tid, cpus in before.items():
