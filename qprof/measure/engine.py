@@ -67,7 +67,7 @@ from qprof.measure.fixtures import (
 )
 from qprof.measure.freqwatch import FreqWatch
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
-from qprof.measure.poolcost import PoolCost, counted, pool_cost
+from qprof.measure.poolcost import PoolCost, pool_cost
 from qprof.measure.poolgrow import measuring, start_growth
 from qprof.measure.preflight import Preflight
 from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
@@ -260,10 +260,9 @@ class _Run:
         save_fixtures(fixtures, path)
         # Counted beside the preflight and the first rounds (off the measured CPU, as
         # every thread of this process): in a new HOME the walk's kernel compiles first.
-        if any(counted(s) for s in fixtures):
-            self.counting = threading.Thread(target=self._count_pools, args=(fixtures,),
-                                             name="qprof-pool-counts", daemon=True)
-            self.counting.start()
+        self.counting = threading.Thread(target=self._count_pools, args=(fixtures,),
+                                         name="qprof-pool-counts", daemon=True)
+        self.counting.start()
         return True
 
     def _count_pools(self, fixtures: dict[str, Pool]) -> None:
