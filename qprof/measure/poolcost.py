@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.atomicfile import OutputError, write_file
 from qprof.measure.fixtures import CACHE_TAG, Fixture, Pool, cache_dir
 from qprof.userfile import read_json
 
@@ -80,10 +80,8 @@ def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost
     fixed = {perms - steps for perms, steps in pairs}
     if len(fixed) != 1:  # one message for the whole pool: one fixed part
         return None
-    if new:
-        with contextlib.suppress(OSError):
+    if new:  # a cache: a full disk or a read-only HOME only costs counting again
+        with contextlib.suppress(OutputError, OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({k: list(v) for k, v in known.items()}))
-            tmp.replace(path)
+            write_file(path, json.dumps({k: list(v) for k, v in known.items()}))
     return PoolCost(tuple(p for p, _ in pairs), fixed.pop())
