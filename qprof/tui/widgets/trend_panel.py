@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from qprof.tui.model import TrendView
@@ -135,39 +136,50 @@ def summary(views: tuple[TrendView, ...]) -> str:
     return f"Trend over {runs} runs: " + "; ".join(parts)
 
 
+class TrendBody(Widget):
+    """The lines, laid out when drawn: the width is the one the body has then (a panel
+    shown after its first figures has no width before its first layout)."""
+
+    DEFAULT_CSS = """
+    TrendBody { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, id: str) -> None:  # noqa: A002 (Textual's name)
+        super().__init__(id=id)
+        self.views: tuple[TrendView, ...] = ()
+        self.compact = False
+
+    def set_views(self, views: tuple[TrendView, ...], compact: bool) -> None:
+        if (views, compact) != (self.views, self.compact):
+            self.views, self.compact = views, compact
+            self.refresh(layout=True)
+
+    def render(self) -> Text:
+        if self.compact:
+            return Text(summary(self.views))
+        spark, newest_ci = spark_width(self.views, self.content_size.width or 78)
+        lines = [trend_line(v, spark, newest_ci) for v in self.views]
+        return Text("\n").join([*lines, *(Text(n) for n in notes(self.views))])
+
+
 class TrendPanel(Vertical):
     DEFAULT_CSS = """
     TrendPanel { height: auto; display: none; }
     TrendPanel.-shown { display: block; }
     TrendPanel > #trend-title { height: 1; padding: 0 1; background: $panel; }
-    TrendPanel > #trend-body { height: auto; padding: 0 1; text-wrap: nowrap;
-                               text-overflow: ellipsis; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static(Text(TITLE, no_wrap=True, overflow="ellipsis"), id="trend-title")
-        yield Static("", id="trend-body")
-
-    def on_mount(self) -> None:
-        self._shown: tuple[tuple[TrendView, ...], int, bool] | None = None
+        yield TrendBody(id="trend-body")
 
     def show(self, views: tuple[TrendView, ...]) -> None:
-        body = self.query_one("#trend-body", Static)
-        width = body.content_size.width or 78
         # A short terminal (80x24) keeps its rows for the coverage table: one line.
         compact = self.app.size.height < COMPACT_BELOW
-        if (views, width, compact) == self._shown:
-            return
-        self._shown = (views, width, compact)
         self.set_class(any(v.runs >= 2 for v in views), "-shown")
         self.query_one("#trend-title").display = not compact
-        if compact:
-            body.update(Text(summary(views)))
-            return
-        spark, newest_ci = spark_width(views, width)
-        lines = [trend_line(v, spark, newest_ci) for v in views]
-        body.update(Text("\n").join([*lines, *(Text(n) for n in notes(views))]))
+        self.query_one(TrendBody).set_views(views, compact)
 
     def on_resize(self) -> None:
-        if self._shown is not None:
-            self.show(self._shown[0])
+        if (body := self.query_one(TrendBody)).views:
+            body.set_views(body.views, self.app.size.height < COMPACT_BELOW)
