@@ -27,6 +27,10 @@ The modules, by seam: :mod:`~qprof.measure.plan` (what to measure),
 (start/follow/stop workers), :mod:`~qprof.measure.collect` (results -> records),
 :mod:`~qprof.measure.freqwatch` (caps per round), :mod:`~qprof.measure.runmeta` (Meta).
 
+While a new HOME's first SLH-DSA pools are signed, :mod:`~qprof.measure.first_look`
+times the ML-DSA pools (signed first) once on the first CPU, for a first figure on the
+progress line; the rounds start after it.
+
 Before the first round, :mod:`~qprof.measure.preflight` checks each backend's known
 answers and measures its memory per operation (``FunctionalCheck`` and ``ResourceUse``
 records); a backend's suite that gives a wrong answer is not timed unless
@@ -56,6 +60,8 @@ from qprof.measure import hwinfo
 from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
 from qprof.measure.collect import Collected, Where, collect, verify_medians
 from qprof.measure.config import DUAL_OPS, BenchConfig, ProgressEvent, RunSummary
+from qprof.measure.first_look import MESSAGE as FIRST_LOOK
+from qprof.measure.first_look import FirstLook, LookSetup
 from qprof.measure.fixtures import (
     FixtureError,
     Pool,
@@ -64,6 +70,7 @@ from qprof.measure.fixtures import (
     cache_dir,
     cached_pool,
     save_fixtures,
+    slow_to_sign,
 )
 from qprof.measure.freqwatch import FreqWatch
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
@@ -163,7 +170,7 @@ class _Run:
                                    floor_s(self.plan.min_cpu_s, self.config.time_limit_s,
                                            len(good)) if self.rule is not None else 0.0,
                                    self.plan.max_pairs)
-                if good and not self.stop.is_set() and self._fixtures():
+                if good and not self.stop.is_set() and self._fixtures(good[0]):
                     self._preflight(good[0])
                     for cpu in good:
                         if self.stop.is_set():
@@ -227,7 +234,7 @@ class _Run:
                              message=f"{s.status} in {s.elapsed_s:.0f}s")
         return s
 
-    def _fixtures(self) -> bool:
+    def _fixtures(self, first_cpu: int) -> bool:
         plan = self.plan
         path = self.workdir / "fixtures.json"
         self.fixtures_path = path
@@ -236,23 +243,34 @@ class _Run:
             return True
         self.progress.report(message="preparing keys and signatures")
         fixtures: dict[str, Pool] = {}
+        look = FirstLook(LookSetup(plan, first_cpu, self.python, self.timer, self.workdir,
+                                   self.warmup),
+                         lambda cpu, medians: self.progress.report(
+                             cpu=cpu, message=FIRST_LOOK, medians=medians))
 
         def signing(s: Signing) -> None:
-            self.warmup.start()  # once, when a first pool must be signed
+            # Once, when a first pool must be signed: the warm-up, and the ML-DSA pools
+            # (signed first, in milliseconds) timed meanwhile for a first figure.
+            self.warmup.start()
+            look.start(fixtures)
             self.progress.signing(s.left_s)
             self.progress.report(message=s.text())
 
-        for suite in plan.suites:
-            try:
-                fixtures[suite] = cached_pool(
-                    suite, tuple(plan.backends), self.config.fixture_cache,
-                    checker=next((b for b in plan.backends if plan.supports(b, suite)), None),
-                    on_signing=signing, stop=self.stop,
-                )
-            except SigningStopped:
-                return False  # stopped on request: the run ends "aborted", no error
-            except FixtureError as exc:
-                self.note("error", "fixture", str(exc))
+        try:
+            for suite in sorted(plan.suites, key=slow_to_sign):  # the quick ones first
+                try:
+                    fixtures[suite] = cached_pool(
+                        suite, tuple(plan.backends), self.config.fixture_cache,
+                        checker=next((b for b in plan.backends if plan.supports(b, suite)),
+                                     None),
+                        on_signing=signing, stop=self.stop,
+                    )
+                except SigningStopped:
+                    return False  # stopped on request: the run ends "aborted", no error
+                except FixtureError as exc:
+                    self.note("error", "fixture", str(exc))
+        finally:
+            look.close()  # before any round: the core is the rounds' alone
         if plan.unit not in fixtures:
             self.summary.aborted_cpus.update(
                 {c: "no signature of the unit suite" for c in self.summary.cpus})

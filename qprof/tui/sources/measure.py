@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, ProgressEvent
+from qprof.measure.first_look import MESSAGE as FIRST_LOOK
 from qprof.measure.records import Record
 from qprof.tui.model import Progress
 
@@ -34,9 +35,11 @@ def measured_text(latest: Mapping[str, float]) -> str:
     return " · ".join(f"{suite} {fmt_ns(ns)}" for suite, ns in latest.items())
 
 
-def progress_of(event: ProgressEvent, latest: Mapping[str, float] | None = None) -> Progress:
+def progress_of(event: ProgressEvent, latest: Mapping[str, float] | None = None,
+                first_look: bool = False) -> Progress:
     """The engine's progress event -> the progress bar's model (with the last round's
-    figures, ``latest``: suite -> median ns)."""
+    figures, ``latest``: suite -> median ns; ``first_look``: they are the first look's,
+    timed while the first pools are signed, and what the run does meanwhile is said)."""
     # The round without a total: the rule adds B/A pairs while it is unsure, so "9/9"
     # would read as the end; the ETA says what it still needs.
     rnd = event.round
@@ -48,7 +51,10 @@ def progress_of(event: ProgressEvent, latest: Mapping[str, float] | None = None)
         event.message,
     ]
     if latest:  # the figures say more than the task's name, and must fit the line
-        parts = [*parts[:2], "· last round:", measured_text(latest)]
+        label = "· first look:" if first_look else "· last round:"
+        parts = [*parts[:2], label, measured_text(latest)]
+        if rnd is None and event.message and event.message != FIRST_LOOK:
+            parts.append(f"· {event.message}")  # preparing: the signing's progress
     item = " ".join(p for p in parts if p) or "…"
     return Progress(max(0.0, min(1.0, event.fraction)), event.eta_s, item)
 
@@ -88,12 +94,15 @@ class MeasureSource:
         store = Store(self.store_path)
         errors: list[str] = []
         latest: dict[str, float] = {}  # suite -> its last round's median (ns), shown
+        looked = False  # the figures shown are the first look's (no round yet)
 
         def add(record: Record) -> None:
+            nonlocal looked
             if isinstance(record, Note) and record.level == "error":
                 errors.append(record.text)
             elif isinstance(record, Measurement) and record.operation == "verify":
                 latest[record.suite] = record.median_ns
+                looked = False
             store.add(record)
 
         try:
@@ -102,9 +111,13 @@ class MeasureSource:
 
             def on_progress(event: ProgressEvent) -> None:
                 # The first worker's figures, before its records (they wait for the counts)
-                latest.update(event.medians or {})
+                # and the first look's, before any round.
+                nonlocal looked
+                if event.medians:
+                    latest.update(event.medians)
+                    looked = event.round is None
                 if progress is not None:
-                    progress(progress_of(event, latest))
+                    progress(progress_of(event, latest, looked))
 
             summary = run_bench(config, add, progress=on_progress, stop=stop, rule=rule)
         finally:
