@@ -77,3 +77,40 @@ def test_stop_ends_a_wait_at_once(tmp_path: Path) -> None:
         assert told == []  # stopped before it waited: nothing to say
     finally:
         warm.close()
+
+
+def _nice(pid: int) -> int:
+    import os
+
+    return os.getpriority(os.PRIO_PROCESS, pid)
+
+
+def test_what_the_first_figure_waits_for_goes_first(tmp_path: Path) -> None:
+    """numba: the ML-DSA kernels' helper keeps the user's priority, the other helper and
+    the signing helpers yield until those kernels are compiled; liboqs: nobody yields."""
+    from qprof.measure.warmup import YIELD_NICE, first_figure_steps
+
+    assert first_figure_steps(["liboqs"], QANUM_SUITES) == []
+    warm = Warmup(["numba"], QANUM_SUITES, tmp_path)
+    signer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        warm.start()
+        first = set(first_figure_steps(["numba"], QANUM_SUITES))
+        by_steps = dict(zip(map(tuple, plan_steps(["numba"], QANUM_SUITES)), warm.procs,
+                            strict=True))
+        for steps, proc in by_steps.items():
+            assert _nice(proc.pid) == (_nice(0) if first & set(steps) else YIELD_NICE)
+        warm.make_way([signer.pid])
+        assert _nice(signer.pid) == YIELD_NICE
+    finally:
+        warm.close()
+        signer.kill()
+        signer.wait()
+    quiet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        after = Warmup(["numba"], QANUM_SUITES, tmp_path)  # nothing started: nothing waits
+        after.make_way([quiet.pid])
+        assert _nice(quiet.pid) == _nice(0)
+    finally:
+        quiet.kill()
+        quiet.wait()

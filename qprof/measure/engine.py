@@ -252,7 +252,8 @@ class _Run:
             # Once, when a first pool must be signed: the warm-up, and the ML-DSA pools
             # (signed first, in milliseconds) timed meanwhile for a first figure.
             self.warmup.start()
-            look.start(fixtures)
+            self.warmup.make_way(s.pids)
+            look.start({k: v for k, v in fixtures.items() if not slow_to_sign(k)})
             self.progress.signing(s.left_s)
             self.progress.report(message=s.text())
 

@@ -230,6 +230,7 @@ class Signing:
     total: int
     helpers: int
     elapsed_s: float
+    pids: tuple[int, ...] = ()  # the signing helpers' (the run may lower their priority)
 
     @property
     def seconds_each(self) -> float | None:
@@ -306,7 +307,7 @@ def _sign_many(suite: str, preferred: tuple[str, ...], count: int,
         def report() -> None:
             if on_signing is not None:
                 on_signing(Signing(suite, len(out), count, len(procs),
-                                   time.monotonic() - started))
+                                   time.monotonic() - started, tuple(p.pid for p in procs)))
 
         report()
         while open_streams:
