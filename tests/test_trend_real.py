@@ -173,3 +173,28 @@ def test_the_held_series_is_one_segment_narrower_than_the_pools_spread() -> None
         st = first.suite(name)
         assert st is not None
         assert widths[name][2] < 0.5 * st.segments[0].half_width_bp
+
+
+QUIET = DATA / "quiet"  # the third series: nothing else on the VM, the host's steal rising
+
+
+def test_the_quiet_series_is_one_segment_its_undecided_runs_gaps() -> None:
+    """40 runs, 5 undecided by the host's steal: no change, the gaps counted, the halves
+    and every window of 10 runs agree with the whole (docs/TREND.md has the figures)."""
+    d = json.loads((QUIET / "points.json").read_text())
+    series = Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+    assert len(series.runs) == 40
+    trend = analyze_series(series)
+    assert trend.known == ()
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None and st.changes == () and st.alarm is None, name
+        (seg,) = st.segments
+        assert (seg.runs, seg.gaps) == (35, 5), name
+        assert seg.half_width_bp < 30, (name, seg.half_width_bp)
+        windows = [analyze_series(Series(series.key, series.runs[i:i + 10])).suite(name)
+                   for i in range(0, 31, 10)]
+        for w in windows:
+            assert w is not None and len(w.segments) == 1
+            lo, hi = w.segments[0].ratio_ci
+            assert lo <= seg.ratio <= hi, (name, w.segments[0])
