@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
+from backends import compiled_backend
 from procs import processes_with
 
 from qprof.measure.config import BenchConfig, ProgressEvent
@@ -25,18 +25,8 @@ SUITES = ["ML-DSA-44", "ML-DSA-87"]
 CPU = max(os.sched_getaffinity(0))
 
 
-def _backend() -> str:
-    from qprof.verify import available_backends
-
-    st = available_backends()
-    for name in ("liboqs", "rustcrypto"):
-        if st[name].available:
-            return name
-    pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
-
-
 def _look(tmp_path: Path, told: list[tuple[int, dict[str, float]]]) -> tuple[FirstLook, dict]:
-    backend = _backend()
+    backend = compiled_backend()
     plan = Plan(BenchConfig(cpus=[CPU], suites=SUITES, backends=[backend], mode="check",
                             command=["pytest"]))
     pools = {s: cached_pool(s, (backend,), tmp_path / "pools", checker=backend)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from backends import compiled_backend
 from test_hostile_inputs import tmpfs
 
 from qprof.measure.jsonl import JsonlSink, read_run
@@ -46,17 +47,6 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _fast_backend() -> str:
-    # A compiled verifier: no JIT warm-up. rustcrypto (pqcrypto) works without liboqs.
-    from qprof.verify import available_backends
-
-    st = available_backends()
-    for name in ("liboqs", "rustcrypto"):
-        if st[name].available:
-            return name
-    pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
-
-
 @pytest.mark.slow
 def test_3_worker_killed_keeps_its_finished_tasks(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,7 +68,7 @@ def test_3_worker_killed_keeps_its_finished_tasks(tmp_path: Path,
                 killed.append(pid)
 
     cfg = BenchConfig(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
-                      backends=[_fast_backend()], mode="default", budget_s=0.5, rounds=3,
+                      backends=[compiled_backend()], mode="default", budget_s=0.5, rounds=3,
                       max_rounds=3, adaptive=False, command=["pytest"], interleave_block_s=0.0,
                       pyperf_dir=tmp_path / "k9.pyperf", record_base=tmp_path)
     out = tmp_path / "k9.jsonl"

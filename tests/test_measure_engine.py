@@ -6,6 +6,7 @@ import os
 import threading
 
 import pytest
+from backends import compiled_backend
 
 from qprof.consensus.estimate.stopping import StoppingRule, rule_for
 from qprof.measure.config import BenchConfig, ProgressEvent
@@ -13,16 +14,6 @@ from qprof.measure.engine import EngineError, choose_timer, run_bench
 from qprof.measure.records import End, Measurement, Meta, Note
 
 pytestmark = pytest.mark.slow
-
-
-def _backend() -> str:
-    from qprof.verify import available_backends
-
-    st = available_backends()
-    for name in ("liboqs", "rustcrypto"):
-        if st[name].available:
-            return name
-    pytest.skip("neither liboqs nor rustcrypto available: " + st["liboqs"].reason)
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +24,7 @@ def _fixture_cache(tmp_path_factory, monkeypatch):
 
 def _config(**kw) -> BenchConfig:
     base = dict(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
-                backends=[_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,
+                backends=[compiled_backend()], mode="check", budget_s=0.03, rounds=3, max_rounds=3,
                 command=["pytest"], interleave_block_s=0.0,  # the seeds' A/B rounds
                 min_cpu_s=0.0)  # the rule alone ends the rounds (the floor: its own test)
     base.update(kw)
@@ -86,7 +77,7 @@ def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
         assert m.n == len(m.samples_ns)
     path = tmp_path / ms[0].pyperf_json
     bench = next(b for b in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks()
-                 if b.get_name() == f"ML-DSA-44/{_backend()}/verify")
+                 if b.get_name() == f"ML-DSA-44/{compiled_backend()}/verify")
     run0 = next(r for r in bench.get_runs() if r.get_metadata()["qprof_round"] == 0)
     m0 = next(m for m in ms if m.suite == "ML-DSA-44" and m.round == 0)
     assert [round(v * 1e9, 1) for v in run0.values] == m0.samples_ns
@@ -252,7 +243,7 @@ def test_worker_dies_with_its_engine(tmp_path):
         "from qprof.measure.config import BenchConfig\n"
         "from qprof.measure.engine import run_bench\n"
         f"run_bench(BenchConfig(cpus=[{max(os.sched_getaffinity(0))}], suites=['ML-DSA-44'],"
-        f" backends=['{_backend()}'], mode='check', budget_s=30.0, rounds=1, max_rounds=1,"
+        f" backends=['{compiled_backend()}'], mode='check', budget_s=30.0, rounds=1, max_rounds=1,"
         " max_n=10**7, interleave_block_s=0.0, command=['pytest']), lambda r: None)\n"
     )
     env = {**os.environ, "TMPDIR": str(tmp_path)}
