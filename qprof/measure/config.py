@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qprof.measure.records import FunctionalCheck, Measurement, ResourceUse
-from qprof.measure.units import fmt_ns
+from qprof.measure.units import medians_text
 
 QANUM_SUITES = ("ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
 VERIFY_OPS = ("verify", "verify_invalid")
@@ -154,7 +154,7 @@ class ProgressEvent:
         )
         eta = f" ETA {self.eta_s:.0f}s" if self.eta_s is not None else ""
         text = f"[{self.fraction * 100:5.1f}%]{eta} {what}"
-        figures = ", ".join(f"{suite} {fmt_ns(ns)}" for suite, ns in (self.medians or {}).items())
+        figures = medians_text(self.medians or {})
         return f"{text} {self.message}{': ' + figures if figures else ''}".rstrip()
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, ProgressEvent
 from qprof.measure.first_look import MESSAGE as FIRST_LOOK
 from qprof.measure.records import Record
+from qprof.measure.units import medians_text
 from qprof.tui.model import Progress
 
 # The engine's "check" mode: valid-signature verify only, adaptive A/B/A rounds until the
@@ -24,15 +25,6 @@ from qprof.tui.model import Progress
 # tens of seconds rather than the minutes of a full `qprof bench`.
 MONITOR_MODE = "check"
 MONITOR_OPERATIONS = ("verify",)
-
-
-def measured_text(latest: Mapping[str, float]) -> str:
-    """The last round's median of each suite measured so far ("ML-DSA-44 16.8 µs · ..."):
-    the first figures on screen while the run goes on (the table and the verdict come from
-    finished runs)."""
-    from qprof.measure.units import fmt_ns
-
-    return " · ".join(f"{suite} {fmt_ns(ns)}" for suite, ns in latest.items())
 
 
 def progress_of(event: ProgressEvent, latest: Mapping[str, float] | None = None,
@@ -52,7 +44,7 @@ def progress_of(event: ProgressEvent, latest: Mapping[str, float] | None = None,
     ]
     if latest:  # the figures say more than the task's name, and must fit the line
         label = "· first look:" if first_look else "· last round:"
-        parts = [*parts[:2], label, measured_text(latest)]
+        parts = [*parts[:2], label, medians_text(latest)]
         if rnd is None and event.message and event.message != FIRST_LOOK:
             parts.append(f"· {event.message}")  # preparing: the signing's progress
     item = " ".join(p for p in parts if p) or "…"

@@ -182,4 +182,4 @@ class TrendPanel(Vertical):
 
     def on_resize(self) -> None:
         if (body := self.query_one(TrendBody)).views:
-            body.set_views(body.views, self.app.size.height < COMPACT_BELOW)
+            self.show(body.views)  # the title and the one-line form follow the height
