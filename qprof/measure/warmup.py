@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from qprof.measure.fixtures import slow_to_sign
+
 ANSWERS = "answers"  # the second implementation's SLH-DSA signatures, kept
 WALK = "walk"  # the SLH-DSA walk kernel (pool counts)
 KERNELS = "kernels "  # + suite: numba's verify kernels of that suite
@@ -51,7 +53,7 @@ def plan_steps(backends: Iterable[str], suites: Iterable[str]) -> list[list[str]
     process, done in order): the known answers' signatures and the walk with the
     SLH-DSA kernels (they share their Keccak code), the ML-DSA kernels beside them."""
     backends, suites = list(backends), list(suites)
-    slh = [s for s in suites if s.startswith("SLH-DSA")]
+    slh = [s for s in suites if slow_to_sign(s)]
     numba = "numba" in backends
     first = [ANSWERS] if slh else []
     first += [kernel_step(s) for s in slh] if numba else []
@@ -63,7 +65,7 @@ def plan_steps(backends: Iterable[str], suites: Iterable[str]) -> list[list[str]
 def first_figure_steps(backends: Iterable[str], suites: Iterable[str]) -> list[str]:
     """What the first look (:mod:`qprof.measure.first_look`) waits for: numba's kernels
     of the suites signed at once (ML-DSA)."""
-    return ([kernel_step(s) for s in suites if not s.startswith("SLH-DSA")]
+    return ([kernel_step(s) for s in suites if not slow_to_sign(s)]
             if "numba" in backends else [])
 
 
