@@ -99,6 +99,31 @@ def read_proc_stat(root: str | Path = "/") -> ProcStat | None:
         return None
 
 
+def read_cpu_ticks(cpu: int, root: str | Path = "/") -> CpuTicks | None:
+    """One CPU's line of ``/proc/stat``; None when missing or unreadable."""
+    stat = read_proc_stat(root)
+    return stat.cpus.get(cpu) if stat is not None else None
+
+
+@dataclass(frozen=True)
+class StolenTicks:
+    """What the hypervisor took of one CPU between two readings, in USER_HZ ticks."""
+
+    steal: int
+    total: int  # every tick of the CPU between them
+
+
+def stolen_between(before: CpuTicks | None, after: CpuTicks | None) -> StolenTicks | None:
+    """None without both readings, or when a counter went back (a CPU hot-plugged)."""
+    if before is None or after is None or "steal" not in before.fields:
+        return None
+    steal = after.fields.get("steal", 0) - before.fields["steal"]
+    total = after.total - before.total
+    if steal < 0 or total < 0:
+        return None
+    return StolenTicks(steal, total)
+
+
 def busy_share(before: CpuTicks, after: CpuTicks) -> float | None:
     """Busy percent between two readings of one line; None when no tick passed."""
     d_total = after.total - before.total

@@ -80,6 +80,7 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
             pool_size=res.pool_size, pool_start=res.pool_start if res.pool_size else None,
             pool_permutations=list(cost.permutations) if cost is not None else None,
             pool_fixed_permutations=cost.fixed if cost is not None else None,
+            steal_ticks=res.steal_ticks, cpu_ticks=res.cpu_ticks,
         )
         out.measurements.append(m)
         what = f"CPU {cpu} {task.suite} {task.backend} {task.operation}"

@@ -149,6 +149,10 @@ class PreflightResult:
                    resources=list(d["resources"]), errors=[str(e) for e in d["errors"]])
 
 
+def _count(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
 def encode_more(tasks: list[Task]) -> str:
     """A serving worker's next round(s): one line on its stdin."""
     return json.dumps({"tasks": [asdict(t) for t in tasks]}) + "\n"
@@ -212,6 +216,10 @@ class TaskResult:
     turn_size: int | None = None  # interleaved: values per turn
     pool_size: int | None = None  # value j verified pool signature (pool_start + j) % pool_size
     pool_start: int = 0
+    # The CPU's /proc/stat ticks while the values were timed, and the steal among them
+    # (None: not readable).
+    steal_ticks: int | None = None
+    cpu_ticks: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskResult:
@@ -226,6 +234,8 @@ class TaskResult:
             turn_size=int(d["turn_size"]) if d.get("turn_size") else None,
             pool_size=int(d["pool_size"]) if d.get("pool_size") else None,
             pool_start=int(d.get("pool_start") or 0),
+            steal_ticks=_count(d.get("steal_ticks")),
+            cpu_ticks=_count(d.get("cpu_ticks")),
         )
 
 

@@ -140,6 +140,11 @@ class Measurement(Record):
     # signature's (qprof.consensus.estimate.poolmix). None: not counted (ML-DSA, older runs).
     pool_permutations: list[int] | None = None
     pool_fixed_permutations: int | None = None
+    # Added: the measured CPU's /proc/stat ticks while the round was timed, and the
+    # hypervisor's steal among them (the same for every suite of an interleaved round;
+    # qprof.consensus.estimate.steal). None: not recorded (older runs, no /proc/stat).
+    steal_ticks: int | None = None
+    cpu_ticks: int | None = None
 
 
 @dataclass
@@ -368,6 +373,14 @@ def _check_measurement(rec: Measurement) -> None:
         raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
     if rec.pool_start is not None and rec.pool_start < 0:
         raise RecordError(f"measurement pool_start must not be negative, got {rec.pool_start}")
+    for name in ("steal_ticks", "cpu_ticks"):
+        value = getattr(rec, name)
+        if value is not None and value < 0:
+            raise RecordError(f"measurement {name} must not be negative, got {value}")
+    if (rec.steal_ticks is not None and rec.cpu_ticks is not None
+            and rec.steal_ticks > rec.cpu_ticks):
+        raise RecordError(f"measurement steal_ticks ({rec.steal_ticks}) must not exceed "
+                          f"cpu_ticks ({rec.cpu_ticks})")
     if rec.cap_factor is not None and not 0 < rec.cap_factor <= 1000:
         raise RecordError(f"measurement cap_factor must be above 0 and at most 1000, got "
                           f"{rec.cap_factor!r}")

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from qprof.hw.load import StolenTicks, read_cpu_ticks, stolen_between
 from qprof.measure.fixtures import Pool, load_fixtures
 from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.measure.protocol import (
@@ -177,7 +178,8 @@ class Session:
 
     def _done(self, index: int, values: list[float], warmups: list[float], started: float,
               state: TaskState, turn_size: int | None = None,
-              extra: dict[str, Any] | None = None) -> None:
+              extra: dict[str, Any] | None = None, stolen: StolenTicks | None = None
+              ) -> None:
         task = self.tasks[index]
         self.chosen[task.key] = len(values)
         self.out.results.append(TaskResult(
@@ -186,6 +188,8 @@ class Session:
             checks=state.checks, disagreements=state.disagreements,
             wrong_verdicts=state.wrong_verdicts, examples=tuple(state.examples),
             turn_size=turn_size, pool_size=state.pool_size, pool_start=state.pool_start,
+            steal_ticks=stolen.steal if stolen else None,
+            cpu_ticks=stolen.total if stolen else None,
         ))
         # The result first: a worker killed between the two writes leaves no task in the
         # pyperf file that the engine cannot find in the result (it keeps the result's).
@@ -207,17 +211,22 @@ class Session:
                 continue
             tasks = [self.tasks[i] for i, _p in live]
             states = [s for _i, (_f, s) in live]
+            ticks = read_cpu_ticks(self.job.cpu)
             timed = interleave(
                 [f for _i, (f, _s) in live], tasks,
                 [t.n or self.chosen.get(t.key) for t in tasks], block_s,
                 before_timing=_resetter(states),
             )
+            # What the hypervisor took of this CPU during the round (the estimator may
+            # set such rounds aside: qprof.consensus.estimate.steal).
+            stolen = stolen_between(ticks, read_cpu_ticks(self.job.cpu))
             together = f"turns of {block_s * 1e3:.0f} ms with " + ", ".join(
                 f"{t.suite} {t.operation}" for t in tasks)
             for (index, (_f, state)), vals, warm, k in zip(
                     live, timed.values, timed.warmups, timed.per_turn, strict=True):
                 self._done(index, vals, [warm], started, state, turn_size=k,
-                           extra={"qprof_turn_size": k, "qprof_interleaved": together})
+                           extra={"qprof_turn_size": k, "qprof_interleaved": together},
+                           stolen=stolen)
             if _moved(self.job.cpu, f"round {rnd + 1}"):
                 return EXIT_AFFINITY
         return 0
@@ -240,13 +249,15 @@ class Session:
                     n, warmups = choose_values(time_func, task.budget_s, task.min_n, task.max_n)
                 warm = [time_func(1) for _ in range(warmups)]
                 state.reset()
+                ticks = read_cpu_ticks(self.job.cpu)
                 values = [time_func(1) for _ in range(n)]
+                stolen = stolen_between(ticks, read_cpu_ticks(self.job.cpu))
             except Exception as exc:  # a backend that fails while timing fails this task
                 self.out.failures.append(TaskFailure(index, task.name,
                                                      f"{type(exc).__name__}: {exc}"))
                 _emit(WorkerEvent("failed", index, task.name, error=str(exc)))
                 continue
-            self._done(index, values, warm, started, state)
+            self._done(index, values, warm, started, state, stolen=stolen)
             if _moved(self.job.cpu, task.name):
                 return EXIT_AFFINITY
         return 0
