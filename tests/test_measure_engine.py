@@ -75,6 +75,10 @@ def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
     for m in ms:
         assert m.turn_size and m.turn_size >= 1 and m.samples_ns
         assert m.n == len(m.samples_ns)
+    # The round's ticks of the measured CPU (/proc/stat), shared by its suites.
+    for r in range(3):
+        (ticks,) = {(m.steal_ticks, m.cpu_ticks) for m in ms if m.round == r}
+        assert ticks[0] is not None and ticks[1] is not None and 0 <= ticks[0] <= ticks[1]
     path = tmp_path / ms[0].pyperf_json
     bench = next(b for b in pyperf.BenchmarkSuite.load(str(path)).get_benchmarks()
                  if b.get_name() == f"ML-DSA-44/{compiled_backend()}/verify")

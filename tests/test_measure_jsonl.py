@@ -57,3 +57,24 @@ def test_missing_meta_is_a_problem(tmp_path):
     path.write_text(_m(0).to_json() + "\n")
     run = read_run(path)
     assert any("no meta line" in p for p in run.problems)
+
+
+def test_a_rounds_steal_round_trips_and_hostile_counts_are_bad_lines(tmp_path):
+    import dataclasses
+    import json
+
+    path = tmp_path / "run.jsonl"
+    with JsonlSink(path) as sink:
+        sink(_meta())
+        sink(dataclasses.replace(_m(0), steal_ticks=2, cpu_ticks=110))
+    line = json.loads(path.read_text().splitlines()[1])
+    bad = [{**line, "round": 1, "steal_ticks": -1},
+           {**line, "round": 2, "steal_ticks": 5, "cpu_ticks": 4},
+           {**line, "round": 3, "steal_ticks": "3"}]
+    with path.open("a") as fh:
+        fh.writelines(json.dumps(d) + "\n" for d in bad)
+    run = read_run(path)
+    assert [(m.round, m.steal_ticks, m.cpu_ticks) for m in run.measurements] == [(0, 2, 110)]
+    assert run.bad_lines == 3
+    assert any("steal_ticks must not be negative" in p for p in run.problems)
+    assert any("must not exceed cpu_ticks" in p for p in run.problems)

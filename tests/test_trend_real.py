@@ -198,3 +198,29 @@ def test_the_quiet_series_is_one_segment_its_undecided_runs_gaps() -> None:
             assert w is not None and len(w.segments) == 1
             lo, hi = w.segments[0].ratio_ci
             assert lo <= seg.ratio <= hi, (name, w.segments[0])
+
+
+STEAL = DATA / "steal"  # the fourth series: each round's steal recorded; one wild run
+
+
+def test_one_wild_run_raises_no_alarm_and_widens_the_segment_it_joins() -> None:
+    """40 runs, all decided; run 6 read every SLH-DSA suite ~10 % high (its interval not
+    reaching the others'): the clipped chart raises nothing, the segment's between-run
+    wander takes it in (docs/TREND.md, "The fourth series")."""
+    d = json.loads((STEAL / "points.json").read_text())
+    series = Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+    assert len(series.runs) == 40
+    without = Series(series.key, series.runs[:5] + series.runs[6:])
+    whole, rest = analyze_series(series), analyze_series(without)
+    for name in SUITES:
+        st, st6 = whole.suite(name), rest.suite(name)
+        assert st is not None and st6 is not None
+        assert st.changes == () and st.alarm is None, name
+        (seg,), (seg6,) = st.segments, st6.segments
+        assert (seg.runs, seg.gaps) == (40, 0)
+        if name.startswith("SLH"):  # ML-DSA-87 read 1 % high there, within the rest
+            assert seg.half_width_bp > seg6.half_width_bp + 5, (name, seg, seg6)
+    wild = series.runs[5].suite("SLH-DSA-SHAKE-128s")
+    assert wild is not None and wild.ratio_ci is not None
+    seg = whole.suite("SLH-DSA-SHAKE-128s").segments[0]  # type: ignore[union-attr]
+    assert wild.ratio_ci[0] > seg.ratio_ci[1]
