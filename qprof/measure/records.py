@@ -142,7 +142,7 @@ class Measurement(Record):
     pool_fixed_permutations: int | None = None
     # Added: the measured CPU's /proc/stat ticks while the round was timed, and the
     # hypervisor's steal among them (the same for every suite of an interleaved round;
-    # qprof.consensus.estimate.steal). None: not recorded (older runs, no /proc/stat).
+    # evidence: bench/steal_rounds.py). None: not recorded (older runs, no /proc/stat).
     steal_ticks: int | None = None
     cpu_ticks: int | None = None
 

@@ -188,8 +188,8 @@ class Session:
             checks=state.checks, disagreements=state.disagreements,
             wrong_verdicts=state.wrong_verdicts, examples=tuple(state.examples),
             turn_size=turn_size, pool_size=state.pool_size, pool_start=state.pool_start,
-            steal_ticks=stolen.steal if stolen else None,
-            cpu_ticks=stolen.total if stolen else None,
+            steal_ticks=stolen.steal if stolen is not None else None,
+            cpu_ticks=stolen.total if stolen is not None else None,
         ))
         # The result first: a worker killed between the two writes leaves no task in the
         # pyperf file that the engine cannot find in the result (it keeps the result's).
@@ -217,8 +217,8 @@ class Session:
                 [t.n or self.chosen.get(t.key) for t in tasks], block_s,
                 before_timing=_resetter(states),
             )
-            # What the hypervisor took of this CPU during the round (the estimator may
-            # set such rounds aside: qprof.consensus.estimate.steal).
+            # What the hypervisor took of this CPU during the round (docs/TREND.md,
+            # "Steal per round").
             stolen = stolen_between(ticks, read_cpu_ticks(self.job.cpu))
             together = f"turns of {block_s * 1e3:.0f} ms with " + ", ".join(
                 f"{t.suite} {t.operation}" for t in tasks)
