@@ -42,11 +42,11 @@ def without_stolen(records: list[Record], how: str) -> list[Record]:
                                        is not None and r.steal_ticks > int(how))]
 
 
-def per_round(paths: list[str]) -> None:
+def per_round(runs: list[list[Record]]) -> None:
     """Each round's paired ratio against its run's estimate, by the round's steal."""
     dev: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for path in paths:
-        ms = read_run(path).measurements
+    for records in runs:
+        ms = [r for r in records if isinstance(r, Measurement)]
         steal = round_steal(ms)
         for e in estimate(ms, replicates=0):
             if e.is_unit or not e.vu_by_round or e.ratio is None or e.undecided:
@@ -65,11 +65,10 @@ def per_round(paths: list[str]) -> None:
         print(f"  {suite:20} " + "   ".join(cells))
 
 
-def scatter(paths: list[str], how: str) -> None:
+def scatter(runs: list[list[Record]], how: str) -> None:
     points = []
-    for path in paths:
-        run = read_run(path)
-        points += [p for _k, p in run_points(without_stolen(run.records, how))]
+    for records in runs:
+        points += [p for _k, p in run_points(without_stolen(records, how))]
     trend = analyze_series(Series(KEY, tuple(points)))
     label = how if how == "none" else f"> {how} ticks out"
     for suite in SUITES:
@@ -88,10 +87,11 @@ def main() -> int:
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--thresholds", default="none,0,1,2")
     args = ap.parse_args()
-    per_round(args.runs)
+    runs = [read_run(path).records for path in args.runs]  # each file read once
+    per_round(runs)
     print("runs' scatter and the segment, by the rounds left out:")
     for how in args.thresholds.split(","):
-        scatter(args.runs, how)
+        scatter(runs, how)
     return 0
 
 
