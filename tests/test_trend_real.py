@@ -18,6 +18,7 @@ from qprof.consensus.trend.codec import key_from_dict, point_from_dict, point_to
 from qprof.consensus.trend.detector import DetectorConfig
 from qprof.consensus.trend.from_jsonl import read_run_file
 from qprof.consensus.trend.model import RunPoint, Series
+from qprof.consensus.trend.segmentation import step_size
 
 DATA = Path(__file__).parent / "data" / "trend"
 SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
@@ -224,3 +225,38 @@ def test_one_wild_run_raises_no_alarm_and_widens_the_segment_it_joins() -> None:
     assert wild is not None and wild.ratio_ci is not None
     seg = whole.suite("SLH-DSA-SHAKE-128s").segments[0]  # type: ignore[union-attr]
     assert wild.ratio_ci[0] > seg.ratio_ci[1]
+
+
+SIXTY = DATA / "sixty"  # the fifth series: 60 runs, hours after the others, 6 undecided
+
+
+def test_sixty_runs_are_one_segment_within_25_bp_that_every_window_holds() -> None:
+    """60 runs, 6 undecided: no change, the gaps counted; every suite's half-width under
+    25 bp over all of them; the halves agree; at least 90 % of the windows of 10 runs
+    hold the whole (docs/TREND.md, "The fifth series")."""
+    d = json.loads((SIXTY / "points.json").read_text())
+    series = Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+    assert len(series.runs) == 60
+    trend = analyze_series(series)
+    assert trend.known == ()
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None and st.changes == () and st.alarm is None, name
+        (seg,) = st.segments
+        assert (seg.runs, seg.gaps) == (54, 6), name
+        assert seg.half_width_bp <= 25, (name, seg.half_width_bp)
+        first = analyze_series(Series(series.key, series.runs[:20])).suite(name)
+        assert first is not None
+        assert first.segments[0].half_width_bp > seg.half_width_bp
+        halves = [analyze_series(Series(series.key, h)).suite(name)
+                  for h in (series.runs[:30], series.runs[30:])]
+        a, b = (h.segments[0] for h in halves if h is not None)
+        change, (lo, hi) = step_size(a, b)
+        assert lo < 0 < hi, (name, change, lo, hi)
+        held = 0
+        for i in range(51):
+            w = analyze_series(Series(series.key, series.runs[i:i + 10])).suite(name)
+            assert w is not None and len(w.segments) == 1
+            wlo, whi = w.segments[0].ratio_ci
+            held += wlo <= seg.ratio <= whi
+        assert held >= 0.9 * 51, (name, held)
