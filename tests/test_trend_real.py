@@ -17,7 +17,7 @@ from qprof.consensus.trend.analysis import analyze_series, detect, log_points
 from qprof.consensus.trend.codec import key_from_dict, point_from_dict, point_to_dict
 from qprof.consensus.trend.detector import DetectorConfig
 from qprof.consensus.trend.from_jsonl import read_run_file
-from qprof.consensus.trend.model import RunPoint, Series
+from qprof.consensus.trend.model import RunPoint, Series, SeriesTrend
 from qprof.consensus.trend.segmentation import step_size
 
 DATA = Path(__file__).parent / "data" / "trend"
@@ -125,8 +125,9 @@ def test_a_real_library_change_is_found_named_and_sized() -> None:
 HELD = DATA / "held"  # the second series: SLH-DSA pools held to every signature's mix
 
 
-def _held() -> Series:
-    d = json.loads((HELD / "points.json").read_text())
+def _series(directory: Path) -> Series:
+    """A committed series' run points (``directory``/points.json), in order."""
+    d = json.loads((directory / "points.json").read_text())
     return Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
 
 
@@ -136,7 +137,7 @@ def test_held_records_replay_to_their_points_with_only_the_residual_left() -> No
     keeps of the pool is the residual, not the signatures' spread."""
     from qprof.consensus.estimate.poolmix import residual_se
 
-    series = _held()
+    series = _series(HELD)
     by_id = {p.run_id: p for p in series.runs}
     files = sorted(HELD.glob("*.jsonl.xz"))
     assert len(files) >= 20
@@ -154,7 +155,7 @@ def test_the_held_series_is_one_segment_narrower_than_the_pools_spread() -> None
     """40 runs, one build: no change; the SLH-DSA segments' pool share is the residual
     (~5 bp) where the first series carried 37-47 bp, so their intervals keep shrinking
     with the runs (docs/TREND.md has the figures)."""
-    series = _held()
+    series = _series(HELD)
     assert len(series.runs) == 40
     trend = analyze_series(series)
     assert trend.known == ()
@@ -182,8 +183,7 @@ QUIET = DATA / "quiet"  # the third series: nothing else on the VM, the host's s
 def test_the_quiet_series_is_one_segment_its_undecided_runs_gaps() -> None:
     """40 runs, 5 undecided by the host's steal: no change, the gaps counted, the halves
     and every window of 10 runs agree with the whole (docs/TREND.md has the figures)."""
-    d = json.loads((QUIET / "points.json").read_text())
-    series = Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+    series = _series(QUIET)
     assert len(series.runs) == 40
     trend = analyze_series(series)
     assert trend.known == ()
@@ -208,8 +208,7 @@ def test_one_wild_run_raises_no_alarm_and_widens_the_segment_it_joins() -> None:
     """40 runs, all decided; run 6 read every SLH-DSA suite ~10 % high (its interval not
     reaching the others'): the clipped chart raises nothing, the segment's between-run
     wander takes it in (docs/TREND.md, "The fourth series")."""
-    d = json.loads((STEAL / "points.json").read_text())
-    series = Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+    series = _series(STEAL)
     assert len(series.runs) == 40
     without = Series(series.key, series.runs[:5] + series.runs[6:])
     whole, rest = analyze_series(series), analyze_series(without)
@@ -234,29 +233,32 @@ def test_sixty_runs_are_one_segment_within_25_bp_that_every_window_holds() -> No
     """60 runs, 6 undecided: no change, the gaps counted; every suite's half-width under
     25 bp over all of them; the halves agree; at least 90 % of the windows of 10 runs
     hold the whole (docs/TREND.md, "The fifth series")."""
-    d = json.loads((SIXTY / "points.json").read_text())
-    series = Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
+    series = _series(SIXTY)
     assert len(series.runs) == 60
     trend = analyze_series(series)
     assert trend.known == ()
+
+    def part(lo: int, hi: int) -> SeriesTrend:
+        return analyze_series(Series(series.key, series.runs[lo:hi]))
+
+    first, halves = part(0, 20), (part(0, 30), part(30, 60))
+    windows = [part(i, i + 10) for i in range(51)]
     for name in SUITES:
         st = trend.suite(name)
         assert st is not None and st.changes == () and st.alarm is None, name
         (seg,) = st.segments
         assert (seg.runs, seg.gaps) == (54, 6), name
         assert seg.half_width_bp <= 25, (name, seg.half_width_bp)
-        first = analyze_series(Series(series.key, series.runs[:20])).suite(name)
-        assert first is not None
-        assert first.segments[0].half_width_bp > seg.half_width_bp
-        halves = [analyze_series(Series(series.key, h)).suite(name)
-                  for h in (series.runs[:30], series.runs[30:])]
-        a, b = (h.segments[0] for h in halves if h is not None)
+        st20 = first.suite(name)
+        assert st20 is not None
+        assert st20.segments[0].half_width_bp > seg.half_width_bp
+        a, b = (h.segments[0] for t in halves if (h := t.suite(name)) is not None)
         change, (lo, hi) = step_size(a, b)
         assert lo < 0 < hi, (name, change, lo, hi)
         held = 0
-        for i in range(51):
-            w = analyze_series(Series(series.key, series.runs[i:i + 10])).suite(name)
+        for t in windows:
+            w = t.suite(name)
             assert w is not None and len(w.segments) == 1
             wlo, whi = w.segments[0].ratio_ci
             held += wlo <= seg.ratio <= whi
-        assert held >= 0.9 * 51, (name, held)
+        assert held >= 0.9 * len(windows), (name, held)
