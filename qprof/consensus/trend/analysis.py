@@ -10,7 +10,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
-from qprof.consensus.trend.explain import conditions, known_differences, suites_pattern
+from qprof.consensus.trend.explain import (
+    conditions,
+    known_differences,
+    moved_beyond_noise,
+    suites_pattern,
+)
 from qprof.consensus.trend.model import (
     Alarm,
     Change,
@@ -92,11 +97,11 @@ def detect(ys: Sequence[tuple[int, float, float]], suite: str, cfg: DetectorConf
     found: list[Found] = []
     alarm: Alarm | None = None
     for pos in range(len(ys)):
-        # The reference: the segment's runs before the chart's current excursion (the
-        # runs of a shift in the making would pull it towards them) once that leaves
-        # enough runs to hold still; all of them before.
-        end = pos - chart.excursion
-        if end - start < cfg.frozen_reference:
+        # The reference (detector.py): the segment's runs before this one, then, once
+        # that leaves ``lagged_from``, only those ``reference_lag`` runs old or more, so a
+        # shift's first runs do not pull it towards them.
+        end = pos - cfg.reference_lag
+        if end - start < cfg.lagged_from:
             end = pos
         before = [(y, v) for _i, y, v in ys[start:end]]
         if len(before) >= cfg.warmup:
@@ -152,7 +157,8 @@ def _values(series: Series, lo: int, hi: int, suite: str, absolute: bool) -> lis
     out = []
     for r in series.runs[lo:hi]:
         if absolute and suite == r.unit_suite:
-            t = r.unit_time_ns
+            # An undecided run's unit time is its contended rounds': not the core's speed.
+            t = r.unit_time_ns if any(s.decided for s in r.suites) else None
         else:
             s = r.suite(suite)
             t = None if s is None or not s.decided else (s.time_ns if absolute else s.ratio)
@@ -173,7 +179,7 @@ def _which_moved(series: Series, at: int, lo: int, hi: int, window: int) -> str:
         after = _values(series, at, b, name, absolute=True)
         if len(before) < 2 or len(after) < 2:
             continue
-        (moved if differ(before, after) else steady).append(name)
+        (moved if moved_beyond_noise(before, after) else steady).append(name)
     return suites_pattern(moved, steady)
 
 
