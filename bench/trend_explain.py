@@ -13,23 +13,14 @@ import argparse
 import math
 import random
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 
 from qprof.consensus.trend.explain import MOVED_P, moved_beyond_noise
 from qprof.consensus.trend.model import RunPoint
+from qprof.consensus.trend.segmentation import differ
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from trend_detection import load_points  # noqa: E402
-
-
-def welch(before: Sequence[float], after: Sequence[float]) -> bool:
-    from scipy.stats import ttest_ind
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = float(ttest_ind(list(before), list(after), equal_var=False).pvalue)
-    return math.isfinite(p) and p < MOVED_P
 
 
 def own_times(points: Sequence[RunPoint]) -> dict[str, list[float | None]]:
@@ -58,7 +49,8 @@ def main() -> int:
     times = own_times(load_points(args.runs, args.points))
     n = len(next(iter(times.values())))
     rules: dict[str, Callable[[Sequence[float], Sequence[float]], bool]] = {
-        "U (qprof)": moved_beyond_noise, "Welch": welch}
+        "U (qprof)": moved_beyond_noise,
+        "Welch": lambda before, after: differ(before, after, MOVED_P)}
     print(f"{n} real runs; {args.series} series of {2 * args.side} runs, blocks of "
           f"{args.block}, p {MOVED_P}")
     for step in (float(x) for x in args.steps.split(",")):

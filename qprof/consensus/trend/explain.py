@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 
 from qprof.consensus.trend.model import RunContext, RunPoint, known_fields
+from qprof.consensus.trend.segmentation import differ
 
 LABELS = {"liboqs": "liboqs", "liboqs_build": "liboqs build", "numba": "numba",
           "kernels": "qprof kernels", "kernel": "kernel", "microcode": "microcode"}
@@ -27,20 +28,11 @@ def moved_beyond_noise(before: Sequence[float], after: Sequence[float],
     each side: "only SLH-DSA moved" in 247 and 312 of 400 (Welch: 72 and 64); on three Zen
     5 series alike (82/95, 51/52, 48/44). Sides too small for ranks to reach ``p`` (3 runs
     each side give 0.1 at best) use Welch's t test."""
-    if len(before) < 2 or len(after) < 2:
-        return False
-    import warnings
-
-    from scipy.stats import mannwhitneyu, ttest_ind
-
     if 2.0 / math.comb(len(before) + len(after), len(before)) >= p:
-        if len(set(before)) == 1 and len(set(after)) == 1:
-            return before[0] != after[0]
-        with warnings.catch_warnings():  # identical values: no variance, no difference
-            warnings.simplefilter("ignore", RuntimeWarning)
-            pvalue = float(ttest_ind(list(before), list(after), equal_var=False).pvalue)
-    else:
-        pvalue = float(mannwhitneyu(list(before), list(after), alternative="two-sided").pvalue)
+        return differ(before, after, p)
+    from scipy.stats import mannwhitneyu
+
+    pvalue = float(mannwhitneyu(list(before), list(after), alternative="two-sided").pvalue)
     return math.isfinite(pvalue) and pvalue < p
 
 
