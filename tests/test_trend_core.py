@@ -71,6 +71,26 @@ def test_segment_interval_holds_the_wander_and_shrinks() -> None:
     assert widths[0] > widths[1] > widths[2]
 
 
+
+def test_one_wild_run_is_pulled_in_not_left_to_set_the_wander() -> None:
+    # 20 runs wandering by 30 bp and one 2 % high: it is pulled in to three robust sds
+    # (counted), so the estimate moves by a few bp, not by its 2 %/20 = 100 bp / 20.
+    series = noisy_series(20, sd=0.003, seed=5, suites=("ML-DSA-87",))
+    runs = [(i, r.suites[0]) for i, r in enumerate(series.runs)]
+    calm = combine("ML-DSA-87", runs)
+    i, s = runs[11]
+    assert s.ratio is not None and s.ratio_ci is not None
+    runs[11] = (i, SuiteRun(s.suite, s.ratio * 1.02, (s.ratio_ci[0] * 1.02,
+                                                      s.ratio_ci[1] * 1.02), None))
+    wild = combine("ML-DSA-87", runs)
+    assert calm is not None and wild is not None
+    assert calm.clipped == 0 and wild.clipped == 1
+    assert abs(1e4 * math.log(wild.ratio / calm.ratio)) < 8
+    assert wild.half_width_bp < calm.half_width_bp + 5
+    # Under eight runs the median and MAD cannot tell a wild run: nothing is pulled in.
+    few = combine("ML-DSA-87", runs[8:15])
+    assert few is not None and few.clipped == 0
+
 def test_undecided_runs_are_gaps_never_estimates() -> None:
     runs = [run(i, {"ML-DSA-87": 2.25}) for i in range(5)]
     runs.insert(2, run(9, {"ML-DSA-87": 2.25 * 1.25}, undecided="contended 87 %"))

@@ -137,6 +137,7 @@ class SegmentEstimate:
     # the pool's size: two segments of one pool are compared without it.
     pool_bp: float = 0.0
     pool_signatures: int | None = None
+    clipped: int = 0  # wild runs pulled in to the segment's spread before combining
 
     @property
     def half_width_bp(self) -> float:
