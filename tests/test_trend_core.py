@@ -91,6 +91,38 @@ def test_one_wild_run_is_pulled_in_not_left_to_set_the_wander() -> None:
     few = combine("ML-DSA-87", runs[8:15])
     assert few is not None and few.clipped == 0
 
+def test_a_young_segment_holds_its_history_s_wander_until_its_own_runs_tell() -> None:
+    """After a library change, three runs that happen to agree cannot tell the host's
+    wander (their own tau is ~0): the segment borrows the earlier segment's, says so, and
+    its interval is wider than its runs' agreement alone; one run's interval holds it too.
+    From OWN_WANDER_FROM decided runs on the segment's own runs tell it."""
+    from qprof.consensus.trend.segment import OWN_WANDER_FROM, pooled_wander
+
+    old = RunContext(liboqs="0.16.0", liboqs_build="b1", kernel="6.1")
+    new = RunContext(liboqs="0.16.0", liboqs_build="b2", kernel="6.1")
+    history = noisy_series(20, sd=0.008, seed=9, suites=("ML-DSA-87",), ctx_at={0: old})
+    agree = [run(20 + j, {"ML-DSA-87": 2.30 * (1 + 0.0002 * j)}, ctx=new) for j in range(3)]
+    t = analyze_series(Series(KEY, history.runs + tuple(agree)))
+    (st,) = t.suites
+    before, after = st.segments
+    assert (before.wander_from, after.wander_from) == (0, 20)
+    assert after.between_bp < 5 < 60 < (after.wander_bp or 0.0)
+    alone = combine("ML-DSA-87", [(20 + j, r.suites[0]) for j, r in enumerate(agree)])
+    assert alone is not None and alone.wander_from == 0
+    assert after.half_width_bp > 2 * alone.half_width_bp
+    assert after.ratio == pytest.approx(alone.ratio)
+    wander = pooled_wander([before])
+    assert wander is not None and wander.runs == 20
+    one = combine("ML-DSA-87", [(20, agree[0].suites[0])], history=wander)
+    s = agree[0].suites[0]
+    assert one is not None and s.ratio_ci is not None and one.ratio == s.ratio
+    assert one.ratio_ci[0] < s.ratio_ci[0] and one.ratio_ci[1] > s.ratio_ci[1]
+    # Enough runs of its own: the segment's wander is its runs'.
+    calm = [(i, run(i, {"ML-DSA-87": 2.30}).suites[0]) for i in range(OWN_WANDER_FROM)]
+    grown = combine("ML-DSA-87", calm, history=wander)
+    assert grown is not None and grown.wander_from == 0 and grown.wander_bp is None
+
+
 def test_undecided_runs_are_gaps_never_estimates() -> None:
     runs = [run(i, {"ML-DSA-87": 2.25}) for i in range(5)]
     runs.insert(2, run(9, {"ML-DSA-87": 2.25 * 1.25}, undecided="contended 87 %"))

@@ -415,3 +415,37 @@ def test_forty_late_zen3_runs_are_one_segment_that_shrinks_and_whose_halves_agre
         a, b = (h.segments[0] for t in halves if (h := t.suite(name)) is not None)
         change, (lo, hi) = step_size(a, b)
         assert lo < 0 < hi, (name, change, lo, hi)
+
+
+def test_young_segments_hold_the_series_with_their_history_s_wander() -> None:
+    """A change pretended at every run k from 10 on (nothing moved) on three steady real
+    series: the first 1-3 decided runs after it, with the wander of the runs before k,
+    hold the whole series' ratio in >= 95 % of cases; alone (their own agreement taken
+    for the host's wander) they held it in 80-92 % (bench/trend_young.py, docs/TREND.md)."""
+    from qprof.consensus.trend.segment import combine, pooled_wander
+
+    held = {False: 0, True: 0}
+    cases = 0
+    for directory in (HELD, SIXTY, ZEN3_IDLE):
+        series = _series(directory)
+        for name in SUITES:
+            runs = [(i, s) for i, p in enumerate(series.runs)
+                    if (s := p.suite(name)) is not None]
+            whole = combine(name, runs)
+            assert whole is not None
+            for k in range(10, len(runs) - 3, 2):
+                earlier = combine(name, [x for x in runs if x[0] < k])
+                assert earlier is not None
+                after = [x for x in runs if x[0] >= k and x[1].decided]
+                for m in (1, 2, 3):
+                    if len(after) < m:
+                        continue
+                    cases += 1
+                    for use in (False, True):
+                        seg = combine(name, after[:m],
+                                      history=pooled_wander([earlier]) if use else None)
+                        assert seg is not None
+                        held[use] += seg.ratio_ci[0] <= whole.ratio <= seg.ratio_ci[1]
+    assert cases > 300
+    assert held[True] >= 0.95 * cases, (held, cases)
+    assert held[False] < held[True] - 0.05 * cases, (held, cases)

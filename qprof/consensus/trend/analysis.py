@@ -28,7 +28,7 @@ from qprof.consensus.trend.model import (
     SuiteRun,
     SuiteTrend,
 )
-from qprof.consensus.trend.segment import combine, measurement_var
+from qprof.consensus.trend.segment import combine, measurement_var, pooled_wander
 from qprof.consensus.trend.segmentation import differ, locate, step_size
 
 
@@ -139,7 +139,10 @@ def _refine(ys: Sequence[tuple[int, float, float]], found: list[int], lo: int, h
     return sorted(set(out))
 
 
-def _segment(series: Series, suite: str, lo: int, hi: int) -> SegmentEstimate | None:
+def _segment(series: Series, suite: str, lo: int, hi: int,
+             earlier: Sequence[SegmentEstimate] = ()) -> SegmentEstimate | None:
+    """The estimate of ``suite`` over runs [lo, hi), its interval holding at least the
+    wander of the ``earlier`` segments of the series (segment.py)."""
     runs: list[tuple[int, SuiteRun]] = []
     gaps = 0
     for i in range(lo, hi):
@@ -150,7 +153,8 @@ def _segment(series: Series, suite: str, lo: int, hi: int) -> SegmentEstimate | 
             runs.append((i, s))
         else:
             gaps += 1
-    return combine(suite, runs, gaps=gaps, first=lo, last=hi - 1)
+    return combine(suite, runs, gaps=gaps, first=lo, last=hi - 1,
+                   history=pooled_wander(earlier))
 
 
 def _values(series: Series, lo: int, hi: int, suite: str, absolute: bool) -> list[float]:
@@ -197,7 +201,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     bounds = sorted({0, *known_at, *detected, n})
     segments: list[SegmentEstimate] = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
-        seg = _segment(series, suite, lo, hi)
+        seg = _segment(series, suite, lo, hi, segments)
         if seg is not None:
             segments.append(seg)
     changes = []

@@ -138,6 +138,11 @@ class SegmentEstimate:
     pool_bp: float = 0.0
     pool_signatures: int | None = None
     clipped: int = 0  # wild runs pulled in to the segment's spread before combining
+    # The wander the interval holds, when the series' earlier segments' (pooled with this
+    # one's) is larger than what this segment's own runs tell (``between_bp``): bp, and
+    # the earlier decided runs it comes from (0: the segment's own).
+    wander_bp: float | None = None
+    wander_from: int = 0
 
     @property
     def half_width_bp(self) -> float:

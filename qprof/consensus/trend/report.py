@@ -23,7 +23,9 @@ def segment_dict(seg: SegmentEstimate, unit_vu: int) -> dict[str, Any]:
             "gaps": seg.gaps, "estimate": vu, "ci_95": list(vu_ci), "ratio": seg.ratio,
             "ratio_ci_95": list(seg.ratio_ci), "half_width_bp": round(seg.half_width_bp, 2),
             "within_bp": round(seg.within_bp, 2), "between_bp": round(seg.between_bp, 2),
-            "autocorr": round(seg.autocorr, 3), "df": round(seg.df, 1), "clipped": seg.clipped}
+            "autocorr": round(seg.autocorr, 3), "df": round(seg.df, 1), "clipped": seg.clipped,
+            "wander_bp": None if seg.wander_bp is None else round(seg.wander_bp, 2),
+            "wander_from_runs": seg.wander_from}
 
 
 def change_dict(c: Change, unit_vu: int) -> dict[str, Any]:
@@ -79,8 +81,11 @@ def segment_text(seg: SegmentEstimate, unit_vu: int) -> str:
     vu, (lo, hi) = segment_vu(seg, unit_vu)
     gaps = f", {seg.gaps} undecided" if seg.gaps else ""
     wild = f", {seg.clipped} wild pulled in" if seg.clipped else ""
+    borrowed = (f", the wander of {seg.wander_from} earlier runs" if seg.wander_from
+                else "")
     return (f"{vu} (95 % {lo}-{hi}) over {seg.runs} run{'s' if seg.runs != 1 else ''}"
-            f"{gaps}{wild}, ratio {unit_vu * seg.ratio:.2f} +-{seg.half_width_bp:.0f} bp")
+            f"{gaps}{wild}{borrowed}, ratio {unit_vu * seg.ratio:.2f} "
+            f"+-{seg.half_width_bp:.0f} bp")
 
 
 def alarm_text(a: Alarm) -> str:

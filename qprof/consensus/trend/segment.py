@@ -18,6 +18,14 @@ that distance before the model sees it (winsorized; counted in ``clipped``): on 
 one run a day is contended past its own quiet detection and reads 2 % slow, which alone
 doubled the wander of a 20-run segment. One run: that run's estimate and interval as they
 are.
+
+A young segment (after a library upgrade, a new kernel, a step) cannot tell its wander from
+its few runs: three that happen to agree give ``tau^2`` = 0. The series' earlier segments
+can (:class:`Wander`, pooled over their runs): the host's wander does not start again when
+the ratio moves. Their ``tau^2`` is pooled with the segment's own, weighted by degrees of
+freedom, and holds when it is the larger (a segment noisier than its history keeps its
+own); the interval's t quantile then has the pooled degrees of freedom. From
+``OWN_WANDER_FROM`` decided runs on the segment's own runs tell its wander.
 docs/TREND.md has the method and its checks on real series.
 """
 
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from qprof.consensus.trend.model import SegmentEstimate, SuiteRun
 
@@ -36,6 +45,11 @@ RUN_DF = 30.0
 # where larger) from the median is wild: iid normal runs reach it in 0.27 % of runs.
 WILD_SD = 3.0
 MIN_ROBUST = 8  # decided runs before a median and MAD can tell a wild run
+# Decided runs from which a segment's own runs tell its wander: fewer borrow the series'
+# earlier segments'. Measured on the committed series (bench/trend_young.py): young
+# segments alone held the whole series' ratio in 82 / 88 / 91 / 94 % at 1 / 2 / 3 / 5
+# runs, with the history's wander 97 / 96 / 96 / 98 %; alone at 8 runs, 96 %.
+OWN_WANDER_FROM = 8
 
 
 def run_se(s: SuiteRun) -> float:
@@ -72,6 +86,27 @@ def winsorize(y: Sequence[float], v: Sequence[float]) -> tuple[list[float], int]
         allow = WILD_SD * max(spread, math.sqrt(vi))
         out.append(min(max(yi, mid - allow), mid + allow))
     return out, sum(a != b for a, b in zip(y, out, strict=True))
+
+
+@dataclass(frozen=True)
+class Wander:
+    """The between-run wander of a series' earlier segments, pooled: what a young segment
+    borrows."""
+
+    tau2: float  # between-run variance of ln ratio
+    df: float  # degrees of freedom: the segments' decided runs, less one each
+    runs: int  # the segments' decided runs
+
+
+def pooled_wander(segments: Sequence[SegmentEstimate]) -> Wander | None:
+    """The wander of ``segments`` (each its own runs' ``between_bp``), pooled by their
+    degrees of freedom; None without a segment of two runs or more."""
+    used = [g for g in segments if g.runs >= 2]
+    df = sum(g.runs - 1 for g in used)
+    if df <= 0:
+        return None
+    tau2 = sum((g.runs - 1) * (g.between_bp / 1e4) ** 2 for g in used) / df
+    return Wander(tau2=tau2, df=float(df), runs=sum(g.runs for g in used))
 
 
 def _tau2(y: Sequence[float], v: Sequence[float]) -> float:
@@ -120,10 +155,14 @@ def _pool_var(runs: Sequence[SuiteRun]) -> float:
 
 
 def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
-            first: int | None = None, last: int | None = None) -> SegmentEstimate | None:
+            first: int | None = None, last: int | None = None,
+            history: Wander | None = None) -> SegmentEstimate | None:
     """The segment estimate of ``suite`` over ``runs`` ((series index, run) of the decided
     runs, in order); None without any. ``first``/``last`` bound the segment when it starts
-    or ends with undecided runs.
+    or ends with undecided runs. ``history``: the series' earlier segments' wander, pooled
+    with this segment's own where it is the larger, while the segment has fewer than
+    OWN_WANDER_FROM decided runs; one run's interval then holds it too (the estimate
+    stays the run's).
 
     A run's own error is its measurement's (independent between runs) and its signature
     pool's (shared by every run of that pool): the model combines the first, the second
@@ -135,21 +174,36 @@ def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
     last = decided[-1][0] if last is None else last
     pools = {s.pool_signatures for _i, s in decided}
     pool = pools.pop() if len(pools) == 1 else None
+    from scipy.stats import t as student_t
+
     if len(decided) == 1:
         s = decided[0][1]
         assert s.ratio is not None and s.ratio_ci is not None
-        return SegmentEstimate(suite=suite, first_run=first, last_run=last, runs=1,
-                               gaps=gaps, ratio=s.ratio, ratio_ci=s.ratio_ci,
-                               within_bp=1e4 * run_se(s), between_bp=0.0, autocorr=0.0,
-                               df=RUN_DF, pool_bp=1e4 * (s.pool_se or 0.0),
-                               pool_signatures=pool)
-    from scipy.stats import t as student_t
+        one = SegmentEstimate(suite=suite, first_run=first, last_run=last, runs=1,
+                              gaps=gaps, ratio=s.ratio, ratio_ci=s.ratio_ci,
+                              within_bp=1e4 * run_se(s), between_bp=0.0, autocorr=0.0,
+                              df=RUN_DF, pool_bp=1e4 * (s.pool_se or 0.0),
+                              pool_signatures=pool)
+        if history is None or history.tau2 <= 0:
+            return one
+        own = run_se(s) ** 2
+        se1 = math.sqrt(own + history.tau2)
+        df1 = min(se1 ** 4 / (own ** 2 / RUN_DF + history.tau2 ** 2 / history.df), 1000.0)
+        half1 = float(student_t.ppf(0.975, df1)) * se1
+        return replace(one, ratio_ci=(s.ratio * math.exp(-half1), s.ratio * math.exp(half1)),
+                       df=df1, wander_bp=1e4 * math.sqrt(history.tau2),
+                       wander_from=history.runs)
 
     n = len(decided)
     v = [measurement_var(s) for _i, s in decided]
     y, clipped = winsorize([math.log(s.ratio) for _i, s in decided if s.ratio is not None], v)
     pool_var = _pool_var([s for _i, s in decided])
-    tau2 = _tau2(y, v)
+    own_tau2 = _tau2(y, v)
+    tau2, tau_df, borrowed = own_tau2, float(n - 1), 0
+    if history is not None and n < OWN_WANDER_FROM:
+        pooled = (history.df * history.tau2 + (n - 1) * own_tau2) / (history.df + n - 1)
+        if pooled > own_tau2:
+            tau2, tau_df, borrowed = pooled, history.df + n - 1, history.runs
     w = [1.0 / (vi + tau2) for vi in v]
     wsum = sum(w)
     mu = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / wsum
@@ -160,7 +214,7 @@ def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
     if se_hac > se_model:
         df_runs = float(n - 1)  # the runs' own spread carries the error
     else:
-        df_runs = (mean_v + tau2) ** 2 / (mean_v ** 2 / (RUN_DF * n) + tau2 ** 2 / (n - 1))
+        df_runs = (mean_v + tau2) ** 2 / (mean_v ** 2 / (RUN_DF * n) + tau2 ** 2 / tau_df)
         df_runs = min(max(df_runs, n - 1.0), 1000.0)
     se_runs2 = max(se_model, se_hac) ** 2
     se = math.sqrt(se_runs2 + pool_var)
@@ -171,6 +225,7 @@ def combine(suite: str, runs: Sequence[tuple[int, SuiteRun]], gaps: int = 0,
     return SegmentEstimate(
         suite=suite, first_run=first, last_run=last, runs=n, gaps=gaps,
         ratio=math.exp(mu), ratio_ci=(math.exp(mu - half), math.exp(mu + half)),
-        within_bp=1e4 * math.sqrt(mean_v), between_bp=1e4 * math.sqrt(tau2),
+        within_bp=1e4 * math.sqrt(mean_v), between_bp=1e4 * math.sqrt(own_tau2),
         autocorr=_lag1(resid), df=df, pool_bp=1e4 * math.sqrt(pool_var),
-        pool_signatures=pool, clipped=clipped)
+        pool_signatures=pool, clipped=clipped,
+        wander_bp=1e4 * math.sqrt(tau2) if borrowed else None, wander_from=borrowed)
