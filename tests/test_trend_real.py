@@ -449,3 +449,42 @@ def test_young_segments_hold_the_series_with_their_history_s_wander() -> None:
     assert cases > 300
     assert held[True] >= 0.95 * cases, (held, cases)
     assert held[False] < held[True] - 0.05 * cases, (held, cases)
+
+
+EMERALD = DATA / "emerald"  # the eleventh: an Intel Emerald Rapids guest, mostly contended
+
+
+def test_a_contended_intel_series_is_one_segment_of_its_few_decided_runs() -> None:
+    """80 runs on an Intel Emerald Rapids guest whose unit ran 1.7x slower for most of
+    the hour with almost no steal the guest could see: 67 runs undecided, every one a gap
+    (never its median figure, which would read as a step); the 13 decided runs are one
+    segment, no change, no alarm, the halves agree, and the records replay to their
+    points (docs/TREND.md, "An Intel Emerald Rapids guest")."""
+    series = _series(EMERALD)
+    assert len(series.runs) == 80
+    by_id = {p.run_id: p for p in series.runs}
+    for f in sorted(EMERALD.glob("*.jsonl.xz")):  # one decided run, one undecided
+        (key, point), = read_run_file(f).points
+        assert key == series.key
+        stored = point_from_dict(point_to_dict(point))  # a reason is kept to 200 characters
+        assert point_to_dict(stored) == point_to_dict(by_id[point.run_id])
+    trend = analyze_series(series)
+    assert trend.known == ()
+    halves = (analyze_series(Series(series.key, series.runs[:40])),
+              analyze_series(Series(series.key, series.runs[40:])))
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None and st.changes == () and st.alarm is None, name
+        (seg,) = st.segments
+        assert (seg.runs, seg.gaps) == (13, 67) and st.gaps == 67, name
+        lo, hi = seg.ratio_ci
+        assert lo < seg.ratio < hi
+        a, b = (h.segments[0] for t in halves if (h := t.suite(name)) is not None)
+        change, (clo, chi) = step_size(a, b)
+        assert clo < 0 < chi, (name, change, clo, chi)
+    decided = [p.unit_time_ns for p in series.runs
+               if p.unit_time_ns and any(s.decided for s in p.suites)]
+    gaps = [p.unit_time_ns for p in series.runs
+            if p.unit_time_ns and not any(s.decided for s in p.suites)]
+    assert len(decided) == 13
+    assert sorted(gaps)[len(gaps) // 2] > 1.4 * sorted(decided)[len(decided) // 2]
