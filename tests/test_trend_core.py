@@ -91,6 +91,7 @@ def test_one_wild_run_is_pulled_in_not_left_to_set_the_wander() -> None:
     few = combine("ML-DSA-87", runs[8:15])
     assert few is not None and few.clipped == 0
 
+
 def test_a_young_segment_holds_its_history_s_wander_until_its_own_runs_tell() -> None:
     """After a library change, three runs that happen to agree cannot tell the host's
     wander (their own tau is ~0): the segment borrows the earlier segment's, says so, and

@@ -436,14 +436,14 @@ def test_young_segments_hold_the_series_with_their_history_s_wander() -> None:
             for k in range(10, len(runs) - 3, 2):
                 earlier = combine(name, [x for x in runs if x[0] < k])
                 assert earlier is not None
+                history = pooled_wander([earlier])
                 after = [x for x in runs if x[0] >= k and x[1].decided]
                 for m in (1, 2, 3):
                     if len(after) < m:
                         continue
                     cases += 1
                     for use in (False, True):
-                        seg = combine(name, after[:m],
-                                      history=pooled_wander([earlier]) if use else None)
+                        seg = combine(name, after[:m], history=history if use else None)
                         assert seg is not None
                         held[use] += seg.ratio_ci[0] <= whole.ratio <= seg.ratio_ci[1]
     assert cases > 300
