@@ -88,7 +88,7 @@ def main() -> int:
             continue
         if args.halves == "runs":
             rel = [_relative(_merge(list(r.values()))) for r in runs]
-            halves = [[x for x in rel[i::2]] for i in (0, 1)]
+            halves = [rel[0::2], rel[1::2]]
             med = [{s: statistics.median(h[s] for h in half if s in h)
                     for s in set().union(*half)} for half in halves]
             cov, corr, n = _repeat(*med)
