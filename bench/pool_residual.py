@@ -3,17 +3,18 @@ rounds) that verified one pool.
 
     .venv/bin/python bench/pool_residual.py RUN.jsonl... [--suites S,S] [--halves rounds]
 
-Each value is the time of one pool signature; divided by its Keccak-f permutations (SLH-DSA
-records carry them: qprof.consensus.estimate.poolmix bounds the rest by RESIDUAL_SD; for
-ML-DSA a signature's whole time) and by its half's median of that (the level, contention
-included) it is the signature's cost relative to the pool's. Per signature, the median over
-one half and over the other: their covariance across the pool's signatures is the variance
-of what repeats in both halves (their noise is independent, so it drops out); their
-correlation says how much of a signature's spread repeats.
+Each value is the time of one pool signature; divided by its Keccak-f permutations (a
+counted suite, SLH-DSA: records without the counts are left out;
+qprof.consensus.estimate.poolmix bounds the rest by RESIDUAL_SD; ML-DSA: a signature's
+whole time) and by its half's median of that (the level, contention included) it is the
+signature's cost relative to the pool's. Per signature, the median over one half and over
+the other: their covariance across the pool's signatures is the variance of what repeats
+in both halves (their noise is independent, so it drops out); their correlation says how
+much of a signature's spread repeats.
 
 Halves: the odd and even runs (default; what a series of runs shares), or the odd and even
-rounds within each run (``--halves rounds``; a round is a worker process, which since
-qprof.measure.placement puts the pool's buffers afresh), averaged over the runs.
+rounds within each run (``--halves rounds``; a round is a worker process), averaged over
+the runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections import defaultdict
 import numpy as np
 
 from qprof.measure.jsonl import read_run
+from qprof.measure.poolcost import counted
 
 Values = dict[int, list[float]]  # signature index -> ln(value / its known cost)
 
@@ -33,9 +35,10 @@ Values = dict[int, list[float]]  # signature index -> ln(value / its known cost)
 def _values(path: str, suite: str) -> dict[int, Values]:
     """Round -> its values per pool signature."""
     out: dict[int, Values] = defaultdict(lambda: defaultdict(list))
+    held = counted(suite)
     for m in read_run(path).measurements:
         if (m.suite != suite or m.operation != "verify" or not m.samples_ns
-                or not m.pool_size):
+                or not m.pool_size or (held and m.pool_permutations is None)):
             continue
         start = m.pool_start or 0
         for j, v in enumerate(m.samples_ns):
