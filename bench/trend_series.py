@@ -5,6 +5,10 @@ over all of them.
 
     .venv/bin/python bench/trend_series.py RUN.jsonl...
     .venv/bin/python bench/trend_series.py --points tests/data/trend/points.json [--first 40]
+
+``--skip N`` leaves out the first N runs (the segment after a change the series shows).
+``--decided``: the decided runs alone, renumbered, so "the first 40" are 40 decided runs
+(on a contended host most runs are gaps, and 40 runs hold few estimates).
 """
 
 from __future__ import annotations
@@ -26,10 +30,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--points")
+    ap.add_argument("--skip", type=int, default=0,
+                    help="leave out the first N runs (a segment that starts later)")
     ap.add_argument("--first", type=int, default=0, help="only the first N runs (0: all)")
+    ap.add_argument("--decided", action="store_true",
+                    help="only the runs with a decided suite (before --first)")
     ap.add_argument("--suites", default="ML-DSA-87,SLH-DSA-SHAKE-128s,SLH-DSA-SHAKE-256s")
     args = ap.parse_args()
     points = load_points(args.runs, args.points)
+    points = points[args.skip:]
+    if args.decided:
+        points = [p for p in points if any(s.decided for s in p.suites)]
     if args.first:
         points = points[:args.first]
     series = Series(KEY, tuple(points))

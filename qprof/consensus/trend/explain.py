@@ -93,7 +93,7 @@ def _pct(share: float | None) -> float | None:
 def suites_pattern(moved: Sequence[str], steady: Sequence[str]) -> str:
     """What the set of suites that moved points at."""
     if not moved:
-        return "no suite moved beyond its noise"
+        return "no suite's own time moved beyond its noise (the ratio alone moved)"
     names = ", ".join(moved)
     if not steady:
         return (f"every suite moved ({names}): a change of the core's speed for all code "
