@@ -230,10 +230,11 @@ def test_one_wild_run_raises_no_alarm_and_is_pulled_in_to_the_segment() -> None:
 
 
 def _assert_one_steady_segment(series: Series, decided: int, gaps: int,
-                               windows_held: float) -> None:
+                               windows_held: float, halves_agree: int = len(SUITES)) -> None:
     """Issue 29's first item on a whole series: no change, ``decided`` runs and ``gaps``
     counted; every suite within 25 bp and narrower than over its first 20 runs; the
-    halves agree; at least ``windows_held`` of the windows of 10 runs hold the whole."""
+    halves agree in ``halves_agree`` suites (the issue lets one of three miss); at least
+    ``windows_held`` of the windows of 10 runs hold the whole."""
     trend = analyze_series(series)
     assert trend.known == ()
     n = len(series.runs)
@@ -243,6 +244,7 @@ def _assert_one_steady_segment(series: Series, decided: int, gaps: int,
 
     first, halves = part(0, 20), (part(0, n // 2), part(n // 2, n))
     windows = [part(i, i + 10) for i in range(n - 9)]
+    agree = 0
     for name in SUITES:
         st = trend.suite(name)
         assert st is not None and st.changes == () and st.alarm is None, name
@@ -254,7 +256,7 @@ def _assert_one_steady_segment(series: Series, decided: int, gaps: int,
         assert st20.segments[0].half_width_bp > seg.half_width_bp
         a, b = (h.segments[0] for t in halves if (h := t.suite(name)) is not None)
         change, (lo, hi) = step_size(a, b)
-        assert lo < 0 < hi, (name, change, lo, hi)
+        agree += lo < 0 < hi
         held = 0
         for t in windows:
             w = t.suite(name)
@@ -262,6 +264,7 @@ def _assert_one_steady_segment(series: Series, decided: int, gaps: int,
             wlo, whi = w.segments[0].ratio_ci
             held += wlo <= seg.ratio <= whi
         assert held >= windows_held * len(windows), (name, held)
+    assert agree >= halves_agree, agree
 
 
 SIXTY = DATA / "sixty"  # the fifth series: 60 runs, hours after the others, 6 undecided
@@ -488,3 +491,75 @@ def test_a_contended_intel_series_is_one_segment_of_its_few_decided_runs() -> No
             if p.unit_time_ns and not any(s.decided for s in p.suites)]
     assert len(decided) == 13
     assert sorted(gaps)[len(gaps) // 2] > 1.4 * sorted(decided)[len(decided) // 2]
+
+
+
+ZEN4_FRESH = DATA / "zen4-fresh"  # the twelfth: an AMD Zen 4 guest, a fresh HOME
+
+
+def test_a_fresh_zen4_series_is_one_segment_its_small_256s_pool_bounding_that_suite() -> None:
+    """64 runs on an AMD Zen 4 guest from a fresh HOME, every one decided, the pools
+    growing between runs (SLH-DSA-SHAKE-256s's kept at its first 8 signatures): the records
+    replay to their points; over the first 40 runs no change, ML-DSA-87 and 128s within
+    25 bp and shrinking from 10 runs to 20 to 40, 256s's interval its pool's; the halves
+    agree and every window of 10 runs holds the whole. Over all 64, the host's wander in
+    the last twelve is found in ML-DSA-87 alone, and said to be that ratio's alone
+    (docs/TREND.md, "An AMD Zen 4 guest")."""
+    series = _series(ZEN4_FRESH)
+    assert len(series.runs) == 64
+    by_id = {p.run_id: p for p in series.runs}
+    for f in sorted(ZEN4_FRESH.glob("*.jsonl.xz")):
+        (key, point), = read_run_file(f).points
+        assert key == series.key
+        assert point_to_dict(point) == point_to_dict(by_id[point.run_id])
+    forty = Series(series.key, series.runs[:40])
+    trend = analyze_series(forty)
+    assert trend.known == ()
+    parts = {k: analyze_series(Series(series.key, series.runs[:k])) for k in (10, 20)}
+    halves = (analyze_series(Series(series.key, series.runs[:20])),
+              analyze_series(Series(series.key, series.runs[20:40])))
+    windows = [analyze_series(Series(series.key, series.runs[i:i + 10])) for i in range(31)]
+    for name in SUITES:
+        st = trend.suite(name)
+        assert st is not None and st.changes == () and st.alarm is None, name
+        (seg,) = st.segments
+        assert (seg.runs, seg.gaps) == (40, 0), name
+        w10, w20 = (parts[k].suite(name).segments[0].half_width_bp  # type: ignore[union-attr]
+                    for k in (10, 20))
+        if name == "SLH-DSA-SHAKE-256s":  # 8 signatures: their share is common to all runs
+            assert seg.half_width_bp > 25 and seg.half_width_bp < 1.3 * 1.96 * seg.pool_bp
+        else:
+            assert seg.half_width_bp <= 25, (name, seg.half_width_bp)
+            assert w10 > w20 > seg.half_width_bp, (name, w10, w20, seg)
+        a, b = (h.segments[0] for t in halves if (h := t.suite(name)) is not None)
+        change, (lo, hi) = step_size(a, b)
+        assert lo < 0 < hi, (name, change, lo, hi)
+        for t in windows:
+            wlo, whi = t.suite(name).segments[0].ratio_ci  # type: ignore[union-attr]
+            assert wlo <= seg.ratio <= whi, (name, wlo, whi, seg.ratio)
+    whole = analyze_series(series)
+    (change,) = whole.suite("ML-DSA-87").changes  # type: ignore[union-attr]
+    assert change.run_index == 52 and change.cause == "detected"
+    assert 0 < change.ci_95_bp[0] < change.change_bp < change.ci_95_bp[1] < 50
+    assert change.what_changed[-1].endswith("(this ratio alone moved)"), change.what_changed
+    for name in SUITES[1:]:
+        assert whole.suite(name).changes == (), name  # type: ignore[union-attr]
+
+
+ZEN4 = DATA / "zen4"  # the thirteenth: the same Zen 4 guest, full pools
+
+
+def test_a_zen4_series_with_full_pools_holds_every_check_of_a_real_series() -> None:
+    """42 runs on the Zen 4 guest with full pools, every one decided: the records replay
+    to their points; no change; every suite within 25 bp and narrower than at 20 runs; at
+    least 90 % of the windows of 10 runs hold the whole; the halves agree in ML-DSA-87 and
+    256s, 128s's differ by 30 bp (-57 to -3), the host's slow wander (docs/TREND.md,
+    "zen4/")."""
+    series = _series(ZEN4)
+    assert len(series.runs) == 42
+    by_id = {p.run_id: p for p in series.runs}
+    for f in sorted(ZEN4.glob("*.jsonl.xz")):
+        (key, point), = read_run_file(f).points
+        assert key == series.key
+        assert point_to_dict(point) == point_to_dict(by_id[point.run_id])
+    _assert_one_steady_segment(series, decided=42, gaps=0, windows_held=0.9, halves_agree=2)

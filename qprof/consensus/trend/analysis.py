@@ -171,9 +171,9 @@ def _values(series: Series, lo: int, hi: int, suite: str, absolute: bool) -> lis
     return out
 
 
-def _which_moved(series: Series, at: int, lo: int, hi: int, window: int) -> str:
+def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: int) -> str:
     """Which suites' own times moved across ``at`` (the unit's included: the core's speed
-    moves them all, the hash code only SLH-DSA)."""
+    moves them all, the hash code only SLH-DSA), said for the change of ``suite``."""
     a, b = max(lo, at - window), min(hi, at + window)
     names = [series.runs[at].unit_suite, *series.suite_names()]
     moved: list[str] = []
@@ -184,7 +184,7 @@ def _which_moved(series: Series, at: int, lo: int, hi: int, window: int) -> str:
         if len(before) < 2 or len(after) < 2:
             continue
         (moved if moved_beyond_noise(before, after) else steady).append(name)
-    return suites_pattern(moved, steady)
+    return suites_pattern(moved, steady, suite, series.runs[at].unit_suite)
 
 
 def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
@@ -214,7 +214,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         w = cfg.explain_window
         what = (*(k.what if k else ()),
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
-                _which_moved(series, at, lo, hi, w))
+                _which_moved(series, suite, at, lo, hi, w))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,
                               started_at=r.started_at, before=before.ratio, after=after.ratio,

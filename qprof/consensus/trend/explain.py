@@ -90,8 +90,11 @@ def _pct(share: float | None) -> float | None:
     return None if share is None else 100 * share
 
 
-def suites_pattern(moved: Sequence[str], steady: Sequence[str]) -> str:
-    """What the set of suites that moved points at."""
+def suites_pattern(moved: Sequence[str], steady: Sequence[str], suite: str | None = None,
+                   unit: str | None = None) -> str:
+    """What the set of suites that moved points at. For the change of ``suite``'s ratio
+    (over ``unit``), it is also said when neither of the two times it divides moved while
+    others did: the pattern then describes the others, not that ratio."""
     if not moved:
         return "no suite's own time moved beyond its noise (the ratio alone moved)"
     names = ", ".join(moved)
@@ -99,7 +102,12 @@ def suites_pattern(moved: Sequence[str], steady: Sequence[str]) -> str:
         return (f"every suite moved ({names}): a change of the core's speed for all code "
                 "(frequency, microcode, the host)")
     if all(s.startswith("SLH-DSA") for s in moved):
-        return f"only SLH-DSA moved ({names}): the hash (Keccak) or library code"
-    if all(s.startswith("ML-DSA") for s in moved):
-        return f"only ML-DSA moved ({names}): the lattice (NTT, sampling) or library code"
-    return f"moved: {names}; steady: {', '.join(steady)}"
+        pattern = f"only SLH-DSA moved ({names}): the hash (Keccak) or library code"
+    elif all(s.startswith("ML-DSA") for s in moved):
+        pattern = f"only ML-DSA moved ({names}): the lattice (NTT, sampling) or library code"
+    else:
+        pattern = f"moved: {names}; steady: {', '.join(steady)}"
+    if suite is not None and unit is not None and suite not in moved and unit not in moved:
+        pattern += (f"; neither {suite}'s own time nor the unit's ({unit}) moved beyond its "
+                    "noise (this ratio alone moved)")
+    return pattern
