@@ -131,6 +131,17 @@ def _series(directory: Path) -> Series:
     return Series(key_from_dict(d["key"]), tuple(point_from_dict(p) for p in d["points"]))
 
 
+def _assert_records_replay(series: Series, files: list[Path]) -> None:
+    """Each record file (~3 s each: the estimator twice) replays to its committed point,
+    as the codec stores it (a reason is kept to 200 characters)."""
+    by_id = {p.run_id: p for p in series.runs}
+    for f in files:
+        (key, point), = read_run_file(f).points
+        assert key == series.key
+        stored = point_from_dict(point_to_dict(point))
+        assert point_to_dict(stored) == point_to_dict(by_id[point.run_id])
+
+
 def test_held_records_replay_to_their_points_with_only_the_residual_left() -> None:
     """A run of the second series replays to its committed point; its SLH-DSA pool was
     held (the records carry each pool signature's permutations), so what the interval
@@ -465,12 +476,7 @@ def test_a_contended_intel_series_is_one_segment_of_its_few_decided_runs() -> No
     points (docs/TREND.md, "An Intel Emerald Rapids guest")."""
     series = _series(EMERALD)
     assert len(series.runs) == 80
-    by_id = {p.run_id: p for p in series.runs}
-    for f in sorted(EMERALD.glob("*.jsonl.xz")):  # one decided run, one undecided
-        (key, point), = read_run_file(f).points
-        assert key == series.key
-        stored = point_from_dict(point_to_dict(point))  # a reason is kept to 200 characters
-        assert point_to_dict(stored) == point_to_dict(by_id[point.run_id])
+    _assert_records_replay(series, sorted(EMERALD.glob("*.jsonl.xz")))  # decided, undecided
     trend = analyze_series(series)
     assert trend.known == ()
     halves = (analyze_series(Series(series.key, series.runs[:40])),
@@ -493,7 +499,6 @@ def test_a_contended_intel_series_is_one_segment_of_its_few_decided_runs() -> No
     assert sorted(gaps)[len(gaps) // 2] > 1.4 * sorted(decided)[len(decided) // 2]
 
 
-
 ZEN4_FRESH = DATA / "zen4-fresh"  # the twelfth: an AMD Zen 4 guest, a fresh HOME
 
 
@@ -507,11 +512,7 @@ def test_a_fresh_zen4_series_is_one_segment_its_small_256s_pool_bounding_that_su
     (docs/TREND.md, "An AMD Zen 4 guest")."""
     series = _series(ZEN4_FRESH)
     assert len(series.runs) == 64
-    by_id = {p.run_id: p for p in series.runs}
-    for f in sorted(ZEN4_FRESH.glob("*.jsonl.xz")):
-        (key, point), = read_run_file(f).points
-        assert key == series.key
-        assert point_to_dict(point) == point_to_dict(by_id[point.run_id])
+    _assert_records_replay(series, sorted(ZEN4_FRESH.glob("*.jsonl.xz")))
     forty = Series(series.key, series.runs[:40])
     trend = analyze_series(forty)
     assert trend.known == ()
@@ -557,11 +558,7 @@ def test_a_zen4_series_with_full_pools_holds_every_check_of_a_real_series() -> N
     "zen4/")."""
     series = _series(ZEN4)
     assert len(series.runs) == 42
-    by_id = {p.run_id: p for p in series.runs}
     files = sorted(ZEN4.glob("*.jsonl.xz"))  # runs 1-19 and 42
     assert len(files) == 20
-    for f in (files[0], files[-1]):  # ~3 s each
-        (key, point), = read_run_file(f).points
-        assert key == series.key
-        assert point_to_dict(point) == point_to_dict(by_id[point.run_id])
+    _assert_records_replay(series, [files[0], files[-1]])
     _assert_one_steady_segment(series, decided=42, gaps=0, windows_held=0.9, halves_agree=2)
