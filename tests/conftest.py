@@ -49,6 +49,14 @@ def _no_adversary_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`qprof check` keeps every run in the user's store (the state dir); each test has
+    its own, so no test judges another's runs."""
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+
+
+@pytest.fixture(autouse=True)
 def _small_signature_pools(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run signs 256 SLH-DSA signatures per suite once (minutes, then cached); tests
     with an empty cache sign pools of 8 (qprof.measure.fixtures.POOL_SIZE_ENV)."""

@@ -324,16 +324,18 @@ def test_a_daemon_export_and_history_give_the_same_figures(recorded, tmp_path, c
 
 def test_the_monitor_shows_the_checks_figures(recorded):
     """The monitor's coverage rows over the same records: check's estimate and interval."""
+    from qprof.consensus.judgement import VERIFY_OPERATIONS, judge
     from qprof.measure.jsonl import read_run
     from qprof.tui.model import fmt_estimate
     from qprof.tui.sources.consensus import (
         coverage_rows,
-        evaluate_measurements,
+        evaluation_of,
         load_profile_info,
     )
 
     info = load_profile_info("qanum")
-    evaluation = evaluate_measurements(read_run(recorded).measurements, info, None)
+    evaluation = evaluation_of(judge(read_run(recorded).measurements, info.profile,
+                                     operations=VERIFY_OPERATIONS), info, None)
     rows = {r.suite: r for r in coverage_rows(evaluation, info, [], None)}
     for r in _live(RECORDED[0])["results"]:
         low, high = r["vu_ci_95"]

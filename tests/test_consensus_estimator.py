@@ -116,7 +116,8 @@ def test_pairs_need_enough_quiet_turns() -> None:
 
 
 def test_words_follow_from_the_interval() -> None:
-    from qprof.commands.check import EXIT_CODES, run_decision
+    from qprof.commands.check import EXIT_CODES
+    from qprof.consensus.judgement import overall_decision as run_decision
 
     ms = interleaved_run(11, 7, 30, {"ML-DSA-87": 2.87, "SLH-DSA-SHAKE-128s": 16.0,
                                      "SLH-DSA-SHAKE-256s": 36.5}, busy_share=0.2)

@@ -25,7 +25,8 @@ from test_service_prometheus import prometheus_binary, query, running_prometheus
 from qprof.cli import main
 from qprof.consensus import load_profile
 from qprof.consensus.estimate.estimator import SuiteEstimate
-from qprof.service.metrics import MetricsState, QprofCollector, SuiteResult, Summary
+from qprof.consensus.judgement import Judgement, SuiteResult
+from qprof.service.metrics import MetricsState, QprofCollector
 from qprof.service.metrics_http import serve
 
 RUNS = 16
@@ -85,7 +86,8 @@ class Node:
         """Run ``i`` finished: its estimates, as a daemon's cycle sets them."""
         estimates = [_estimate(UNIT, 1.0, self.unit_ns[i]),
                      *(_estimate(s, r, self.unit_ns[i]) for s, r in self.runs[i].items())]
-        self.state.set_summary(Summary([_result(e) for e in estimates], [], estimates))
+        self.state.set_judgement(Judgement(profile="qanum", results=tuple(
+            _result(e) for e in estimates), run_estimates=tuple(estimates)))
         with self.state.lock:
             self.state.last_cycle_ts = now
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from test_tui_helpers import seed_store
 
+from qprof.consensus.judgement import VERIFY_OPERATIONS, judge
 from qprof.hw.load import read_proc_stat
 from qprof.measure.units import fmt_ns
 from qprof.service.store import Store
@@ -14,7 +15,7 @@ from qprof.tui.model import CoreView, cpu_ranges, fmt_cap, fmt_covered
 from qprof.tui.sources.consensus import (
     core_costs,
     coverage_rows,
-    evaluate_measurements,
+    evaluation_of,
     load_profile_info,
 )
 from qprof.tui.sources.hardware import ClusterFacts
@@ -62,7 +63,8 @@ def test_coverage_from_seeded_store(tmp_path: Path) -> None:
     info = load_profile_info("qanum-2026-10-14")
     assert info.error is None
     measurements = Store(db, readonly=True).newest_run_measurements()
-    evaluation = evaluate_measurements(measurements, info, "liboqs")
+    evaluation = evaluation_of(judge(measurements, info.profile,
+                                     operations=VERIFY_OPERATIONS), info, "liboqs")
     clusters = [ClusterFacts(0, (0, 1, 2, 3), "Cortex-A55", 1_804_800),
                 ClusterFacts(1, (4, 5, 6, 7), "Cortex-A77", 2_419_200)]
     rows = {(r.suite, r.cluster): r for r in coverage_rows(evaluation, info, clusters,
@@ -174,7 +176,8 @@ def test_coverage_agrees_with_qprof_check_on_a_noisy_host(tmp_path: Path) -> Non
     assert any(by_median[s].vu_estimate != r.vu_estimate for s, r in check.items())
 
     info = load_profile_info("qanum")
-    evaluation = evaluate_measurements(measurements, info, "liboqs")
+    evaluation = evaluation_of(judge(measurements, info.profile,
+                                     operations=VERIFY_OPERATIONS), info, "liboqs")
     rows = {r.suite: r for r in coverage_rows(
         evaluation, info, [ClusterFacts(0, (0, 1), "Zen 3", None)], "liboqs")}
     for suite, r in check.items():

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
@@ -43,9 +44,12 @@ from qprof.measure.config import CHECK_TIME_LIMIT_S
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
+    from qprof.consensus.judgement import Judgement
+    from qprof.consensus.trend.model import RunPoint, SeriesKey
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
     from qprof.measure.records import Record
+    from qprof.service.keep import RunKeeper
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +72,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="add no rounds that would end after S seconds (default "
                         f"{CHECK_TIME_LIMIT_S:g})")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl", help="also keep the JSONL run")
+    parser.add_argument("--no-store", action="store_true",
+                        help="do not keep the run in the user's store (kept by default, "
+                        "where history, trend, report and later checks find it)")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the store the run is kept in and judged with (default as "
+                        "for qprof history: the daemon's qprof.db when writable, else "
+                        "monitor.db)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="the details: method and timer, the statistic and why, each "
@@ -138,8 +149,9 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 
 
 def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
-             records: list[Record]) -> RunSummary:
-    """Run the engine in check mode; records also go to ``-o FILE.jsonl``."""
+             records: list[Record], keeper: RunKeeper | None) -> RunSummary:
+    """Run the engine in check mode; records also go to ``-o FILE.jsonl`` and the
+    user's store."""
     from qprof.atomicfile import AtomicFile
     from qprof.consensus.estimate.stopping import rule_for
     from qprof.measure.config import BenchConfig
@@ -151,6 +163,8 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
 
     def sink(record: Record) -> None:
         records.append(record)
+        if keeper is not None:
+            keeper.add(record)
         if jsonl is not None:
             jsonl.write(record.to_json() + "\n")
             jsonl.flush()
@@ -197,46 +211,63 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         return _fail(args, refused)
     records: list[Record] = []
+    keeper = None
+    if not args.no_store:
+        from qprof.service.keep import keeper as user_keeper
+
+        keeper = user_keeper(args.state_dir, profile.unit_suite)
     try:
-        summary = _measure(args, profile, cpus, records)
+        summary = _measure(args, profile, cpus, records, keeper)
     except (EngineError, ProfileError, ValueError) as exc:
         return _fail(args, str(exc))
-    return conclude(args, profile, summary, records)
+    finally:
+        if keeper is not None:
+            keeper.finish()
+    points: list[tuple[SeriesKey, RunPoint]] = []
+    if keeper is not None:
+        if keeper.error:
+            print(f"qprof check: warning: {_shown(keeper.error, MAX_LINE)}", file=sys.stderr)
+        else:
+            points = keeper.stored_points()
+    return conclude(args, profile, summary, records, points)
 
 
 def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
-             records: list[Record]) -> int:
-    """A run's records -> the verdict printed (text, or JSON with ``--json``) and the exit
-    code: the one path of a live check and of ``--from``."""
+             records: list[Record],
+             points: list[tuple[SeriesKey, RunPoint]] | None = None) -> int:
+    """A run's records (and the kept runs' ``points`` behind it) -> the judgement printed
+    (text, or JSON with ``--json``) and the exit code: the one path of a live check and
+    of ``--from``. The rows are the run's own; the verdict stands on the segment."""
+    from qprof.consensus.judgement import judge
     from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps
-    from qprof.consensus.verdict import evaluate
 
     try:
-        results = evaluate(profile, summary.measurements, statistic=args.statistic,
-                           cores=cores_from_records(records))
+        judgement = judge(summary.measurements, profile, points or (),
+                          cores=cores_from_records(records), statistic=args.statistic)
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
     from qprof.commands.check_preflight import decision_with_checks, functional_lines, mismatched
 
+    results = judgement.run_coverage
     if not results:
         return _fail(args, "nothing measured: " + ("; ".join(
             f"CPU {c}: {why}" for c, why in summary.aborted_cpus.items()) or "; ".join(
                 functional_lines(mismatched(records))) or summary.status))
     # A suite whose verifier failed its known answers is never decided (qprof.verify.functional).
-    decision = decision_with_checks(run_decision(results), records, profile)
+    decision = decision_with_checks(judgement.decision, records, profile)
     # Priced suites not measured, a run not finished: never a passing verdict.
     decision = gated_decision(decision, run_gaps(profile, results, summary.status,
                                                  summary.reason))
     if args.json:
-        print(json.dumps(_json(args, profile, summary, records, results, decision),
+        print(json.dumps(_json(args, profile, summary, records, judgement, decision),
                          indent=2))
     else:
         from qprof.commands.check_text import print_text
 
         # The known answers, the memory table and the invalid block are said there too,
         # within 100 columns and before the verdict (the last line).
-        print_text(profile, summary, records, results, decision,
+        print_text(profile, summary, records, judgement, decision,
                    getattr(args, "verbose", False))
     return EXIT_CODES[decision]
 
@@ -292,18 +323,6 @@ def _judge_recorded(args: argparse.Namespace) -> int:
     return conclude(args, profile, run_data.summary(), run_data.records)
 
 
-def run_decision(results: list[CoverageResult]) -> Decision:
-    """One binding verdict surely broken decides the run (a suite over its constant
-    where the ratio binds, a worst-case block over its time bound); else one with no
-    reliable estimate; else any unsure one. Each result's ``policy_decision`` is
-    consensus's (qprof.consensus.policy)."""
-    decisions = {r.policy_decision for r in results}
-    for decision in ("not_covered", "no_estimate", "unsure", "covered"):
-        if decision in decisions:
-            return decision
-    return "comparison"
-
-
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
     from qprof.commands.check_adversarial import worst_json
@@ -357,7 +376,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
 
 
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
-          records: list[Record], results: list[CoverageResult], decision: Decision
+          records: list[Record], judgement: Judgement, decision: Decision
           ) -> dict[str, object]:
     from qprof.commands.check_adversarial import reference_json
     from qprof.commands.check_invalid_block import invalid_block_json
@@ -365,8 +384,10 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     from qprof.commands.check_text import meta as run_meta
     from qprof.commands.check_text import notes, unit_rows
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
+    from qprof.consensus.judgement_codec import judgement_json
     from qprof.consensus.policy import run_gaps
 
+    results = judgement.run_coverage
     meta = run_meta(records)
     return {
         "profile": profile.name,
@@ -380,9 +401,9 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         # True / False once decided; None when unsure (see "unsure") or comparison only.
         "covered": {"covered": True, "not_covered": False}.get(decision),
         "decision": decision,
-        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in results
+        "unsure": [f"{r.suite} on CPU {r.cpu}" for r in judgement.coverage
                    if r.policy_decision == "unsure"],
-        "no_estimate": [f"{r.suite} on CPU {r.cpu}" for r in results
+        "no_estimate": [f"{r.suite} on CPU {r.cpu}" for r in judgement.coverage
                         if r.policy_decision == "no_estimate"],
         # What keeps the run from a passing verdict (consensus.policy.run_gaps).
         "gaps": run_gaps(profile, results, summary.status, summary.reason),
@@ -399,6 +420,9 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         "method": meta.settings.get("interleaving") if meta else None,
         "timer": meta.settings.get("timer") if meta else None,
         "results": [result_json(r, args.statistic) for r in results],
+        # The judgement: per suite the verdict on the kept runs' current segment, the
+        # run's own beside it, the changes (qprof.consensus.judgement).
+        "judgement": judgement_json(judgement, profile.unit_vu),
         "constants_held_to": profile.constants_held_to,
         "worst_signature_reference": reference_json(profile),
         "notes": notes(records, ("warning", "error", "info")),

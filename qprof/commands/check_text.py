@@ -22,6 +22,7 @@ from qprof.measure.units import fmt_ns
 if TYPE_CHECKING:
     from qprof.consensus import Profile
     from qprof.consensus.estimate.statistic import Statistic
+    from qprof.consensus.judgement import Judgement
     from qprof.consensus.verdict import CoverageResult, Decision
     from qprof.measure.config import RunSummary
     from qprof.measure.records import Meta, Record
@@ -59,9 +60,13 @@ def unit_rows(profile: Profile, results: list[CoverageResult]
 
 
 def print_text(profile: Profile, summary: RunSummary, records: list[Record],
-               results: list[CoverageResult], decision: Decision, verbose: bool) -> None:
+               judgement: Judgement, decision: Decision, verbose: bool) -> None:
+    """The run's own rows, each with the kept runs' segment beside it where there is
+    one; the verdict (last line) on the judgement's figures."""
     from qprof.consensus.estimate.statistic import STATISTIC_TEXT
     from qprof.consensus.policy import run_gaps
+
+    results = judgement.run_coverage
 
     backend = ", ".join(sorted({r.backend for r in results}))
     more = "" if verbose else " (details: --verbose)"
@@ -83,6 +88,7 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
                 f"({u.estimate.statistic_why})")
     for r in results:
         _row(r, units[(r.cpu, r.backend)], verbose)
+        _segment(judgement, r, profile.unit_vu)
     _not_binding(results)
     if verbose:
         for (cpu, b), u in sorted(units.items()):
@@ -93,8 +99,18 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
         print_worst(profile, results)
         for block in invalid_blocks(profile, results):  # never binding: a detail
             say(block.text())
-    _footer(summary, results, decision, verbose,
+    _footer(summary, judgement.coverage, decision, verbose,
             run_gaps(profile, results, summary.status, summary.reason), records)
+
+
+def _segment(judgement: Judgement, r: CoverageResult, unit_vu: int) -> None:
+    """The kept runs' segment under the run's row, in the verdict's words, where it
+    holds more than this run."""
+    s = judgement.suite(r.cpu, r.suite, r.backend)
+    if s is None or s.segment is None or s.segment.runs < 2 or r.estimate.is_unit:
+        return
+    text = s.segment_text(unit_vu)
+    say(f"{INDENT}{text}: {WORDS[s.verdict.state]}", INDENT * 2)
 
 
 def _preflight(records: list[Record], verbose: bool) -> None:

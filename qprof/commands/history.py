@@ -50,20 +50,23 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     from dataclasses import asdict
 
     from qprof.commands.history_trend import history_trend
-    from qprof.service.cores import recorded_cores
-    from qprof.service.metrics import summarize
+    from qprof.consensus.judgement_codec import judgement_json
+    from qprof.service.judged import store_judgement
 
     runs = store.runs(max(n_runs, 20))
     profile = _profile(runs)
-    measurements = store.newest_run_measurements("verify")
-    summary = summarize(measurements, profile=profile,
-                        cores=recorded_cores(store, measurements))
-    trend = history_trend(store, profile)
+    found = store_judgement(store, profile)
+    j = found.judgement
+    unit_vu = profile.unit_vu if profile is not None else 100
+    trend = history_trend(j, unit_vu, found.left_out)
     return {
         "runs": [r.to_dict() for r in runs[:n_runs]],
         "profile": profile.name if profile is not None else None,
-        "results": [asdict(r) for r in summary.results],
-        "coverage": [c.to_dict() for c in summary.coverage],
+        "results": [asdict(r) for r in j.results],
+        "coverage": [c.to_dict() for c in j.coverage],
+        "judgement": judgement_json(j, unit_vu),
+        "segment_text": {f"{s.verdict.cpu}/{s.verdict.suite}/{s.verdict.backend}":
+                         s.segment_text(unit_vu) for s in j.suites if s.segment is not None},
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
         "trend": trend.series,
@@ -71,10 +74,10 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     }
 
 
-def _coverage_line(c: dict[str, Any]) -> str:
+def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[str]:
     """One verdict as `qprof check` gives it: its headline (the word first, the estimate
-    with its 95 % interval), and the seeds' median rule beside it when the estimate used
-    another statistic (never where there is no reliable estimate: no figure there)."""
+    with its 95 % interval), the seeds' median rule beside it when the estimate used
+    another statistic, and the segment it stands on where one holds several runs."""
     from qprof.consensus.verdict import CoverageResult
 
     r = CoverageResult.from_dict(c)
@@ -83,8 +86,9 @@ def _coverage_line(c: dict[str, Any]) -> str:
     beside = (f"; by the median rule {rule}"
               if r.statistic != "median" and rule is not None and not unit
               and r.decision != "no_estimate" else "")
-    return (f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} {r.headline} "
-            f"[{r.statistic}]{beside}")
+    segment = segments.get(f"{r.cpu}/{r.suite}/{r.backend}")
+    return [f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} {r.headline} "
+            f"[{r.statistic}]{beside}", *([f"      {segment}"] if segment else [])]
 
 
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
@@ -171,7 +175,7 @@ def _text(data: dict[str, Any]) -> list[str]:
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
     for c in data["coverage"]:
-        out.append(_coverage_line(c))
+        out += _coverage_line(c, data["segment_text"])
     out += _block_times(data["coverage"])
     if data["trend_text"]:
         out += ["", "the ratio over time (per CPU and suite: the current segment, every run "

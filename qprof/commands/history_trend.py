@@ -1,16 +1,14 @@
 """`qprof history`'s verdict over time: per CPU and suite, the current segment (every
 comparable run since the last change point) and each change, sized and explained
-(:mod:`qprof.consensus.trend`, from the store's run points, as the daemon reads them).
-
-Runs whose points the store did not keep are left out and counted: reading them from
-their records takes the estimator seconds a run (`qprof trend --state-dir DIR` does)."""
+(the judgement's trends: :mod:`qprof.consensus.judgement`). Runs whose points the store
+did not keep, beyond the few a reader computes, are left out and counted."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from qprof.consensus import Profile
+from qprof.consensus.judgement import Judgement
 
 
 @dataclass(frozen=True)
@@ -20,26 +18,22 @@ class HistoryTrend:
     left_out: int  # runs without stored points
 
 
-def history_trend(store: Any, profile: Profile | None) -> HistoryTrend:
+def history_trend(judgement: Judgement, unit_vu: int, left_out: int) -> HistoryTrend:
+    """The judgement's trends as `qprof trend --json` gives them, and their lines."""
     from qprof.consensus.trend.report import change_text, segment_text, trend_dict
-    from qprof.service.trend import TREND_RUNS, read_trends
-    from qprof.service.trend_source import store_points
 
-    unit, unit_vu = (profile.unit_suite, profile.unit_vu) if profile else ("ML-DSA-44", 100)
-    points = store_points(store, unit, newest=TREND_RUNS, max_computed=0)
-    trends = read_trends(points.points)
     lines = []
-    for t in trends:
+    for t in judgement.trends:
         for s in t.suites:
             seg = s.current
             if seg is None:
                 continue
             lines.append(f"  cpu {t.key.cpu:<3} {s.suite:<20} {t.key.backend:<8} "
-                         f"segment of runs {seg.first_run}-{seg.last_run} of {len(t.runs)}: "
-                         f"{segment_text(seg, unit_vu)}")
+                         f"segment of runs {seg.first_run + 1}-{seg.last_run + 1} of "
+                         f"{len(t.runs)}: {segment_text(seg, unit_vu)}")
             lines += [f"      change: {change_text(c, unit_vu)}" for c in s.changes]
-    if points.left_out:
-        lines.append(f"  {points.left_out} run{'s' if points.left_out != 1 else ''} without "
+    if left_out:
+        lines.append(f"  {left_out} run{'s' if left_out != 1 else ''} without "
                      "stored points left out (qprof trend --state-dir DIR reads them from "
                      "their records)")
-    return HistoryTrend([trend_dict(t, unit_vu) for t in trends], lines, points.left_out)
+    return HistoryTrend([trend_dict(t, unit_vu) for t in judgement.trends], lines, left_out)

@@ -33,11 +33,11 @@ from typing import Any
 
 from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
+from qprof.consensus.judgement import judge
 from qprof.consensus.policy import CoreDesign
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
-from qprof.consensus.trend.verdict import current_segments
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
@@ -57,7 +57,7 @@ from qprof.measure.records import (
 )
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
-from qprof.service.metrics import DegradedReason, MetricsState, summarize
+from qprof.service.metrics import DegradedReason, MetricsState
 from qprof.service.store import Store
 from qprof.service.store_held import HeldWrites
 from qprof.service.trend import (
@@ -65,7 +65,6 @@ from qprof.service.trend import (
     ChangeTracker,
     TrendSummary,
     pending_alarms,
-    read_trends,
     trailing_gaps,
 )
 
@@ -141,20 +140,19 @@ class CycleRunner:
     def refresh_results(self, announce: bool = True) -> None:
         """Re-read results from the store into the metrics: the verdict on each suite's
         current segment; alert on coverage changes and on confirmed ratio changes."""
-        trends = read_trends(self.store.points.run_points(operation="verify",
-                                                          newest=TREND_RUNS))
-        segments = current_segments(trends)
         measurements = self.store.newest_run_measurements("verify")
-        summary = summarize(measurements, profile=self.state.profile,
-                            cores=self.cores(measurements), segments=segments)
-        self.state.set_summary(summary)
+        judgement = judge(measurements, self.state.profile,
+                          self.store.points.run_points(operation="verify", newest=TREND_RUNS),
+                          cores=self.cores(measurements))
+        self.state.set_judgement(judgement)
+        trends, segments = list(judgement.trends), dict(judgement.segments)
         self._trend_alerts(trends, announce)
         alarms = pending_alarms(trends)
         self.changes.update_alarms(alarms)
         self.state.set_trend(TrendSummary(
             trends=tuple(trends), segments=segments, alarms=alarms,
             undecided=trailing_gaps(trends, segments), changes=self.changes.counts))
-        coverage = summary.coverage
+        coverage = judgement.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
         self._block_time_alerts(coverage, announce)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -19,16 +19,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from qprof.consensus import Profile
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, SuiteEstimate, estimate
-from qprof.consensus.estimate.statistic import Statistic
-from qprof.consensus.functional import undecided_where_mismatched
-from qprof.consensus.policy import CoreDesign
-from qprof.consensus.trend.model import SegmentEstimate
-from qprof.consensus.trend.verdict import SegmentKey, with_segments
-from qprof.consensus.verdict import CoverageResult, coverage
+from qprof.consensus.estimate.estimator import SuiteEstimate
+from qprof.consensus.judgement import Judgement, SuiteResult
+from qprof.consensus.verdict import CoverageResult
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
-from qprof.measure.records import AdversaryFactors, FunctionalCheck, Measurement, ResourceUse
+from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_headroom import headroom_metrics
@@ -38,81 +34,6 @@ from qprof.service.metrics_trend import trend_metrics
 from qprof.service.trend import TrendSummary
 
 log = logging.getLogger("qprof.daemon")
-
-
-@dataclass(frozen=True)
-class SuiteResult:
-    """Verify cost of one suite on one CPU with one backend, from its newest run: the
-    estimator's figure (:mod:`qprof.consensus.estimate.estimator`, as `qprof check` computes it)."""
-
-    cpu: int
-    suite: str
-    backend: str
-    time_ns: float  # the suite's verify time by ``statistic``: what the verdict compares
-    statistic: Statistic  # "median", "p10" or "paired"
-    statistic_why: str
-    run_id: str
-    rounds: int
-    capped: bool | None
-    cap_factor: float | None
-    finished_at: float | None
-    median_ns: float  # the plain median of all samples, whichever statistic was used
-    p10_ns: float | None
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The newest run's figures per (cpu, suite, backend) and the profile's verdicts (on
-    the current segments when given: ``run_estimates`` keeps the newest run's own)."""
-
-    results: list[SuiteResult]
-    coverage: list[CoverageResult]
-    run_estimates: list[SuiteEstimate] = field(default_factory=list)
-
-
-def summarize(measurements: Iterable[Measurement], operation: str = "verify",
-              profile: Profile | None = None, statistic: str = "auto",
-              cores: Mapping[int, CoreDesign] | None = None,
-              segments: Mapping[SegmentKey, SegmentEstimate] | None = None) -> Summary:
-    """The newest run per (cpu, suite, backend), through the one estimator and verdict
-    (``qprof.consensus``, with the profile's policy: ``cores`` says what each CPU is), so
-    the metrics, `qprof history` and `qprof check` agree by construction. Without a
-    profile (it failed to load) the unit is ML-DSA-44 and there is no verdict.
-
-    ``segments`` (the daemon's: each suite's current segment, qprof.service.trend): the
-    verdict is the segment's, the newest run's estimates with its figures in their place
-    (qprof.consensus.trend.verdict.with_segments); an undecided newest run is a gap in
-    it. The run's own estimates stay in ``Summary.run_estimates``."""
-    groups: dict[tuple[int, str, str], list[Measurement]] = {}
-    for m in measurements:
-        if m.operation == operation:
-            groups.setdefault((m.cpu, m.suite, m.backend), []).append(m)
-    newest: dict[tuple[int, str, str], list[Measurement]] = {}
-    for key, ms in groups.items():
-        newest_run = max(ms, key=lambda m: m.finished_at or 0.0).run_id
-        newest[key] = [m for m in ms if m.run_id == newest_run]
-    unit_vu = profile.unit_vu if profile else 100
-    estimates = estimate(
-        [m for ms in newest.values() for m in ms],
-        unit_suite=profile.unit_suite if profile else DEFAULT_UNIT_SUITE,
-        unit_vu=unit_vu, operation=operation, statistic=statistic)
-    run_estimates = list(estimates)
-    if segments:
-        estimates = with_segments(estimates, segments, unit_vu)
-    results = []
-    for e in sorted(estimates, key=lambda e: (e.cpu, e.suite, e.backend)):
-        ms = newest[(e.cpu, e.suite, e.backend)]
-        results.append(SuiteResult(
-            cpu=e.cpu, suite=e.suite, backend=e.backend, time_ns=e.suite_time_ns,
-            statistic=e.statistic, statistic_why=e.statistic_why, run_id=ms[0].run_id,
-            rounds=e.rounds, capped=e.capped, cap_factor=e.cap_factor,
-            finished_at=max((m.finished_at or 0.0) for m in ms) or None,
-            median_ns=e.median_ns, p10_ns=e.p10_ns))
-    if profile is not None:  # a backend that failed its known answers: never decided
-        estimates = undecided_where_mismatched(
-            estimates, [m for ms in newest.values() for m in ms], profile.unit_suite)
-    return Summary(results, coverage(profile, estimates, cores=cores)
-                   if profile is not None else [], run_estimates)
 
 
 class DegradedReason(StrEnum):
@@ -176,11 +97,11 @@ class MetricsState:
         with self.lock:
             self.disagreements[(cpu, suite)] = self.disagreements.get((cpu, suite), 0) + 1
 
-    def set_summary(self, summary: Summary) -> None:
+    def set_judgement(self, judgement: Judgement) -> None:
         with self.lock:
-            self.results = summary.results
-            self.coverage = summary.coverage
-            self.run_estimates = summary.run_estimates
+            self.results = list(judgement.results)
+            self.coverage = judgement.coverage
+            self.run_estimates = list(judgement.run_estimates)
 
     def set_trend(self, trend: TrendSummary) -> None:
         with self.lock:

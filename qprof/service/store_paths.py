@@ -10,6 +10,7 @@ writes there). Readers look in both, the daemon's first; the monitor's exports g
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,6 +62,14 @@ class UserStores:
 
     def existing(self) -> list[StoreLocation]:
         return [s for s in self.all() if s.path.exists()]
+
+    def for_writing(self) -> StoreLocation:
+        """Where a run of this user's is kept: the daemon's store when it exists and this
+        user may write it (the monitor attaches to it too), else the monitor's own."""
+        daemon = self.daemon.path
+        if daemon.exists() and os.access(daemon, os.W_OK):
+            return self.daemon
+        return self.monitor
 
     def none_yet(self) -> str:
         """One line for a state directory holding no store yet."""

@@ -8,13 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from qprof.consensus.trend.analysis import analyze, group
 from qprof.consensus.trend.model import (
     Alarm,
     Change,
-    RunPoint,
     SegmentEstimate,
-    SeriesKey,
     SeriesTrend,
 )
 from qprof.consensus.trend.verdict import SegmentKey
@@ -47,12 +44,6 @@ class TrendSummary:
     undecided: dict[SegmentKey, int] = field(default_factory=dict)
     # Confirmed changes per (cpu, suite) seen by this process (a counter: never drops).
     changes: dict[tuple[int, str], int] = field(default_factory=dict)
-
-
-def read_trends(points: Iterable[tuple[SeriesKey, RunPoint]]) -> list[SeriesTrend]:
-    """The analysis of the given run points, the series with the newest run last."""
-    trends = analyze(group(points))
-    return sorted(trends, key=lambda t: t.runs[-1].started_at if t.runs else 0.0)
 
 
 def trailing_gaps(trends: Iterable[SeriesTrend],

@@ -112,6 +112,8 @@ class CoverageView:
     # its one-line verdict, as `qprof check` prints them.
     state: str | None = None
     headline: str | None = None
+    # The kept runs' segment the verdict stands on (several runs), as check prints it.
+    segment: str | None = None
 
 
 @dataclass(frozen=True)

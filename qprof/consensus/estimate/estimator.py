@@ -35,6 +35,7 @@ from qprof.consensus.vu import exact, vu_estimate
 from qprof.measure.records import Measurement
 
 DEFAULT_UNIT_SUITE = "ML-DSA-44"
+DEFAULT_UNIT_VU = 100  # the unit's Verify Units where no profile says
 REPLICATES = 1000  # bootstrap replicates of an interval
 
 
@@ -302,7 +303,7 @@ def estimate(
     measurements: Iterable[Measurement],
     *,
     unit_suite: str = DEFAULT_UNIT_SUITE,
-    unit_vu: int = 100,
+    unit_vu: int = DEFAULT_UNIT_VU,
     operation: str = "verify",
     statistic: str = "auto",
     replicates: int = REPLICATES,

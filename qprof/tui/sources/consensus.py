@@ -1,12 +1,7 @@
-"""Profile constants and Verify-Unit coverage for the monitor (``qprof.consensus``).
-
-Coverage is `qprof check`'s own verdict (:func:`qprof.consensus.verdict.evaluate`,
-``statistic="auto"``) over every round of the store's newest run per core and suite, so
-the monitor and `qprof check` never contradict each other: estimate = ceil(100 ×
-t(suite) / t(unit suite)) on one core, t the median while the ML-DSA rounds agree,
-else the 10th percentile (a busy or shared host). The panel shows one row per suite
-and cluster; when a cluster has several measured cores, the core with the highest
-estimate speaks for it, because a constant has to cover the slowest core.
+"""Profile constants and Verify-Unit coverage for the monitor: the store's judgement
+(:mod:`qprof.service.judged`, as check, history and the daemon have it), one row per
+suite and cluster; where a cluster has several measured cores, the core with the
+highest estimate speaks for it, because a constant has to cover the slowest core.
 """
 
 from __future__ import annotations
@@ -16,19 +11,14 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from qprof.consensus import Profile
-from qprof.consensus.policy import CoreDesign
+from qprof.consensus.judgement import VERIFY_OPERATIONS, Judgement
 from qprof.consensus.verdict import CoverageResult
 from qprof.tui.model import CoverageView, cpu_ranges, short_design
 from qprof.tui.sources.hardware import ClusterFacts
-
-# What a block's signature check costs: the plain verify, or both verifiers (enforce).
-VERIFY_OPERATIONS = ("verify", "dual_enforce")
 
 
 @dataclass(frozen=True)
@@ -75,73 +65,60 @@ def load_profile_info(name: str) -> ProfileInfo:
     return ProfileInfo(name=profile.name, profile=profile)
 
 
-STATISTIC = "auto"  # what `qprof check` uses by default: the monitor must agree with it
-
-
 @dataclass(frozen=True)
 class Evaluation:
-    """`qprof check`'s verdict over the store's newest runs, for one backend and profile:
-    one ``CoverageResult`` per (cpu, suite) (its estimate says which statistic)."""
+    """The store's judgement for one backend and profile: one ``CoverageResult`` per
+    (cpu, suite), the verdict on its current segment, and that segment's line."""
 
     results: tuple[CoverageResult, ...] = ()
     measured_at: dict[tuple[int, str], float] = field(default_factory=dict)
     error: str | None = None
     # The newest run's known answers, memory and constants with headroom (tui.preflight).
     preflight: tuple[str, ...] = ()
+    segments: dict[tuple[int, str], str] = field(default_factory=dict)
 
 
-def evaluate_measurements(measurements: Iterable[Any], info: ProfileInfo,
-                          backend: str | None,
-                          cores: Mapping[int, CoreDesign] | None = None) -> Evaluation:
-    """Every round of the newest run per (cpu, suite, backend) -> the verdict, through
-    :func:`qprof.consensus.verdict.evaluate` with ``statistic="auto"``, exactly as
-    `qprof check` computes it (median while the ML-DSA rounds agree, else the 10th
-    percentile). ``cores`` says what each CPU is (the profile's policy: where the ratio
-    binds). Slow with samples (a bootstrap CI per suite): call it off the UI thread.
-    """
-    if info.profile is None:
-        return Evaluation()
-    from qprof.consensus.verdict import evaluate
-
-    ms = [m for m in measurements if backend is None or m.backend == backend]
-    results: list[CoverageResult] = []
-    seen: set[tuple[int, str, str]] = set()
-    for operation in VERIFY_OPERATIONS:  # the plain verify first, as `qprof check`
-        for r in evaluate(info.profile, ms, operation=operation, statistic=STATISTIC,
-                          cores=cores):
-            if (r.cpu, r.suite, r.backend) not in seen:
-                seen.add((r.cpu, r.suite, r.backend))
-                results.append(r)
+def evaluation_of(judgement: Judgement, info: ProfileInfo, backend: str | None
+                  ) -> Evaluation:
+    """The monitor's view of a judgement: ``backend``'s verdicts and segment lines."""
+    keep = [s for s in judgement.suites if backend is None or s.verdict.backend == backend]
+    unit_vu = info.profile.unit_vu if info.profile is not None else 100
     measured_at: dict[tuple[int, str], float] = {}
-    for m in ms:
-        key = (int(m.cpu), m.suite)
-        measured_at[key] = max(measured_at.get(key, 0.0), float(m.finished_at or 0.0))
-    return Evaluation(tuple(results), measured_at)
+    for r in judgement.results:
+        if backend is None or r.backend == backend:
+            key = (r.cpu, r.suite)
+            measured_at[key] = max(measured_at.get(key, 0.0), float(r.finished_at or 0.0))
+    segments = {(s.verdict.cpu, s.verdict.suite): text for s in keep
+                if s.segment is not None and s.segment.runs > 1
+                and (text := s.segment_text(unit_vu)) is not None}
+    return Evaluation(tuple(s.verdict for s in keep), measured_at, segments=segments)
 
 
 def evaluate_store(path: Path, info: ProfileInfo, backend: str | None,
                    root: str = "/") -> Evaluation:
-    """Read the newest runs from the store file at ``path`` (its own connection: this
-    runs in a worker thread) and evaluate them; failures become ``error``. What each CPU
-    is comes from ``root``'s topology and what the runs recorded."""
+    """The judgement of the store at ``path`` (its own connection: this runs in a child
+    process); failures become ``error``. What each CPU is comes from ``root``'s topology
+    and what the runs recorded."""
+    if info.profile is None:
+        return Evaluation()
     try:
-        from qprof.service.cores import recorded_cores, topology_cores
+        from qprof.service.cores import topology_cores
+        from qprof.service.judged import store_judgement
         from qprof.service.store import Store
 
         store = Store(path, readonly=True)
         try:
-            measurements = [m for op in VERIFY_OPERATIONS
-                             for m in store.newest_run_measurements(op)]
-            cores = {**topology_cores(root), **recorded_cores(store, measurements)}
+            found = store_judgement(store, info.profile, cores=topology_cores(root),
+                                    operations=VERIFY_OPERATIONS)
             newest = store.newest_meta()
             records = list(store.run_records(newest.run_id)) if newest is not None else []
         finally:
             store.close()
-        found = evaluate_measurements(measurements, info, backend, cores)
+        evaluation = evaluation_of(found.judgement, info, backend)
         from qprof.tui.preflight import preflight_lines
 
-        return dataclasses.replace(found, preflight=preflight_lines(
-            records, info.profile, found.results))
+        return dataclasses.replace(evaluation, preflight=preflight_lines(
+            records, info.profile, evaluation.results))
     except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
         return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
 
@@ -153,6 +130,8 @@ def evaluation_to_json(evaluation: Evaluation) -> str:
                         evaluation.measured_at.items()],
         "error": evaluation.error,
         "preflight": list(evaluation.preflight),
+        "segments": [[cpu, suite, text] for (cpu, suite), text in
+                     evaluation.segments.items()],
     })
 
 
@@ -164,6 +143,8 @@ def evaluation_from_json(text: str) -> Evaluation:
                      data["measured_at"]},
         error=data.get("error"),
         preflight=tuple(str(x) for x in data.get("preflight", ())),
+        segments={(int(cpu), str(suite)): str(text) for cpu, suite, text in
+                  data.get("segments", ())},
     )
 
 
@@ -260,6 +241,8 @@ def coverage_rows(
                 worst_binds=r.held_to == "worst_signature",
                 state=r.state,
                 headline=r.headline,
+                segment=(evaluation.segments.get((r.cpu, suite))
+                         if evaluation is not None else None),
             ))
     return tuple(rows)
 

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from qprof.consensus.verdict import WORDS
 from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
     CAP_MARK,
@@ -127,10 +128,19 @@ def statistic_line(rows: tuple[CoverageView, ...]) -> str:
     return "Stat as `qprof check`: " + "; ".join(parts)
 
 
+def segment_line(rows: tuple[CoverageView, ...]) -> str:
+    """The kept runs each verdict stands on, as check says it: 'Kept runs: ML-87 @1
+    this machine, 22 decided runs (runs 1-22 of 22): 226 (225-227) covered'."""
+    words: dict[str, str] = {str(k): v for k, v in WORDS.items()}
+    parts = [f"{short_suite(r.suite)} @{r.cpu} {r.segment}: {words.get(r.state or '', '')}"
+             .rstrip(": ") for r in rows if r.segment and r.cpu is not None]
+    return "Kept runs: " + "; ".join(parts) if parts else ""
+
+
 # The lines below the table, in order; each wraps (up to 3 rows: the CSS) and is hidden
 # while empty. "verdict": why there is no verdict and what to run; "detail": the
 # selected row's whole verdict.
-LINES = ("verdict", "why", "time", "worst", "preflight", "detail")
+LINES = ("verdict", "segment", "why", "time", "worst", "preflight", "detail")
 
 
 class CoveragePanel(Vertical):
@@ -204,6 +214,7 @@ class CoveragePanel(Vertical):
             self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
                                                                   overflow="ellipsis"))
         self._line("verdict", verdict_note or "")
+        self._line("segment", segment_line(rows))
         self._line("why", statistic_line(rows))
         self._line("time", block_time_line(rows))
         self._line("worst", worst_line(rows))
