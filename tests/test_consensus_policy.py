@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from qprof.commands.check import EXIT_CODES
-from qprof.consensus.judgement import overall_decision as run_decision
 from qprof.consensus import load_profile
+from qprof.consensus.judgement import overall_decision as run_decision
 from qprof.consensus.policy import (
     NOT_BINDING,
     CoreDesign,
