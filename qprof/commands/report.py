@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from qprof.commands.output import OutputError, check_output, write_file, write_output
 
 if TYPE_CHECKING:
+    from qprof.consensus.trend.model import RunPoint, SeriesKey
     from qprof.measure.jsonl import RunData
 
 
@@ -76,11 +77,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"qprof report: {exc}", file=sys.stderr)
             failed = True
     stored = args.stored or (None if args.files or args.block else "latest")
+    kept: list[tuple[SeriesKey, RunPoint]] = []
     if stored is not None:
         from_store = _stored_run(stored, args.state_dir)
         if from_store is None:
             return 2
         runs.append(from_store)
+    if stored is not None or args.state_dir is not None:
+        kept = _kept_points(args.state_dir)
     if not runs and not blocks:
         return 2
     recorded = next((r.meta.profile for r in runs if r.meta and r.meta.profile), None)
@@ -97,14 +101,17 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
-    from qprof.report.trend import report_trends
+    from qprof.report.judgement import report_judgement
 
-    trends = report_trends(runs, profile)  # once, for both reports (several runs only)
-    text = render_report(runs, profile, blocks, trends)
+    # Once, for both reports: the judgement over the runs and the kept ones, its series
+    # of several runs the trend section.
+    judgement = report_judgement(runs, profile, kept)
+    trends = [t for t in judgement.trends if len(t.runs) >= 2]
+    text = render_report(runs, profile, blocks, trends, judgement)
     if args.html:
         from qprof.report.html import render_html
 
-        write_file(args.html, render_html(runs, profile, trends))
+        write_file(args.html, render_html(runs, profile, trends, judgement))
         print(f"qprof report: wrote {args.html}", file=sys.stderr)
     # -o -, or no file at all: stdout; a file written is named.
     if ((args.output or not args.html) and write_output(args.output, text)
@@ -135,3 +142,18 @@ def _stored_run(run_id: str, state_dir: Path | None) -> RunData | None:
     print(f"qprof report: run {run_id} of the {loc.label}", file=sys.stderr)
     meta = next((r for r in records if isinstance(r, Meta)), None)
     return RunData(path=Path(f"{loc.path.name}:{run_id}"), meta=meta, records=records)
+
+
+def _kept_points(state_dir: Path | None) -> list[tuple[SeriesKey, RunPoint]]:
+    """Every run point of the user's stores (the runs kept by check, the monitor and the
+    daemon): the report judges its runs with them."""
+    from qprof.service.store_file import StoreError
+    from qprof.service.store_paths import read_store, user_stores
+
+    points: list[tuple[SeriesKey, RunPoint]] = []
+    for loc in user_stores(state_dir).existing():
+        try:
+            points += read_store(loc.path, lambda s: s.points.run_points())
+        except StoreError as exc:
+            print(f"qprof report: {exc}", file=sys.stderr)
+    return points

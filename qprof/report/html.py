@@ -18,6 +18,7 @@ from pathlib import Path
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.stats import drift_bp
+from qprof.consensus.judgement import Judgement
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.verdict import WORDS, State, contended_text
 from qprof.consensus.vu import block_signatures
@@ -48,6 +49,7 @@ from qprof.report.html_svg import (
     row_chart,
 )
 from qprof.report.html_trend import trend_section
+from qprof.report.judgement import judgement_lines
 from qprof.report.trend import report_trends
 
 # The verdict's colour and mark by its state (qprof.consensus.verdict: WORDS, the words
@@ -232,11 +234,14 @@ def _worst_block(cols: list[Column], profile: Profile | None) -> Section | None:
 
 
 def render_html(runs: list[RunData], profile: Profile | None = None,
-                trends: Sequence[SeriesTrend] | None = None) -> str:
+                trends: Sequence[SeriesTrend] | None = None,
+                judgement: Judgement | None = None) -> str:
     """``trends``: :func:`qprof.report.trend.report_trends` of ``runs`` when the caller
-    has them (the Markdown report takes the same), else computed here."""
+    has them (the Markdown report takes the same), else computed here; ``judgement``:
+    the verdict every view shows, its overall line first on the page."""
     cols = build_columns(runs)
-    lines = ["Runs: " + ", ".join(Path(r.path).name for r in runs) + "."]
+    said = judgement_lines(judgement, profile) if judgement is not None else []
+    lines = [*said[:1], "Runs: " + ", ".join(Path(r.path).name for r in runs) + "."]
     for run in runs:
         if run.meta:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.meta.started_at))
@@ -245,6 +250,11 @@ def render_html(runs: list[RunData], profile: Profile | None = None,
     if profile:
         lines.append(f"Profile: {profile.name} ({profile.description or profile.path}).")
     sections = [_estimates(cols, profile), _drift(cols), _frequencies(runs)]
+    if said[1:]:
+        sections.insert(0, Section("Verdict", "The verdict on every kept run of each "
+                                   "series since its last change, as check, history and "
+                                   "the monitor give it.",
+                                   tuple(paragraph(line) for line in said[1:])))
     block = _worst_block(cols, profile)
     if block is not None:
         sections.append(block)

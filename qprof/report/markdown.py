@@ -15,8 +15,9 @@ from qprof.consensus.basis import basis_label, verdict_basis
 from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.estimate.reduce import unit_drift_bp
 from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
+from qprof.consensus.judgement import Judgement
 from qprof.consensus.trend.model import SeriesTrend
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict import WORDS, CoverageResult
 from qprof.consensus.vu import block_signatures
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
@@ -35,6 +36,7 @@ from qprof.report.columns import (
 )
 from qprof.report.figures import column_estimates, column_verdicts
 from qprof.report.headroom import headroom_section
+from qprof.report.judgement import judgement_lines
 from qprof.report.machine import machine_section
 from qprof.report.policy import policy_section
 from qprof.report.resources import functional_section, resources_section
@@ -139,6 +141,8 @@ def _estimate_cell(e: SuiteEstimate | None) -> str:
 def _covered_cell(verdicts: list[CoverageResult]) -> str:
     if verdicts and all(v.decision == "comparison" for v in verdicts):
         return "comparison only"
+    if verdicts and all(v.estimate.is_unit for v in verdicts):
+        return WORDS["unit"]
     if verdicts and not any(v.ratio_binds for v in verdicts if v.decision != "comparison"):
         if any(v.covered is False for v in verdicts):
             return "over, not binding here (not a reference core)"
@@ -146,7 +150,7 @@ def _covered_cell(verdicts: list[CoverageResult]) -> str:
             return "straddles, not binding here (not a reference core)"
         if any(v.decision == "no_estimate" for v in verdicts):
             return "no reliable estimate, not binding here (not a reference core)"
-        return "yes"
+        return WORDS["not_binding"]
     # The verdict's words (qprof.consensus.verdict.WORDS): "unsure" only for an interval
     # straddling a binding constant; a contended run has no reliable estimate.
     binding = [v for v in verdicts if v.ratio_binds]
@@ -439,14 +443,20 @@ def _measured_blocks(blocks: list[BlockResult]) -> list[str]:
 
 def render_report(runs: list[RunData], profile: Profile | None = None,
                   blocks: Sequence[BlockResult] = (),
-                  trends: Sequence[SeriesTrend] | None = None) -> str:
+                  trends: Sequence[SeriesTrend] | None = None,
+                  judgement: Judgement | None = None) -> str:
     """``trends``: :func:`qprof.report.trend.report_trends` of ``runs`` when the caller
-    has them (the HTML report takes the same), else computed here."""
+    has them (the HTML report takes the same), else computed here; ``judgement``: the
+    verdict every view shows (:mod:`qprof.report.judgement`), first."""
     cols = build_columns(runs)
     lines = ["# Post-quantum verification cost per core", ""]
     if profile:
         lines += [f"Profile: {md_code(profile.name)} "
                   f"({md_text(profile.description or profile.path)}).", ""]
+    said = judgement_lines(judgement, profile) if judgement is not None else []
+    if said:
+        lines += ["## Verdict", "", f"**{md_text(said[0])}**", "",
+                  *(f"- {md_text(line)}" for line in said[1:]), ""]
     if not cols:
         if runs:
             lines += ["No measurements in " + ", ".join(md_text(r.path) for r in runs) + ".", ""]

@@ -1,0 +1,59 @@
+"""The judgement in the reports: the runs given (and the stores' kept runs) through
+:func:`qprof.consensus.judgement.judge`, computed once for the Markdown and the HTML
+report, and its lines: the overall verdict first, then one line per suite in the
+verdict's words, with the figure it stands on and the newest run's beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qprof.consensus import Profile
+from qprof.consensus.judgement import Judgement, SuiteJudgement, judge
+from qprof.consensus.policy import cores_from_records
+from qprof.consensus.trend.from_records import run_points
+from qprof.consensus.trend.model import RunPoint, SeriesKey
+from qprof.consensus.verdict import WORDS, CoverageResult
+from qprof.measure.jsonl import RunData
+from qprof.report.trend import unit_of
+
+OVERALL = {"covered": "covered: every binding verdict holds",
+           "not_covered": "NOT covered: a binding verdict is broken",
+           "unsure": "unsure: an interval straddles a binding constant",
+           "no_estimate": "no reliable estimate: the host was too contended",
+           "comparison": "none: comparison figures only"}
+
+
+def report_judgement(runs: Sequence[RunData], profile: Profile | None,
+                     kept: Sequence[tuple[SeriesKey, RunPoint]] = ()) -> Judgement:
+    """The judgement of the newest run among ``runs`` with every run's points (and the
+    stores' ``kept`` points) behind it."""
+    unit, _vu = unit_of(profile)
+    points = [*kept, *(p for run in runs for p in run_points(run.records, unit_suite=unit))]
+    return judge([m for run in runs for m in run.measurements], profile, points,
+                 cores=cores_from_records(r for run in runs for r in run.records))
+
+
+def _figure(r: CoverageResult) -> str:
+    if r.decision == "no_estimate":
+        return "no figure"
+    ci = f" ({r.vu_ci_low}-{r.vu_ci_high})" if r.vu_ci_low is not None else ""
+    return f"{r.vu_estimate}{ci}"
+
+
+def suite_line(s: SuiteJudgement, unit_vu: int) -> str:
+    v = s.verdict
+    where = (s.segment_text(unit_vu) if s.segment is not None and s.segment.runs > 1
+             else "the newest run alone")
+    changes = f"; {len(s.changes)} change{'s' * (len(s.changes) != 1)}" if s.changes else ""
+    return (f"CPU {v.cpu} {v.suite} ({v.backend}): {WORDS[v.state]}: {_figure(v)}, "
+            f"constant {v.vu_constant}; stands on {where}; newest run {_figure(s.run)}"
+            f"{changes}")
+
+
+def judgement_lines(j: Judgement, profile: Profile | None) -> list[str]:
+    """The overall verdict, then one line per suite (the unit's left out)."""
+    if profile is None or not j.suites:
+        return []
+    _unit, unit_vu = unit_of(profile)
+    return [f"Verdict ({profile.name}): {OVERALL[j.decision]}.",
+            *(suite_line(s, unit_vu) for s in j.suites if not s.run.estimate.is_unit)]
