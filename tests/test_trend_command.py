@@ -230,10 +230,11 @@ def test_bad_files_are_one_line_naming_them(tmp_path: Path,
     assert json.loads(out)["error"].startswith(str(garbage))
 
 
-def test_one_source_and_a_real_profile(tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_sources_together_and_a_real_profile(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # Files and stores are read together; a state dir without a store is said.
     code, _out, err = _trend(capsys, str(COMMITTED[0]), "--state-dir", str(tmp_path))
-    _one_line(code, err, "give one source")
+    _one_line(code, err, f"no results yet in {tmp_path}")
     code, _out, err = _trend(capsys, str(COMMITTED[0]), "--profile", "no-such-profile")
     _one_line(code, err, "profile 'no-such-profile' not found")
     code, _out, err = _trend(capsys, "--state-dir", str(tmp_path / "none"))

@@ -292,11 +292,46 @@ def _json(inp: Input, profile: Profile, trends: list[SeriesTrend],
 # -- the command ------------------------------------------------------------------------
 
 def _input(args: argparse.Namespace, unit_suite: str | None) -> Input:
+    """Every source given, together (files, stores and a Prometheus server); none given:
+    the default state dir's stores. A run seen in two sources counts once."""
+    inputs = []
     if args.runs:
-        return _from_files(args.runs, unit_suite, _jobs(args.jobs, len(args.runs)))
+        inputs.append(_from_files(args.runs, unit_suite, _jobs(args.jobs, len(args.runs))))
     if args.prometheus:
-        return _from_prometheus(args.prometheus, args.since, args.step, unit_suite)
-    return _from_store(args.state_dir, unit_suite)
+        inputs.append(_from_prometheus(args.prometheus, args.since, args.step, unit_suite))
+    if args.state_dir is not None or not inputs:
+        inputs.append(_from_store(args.state_dir, unit_suite))
+    if len(inputs) == 1:
+        return inputs[0]
+    kinds = [i.source for i in inputs]
+    return Input(source={"kind": "combined", "sources": kinds},
+                 points=[p for i in inputs for p in i.points],
+                 profiles=list(dict.fromkeys(p for i in inputs for p in i.profiles)),
+                 problems=[x for i in inputs for x in i.problems])
+
+
+def _store_judgement(args: argparse.Namespace, profile: Profile, inp: Input
+                     ) -> dict[str, Any] | None:
+    """Where a store is a source: the judgement of its newest run with every point
+    given behind it, as check, history and the monitor show it."""
+    if args.prometheus or (args.runs and args.state_dir is None):
+        return None
+    from qprof.consensus.judgement import judge
+    from qprof.consensus.judgement_codec import judgement_json
+    from qprof.service.cores import recorded_cores
+    from qprof.service.store_file import StoreError
+    from qprof.service.store_paths import read_store, user_stores
+
+    found = user_stores(args.state_dir).existing()
+    if not found:
+        return None
+    try:
+        measurements, cores = read_store(found[0].path, lambda s: (
+            ms := s.newest_run_measurements("verify"), recorded_cores(s, ms)))
+    except StoreError:
+        return None
+    return judgement_json(judge(measurements, profile, inp.points, cores=cores),
+                          profile.unit_vu)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -304,12 +339,6 @@ def run(args: argparse.Namespace) -> int:
     from qprof.consensus.trend.analysis import analyze, group
     from qprof.consensus.trend.fleet import fleet_changes
 
-    sources = [name for name, given in (("RUN.jsonl", bool(args.runs)),
-                                        ("--state-dir", args.state_dir is not None),
-                                        ("--prometheus", bool(args.prometheus))) if given]
-    if len(sources) > 1:
-        return _fail(args, "give one source: RUN.jsonl files, --state-dir DIR or "
-                     f"--prometheus URL (not {' and '.join(sources)})")
     try:
         given = load_profile(args.profile) if args.profile else None
         inp = _input(args, given.unit_suite if given else None)
@@ -330,7 +359,11 @@ def run(args: argparse.Namespace) -> int:
     trends = analyze(group(inp.points))
     fleet = fleet_changes(trends)
     if args.json:
-        print(json.dumps(_json(inp, profile, trends, fleet), indent=2))
+        doc = _json(inp, profile, trends, fleet)
+        judged = _store_judgement(args, profile, inp)
+        if judged is not None:
+            doc["judgement"] = judged
+        print(json.dumps(doc, indent=2))
     else:
         print(_text(inp, profile, trends, fleet))
     return 0
@@ -338,4 +371,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _where(inp: Input) -> str:
     src = inp.source
+    if src.get("kind") == "combined":
+        return "; ".join(_where(Input(source=x, points=[])) for x in src["sources"])
     return str(src.get("url") or ", ".join(src.get("paths") or src.get("files") or []))
