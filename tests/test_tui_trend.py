@@ -415,7 +415,7 @@ def test_history_says_each_suites_segment_and_changes(store_20: Path, tmp_path: 
     text = capsys.readouterr().out
     lines = text[text.index("the ratio over time"):].splitlines()
     moved = next(ln for ln in lines if "SLH-DSA-SHAKE-256s   liboqs" in ln)
-    assert f"segment of runs {STEP_AT}-{RUN_COUNT - 1} of {RUN_COUNT}:" in moved
+    assert f"segment of runs {STEP_AT + 1}-{RUN_COUNT} of {RUN_COUNT}:" in moved  # from 1
     assert f"over {RUN_COUNT - STEP_AT} runs" in moved
     change = lines[lines.index(moved) + 1]
     assert change.strip().startswith("change: SLH-DSA-SHAKE-256s:") and " bp, 95 % +" in change

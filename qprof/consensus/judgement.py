@@ -128,6 +128,15 @@ class Judgement:
     def suite(self, cpu: int, suite: str, backend: str) -> SuiteJudgement | None:
         return next((s for s in self.suites if s.key == (cpu, suite, backend)), None)
 
+    def series(self, backend: str | None, operation: str = "verify") -> list[SeriesTrend]:
+        """Each CPU's series on ``backend`` (any: None) that its newest run belongs to,
+        the one the verdict stands on, by CPU."""
+        chosen: dict[int, SeriesTrend] = {}
+        for t in self.trends:  # the newest run last: a later series wins
+            if t.key.operation == operation and backend in (None, t.key.backend):
+                chosen[t.key.cpu] = t
+        return [t for _cpu, t in sorted(chosen.items())]
+
 
 def overall_decision(results: Sequence[CoverageResult]) -> Decision:
     """One binding verdict surely broken decides (a suite over its constant where the

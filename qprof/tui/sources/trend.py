@@ -1,6 +1,7 @@
 """The monitor's trend: per CPU and suite, each of the store's runs' estimates, the change
 points and the current segment's estimate beside the newest run's
-(:mod:`qprof.consensus.trend`, the same analysis as `qprof trend`).
+(the store's judgement, :mod:`qprof.service.judged`: the series check, history and the
+daemon judge on).
 
 Computed in a child process, and only after the newest figures are on screen: the
 estimator takes ~3 s of CPU for a run read back from its records (runs the daemon did not
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from qprof.tui.model import TrendView
 
 if TYPE_CHECKING:
-    from qprof.consensus.trend.model import RunPoint, SeriesKey, SeriesTrend, SuiteTrend
+    from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
     from qprof.tui.sources.consensus import ProfileInfo
 
 # Runs without stored points (the monitor's own measurements, a daemon's runs from before
@@ -37,31 +38,8 @@ class TrendResult:
     error: str | None = None
 
 
-def newest_series_per_cpu(points: Sequence[tuple[SeriesKey, RunPoint]], backend: str | None
-                          ) -> list[SeriesTrend]:
-    """Each CPU's trend on ``backend``: of its series (a mode or a core model of its
-    own), the one its newest run belongs to, where the newest figures come from."""
-    from qprof.consensus.trend.analysis import analyze_series, group
-
-    chosen: dict[int, Any] = {}
-    for series in group(p for p in points if p[0].operation == "verify"
-                        and (backend is None or p[0].backend == backend)):
-        other = chosen.get(series.key.cpu)
-        if other is None or series.runs[-1].started_at > other.runs[-1].started_at:
-            chosen[series.key.cpu] = series
-    return [analyze_series(s) for _cpu, s in sorted(chosen.items())]
-
-
-def _alarm_text(s: SuiteTrend) -> str | None:
-    a = s.alarm
-    if a is None:
-        return None
-    return (f"alarm at run {a.run_index}: the {a.direction} chart at {a.statistic:.1f} "
-            f"(threshold {a.threshold:.1f}), not yet confirmed")
-
-
 def suite_view(t: SeriesTrend, s: SuiteTrend, unit_vu: int) -> TrendView:
-    from qprof.consensus.trend.report import change_text
+    from qprof.consensus.trend.report import alarm_text, change_text
     from qprof.consensus.trend.verdict import ratio_vu, segment_vu
 
     runs = [r.suite(s.suite) for r in t.runs]
@@ -81,7 +59,7 @@ def suite_view(t: SeriesTrend, s: SuiteTrend, unit_vu: int) -> TrendView:
         segment_gaps=seg.gaps if seg is not None else 0,
         newest_vu=newest_vu, newest_ci=newest_ci,
         change_lines=tuple(change_text(c, unit_vu) for c in s.changes),
-        alarm=_alarm_text(s))
+        alarm=alarm_text(s.alarm) if s.alarm is not None else None)
 
 
 def trend_views(trends: Sequence[SeriesTrend], info: ProfileInfo) -> tuple[TrendView, ...]:
@@ -139,17 +117,16 @@ def evaluate_trend(path: Path, info: ProfileInfo, backend: str | None,
     if info.profile is None:
         return TrendResult()
     try:
+        from qprof.service.judged import store_judgement
         from qprof.service.store import Store
-        from qprof.service.trend import TREND_RUNS  # as many as the daemon's verdict reads
-        from qprof.service.trend_source import store_points
 
         store = Store(path, readonly=True)
-        try:
-            points = store_points(store, info.unit_suite, newest=TREND_RUNS,
-                                  max_computed=from_records).points
+        try:  # the judgement's series: the ones check, history and the daemon judge on
+            judgement = store_judgement(store, info.profile,
+                                        max_computed=from_records).judgement
         finally:
             store.close()
-        return TrendResult(trend_views(newest_series_per_cpu(points, backend), info))
+        return TrendResult(trend_views(judgement.series(backend), info))
     except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
         return TrendResult(error=f"trend of {path}: {type(exc).__name__}: {exc}")
 
