@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from qprof.commands.options import Number, add_backends, add_cpus, add_suites
 from qprof.measure.config import MODES, TIMERS, ProgressEvent
+from qprof.measure.records import Record
 
 if TYPE_CHECKING:  # rich is imported only when a terminal shows the bar
     from rich.progress import Progress, TaskID
@@ -57,6 +58,22 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="do not add rounds while an estimate is unsure")
     parser.add_argument("-o", "--output", metavar="FILE.jsonl",
                         help="output file (default: qprof-bench-<time>.jsonl here)")
+    parser.add_argument("--no-store", action="store_true",
+                        help="do not keep the run in the user's store (kept by default, "
+                        "where history, trend, report and check find it)")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the store the run is kept in (default as for qprof history)")
+
+
+def _unit_suite(profile: str) -> str:
+    """The profile's unit suite, the ratios' denominator in the kept run's points."""
+    from qprof.consensus import ProfileError, load_profile
+    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+
+    try:
+        return load_profile(profile).unit_suite
+    except ProfileError:
+        return DEFAULT_UNIT_SUITE
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
@@ -157,7 +174,18 @@ def run(args: argparse.Namespace) -> int:
         allow_mismatch=args.allow_mismatch,
     )
     line = ProgressLine()
-    sink = JsonlSink(out)
+    jsonl = JsonlSink(out)
+    keeper = None
+    if not args.no_store:
+        from qprof.service.keep import keeper as user_keeper
+
+        keeper = user_keeper(args.state_dir, _unit_suite(args.profile))
+
+    def sink(record: Record) -> None:
+        jsonl(record)
+        if keeper is not None:
+            keeper.add(record)
+
     stop = threading.Event()
 
     def on_interrupt(signum: int, _frame: object) -> None:
@@ -176,21 +204,25 @@ def run(args: argparse.Namespace) -> int:
         summary = run_bench(config, sink, progress=line, stop=stop, rule=rule)
     except (EngineError, ProfileError, ValueError) as exc:
         line.close()
-        sink.close()
+        jsonl.close()
         if out.exists() and out.stat().st_size == 0:
             out.unlink()
         print(f"qprof bench: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         line.close()
-        sink.close()
+        jsonl.close()
         print(f"qprof bench: interrupted; partial run in {out}", file=sys.stderr)
         return 130
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+        if keeper is not None:
+            keeper.finish()
+            if keeper.error:
+                print(f"qprof bench: warning: {keeper.error}", file=sys.stderr)
     line.close()
-    sink.close()
+    jsonl.close()
     if stop.is_set():
         print(f"qprof bench: interrupted; partial run ({len(summary.measurements)} "
               f"measurements) in {out}", file=sys.stderr)

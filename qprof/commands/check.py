@@ -78,7 +78,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
                         help="the store the run is kept in and judged with (default as "
                         "for qprof history: the daemon's qprof.db when writable, else "
-                        "monitor.db)")
+                        "monitor.db); with --from, the kept runs it is judged with")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="the details: method and timer, the statistic and why, each "
@@ -320,7 +320,14 @@ def _judge_recorded(args: argparse.Namespace) -> int:
     note = None if args.profile else run_profile_note(recorded, profile)
     if note:
         print(f"qprof check: {path}: {_shown(note, MAX_LINE)}", file=sys.stderr)
-    return conclude(args, profile, run_data.summary(), run_data.records)
+    points = None
+    if args.state_dir is not None:  # judged with the kept runs of that store
+        from qprof.service.keep import kept_points
+
+        points, problems = kept_points(args.state_dir)
+        for problem in problems:
+            print(f"qprof check: {_shown(problem, MAX_LINE)}", file=sys.stderr)
+    return conclude(args, profile, run_data.summary(), run_data.records, points)
 
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:

@@ -84,7 +84,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
         runs.append(from_store)
     if stored is not None or args.state_dir is not None:
-        kept = _kept_points(args.state_dir)
+        from qprof.service.keep import kept_points
+
+        kept, problems = kept_points(args.state_dir)
+        for problem in problems:
+            print(f"qprof report: {problem}", file=sys.stderr)
     if not runs and not blocks:
         return 2
     recorded = next((r.meta.profile for r in runs if r.meta and r.meta.profile), None)
@@ -143,17 +147,3 @@ def _stored_run(run_id: str, state_dir: Path | None) -> RunData | None:
     meta = next((r for r in records if isinstance(r, Meta)), None)
     return RunData(path=Path(f"{loc.path.name}:{run_id}"), meta=meta, records=records)
 
-
-def _kept_points(state_dir: Path | None) -> list[tuple[SeriesKey, RunPoint]]:
-    """Every run point of the user's stores (the runs kept by check, the monitor and the
-    daemon): the report judges its runs with them."""
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import read_store, user_stores
-
-    points: list[tuple[SeriesKey, RunPoint]] = []
-    for loc in user_stores(state_dir).existing():
-        try:
-            points += read_store(loc.path, lambda s: s.points.run_points())
-        except StoreError as exc:
-            print(f"qprof report: {exc}", file=sys.stderr)
-    return points

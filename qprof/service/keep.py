@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable
 from pathlib import Path
 
 from qprof.consensus.trend.from_records import run_points
@@ -14,7 +13,7 @@ from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.records import Meta, Record, RecordError
 from qprof.service.store import Store
 from qprof.service.store_file import StoreError
-from qprof.service.store_paths import StoreLocation, user_stores
+from qprof.service.store_paths import StoreLocation, read_store, user_stores
 
 log = logging.getLogger("qprof.keep")
 
@@ -86,7 +85,14 @@ def keeper(state_dir: Path | None, unit_suite: str) -> RunKeeper:
     return RunKeeper(user_stores(state_dir).for_writing(), unit_suite)
 
 
-def points_of(runs: Iterable[list[Record]], unit_suite: str
-              ) -> list[tuple[SeriesKey, RunPoint]]:
-    """Run points of recorded runs (files), for a judgement beside the stores'."""
-    return [p for records in runs for p in run_points(records, unit_suite=unit_suite)]
+def kept_points(state_dir: Path | None) -> tuple[list[tuple[SeriesKey, RunPoint]], list[str]]:
+    """Every run point of the user's stores (the runs kept by check, the monitor and the
+    daemon), and a line for each store that could not be read."""
+    points: list[tuple[SeriesKey, RunPoint]] = []
+    problems: list[str] = []
+    for loc in user_stores(state_dir).existing():
+        try:
+            points += read_store(loc.path, lambda s: s.points.run_points())
+        except StoreError as exc:
+            problems.append(str(exc))
+    return points, problems

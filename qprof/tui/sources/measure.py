@@ -18,6 +18,7 @@ from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, ProgressEvent
 from qprof.measure.first_look import MESSAGE as FIRST_LOOK
 from qprof.measure.records import Record
 from qprof.measure.units import medians_text
+from qprof.service.store import Store
 from qprof.tui.model import Progress
 
 # The engine's "check" mode: valid-signature verify only, adaptive A/B/A rounds until the
@@ -61,6 +62,19 @@ def bench_config(cpu: int, suites: Iterable[str], backend: str, profile: str, ro
                        operations=list(MONITOR_OPERATIONS), time_limit_s=CHECK_TIME_LIMIT_S)
 
 
+def keep_points(store: Store, records: list[Record]) -> None:
+    """The run's points beside its records, as check and the daemon keep them: what the
+    judgement of every later view stands on."""
+    from qprof.consensus.trend.from_records import run_points
+    from qprof.measure.records import Meta
+
+    meta = next((r for r in records if isinstance(r, Meta)), None)
+    unit = meta.settings.get("unit_suite") if meta is not None else None
+    points = run_points(records, unit_suite=unit if isinstance(unit, str) else "ML-DSA-44")
+    if meta is not None and points:
+        store.points.add(meta.run_id, points)
+
+
 class MeasurementAborted(RuntimeError):
     """The engine gave up on the CPU (e.g. no library here can sign the test messages);
     the message says why and, from the run's first error note, what to do."""
@@ -81,9 +95,9 @@ class MeasureSource:
         from qprof.consensus.estimate.stopping import rule_for
         from qprof.measure.engine import run_bench
         from qprof.measure.records import Measurement, Note
-        from qprof.service.store import Store
 
         store = Store(self.store_path)
+        records: list[Record] = []
         errors: list[str] = []
         latest: dict[str, float] = {}  # suite -> its last round's median (ns), shown
         looked = False  # the figures shown are the first look's (no round yet)
@@ -95,6 +109,7 @@ class MeasureSource:
             elif isinstance(record, Measurement) and record.operation == "verify":
                 latest[record.suite] = record.median_ns
                 looked = False
+            records.append(record)
             store.add(record)
 
         try:
@@ -112,6 +127,7 @@ class MeasureSource:
                     progress(progress_of(event, latest, looked))
 
             summary = run_bench(config, add, progress=on_progress, stop=stop, rule=rule)
+            keep_points(store, records)
         finally:
             store.close()
         if summary.status == "aborted" and not (stop and stop.is_set()):
