@@ -86,8 +86,8 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
                ) -> tuple[list[NodeEstimate], list[str]]:
     from qprof.consensus.calibrate import MAX_CONSTANT, node_estimates
     from qprof.consensus.headroom import factors_of_records
+    from qprof.consensus.judgement import judge
     from qprof.consensus.policy import cores_from_records
-    from qprof.consensus.verdict import evaluate
     from qprof.measure.jsonl import read_run
 
     estimates: list[NodeEstimate] = []
@@ -104,8 +104,8 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
             raise ValueError(f"{path}: no measurements")
         node = _node_name(path, (run.meta.machine if run.meta else {}).get("hostname"), seen)
         try:
-            results = evaluate(profile, run.measurements,
-                               cores=cores_from_records(run.records))
+            results = judge(run.measurements, profile,
+                            cores=cores_from_records(run.records)).coverage
         except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
             raise ValueError(f"{path}: its measurements do not give an estimate "
                              f"({type(exc).__name__}: {exc})") from None

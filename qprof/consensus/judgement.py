@@ -149,6 +149,22 @@ def overall_decision(results: Sequence[CoverageResult]) -> Decision:
     return "comparison"
 
 
+def run_estimates(measurements: Sequence[Measurement], unit_suite: str, unit_vu: int,
+                  operation: str, statistic: str = "auto") -> list[SuiteEstimate]:
+    """One run's estimates as check makes them: a suite whose backend failed its known
+    answers is never decided."""
+    return undecided_where_mismatched(estimate(
+        measurements, unit_suite=unit_suite, unit_vu=unit_vu, operation=operation,
+        statistic=statistic), measurements, unit_suite)
+
+
+def column_verdicts(profile: Profile, estimates: Iterable[SuiteEstimate],
+                    cores: Mapping[int, CoreDesign] | None = None) -> list[CoverageResult]:
+    """The verdicts of one run's own estimates (a report's column per run and CPU): the
+    rule check's rows follow, without the kept runs' segment."""
+    return coverage(profile, estimates, cores=cores)
+
+
 def _newest_runs(measurements: Iterable[Measurement], operation: str
                  ) -> dict[tuple[int, str, str], list[Measurement]]:
     groups: dict[tuple[int, str, str], list[Measurement]] = {}

@@ -9,10 +9,11 @@ from dataclasses import replace
 from typing import cast
 
 from qprof.consensus import Profile
-from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
-from qprof.consensus.functional import undecided_where_mismatched
+from qprof.consensus.estimate.estimator import SuiteEstimate
+from qprof.consensus.judgement import column_verdicts as judged_columns
+from qprof.consensus.judgement import run_estimates as judged_estimates
 from qprof.consensus.policy import CoreDesign
-from qprof.consensus.verdict import CoverageResult, coverage
+from qprof.consensus.verdict import CoverageResult
 from qprof.measure.jsonl import RunData
 from qprof.report.columns import Column, Columns
 
@@ -24,10 +25,8 @@ def run_estimates(run: RunData, profile: Profile | None, unit: str, op: str
                   ) -> list[SuiteEstimate]:
     """Every (cpu, backend, suite) estimate of ``op`` in one run, as `qprof check` makes
     them from the run's records."""
-    # A suite whose backend failed its known answers: never decided (consensus.functional).
-    return undecided_where_mismatched(estimate(
-        run.measurements, unit_suite=unit, unit_vu=profile.unit_vu if profile else 100,
-        operation=op, statistic=STATISTIC), run.measurements, unit)
+    return judged_estimates(run.measurements, unit, profile.unit_vu if profile else 100, op,
+                            STATISTIC)
 
 
 # A report asks for one run's estimates from several sections (the tables, the chain's
@@ -92,7 +91,7 @@ def column_verdicts(profile: Profile | None, per_col: list[dict[str, SuiteEstima
     held = memo.get(key)
     if held is not None and held[0] is per_col:
         return cast(list[CoverageResult], held[1])
-    found = coverage(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
+    found = judged_columns(profile, [replace(e, cpu=i) for i, col in enumerate(per_col)
                                for e in col.values()],
                      cores=column_cores(cols) if cols is not None else None)
     memo[key] = (per_col, found)  # per_col held: its id stays its own
