@@ -22,7 +22,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"metrics address (default {DEFAULT_LISTEN}; 'none' disables)")
     parser.add_argument("--metrics-max-connections", type=int, metavar="N",
                         help="metrics connections held at once; past N the longest idle "
-                        "is closed for the newcomer (default 256)")
+                        "is closed for the newcomer (default 512)")
     parser.add_argument("--metrics-deadline", type=float, metavar="SECONDS",
                         help="a metrics client must send its whole request within this, "
                         "and take the whole answer within it again (default 5)")

@@ -21,6 +21,7 @@ import queue
 import resource
 import selectors
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from qprof.service.metrics_wsgi import (
 
 log = logging.getLogger("qprof.daemon")
 
-MAX_CONNECTIONS = 256  # held at once; past it the longest idle is closed for a newcomer
+MAX_CONNECTIONS = 512  # held at once; past it the longest idle is closed for a newcomer
 DEADLINE_S = 5.0  # to send the request head; again to take the answer once it is ready
 WORKERS = 2  # threads running the app (a scrape takes milliseconds)
 FD_RESERVE = 128  # descriptors left to the rest of the daemon (store, workers, /proc)
@@ -319,6 +320,9 @@ class MetricsServer:
                     _ANSWER: "the answer not taken"}[conn.state]
             self.errors.warning(f"request from {conn.peer} failed: {what} within "
                                 f"{self.deadline_s:g} s")
+            if conn.state == _ANSWER:  # what the kernel still holds for it goes too
+                conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                     struct.pack("ii", 1, 0))
             self._close(conn, _BUSY if conn.state == _WORKING else
                         _TIMED_OUT if conn.state == _HEAD else None)
 
