@@ -32,7 +32,7 @@ from qprof.measure.records import AdversaryFactors, FunctionalCheck, Measurement
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_headroom import headroom_metrics
-from qprof.service.metrics_http import MetricsServer, ServerLimits, serve
+from qprof.service.metrics_http import DEFAULT_LIMITS, MetricsServer, ServerLimits, serve
 from qprof.service.metrics_resources import functional_metrics, resource_metrics
 from qprof.service.metrics_trend import trend_metrics
 from qprof.service.trend import TrendSummary
@@ -459,7 +459,7 @@ def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
 
 
 def serve_metrics(state: MetricsState, host: str, port: int,
-                  limits: ServerLimits = ServerLimits()
+                  limits: ServerLimits = DEFAULT_LIMITS
                   ) -> tuple[MetricsServer, threading.Thread]:
     """Start the exposition HTTP server (service.metrics_http: bounded connections, each
     with a deadline); returns (server, thread). OSError if the bind fails, RuntimeError if

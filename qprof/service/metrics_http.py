@@ -13,6 +13,7 @@ newcomer. Failed requests are one log line each (rate-limited), never a tracebac
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import heapq
 import itertools
@@ -62,6 +63,9 @@ class ServerLimits:
 
     max_connections: int = MAX_CONNECTIONS
     deadline_s: float = DEADLINE_S
+
+
+DEFAULT_LIMITS = ServerLimits()
 
 
 def format_address(host: str, port: int) -> str:
@@ -128,7 +132,7 @@ class MetricsServer:
     """Serves ``app`` on HOST:PORT from ``serve_forever`` (one thread) until ``shutdown``."""
 
     def __init__(self, host: str, port: int, app: App,
-                 limits: ServerLimits = ServerLimits()) -> None:
+                 limits: ServerLimits = DEFAULT_LIMITS) -> None:
         family, _, _, _, sockaddr = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
         self._listener = socket.socket(family, socket.SOCK_STREAM)
@@ -348,10 +352,8 @@ class MetricsServer:
                 self._wake()
 
     def _wake(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # its buffer full: the loop is woken already
             self._wake_w.send(b"x")
-        except OSError:
-            pass  # its buffer is full: the loop is being woken already
 
     def _drain_wake(self) -> None:
         try:
@@ -413,7 +415,7 @@ def _farewell(sock: socket.socket, data: bytes | None) -> None:
 
 
 def serve(registry: CollectorRegistry, host: str, port: int,
-          limits: ServerLimits = ServerLimits()) -> tuple[MetricsServer, threading.Thread]:
+          limits: ServerLimits = DEFAULT_LIMITS) -> tuple[MetricsServer, threading.Thread]:
     """Start serving ``registry`` on HOST:PORT; returns (server, thread). OSError when the
     address cannot be bound, RuntimeError when the serving thread cannot start."""
     server = MetricsServer(host, port, make_wsgi_app(registry), limits)
