@@ -258,9 +258,10 @@ class MetricsServer:
             data = conn.sock.recv(4096)
         except BlockingIOError:
             return
-        except OSError:
-            data = b""  # reset by the client: nothing to answer
-        if not data:
+        except OSError as exc:  # reset by the client
+            self._failed(conn, exc)
+            return
+        if not data:  # the client closed before asking anything
             self._close(conn)
             return
         start = len(conn.head)
@@ -299,12 +300,16 @@ class MetricsServer:
             sent = conn.sock.send(conn.out)
         except BlockingIOError:
             return
-        except OSError:
-            self._close(conn)  # the client went away
+        except OSError as exc:  # the client went away
+            self._failed(conn, exc)
             return
         conn.out = conn.out[sent:]
         if not conn.out:
             self._close(conn)
+
+    def _failed(self, conn: _Conn, exc: OSError) -> None:
+        self.errors.warning(f"request from {conn.peer} failed: {type(exc).__name__}: {exc}")
+        self._close(conn)
 
     def _take_answers(self) -> None:
         while self._answers:
@@ -339,8 +344,7 @@ class MetricsServer:
         try:
             thread.start()
         except RuntimeError as exc:  # "can't start new thread": a task limit reached
-            self.errors.warning(f"cannot start a thread for the app ({exc}); the request "
-                                "waits for one")
+            self.errors.warning(f"a request waits: cannot start a thread for it ({exc})")
             return
         self._workers.append(thread)
 
