@@ -274,11 +274,7 @@ def test_a_slow_reader_holds_up_no_scrape_and_is_cut_at_the_deadline(
     """An answer of 8 MB (more than the kernel buffers hold) read 1 kB at a time."""
     body = b"x" * (8 << 20)
     port = server(body, ServerLimits(8, 1.0)).server_address[1]
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", port))
-    slow.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-    slow.recv(1024)
+    slow = _slow_reader(port)
     assert _get(port) == body  # meanwhile, a scrape is answered whole
     got, ended = 1024, False
     slow.settimeout(5)
@@ -292,6 +288,42 @@ def test_a_slow_reader_holds_up_no_scrape_and_is_cut_at_the_deadline(
         ended = not chunk
     assert ended and got < len(body)  # cut at the answer's deadline
     slow.close()
+
+
+def _slow_reader(port: int) -> socket.socket:
+    """A client that asks for the answer and reads only its first kB."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    sock.recv(1024)
+    return sock
+
+
+def _read_to_the_end(sock: socket.socket) -> tuple[int, bool]:
+    """(bytes read, whether the connection ended with a reset)."""
+    got = 0
+    sock.settimeout(10)
+    try:
+        while chunk := sock.recv(1 << 20):
+            got += len(chunk)
+    except ConnectionResetError:
+        return got, True
+    finally:
+        sock.close()
+    return got, False
+
+
+def test_past_the_cap_with_every_one_answered_the_slowest_reader_goes(
+        server: Callable[..., MetricsServer]) -> None:
+    body = b"x" * (8 << 20)
+    port = server(body, ServerLimits(2, 30.0)).server_address[1]
+    first, second = _slow_reader(port), _slow_reader(port)
+    assert _get(port) == body
+    got, reset = _read_to_the_end(first)
+    assert reset and got < len(body)  # closed for the scrape
+    got, reset = _read_to_the_end(second)
+    assert not reset and got > len(body) - 1024  # still held: its whole answer
 
 
 @pytest.mark.parametrize(("head", "status"), [

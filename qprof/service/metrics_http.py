@@ -5,9 +5,9 @@ One thread holds every connection (``selectors``: an idle socket costs a descrip
 thread) and at most ``WORKERS`` threads run the app. A connection must send its whole
 request head within ``deadline_s`` of being accepted (a client trickling a byte at a time
 is cut too) and take its whole answer within ``deadline_s`` of it being ready; writes never
-block, so a slow reader delays no one. At ``max_connections`` held (or when the process is
-out of descriptors) the longest-idle connection still sending its head is closed for the
-newcomer. Failed requests are one log line each (rate-limited), never a traceback.
+block, so a slow reader delays no one. At ``max_connections`` held (or out of descriptors)
+the longest idle is closed for the newcomer, else the slowest reader. Failed requests are
+one log line each (rate-limited), never a traceback.
 """
 
 from __future__ import annotations
@@ -159,6 +159,7 @@ class MetricsServer:
         self._wake_w.setblocking(False)
         self._conns: set[_Conn] = set()
         self._idle: collections.OrderedDict[_Conn, None] = collections.OrderedDict()
+        self._answering: collections.OrderedDict[_Conn, None] = collections.OrderedDict()
         self._deadlines: list[tuple[float, int, _Conn]] = []
         self._seq = itertools.count()
         self._jobs: queue.SimpleQueue[tuple[_Conn, dict[str, Any]] | None] = \
@@ -243,13 +244,20 @@ class MetricsServer:
         self._read(conn)  # a scraper's request is usually here already
 
     def _evict(self, why: str) -> bool:
-        """Close the connection idle the longest (still sending its head), if any."""
-        if not self._idle:
-            return False
-        conn = next(iter(self._idle))
-        self.errors.warning(f"{why}: closed the longest idle, from {conn.peer}")
-        self._close(conn, _TIMED_OUT)
-        return True
+        """Close the connection idle the longest (still sending its head), else the one
+        whose answer waits longest to be read; False when every one is being answered."""
+        if self._idle:
+            conn = next(iter(self._idle))
+            self.errors.warning(f"{why}: closed the longest idle, from {conn.peer}")
+            self._close(conn, _TIMED_OUT)
+            return True
+        if self._answering:
+            conn = next(iter(self._answering))
+            self.errors.warning(f"{why}: closed the slowest reader, {conn.peer}")
+            _reset_on_close(conn.sock)
+            self._close(conn)
+            return True
+        return False
 
     # -- reading the head, answering ------------------------------------------------------
 
@@ -289,6 +297,7 @@ class MetricsServer:
 
     def _answer(self, conn: _Conn, out: bytes) -> None:
         conn.state, conn.out = _ANSWER, memoryview(out)
+        self._answering[conn] = None
         conn.deadline = time.monotonic() + self.deadline_s
         self._push_deadline(conn)
         self._watch(conn, selectors.EVENT_WRITE)
@@ -329,9 +338,8 @@ class MetricsServer:
                     _ANSWER: "the answer not taken"}[conn.state]
             self.errors.warning(f"request from {conn.peer} failed: {what} within "
                                 f"{self.deadline_s:g} s")
-            if conn.state == _ANSWER:  # what the kernel still holds for it goes too
-                conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                     struct.pack("ii", 1, 0))
+            if conn.state == _ANSWER:
+                _reset_on_close(conn.sock)
             self._close(conn, _BUSY if conn.state == _WORKING else
                         _TIMED_OUT if conn.state == _HEAD else None)
 
@@ -385,6 +393,7 @@ class MetricsServer:
         self._unwatch(conn)
         self._conns.discard(conn)
         self._idle.pop(conn, None)
+        self._answering.pop(conn, None)
         conn.closed = True
         _farewell(conn.sock, farewell)
 
@@ -405,6 +414,13 @@ class MetricsServer:
         self._selector.close()
         for sock in (self._listener, self._wake_r, self._wake_w):
             sock.close()
+
+
+def _reset_on_close(sock: socket.socket) -> None:
+    """Close with a reset: the answer the kernel still holds for a reader cut off goes
+    too, instead of trickling out after the deadline."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def _farewell(sock: socket.socket, data: bytes | None) -> None:
