@@ -326,6 +326,51 @@ def test_past_the_cap_with_every_one_answered_the_slowest_reader_goes(
     assert not reset and got > len(body) - 1024  # still held: its whole answer
 
 
+_FEW_FILES = """
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (200, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from qprof.service.metrics_http import MetricsServer, ServerLimits
+def app(environ, start_response):
+    start_response("200 OK", [])
+    return [b"ok\\n"]
+server = MetricsServer("127.0.0.1", 0, app, ServerLimits(512, 30.0))
+hog = []
+try:
+    while True:
+        hog.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+for fd in hog[-20:]:
+    os.close(fd)  # room for 20 connections, under the cap
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def test_out_of_descriptors_the_longest_idle_goes(tmp_path: Path) -> None:
+    """The file limit lowers the cap (said once), and a process that runs out of
+    descriptors anyway closes its longest idle for the newcomer."""
+    log = tmp_path / "server.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", _FEW_FILES], stdout=subprocess.PIPE,
+                                stderr=err, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+        assert _get(port) == b"ok\n"
+        assert idle[0].recv(100).startswith(b"HTTP/1.0 408")
+        for sock in idle:
+            sock.close()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    text = log.read_text()
+    assert "at most 72 connections held, not 512" in text
+    assert "out of descriptors: closed the longest idle" in text
+    assert "Traceback" not in text
+
+
 @pytest.mark.parametrize(("head", "status"), [
     (b"hello\r\n\r\n", b"400"),
     (b"GET / HTTP/1.0\r\nno colon here\r\n\r\n", b"400"),

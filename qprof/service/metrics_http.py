@@ -1,5 +1,4 @@
-"""The metrics HTTP server: prometheus_client's WSGI app behind a server that idle or slow
-clients cannot take off the air.
+"""The metrics HTTP server: prometheus_client's app behind one idle clients cannot block.
 
 One thread holds every connection (``selectors``: an idle socket costs a descriptor, no
 thread) and at most ``WORKERS`` threads run the app. A connection must send its whole
