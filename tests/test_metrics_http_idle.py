@@ -207,6 +207,7 @@ def test_scrapes_answer_while_400_idle_and_50_slow_clients_hold_the_port(
     assert "failed: no complete request within 5 s" in d.log
 
 
+@pytest.mark.slow
 def test_scrapes_answer_through_a_flood_of_connections(
         tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE)
