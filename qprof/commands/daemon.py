@@ -20,6 +20,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "else $XDG_STATE_HOME/qprof or ~/.local/state/qprof)")
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help=f"metrics address (default {DEFAULT_LISTEN}; 'none' disables)")
+    parser.add_argument("--metrics-max-connections", type=int, metavar="N",
+                        help="metrics connections held at once; past N the longest idle "
+                        "is closed for the newcomer (default 512)")
+    parser.add_argument("--metrics-deadline", type=float, metavar="SECONDS",
+                        help="a metrics client must send its whole request within this, "
+                        "and take the whole answer within it again (default 5)")
     parser.add_argument("--interval", type=float, metavar="SECONDS",
                         help="rest between measurement cycles, from the end of one to the "
                         "start of the next (default 3600)")

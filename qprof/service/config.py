@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.sysfs import parse_cpu_arg
+from qprof.service.metrics_http import DEADLINE_S, MAX_CONNECTIONS, ServerLimits
 from qprof.service.retention import Retention
 from qprof.tomlfile import TomlFileError, read_toml
 
@@ -26,6 +27,10 @@ class ConfigError(ValueError):
 class DaemonConfig:
     state_dir: Path | None = None  # None: default_state_dir()
     listen: str | None = DEFAULT_LISTEN  # "HOST:PORT"; None = metrics off
+    # The metrics port: connections held at once (past it the longest idle is closed),
+    # and the seconds a client has to send its request head, and again to take the answer.
+    metrics_max_connections: int = MAX_CONNECTIONS
+    metrics_deadline: float = DEADLINE_S
     interval: float = 3600.0  # seconds between measurement cycles
     retry: float = 300.0  # after a skipped cycle, try again this soon
     cpus: str = "clusters"  # "clusters" (one CPU per cluster) | "all" | "0,4-5"
@@ -65,6 +70,9 @@ class DaemonConfig:
                          keep_samples_s=self.keep_samples_days * day,
                          keep_freq_s=self.keep_freq_days * day)
 
+    def metrics_limits(self) -> ServerLimits:
+        return ServerLimits(self.metrics_max_connections, self.metrics_deadline)
+
     def listen_address(self) -> tuple[str, int] | None:
         if self.listen is None:
             return None
@@ -73,8 +81,9 @@ class DaemonConfig:
 
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
             "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
-            "keep_samples_days", "keep_freq_days"}
-_ABOVE_ZERO = {"interval", "watch_interval", "alert_timeout"}  # 0 would spin or kill at once
+            "keep_samples_days", "keep_freq_days", "metrics_deadline"}
+_ABOVE_ZERO = {"interval", "watch_interval", "alert_timeout",  # 0 would spin or kill at once
+               "metrics_deadline"}
 _DAY = 86400.0
 # The largest value of each number: beyond it a setting means nothing (a 1e300 s watch
 # interval overflowed the timer's wait and killed the daemon) or breaks arithmetic.
@@ -82,8 +91,9 @@ _AT_MOST = {"interval": 365 * _DAY, "retry": 365 * _DAY, "max_load": 1e6, "max_b
             "alert_timeout": _DAY, "cap_hold_seconds": _DAY, "watch_interval": 3600.0,
             "first_cycle_delay": 365 * _DAY, "store_wait": _DAY, "keep_days": 100 * 365.0,
             "keep_samples_days": 100 * 365.0, "keep_freq_days": 100 * 365.0,
-            "cap_hold_samples": 1_000_000}
-_INTS = {"cap_hold_samples"}
+            "cap_hold_samples": 1_000_000, "metrics_deadline": 3600.0,
+            "metrics_max_connections": 65536}
+_INTS = {"cap_hold_samples", "metrics_max_connections"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
 

@@ -288,7 +288,8 @@ class Daemon:
             return
         host, port = address
         try:
-            self.metrics_server, _ = serve_metrics(self.state, host, port)
+            self.metrics_server, _ = serve_metrics(self.state, host, port,
+                                                   self.cfg.metrics_limits())
         except (OSError, RuntimeError) as exc:  # RuntimeError: its thread cannot start
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             self.degrade("metrics", DegradedReason.LISTEN_FAILED,

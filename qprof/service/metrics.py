@@ -28,7 +28,7 @@ from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_headroom import headroom_metrics
-from qprof.service.metrics_http import MetricsServer, serve
+from qprof.service.metrics_http import DEFAULT_LIMITS, MetricsServer, ServerLimits, serve
 from qprof.service.metrics_resources import functional_metrics, resource_metrics
 from qprof.service.metrics_trend import trend_metrics
 from qprof.service.trend import TrendSummary
@@ -379,7 +379,8 @@ def _block_metrics(blocks: list[BlockResult]) -> Iterable[Any]:
     yield from (wall, estimate, mixture)
 
 
-def serve_metrics(state: MetricsState, host: str, port: int
+def serve_metrics(state: MetricsState, host: str, port: int,
+                  limits: ServerLimits = DEFAULT_LIMITS
                   ) -> tuple[MetricsServer, threading.Thread]:
     """Start the exposition HTTP server (service.metrics_http: bounded connections, each
     with a deadline); returns (server, thread). OSError if the bind fails, RuntimeError if
@@ -388,4 +389,4 @@ def serve_metrics(state: MetricsState, host: str, port: int
     registry.register(QprofCollector(state, build_info()))
     # process_start_time_seconds, memory, CPU time, open files (Linux /proc).
     ProcessCollector(registry=registry)
-    return serve(registry, host, port)
+    return serve(registry, host, port, limits)
