@@ -394,6 +394,12 @@ def _check_measurement(rec: Measurement) -> None:
         if fixed is None or fixed < 0 or any(p < fixed for p in rec.pool_permutations):
             raise RecordError("measurement pool_permutations need pool_fixed_permutations, "
                               "at least 0 and at most every count")
+        # Here, not at the top: numpy comes with it, for records that carry counts only.
+        from qprof.verify.slhdsa_calls import impossible_counts
+
+        why = impossible_counts(rec.suite, rec.pool_permutations, fixed)
+        if why is not None:
+            raise RecordError(f"measurement pool_permutations cannot be verifications: {why}")
 
 
 def record_from_dict(d: dict[str, Any]) -> Record:
