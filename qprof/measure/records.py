@@ -18,6 +18,8 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from qprof.measure.adversary_cache import usable_factor
+
 SCHEMA_VERSION = 1
 
 # Operations a measurement line can carry.
@@ -420,4 +422,10 @@ def record_from_dict(d: dict[str, Any]) -> Record:
     _check_ranges(rec)
     if isinstance(rec, Measurement):
         _check_measurement(rec)
+    elif isinstance(rec, AdversaryFactors):
+        try:  # the cache's rule: a factor a verdict may use, or none
+            rec.factor, rec.low, rec.high = usable_factor(rec.suite, rec.kind, rec.factor,
+                                                          rec.low, rec.high)
+        except ValueError as exc:
+            raise RecordError(f"adversary record {rec.suite} {rec.kind}: {exc}") from None
     return rec
