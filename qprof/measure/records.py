@@ -147,6 +147,10 @@ class Measurement(Record):
     # evidence: bench/steal_rounds.py). None: not recorded (older runs, no /proc/stat).
     steal_ticks: int | None = None
     cpu_ticks: int | None = None
+    # Added: timed verifies whose verdict was wrong (a valid pool signature refused, an
+    # invalid one accepted): the values timed something else, so the backend's suite is
+    # never decided (qprof.consensus.functional). 0: every one was right (or older runs).
+    wrong_verdicts: int = 0
 
 
 @dataclass
@@ -375,6 +379,9 @@ def _check_measurement(rec: Measurement) -> None:
         raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
     if rec.pool_start is not None and rec.pool_start < 0:
         raise RecordError(f"measurement pool_start must not be negative, got {rec.pool_start}")
+    if rec.wrong_verdicts < 0:
+        raise RecordError(f"measurement wrong_verdicts must not be negative, got "
+                          f"{rec.wrong_verdicts}")
     for name in ("steal_ticks", "cpu_ticks"):
         value = getattr(rec, name)
         if value is not None and value < 0:
