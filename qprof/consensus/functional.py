@@ -55,6 +55,7 @@ def undecided_where_mismatched(estimates: Sequence[SuiteEstimate],
             continue
         if (e.cpu, e.backend, e.suite) not in reasons:
             why = f"the unit suite {unit_suite}: {why}"
-        out.append(dataclasses.replace(e, undecided=why,
+        # statistic_why too: every view's few words on a missing estimate (contended_text)
+        out.append(dataclasses.replace(e, undecided=why, statistic_why=why,
                                        contended_share=None))
     return out
