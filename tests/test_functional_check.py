@@ -191,3 +191,107 @@ def test_daemon_alerts_functional_mismatch(tmp_path: Path) -> None:
     text = generate_latest(registry).decode()
     assert f'qprof_functional_check_pass{{backend="liboqs",suite="{BROKEN}"}} 0.0' in text
     assert 'qprof_functional_check_pass{backend="liboqs",suite="ML-DSA-44"} 1.0' in text
+
+
+TWO_SUITES = """
+name = "two"
+unit_suite = "ML-DSA-44"
+verifier = "liboqs"
+max_block_verify_units = 200000
+[verify_units]
+"ML-DSA-44" = 100
+"ML-DSA-87" = 290
+"""
+
+
+def test_finding_3_a_pool_signature_the_backend_refuses_is_never_decided(
+        tmp_path: Path, liboqs_available: None) -> None:
+    """Issue 49 finding 3: on load only pool entries 0, 8, 16 and 24 of 32 were verified;
+    with the other 28 ML-DSA-87 signatures cut short check printed "ML-DSA-87 244 ns
+    covered", exit 0, beside "2625 of 3000 verdicts were wrong". Every timed verify's
+    verdict counts now: a wrong one leaves the suite undecided."""
+    cache = tmp_path / "cache"
+    (cache / "fixtures").mkdir(parents=True)
+    signed = subprocess.run([sys.executable, "-m", "qprof.measure.fixtures", "ML-DSA-87",
+                             "32", "liboqs"], capture_output=True, text=True, check=True,
+                            timeout=300).stdout.splitlines()
+    pool = [json.loads(line) for line in signed]
+    for i, fx in enumerate(pool):
+        if i % 8:  # what the load check does not look at: cut short
+            fx["signature"] = fx["signature"][:200]
+    (cache / "fixtures" / "ML-DSA-87.pool256.json").write_text(json.dumps(pool))
+    profile = tmp_path / "two.toml"
+    profile.write_text(TWO_SUITES)
+    env = {**os.environ, "QPROF_CACHE_DIR": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "qprof", "check", "--json", "--profile", str(profile),
+         "--cpus", "0", "--rounds", "3", "--max-rounds", "3", "--time-limit", "2",
+         "--budget", "0.02", "--timer", "cpu"], capture_output=True, text=True, env=env,
+        timeout=600)
+    out = json.loads(proc.stdout)
+    row = next(r for r in out["results"] if r["suite"] == "ML-DSA-87")
+    assert row["covered"] is None and row["decision"] != "covered", row
+    assert "wrong verdict" in row["undecided"]
+    assert out["decision"] != "covered" and proc.returncode != 0
+    unit = next(r for r in out["results"] if r["suite"] == "ML-DSA-44")
+    assert not unit.get("undecided")
+
+
+ABORT_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+typedef struct { const char *method_name; } sig_head;  /* OQS_SIG's first field */
+typedef int (*verify_ctx_fn)(const void *, const uint8_t *, size_t, const uint8_t *, size_t,
+                             const uint8_t *, size_t, const uint8_t *);
+int OQS_SIG_verify_with_ctx_str(const void *sig, const uint8_t *m, size_t ml,
+                                const uint8_t *s, size_t sl, const uint8_t *c, size_t cl,
+                                const uint8_t *pk) {
+    void *lib = dlopen("liboqs.so.9", RTLD_NOW | RTLD_NOLOAD);
+    verify_ctx_fn f = (verify_ctx_fn)dlsym(lib, "OQS_SIG_verify_with_ctx_str");
+    if (cl > 0 && strcmp(((const sig_head *)sig)->method_name, "ML-DSA-87") == 0)
+        abort();  /* a context string: what the known answers use and timing does not */
+    return f(sig, m, ml, s, sl, c, cl, pk);
+}
+"""
+
+
+def test_finding_4_a_known_answer_check_that_crashed_is_a_mismatch(
+        tmp_path: Path, liboqs_available: None) -> None:
+    """Issue 49 finding 4: a liboqs whose verify aborts on a context string (timing uses
+    none) got "warning: liboqs: preflight: exit -6", no check record, then "ML-DSA-87 ...
+    covered", exit 0. A check that did not complete could not vouch for the backend: a
+    MISMATCH, not timed; what completed before the crash (ML-DSA-44) is kept."""
+    from qprof.verify.availability import find_liboqs
+
+    install = _broken_liboqs(tmp_path)  # its dir, rebuilt below (skips without cc)
+    lib = install / "lib" / "liboqs.so"
+
+    where = find_liboqs()
+    assert not isinstance(where, str)
+    real_dir = Path(os.path.realpath(where.library)).parent
+    src = tmp_path / "abort.c"
+    src.write_text(ABORT_C)
+    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-O1", "-o", str(lib),
+                    str(src), f"-L{real_dir}", "-Wl,--no-as-needed", "-l:liboqs.so.9",
+                    f"-Wl,-rpath,{real_dir}", "-ldl"], check=True, capture_output=True)
+    profile = tmp_path / "two.toml"
+    profile.write_text(TWO_SUITES)
+    env = {**os.environ, "OQS_INSTALL_PATH": str(install),
+           "QPROF_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "qprof", "check", "--json", "--profile", str(profile),
+         "--cpus", "0", "--rounds", "3", "--max-rounds", "3", "--time-limit", "2",
+         "--budget", "0.02", "--timer", "cpu"], capture_output=True, text=True, env=env,
+        timeout=600)
+    out = json.loads(proc.stdout)
+    checks = {c["suite"]: c for c in out["functional"]}
+    assert checks["ML-DSA-87"]["status"] == "MISMATCH", checks
+    assert "did not complete" in checks["ML-DSA-87"]["failed"][0]
+    assert "exit -6" in checks["ML-DSA-87"]["failed"][0]
+    assert checks["ML-DSA-44"]["status"] == "PASS"
+    assert "ML-DSA-87" not in {r["suite"] for r in out["results"]}
+    assert out["decision"] != "covered" and proc.returncode == 3

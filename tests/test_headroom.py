@@ -174,3 +174,69 @@ def test_metrics_export_the_factors_and_the_invalid_block() -> None:
     line = next(x for x in text.splitlines()
                 if x.startswith("qprof_invalid_block_seconds{") and "Silver" in x)
     assert float(line.split()[-1]) == pytest.approx(125 * 3_005_000 * 1.44 / 1e9)
+
+
+def _cache_of(suite: str, worst: dict[str, tuple[float, float, float]]) -> None:
+    where = Path(os.environ["QPROF_ADVERSARY_DIR"])
+    where.mkdir(parents=True, exist_ok=True)
+    (where / f"{suite}.last.json").write_text(json.dumps({"summary": {
+        "suite": suite, "cpu_model": "AMD EPYC", "measured_at": 1.8e9,
+        "worst": {k: {"ratio": r, "low": lo, "high": hi} for k, (r, lo, hi) in worst.items()}},
+        "signatures": []}))
+
+
+def test_finding_2_a_factor_below_1_never_judges_a_signature_below_the_median(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 49 finding 2: a cached ground factor of 0.5 judged a profile held to the worst
+    signature at half its median ("covered: worst signature 4077" for a median of 8154).
+    Below 1 it is refused with a warning, or taken as 1 where its interval reaches 1; a
+    factor beyond what any signature can cost is refused too."""
+    from qprof.consensus.adversarial import load_factors
+
+    run, held = _run_with_factors(tmp_path), _held_profile(tmp_path)
+    _cache_of("SLH-DSA-SHAKE-256s", {"ground": (0.5, 0.45, 0.55)})
+    _cache_of("SLH-DSA-SHAKE-128s", {"ground": (0.5, 0.45, 1.02)})
+    with caplog.at_level("WARNING"):
+        assert load_factors("SLH-DSA-SHAKE-256s") == {}
+    assert "below 1" in caplog.text and "summary.worst.ground.ratio" in caplog.text
+    assert load_factors("SLH-DSA-SHAKE-128s")["ground"].factor == 1.0
+    for suite, r in [(r.suite, r) for r in evaluate(load_profile(held),
+                                                    read_run(run).measurements)]:
+        if suite in SLH and r.worst_signature is not None:
+            assert r.worst_signature.vu >= r.worst_signature.median_vu
+            assert r.worst_signature.vu_ci[1] >= r.vu_ci_high
+    for absurd in [(2.5, 2.4, 2.6), (1.2, 1.1, 3.5), (1.2, 1.3, 1.4), (1.2, -1.0, 1.3)]:
+        _cache_of("SLH-DSA-SHAKE-256s", {"ground": absurd})
+        assert load_factors("SLH-DSA-SHAKE-256s") == {}, absurd
+    # ML-DSA's crafted rejections can fail early: below 1 is theirs to have.
+    _cache_of("ML-DSA-44", {"crafted_invalid": (0.904, 0.9, 0.91)})
+    assert load_factors("ML-DSA-44")["crafted_invalid"].factor == 0.904
+
+
+@pytest.mark.parametrize("factor", [(0.1, 0.09, 0.11), (-5.0, -6.0, -4.0), (0.0, 0.0, 0.0),
+                                    (40.0, 39.0, 41.0)])
+def test_finding_5_calibrate_ground_ignores_an_impossible_factor_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        factor: tuple[float, float, float]) -> None:
+    """Issue 49 finding 5: a run's adversary record with factor 0.1 took the proposal from
+    8302 to 831 ("SLH-DSA constants cover the worst valid signature"); -5 wrote a negative
+    constant, exit 0. The record is refused (a warning naming it), the node is named as
+    lacking that factor, and its median figure stays."""
+    run = _run_with_factors(tmp_path)
+    lines = run.read_text().splitlines()
+    bad = [json.dumps({**json.loads(line), "factor": factor[0], "low": factor[1],
+                       "high": factor[2]})
+           if '"adversary"' in line and "SLH-DSA-SHAKE-256s" in line and '"ground"' in line
+           else line for line in lines]
+    assert bad != lines
+    run.write_text("\n".join(bad) + "\n")
+    code = main(["calibrate", str(run), "--headroom", "ground", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    assert any("adversary record SLH-DSA-SHAKE-256s ground" in p for p in out["problems"])
+    assert any("SLH-DSA-SHAKE-256s" in n for n in out["headroom_lacking"])
+    median = main(["calibrate", str(run), "--headroom", "median", "--json"])
+    assert median in (0, 1)
+    plain = json.loads(capsys.readouterr().out)
+    assert out["constants"]["SLH-DSA-SHAKE-256s"] == plain["constants"]["SLH-DSA-SHAKE-256s"]
+    assert all(v > 0 for v in out["constants"].values())

@@ -163,3 +163,32 @@ def test_a_held_pool_interval_is_the_measurements_and_its_residual() -> None:
     e, h = full[suite], held[suite]
     assert e.ratio == h.ratio and e.ratio_ci is not None and h.ratio_ci is not None
     assert e.ratio_ci == pytest.approx(with_residual(h.ratio_ci, e.ratio, 16))
+
+
+def test_finding_1_counts_beyond_any_signature_are_counted_again(tmp_path: Path) -> None:
+    """Issue 49 finding 1: a counts cache edited past what any signature can walk made
+    poolmix scale every value down (12332 VU judged as 3001, "covered"). Such counts are
+    counted again, and a record carrying them is refused."""
+    fx = _fixture("SLH-DSA-SHAKE-128s")
+    honest = pool_cost(fx.suite, (fx,), tmp_path)
+    assert honest is not None
+    path = counts_path(fx.suite, tmp_path)
+    ((key, (perms, steps)),) = json.loads(path.read_text()).items()
+    most = params_of(fx.suite).d * 510  # every digit 0: 32 x 15 + the checksum's 30
+    for edited in ([perms + 4 * most, steps + 4 * most],  # beyond the maximum
+                   [honest.fixed + most + 1, most + 1],
+                   [perms + 100, steps]):  # a fixed part no verification has
+        path.write_text(json.dumps({key: edited}))
+        assert pool_cost(fx.suite, (fx,), tmp_path) == honest
+    record = {"type": "measurement", "run_id": "r", "cpu": 0, "suite": fx.suite,
+              "backend": "liboqs", "operation": "verify", "round": 0, "n": 2,
+              "median_ns": 5.0, "p95_ns": 6.0, "pool_size": 2,
+              "pool_fixed_permutations": honest.fixed}
+    assert isinstance(record_from_dict(
+        {**record, "pool_permutations": [honest.fixed + most] * 2}), Measurement)
+    for bad in ([honest.fixed + most + 1, perms], [4 * perms, 4 * perms]):
+        with pytest.raises(RecordError, match="at most 3570"):
+            record_from_dict({**record, "pool_permutations": bad})
+    with pytest.raises(RecordError, match="at least 284"):
+        record_from_dict({**record, "pool_permutations": [300, 300],
+                          "pool_fixed_permutations": 3})

@@ -91,8 +91,9 @@ def functional_lines(records: Sequence[Record]) -> list[str]:
         out.append(head)
         for c in checks:
             if c.status != "PASS":
-                out.append(f"  MISMATCH {backend} {c.suite}: {len(c.failed)} of {c.cases} "
-                           f"wrong: {'; '.join(c.failed[:3])}")
+                found = f"{len(c.failed)} of {c.cases} wrong" if c.cases else "not checked"
+                out.append(f"  MISMATCH {backend} {c.suite}: {found}: "
+                           f"{'; '.join(c.failed[:3])}")
     return out
 
 

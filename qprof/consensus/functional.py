@@ -6,7 +6,9 @@ under ``--allow-mismatch``, and its measurements carry ``functional_mismatch`` (
 estimate is then undecided with that reason (``SuiteEstimate.undecided``): the verdict
 shows its figures and gives no covered / not covered, in every view alike (check, the
 daemon's metrics and alerts, the report, the monitor). A mismatch of the unit suite
-leaves every suite of that CPU and backend undecided: each ratio divides by it.
+leaves every suite of that CPU and backend undecided: each ratio divides by it. So is a
+suite whose timed verifies gave a wrong verdict (``Measurement.wrong_verdicts``: every
+timed result counts, so a pool signature the backend refuses never reaches a verdict).
 """
 
 from __future__ import annotations
@@ -18,12 +20,23 @@ from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.measure.records import Measurement
 
 NEVER_DECIDED = "timed under --allow-mismatch, so never decided"
+WRONG_VERDICTS = ("timed verifies gave a wrong verdict: their times are not a "
+                  "verification's, so never decided")
 
 
 def mismatch_reasons(measurements: Iterable[Measurement]) -> dict[tuple[int, str, str], str]:
     """(cpu, backend, suite) -> why its backend is not trusted there."""
-    return {(m.cpu, m.backend, m.suite): m.functional_mismatch for m in measurements
-            if m.functional_mismatch}
+    out: dict[tuple[int, str, str], str] = {}
+    wrong: dict[tuple[int, str, str], int] = {}
+    for m in measurements:
+        key = (m.cpu, m.backend, m.suite)
+        if m.functional_mismatch:
+            out[key] = f"{m.functional_mismatch}; {NEVER_DECIDED}"
+        if m.wrong_verdicts:
+            wrong[key] = wrong.get(key, 0) + m.wrong_verdicts
+    for key, n in wrong.items():
+        out.setdefault(key, f"{n} {WRONG_VERDICTS}")
+    return out
 
 
 def undecided_where_mismatched(estimates: Sequence[SuiteEstimate],
@@ -42,6 +55,7 @@ def undecided_where_mismatched(estimates: Sequence[SuiteEstimate],
             continue
         if (e.cpu, e.backend, e.suite) not in reasons:
             why = f"the unit suite {unit_suite}: {why}"
-        out.append(dataclasses.replace(e, undecided=f"{why}; {NEVER_DECIDED}",
+        # statistic_why too: every view's few words on a missing estimate (contended_text)
+        out.append(dataclasses.replace(e, undecided=why, statistic_why=why,
                                        contended_share=None))
     return out

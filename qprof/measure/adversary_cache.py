@@ -3,12 +3,15 @@ written by :func:`qprof.measure.adversary.save_last`), read back into typed reco
 
 The file is a cache anyone can edit or damage; the verdict, the daemon's /metrics and
 ``qprof block --adversarial`` read it. Every field is checked on the way in (a bounded
-read, types, finite ratios above 0); anything wrong is one :class:`AdversaryCacheError`
-naming the file and the field, and the callers go on without the cache.
+read, types, each factor against what a signature can cost: :func:`usable_factor`, the
+rule the run's ``AdversaryFactors`` records pass too); anything wrong is one
+:class:`AdversaryCacheError` naming the file and the field, and the callers go on
+without the cache.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +22,9 @@ from qprof.userfile import UserFileError, read_json
 MAX_BYTES = 64 << 20
 # A ratio of a signature's time to the median one's: above 0, and no signature costs 100x.
 MAX_RATIO = 100.0
+# An SLH-DSA factor's room above what the most chain steps can cost (time follows the
+# Keccak-f permutations within a few %, docs/ADVERSARY.md; its interval's top, noise too).
+FACTOR_SLACK, HIGH_SLACK = 1.1, 1.5
 
 
 class AdversaryCacheError(ValueError):
@@ -64,17 +70,60 @@ class AdversaryCache:
     signatures: tuple[CachedSignature, ...]
 
 
-def _worst(kind: str, f: Fields) -> WorstRatio:
+def most_factor(suite: str) -> float:
+    """What the costliest signature of ``suite`` can cost over the median one: for
+    SLH-DSA-SHAKE the permutations of every chain step over the median's; else
+    :data:`MAX_RATIO`."""
+    from qprof.verify.slhdsa_calls import (
+        fixed_permutations,
+        median_chain_steps,
+        most_chain_steps,
+    )
+
+    try:
+        fixed = fixed_permutations(suite, 0, 0)
+        return (fixed + most_chain_steps(suite)) / (fixed + median_chain_steps(suite))
+    except ValueError:
+        return MAX_RATIO
+
+
+def usable_factor(suite: str, kind: str, factor: float, low: float, high: float
+                  ) -> tuple[float, float, float]:
+    """(factor, low, high) as a verdict may use them; ValueError saying why not. The
+    factor lies in its own interval, above 0 and below what any signature can cost; one
+    a valid block can hold (and every SLH-DSA one) is at least 1, the median signature's
+    cost: below 1 it is refused, or taken as 1 where its interval reaches 1 (noise).
+    ML-DSA's crafted rejections may fail early, below 1."""
+    values = (factor, low, high)
+    if not all(math.isfinite(v) for v in values) or not 0 < low <= factor <= high:
+        raise ValueError(f"factor {factor:g} must lie in its 95 % interval {low:g}-{high:g}, "
+                         "above 0")
+    floor = kind != "crafted_invalid" or suite.startswith("SLH-DSA")
+    if floor and high < 1:
+        raise ValueError(f"factor {factor:g} (up to {high:g}) is below 1: no {kind} signature "
+                         "costs less than the median one")
+    most = most_factor(suite)
+    if factor > most * FACTOR_SLACK or high > most * HIGH_SLACK:
+        raise ValueError(f"factor {factor:g} (up to {high:g}) is beyond what any {suite} "
+                         f"signature can cost (x{most:.2f} the median)")
+    return (max(factor, 1.0), low, high) if floor else values
+
+
+def _worst(kind: str, suite: str, f: Fields) -> WorstRatio:
     ratio, low, high = (f.number(k, above=0.0, at_most=MAX_RATIO)
                         for k in ("ratio", "low", "high"))
+    try:
+        ratio, low, high = usable_factor(suite, kind, ratio, low, high)
+    except ValueError as exc:
+        raise FieldError(f"{f.name('ratio')}: {exc}") from None
     return WorstRatio(kind, ratio, low, high, f.opt_integer("hash_calls", at_least=0))
 
 
 def _summary(f: Fields) -> CachedSummary:
-    worst = f.obj("worst")
+    worst, suite = f.obj("worst"), f.string("suite", 100)
     return CachedSummary(
-        f.string("suite", 100), f.string("cpu_model"), f.number("measured_at", at_least=0.0),
-        {kind: _worst(kind, worst.obj(kind)) for kind in worst.data
+        suite, f.string("cpu_model"), f.number("measured_at", at_least=0.0),
+        {kind: _worst(kind, suite, worst.obj(kind)) for kind in worst.data
          if worst.data[kind]})
 
 

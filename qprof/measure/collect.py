@@ -81,6 +81,7 @@ def collect(where: Where, tasks: list[Task], result: WorkerResult,
             pool_permutations=list(cost.permutations) if cost is not None else None,
             pool_fixed_permutations=cost.fixed if cost is not None else None,
             steal_ticks=res.steal_ticks, cpu_ticks=res.cpu_ticks,
+            wrong_verdicts=res.wrong_verdicts,
         )
         out.measurements.append(m)
         what = f"CPU {cpu} {task.suite} {task.backend} {task.operation}"

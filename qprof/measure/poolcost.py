@@ -4,7 +4,9 @@ A run's records carry, for a pool of SLH-DSA signatures, each one's Keccak-f
 permutations (``verify.slhdsa_calls.walk``), so the estimator can hold the pool's mix of
 costs to every signature's (``qprof.consensus.estimate.poolmix``). A count is made once
 per signature and kept beside the pool's cache, keyed by the signature's digest (another
-process growing the pool meanwhile loses nothing: a lost count is made again).
+process growing the pool meanwhile loses nothing: a lost count is made again). A cached
+count is used only if a verification of the suite can make it (``impossible_counts``,
+the fixed part exact): a count beyond every signature's would scale each value down.
 """
 
 from __future__ import annotations
@@ -56,6 +58,18 @@ def _read(path: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _possible(suite: str, fx: Fixture, count: tuple[int, int]) -> bool:
+    """Can verifying ``fx`` make ``count`` (permutations, chain steps)?"""
+    from qprof.verify.slhdsa_calls import fixed_permutations, impossible_counts
+
+    perms, steps = count
+    try:
+        fixed = fixed_permutations(suite, len(fx.message), len(fx.context))
+    except ValueError:
+        return False
+    return perms - steps == fixed and impossible_counts(suite, (perms,), fixed) is None
+
+
 def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost | None:
     """The pool's counts (cached ones reused, the rest counted and kept). None: not an
     SLH-DSA pool, or a signature the walk cannot take (then nothing is held to counts)."""
@@ -69,7 +83,7 @@ def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost
     new = False
     for fx in pool:
         key = _key(fx)
-        if key not in known:
+        if key not in known or not _possible(suite, fx, known[key]):
             try:
                 w = walk(suite, fx.public_key, fx.message, fx.signature, fx.context)
             except ValueError:

@@ -12,7 +12,9 @@ CPU is not checked again, and its records say ``cached``.
 A backend that gives a wrong answer for a suite is a MISMATCH there: its tasks for that
 suite (for the unit suite: all of its tasks) are left out of the run unless
 ``allow_mismatch``, and what is timed anyway carries ``Measurement.functional_mismatch``,
-so no verdict is ever decided from it (:mod:`qprof.consensus.functional`).
+so no verdict is ever decided from it (:mod:`qprof.consensus.functional`). So is a suite
+whose check did not complete (the worker crashed, was killed or timed out, or its answer
+is malformed): a check that could not vouch for the backend (docs/FUNCTIONAL.md).
 """
 
 from __future__ import annotations
@@ -51,14 +53,20 @@ class Preflight:
         for part in backend.split("+"):
             for c in self.checks:
                 if c.backend == part and c.suite == suite and c.status == "MISMATCH":
-                    shown = "; ".join(c.failed[:3])
-                    return (f"functional check MISMATCH: {part} gave {len(c.failed)} wrong "
-                            f"answer(s) of {c.cases} known for {suite} ({shown})")
+                    return f"functional check MISMATCH: {part} {_wrong(c)}"
         return None
 
     def task_allowed(self, backend: str, suite: str, unit: str, allow: bool) -> bool:
         return allow or (self.mismatch(backend, suite) is None
                          and self.mismatch(backend, unit) is None)
+
+
+def _wrong(c: FunctionalCheck) -> str:
+    """What a MISMATCH check found (or why it could not check)."""
+    shown = "; ".join(c.failed[:3])
+    if not c.cases:
+        return f"could not be checked for {c.suite} ({shown})"
+    return f"gave {len(c.failed)} wrong answer(s) of {c.cases} known for {c.suite} ({shown})"
 
 
 def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFactors]:
@@ -113,6 +121,14 @@ def cache_path(cache: Path, backend: str, build: str, cpu_key: str) -> Path:
     return cache / f"functional-{backend}-{build}-{cpu_key}.json"
 
 
+def _complete(d: Any) -> bool:
+    """Is ``d`` a whole answer of a check (its status, counts and labels)?"""
+    return (isinstance(d, dict) and d.get("status") in ("PASS", "MISMATCH")
+            and isinstance(d.get("cases"), int) and not isinstance(d["cases"], bool)
+            and isinstance(d.get("failed", []), list) and isinstance(d.get("sources", []), list)
+            and isinstance(d.get("elapsed_s", 0.0), int | float))
+
+
 def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
     try:
         found = json.loads(path.read_text())
@@ -120,7 +136,7 @@ def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
         return {}
     if not isinstance(found, dict):
         return {}
-    return {s: found[s] for s in suites if isinstance(found.get(s), dict)}
+    return {s: found[s] for s in suites if _complete(found.get(s))}
 
 
 def _keep(path: Path, results: dict[str, dict[str, Any]]) -> None:
@@ -177,11 +193,14 @@ def _run_one(plan: PreflightPlan, backend: str, functional: tuple[str, ...],
                 proc.communicate()
                 return PreflightResult(backend, errors=["stopped" if stop.is_set() else
                                                         "timed out"])
-    try:
-        return PreflightResult.read(Path(job.result))
+    tail = " | ".join(line for line in err.strip().splitlines()[-3:] if line)
+    exited = [] if proc.returncode == 0 else [f"exit {proc.returncode}: {tail}".rstrip(": ")]
+    try:  # what it wrote before it ended, with why it ended early
+        found = PreflightResult.read(Path(job.result))
     except (OSError, ValueError, KeyError, TypeError):
-        tail = " | ".join(line for line in err.strip().splitlines()[-3:] if line)
-        return PreflightResult(backend, errors=[f"exit {proc.returncode}: {tail}"])
+        return PreflightResult(backend, errors=exited or ["no result written"])
+    found.errors += exited
+    return found
 
 
 def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
@@ -200,19 +219,26 @@ def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
         cached = _cached(where, suites)
         todo = tuple(s for s in suites if s not in cached)
         result = _run_one(plan, backend, todo, stop)
-        fresh = {str(d["suite"]): d for d in result.functional}
+        fresh = {str(d["suite"]): d for d in result.functional
+                 if _complete(d) and d.get("suite") in todo}
         if fresh:
             _keep(where, fresh)
+        why = "; ".join(result.errors) or "no answer"
         for suite in suites:
             d = fresh.get(suite) or cached.get(suite)
             if d is None:
+                if not stop.is_set():  # nothing is timed after a stop
+                    out.checks.append(FunctionalCheck(
+                        run_id=plan.run_id, backend=backend, suite=suite, status="MISMATCH",
+                        cases=0, failed=[f"the check did not complete ({why})"[:300]],
+                        build=build, cpu_model=model))
                 continue
             out.checks.append(FunctionalCheck(
                 run_id=plan.run_id, backend=backend, suite=suite, status=str(d["status"]),
                 cases=int(d["cases"]), failed=[str(x) for x in d.get("failed", [])],
                 sources=[str(x) for x in d.get("sources", [])], build=build,
                 cpu_model=model, cached=suite not in fresh,
-                elapsed_s=0.0 if suite not in fresh else round(float(d["elapsed_s"]), 3)))
+                elapsed_s=0.0 if suite not in fresh else round(float(d.get("elapsed_s", 0.0)), 3)))
         for m in result.resources:
             out.resources.append(ResourceUse(run_id=plan.run_id, cpu=plan.cpu, **m))
         for error in result.errors:
@@ -221,9 +247,8 @@ def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
                                                          for s in v}))
     for c in out.checks:
         if c.status == "MISMATCH":
-            out.notes.append(("error", "functional_mismatch", (
-                f"{c.backend} {c.suite}: functional check MISMATCH ({len(c.failed)} of "
-                f"{c.cases} known answers wrong: {'; '.join(c.failed[:3])})")))
+            out.notes.append(("error", "functional_mismatch",
+                              f"{c.backend} {c.suite}: functional check MISMATCH: {_wrong(c)}"))
     out.elapsed_s = time.monotonic() - started
     ran = [c for c in out.checks if not c.cached]
     out.notes.append(("info", "preflight", (

@@ -18,6 +18,8 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from qprof.measure.adversary_cache import usable_factor
+
 SCHEMA_VERSION = 1
 
 # Operations a measurement line can carry.
@@ -145,6 +147,10 @@ class Measurement(Record):
     # evidence: bench/steal_rounds.py). None: not recorded (older runs, no /proc/stat).
     steal_ticks: int | None = None
     cpu_ticks: int | None = None
+    # Added: timed verifies whose verdict was wrong (a valid pool signature refused, an
+    # invalid one accepted): the values timed something else, so the backend's suite is
+    # never decided (qprof.consensus.functional). 0: every one was right (or older runs).
+    wrong_verdicts: int = 0
 
 
 @dataclass
@@ -373,6 +379,9 @@ def _check_measurement(rec: Measurement) -> None:
         raise RecordError(f"measurement turn_size must not be negative, got {rec.turn_size}")
     if rec.pool_start is not None and rec.pool_start < 0:
         raise RecordError(f"measurement pool_start must not be negative, got {rec.pool_start}")
+    if rec.wrong_verdicts < 0:
+        raise RecordError(f"measurement wrong_verdicts must not be negative, got "
+                          f"{rec.wrong_verdicts}")
     for name in ("steal_ticks", "cpu_ticks"):
         value = getattr(rec, name)
         if value is not None and value < 0:
@@ -394,6 +403,12 @@ def _check_measurement(rec: Measurement) -> None:
         if fixed is None or fixed < 0 or any(p < fixed for p in rec.pool_permutations):
             raise RecordError("measurement pool_permutations need pool_fixed_permutations, "
                               "at least 0 and at most every count")
+        # Here, not at the top: numpy comes with it, for records that carry counts only.
+        from qprof.verify.slhdsa_calls import impossible_counts
+
+        why = impossible_counts(rec.suite, rec.pool_permutations, fixed)
+        if why is not None:
+            raise RecordError(f"measurement pool_permutations cannot be verifications: {why}")
 
 
 def record_from_dict(d: dict[str, Any]) -> Record:
@@ -414,4 +429,10 @@ def record_from_dict(d: dict[str, Any]) -> Record:
     _check_ranges(rec)
     if isinstance(rec, Measurement):
         _check_measurement(rec)
+    elif isinstance(rec, AdversaryFactors):
+        try:  # the cache's rule: a factor a verdict may use, or none
+            rec.factor, rec.low, rec.high = usable_factor(rec.suite, rec.kind, rec.factor,
+                                                          rec.low, rec.high)
+        except ValueError as exc:
+            raise RecordError(f"adversary record {rec.suite} {rec.kind}: {exc}") from None
     return rec

@@ -284,9 +284,10 @@ class Session:
 
 
 def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
-    """Before any timing: the backend's known answers, then its memory per operation
-    (in this process, which has loaded nothing of the backend yet: the memory pass
-    sees what loading it adds). Nothing here is timed for a verdict."""
+    """Before any timing: the backend's memory per operation (in this process, which
+    has loaded nothing of the backend yet: the memory pass sees what loading it adds),
+    then its known answers, the result file written after each step (a backend that
+    crashes the process keeps what it finished). Nothing here is timed for a verdict."""
     from dataclasses import asdict
 
     from qprof.measure.resources import measure_backend, verify_operations
@@ -300,6 +301,7 @@ def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
                 [s for s in job.resources if s in fixtures])]
         except Exception as exc:  # memory figures are not worth a run
             out.errors.append(f"memory: {type(exc).__name__}: {exc}")
+    out.write(Path(job.result))
     cache = Path(job.cache) if job.cache else None
     for suite in job.functional:
         try:
@@ -309,6 +311,7 @@ def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
                 "backend": job.backend, "suite": suite, "status": "MISMATCH", "cases": 0,
                 "failed": [f"the check failed: {type(exc).__name__}: {exc}"],
                 "sources": [], "elapsed_s": 0.0})
+        out.write(Path(job.result))
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,3 +188,42 @@ def signature_steps_cdf(suite: str) -> tuple[float, ...]:
     for _ in range(p.d):
         total = np.convolve(total, layer)
     return tuple(float(x) for x in np.minimum(np.cumsum(total), 1.0))
+
+
+@functools.cache
+def most_chain_steps(suite: str) -> int:
+    """The most chain steps one verification of ``suite`` can walk: every layer's
+    message digits 0. ValueError for a suite that is not SLH-DSA-SHAKE."""
+    p = params_of(suite)
+    return p.d * node_steps(bytes(p.n))
+
+
+@functools.cache
+def median_chain_steps(suite: str) -> int:
+    """The median signature's chain steps (``signature_steps_cdf`` reaches 1/2)."""
+    return int(np.searchsorted(np.asarray(signature_steps_cdf(suite)), 0.5))
+
+
+def fixed_permutations(suite: str, message_bytes: int, context_bytes: int) -> int:
+    """Permutations every verification of ``suite`` makes whatever its signature: all
+    but the chain steps (F is one permutation, so each step adds one)."""
+    p = params_of(suite)
+    return permutations_for_calls(p, calls_for_steps(p, 0), message_bytes,
+                                  context_bytes).total
+
+
+def impossible_counts(suite: str, permutations: Sequence[int], fixed: int) -> str | None:
+    """Why ``permutations`` (per signature, ``fixed`` of them made by every one) cannot
+    be verifications of ``suite``; None when each is possible (or the suite is not one
+    qprof counts). What a cache or record of counts is checked against."""
+    try:
+        least, most = fixed_permutations(suite, 0, 0), most_chain_steps(suite)
+    except ValueError:
+        return None
+    if fixed < least:
+        return f"{suite} makes at least {least} permutations besides its chain steps"
+    worst = max(permutations, default=fixed) - fixed
+    if worst > most:
+        return (f"{suite}: {worst} chain steps in one signature, at most {most} are "
+                "possible")
+    return None
