@@ -338,7 +338,7 @@ def test_finding_15_a_stopped_build_leaves_no_build_tree(tmp_path: Path,
         if "configuring (cmake" in line:
             break
     time.sleep(1.0)  # cmake is at work in the build tree
-    assert [p.name[:13] for p in tmpdir.iterdir()] == ["qprof-liboqs-"]
+    assert "qprof-liboqs-" in [p.name[:13] for p in tmpdir.iterdir()]  # (and cc's files)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err
