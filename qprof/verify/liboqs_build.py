@@ -1,16 +1,12 @@
 """Build the pinned liboqs release for qprof: a minimal shared build of the algorithms qprof
 uses, into ``~/_oqs`` (where :func:`qprof.verify.availability.find_liboqs` looks).
 
-liboqs-python's own convention is to build liboqs when it is missing (a git clone at
-import time); qprof blocks that (offline it hangs, and a verifier must not change under a
-measurement) and offers this instead, run on purpose (``qprof setup liboqs``, which
-``./scripts/monitor`` calls when liboqs is missing): the source is the release 0.16.0,
-checked after the download (a tarball by its sha256, a git directory by its commit), from
-the network or ``$QPROF_LIBOQS_SOURCE``: a tarball by its sha256, a directory by the git
-tree hash of its files, computed by qprof (never its ``.git``). The build (cmake + ninja,
-~20 s on two cores) installs into a staging directory; then only liboqs's own files are
-moved into the prefix, each renamed into place, ``lib/liboqs.so`` last: whatever else the
-prefix holds stays, and a failed build leaves it as it was.
+liboqs-python would clone and build an unpinned liboqs at import; qprof never lets it
+(``verify/liboqs_lib.py``) and offers this, run on purpose (``qprof setup liboqs``): the
+release 0.16.0 from the network or ``$QPROF_LIBOQS_SOURCE``, checked by content (a tarball
+by its sha256, a directory by the git tree hash of its files, never by its ``.git``). It
+installs into a staging directory, then moves only liboqs's own files into the prefix, each
+renamed into place, ``lib/liboqs.so`` last: whatever else the prefix holds stays.
 """
 
 from __future__ import annotations
