@@ -15,6 +15,8 @@ import os
 import stat
 from pathlib import Path
 
+from qprof.userfile import kernel_tree
+
 MAX_BYTES = 512 << 20  # the liboqs 0.16.0 tree is 78 MB
 MAX_ENTRIES = 60_000  # and 7,132 files and directories
 
@@ -97,6 +99,12 @@ class _Copy:
 def copy_tree(src: Path, dest: Path) -> str:
     """Copy the directory ``src`` (its top ``.git`` left out) to the new ``dest``; its git
     tree hash (hex)."""
-    root = _Copy().tree(src, dest, True)
+    tree = kernel_tree(src)
+    if tree is not None:
+        raise TreeError(f"{src}: under {tree}, not a source tree")
+    try:
+        root = _Copy().tree(src, dest, True)
+    except OSError as exc:
+        raise TreeError(f"{exc.filename or src}: cannot copy: {exc.strerror or exc}") from None
     assert root is not None
     return root.hex()

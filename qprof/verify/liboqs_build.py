@@ -234,7 +234,9 @@ def source_tree(source: str | None, work: Path, say: Say) -> Path:
             say(f"source: {path} (its files' git tree checked: liboqs {VERSION})")
             return tree
         if not path.is_file():
-            raise BuildError(f"{SOURCE_ENV}={source}: no such file or directory")
+            why = "not a tarball or a directory" if path.exists() else \
+                "no such file or directory"
+            raise BuildError(f"the liboqs source {source}: {why}")
         check_tarball(path)
         say(f"source: {path} (sha256 checked: liboqs {VERSION})")
         return unpack(path, work / "src")
