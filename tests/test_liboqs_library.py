@@ -12,6 +12,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,3 +136,17 @@ def test_elf_problems_are_named(tmp_path: Path) -> None:
     os.truncate(lib, lib.stat().st_size - 1)
     assert elf_problem(str(lib)) == (f"cut short ({lib.stat().st_size} bytes: its ELF tables "
                                      "lie past the end)")
+
+
+def test_liboqs_is_loaded_in_one_place() -> None:
+    """liboqs-python is imported, and a shared object loaded by ctypes, only where the
+    named library is checked (qprof/verify/availability.py, qprof/verify/liboqs_lib.py);
+    ctypes.CDLL(None) (the process's own C library) is not a library load."""
+    root = Path(__file__).resolve().parents[1] / "qprof"
+    homes = {root / "verify" / "availability.py", root / "verify" / "liboqs_lib.py"}
+    loads = re.compile(r"^\s*(import oqs|from oqs\b)|import_module\(\s*[\"']oqs"
+                       r"|\bCDLL\((?!None)|LoadLibrary\(|cdll\.", re.M)
+    bypass = [f"{path.relative_to(root.parent)}:{text.count(chr(10), 0, m.start()) + 1}"
+              for path in sorted(root.rglob("*.py")) if path not in homes
+              for text in [path.read_text()] for m in loads.finditer(text)]
+    assert bypass == []

@@ -12,7 +12,6 @@ renamed into place, ``lib/liboqs.so`` last: whatever else the prefix holds stays
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from qprof.verify.availability import lib_in
 from qprof.verify.gittree import TreeError, copy_tree
+from qprof.verify.liboqs_lib import open_named
 from qprof.verify.suites import KEMS, SUITES
 
 VERSION = "0.16.0"
@@ -286,14 +286,9 @@ def _end_group(proc: subprocess.Popen[str]) -> None:
 
 
 def library_version(lib: Path) -> str | None:
-    """OQS_version() of a built library (None: it does not load)."""
-    try:
-        handle = ctypes.CDLL(str(lib))
-        handle.OQS_version.restype = ctypes.c_char_p
-        version: bytes = handle.OQS_version()
-        return version.decode()
-    except (OSError, AttributeError):
-        return None
+    """OQS_version() of a built library (None: it is no whole ELF or does not load)."""
+    named = open_named(str(lib))
+    return None if isinstance(named, str) else named.version
 
 
 @dataclass(frozen=True)
