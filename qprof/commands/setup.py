@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     where = find_liboqs(env)
     in_prefix = lb.lib_in(prefix)
     held = open_named(str(in_prefix)) if in_prefix is not None else None
-    if args.prefix is not None and in_prefix is None:
-        where = "not in the prefix"
+    if args.prefix is not None and (held is None or isinstance(held, str)):
+        where = "no working liboqs in the prefix"
     if not isinstance(where, str) and not isinstance(open_named(where.library), str) \
             and not args.force:
         print(f"qprof setup liboqs: liboqs is already there ({where.library}); nothing to "
