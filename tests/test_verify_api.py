@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import _ctypes
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -102,7 +104,7 @@ def test_liboqs_versioned_only_is_not_enough(
     # liboqs-python only loads lib/liboqs.so; a lone liboqs.so.9 would make it rebuild.
     lib = tmp_path / "oqs" / "lib"
     lib.mkdir(parents=True)
-    (lib / "liboqs.so.9").write_bytes(b"")
+    shutil.copyfile(_ctypes.__file__, lib / "liboqs.so.9")  # an ELF shared object
     monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))
     monkeypatch.setattr("ctypes.util.find_library", lambda name: None)
     reason = find_liboqs({"OQS_INSTALL_PATH": str(tmp_path / "oqs")})
@@ -121,7 +123,7 @@ def test_ignored_oqs_install_path_is_reported(
     # says so, rather than silently measuring a library the user did not ask for.
     lib = tmp_path / "home" / "_oqs" / "lib"
     lib.mkdir(parents=True)
-    (lib / "liboqs.so").write_bytes(b"")
+    shutil.copyfile(_ctypes.__file__, lib / "liboqs.so")  # an ELF shared object
     monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))
     found = find_liboqs({"OQS_INSTALL_PATH": str(tmp_path / "typo")})
     assert not isinstance(found, str) and found.source == "~/_oqs"

@@ -2,11 +2,12 @@
 
 The verdict is held to liboqs (the chain's node verifier); without it qprof measures
 numba for comparison only. This builds liboqs 0.16.0 (checked: the tarball's sha256 or
-the git commit) from the network or ``$QPROF_LIBOQS_SOURCE``, as a minimal shared build
-of the algorithms qprof uses, with its progress on screen (cmake, then ninja's ``[n/N]``
-steps). ``./scripts/monitor`` runs it when liboqs is missing. Exit 0: built or already
-there; 1: the build failed; 2: it cannot start (no source offline, tools missing, a bad
-source), with what to do.
+a directory's git tree, computed from its files) from the network or
+``$QPROF_LIBOQS_SOURCE``, as a minimal shared build of the algorithms qprof uses, with its
+progress on screen (cmake, then ninja's ``[n/N]`` steps). ``./scripts/monitor`` runs it
+when liboqs is missing; a library that does not load is built again. Exit 0: built or
+already there; 1: the build failed; 2: it cannot start (no source offline, tools missing, a
+bad source), with what to do; 128+N: stopped by signal N, its build tree removed.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class BuildScreen:
 def run(args: argparse.Namespace) -> int:
     from qprof.verify import liboqs_build as lb
     from qprof.verify.availability import find_liboqs
+    from qprof.verify.liboqs_lib import open_named
 
     prefix = (args.prefix or lb.default_prefix()).expanduser()
     if lb.setup_disabled():
@@ -86,31 +88,40 @@ def run(args: argparse.Namespace) -> int:
     if args.prefix is not None:
         env["OQS_INSTALL_PATH"] = str(prefix)
     where = find_liboqs(env)
-    if args.prefix is not None and lb.lib_in(prefix) is None:
-        where = "not in the prefix"
-    if not isinstance(where, str) and not args.force:
+    in_prefix = lb.lib_in(prefix)
+    held = open_named(str(in_prefix)) if in_prefix is not None else None
+    if args.prefix is not None and (held is None or isinstance(held, str)):
+        where = "no working liboqs in the prefix"
+    if not isinstance(where, str) and not isinstance(open_named(where.library), str) \
+            and not args.force:
         print(f"qprof setup liboqs: liboqs is already there ({where.library}); nothing to "
               "do (--force builds it again)")
         return 0
-    if lb.lib_in(prefix) is not None and not args.force:
-        print(f"qprof setup liboqs: {prefix} already holds a liboqs; --force replaces it",
-              file=sys.stderr)
+    if held is not None and not isinstance(held, str) and not args.force:
+        print(f"qprof setup liboqs: {prefix} already holds a liboqs ({held.version}); "
+              "--force replaces it", file=sys.stderr)
         return 2
     screen = BuildScreen(own_terminal())  # its [n/N] line is rewritten in place
+    if isinstance(held, str):
+        screen.say(f"{held}: it is built again")
     source = args.source or os.environ.get(lb.SOURCE_ENV) or None
     screen.say(f"building liboqs {lb.VERSION} into {prefix}")
     try:
-        # Replaces what the prefix held only once the new build works.
-        built = lb.build(prefix, source, screen.say, screen.step, args.jobs)
+        # Replaces liboqs's own files in the prefix (nothing else) once the build works.
+        with lb.stopping():
+            built = lb.build(prefix, source, screen.say, screen.step, args.jobs)
     except lb.BuildError as exc:
         screen.close()
         text = str(exc).replace("~/_oqs", str(prefix))
         print(f"qprof setup liboqs: {text}", file=sys.stderr)
         return 1 if isinstance(exc, lb.BuildFailed) else 2
-    except KeyboardInterrupt:
+    except lb.Stopped as stop:
         screen.close()
-        print("qprof setup liboqs: stopped; nothing was installed", file=sys.stderr)
-        return 130
+        what = (f"liboqs was installed ({lb.lib_in(prefix)})" if stop.installed
+                else "nothing was installed")
+        print(f"qprof setup liboqs: stopped ({stop}); {what}; its build tree is removed",
+              file=sys.stderr)
+        return 128 + stop.signum
     screen.say(f"liboqs {built.version} installed: {built.library}")
     if prefix != lb.default_prefix():
         print(f"qprof finds it with OQS_INSTALL_PATH={prefix}")

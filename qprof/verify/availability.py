@@ -1,13 +1,11 @@
 """Which verifier backends work here, and why not (cached; cheap after the first call).
 
-The important rule: never ``import oqs`` unless the liboqs shared library was found
-first. liboqs-python's ``oqs/oqs.py`` loads the library at import time from, in order,
-``ctypes.util.find_library("oqs")``, then ``$OQS_INSTALL_PATH/lib/liboqs.so`` and
-``.../lib64/liboqs.so`` (``$OQS_INSTALL_PATH`` defaults to ``~/_oqs``; note it wants
-the unversioned ``liboqs.so`` name), and if all fail it git-clones and builds liboqs,
-which is slow and fails offline. ``find_liboqs`` checks the same places (plus versioned
-``liboqs.so.*`` files) and ``import_oqs`` points ``OQS_INSTALL_PATH`` at what was found
-before importing.
+The important rule: never ``import oqs`` unless the liboqs shared library was found and
+checked first. liboqs-python loads the library at import time (``find_library("oqs")``
+first, then ``$OQS_INSTALL_PATH/lib/liboqs.so``, ``~/_oqs``) and, if none loads, clones
+and builds an unpinned liboqs. ``find_liboqs`` names the library (``$OQS_INSTALL_PATH``,
+``~/_oqs``, then the system's; a file that is no whole ELF is passed over, saying why) and
+``import_oqs`` loads exactly that one (``qprof.verify.liboqs_lib``).
 """
 
 from __future__ import annotations
@@ -24,6 +22,14 @@ from pathlib import Path
 from types import ModuleType
 
 from qprof.verify.base import BACKEND_NAMES, BackendStatus, UnknownBackendError
+from qprof.verify.liboqs_lib import (
+    NamedLibrary,
+    elf_problem,
+    loaded_problem,
+    only_named,
+    open_named,
+    system_library,
+)
 
 LIBOQS_INSTALL_HINT = (
     "run `qprof setup liboqs` (builds liboqs 0.16.0 into ~/_oqs; offline with "
@@ -36,7 +42,7 @@ LIBOQS_INSTALL_HINT = (
 class LiboqsLocation:
     """Where the liboqs shared library is (``install_dir`` is None for a system lib)."""
 
-    library: str  # path or soname that ctypes can load
+    library: str  # the absolute path qprof loads
     install_dir: Path | None  # what OQS_INSTALL_PATH must point to, if not a system lib
     source: str  # "OQS_INSTALL_PATH" | "~/_oqs" | "system"
     # Why $OQS_INSTALL_PATH was passed over when the library came from elsewhere: the
@@ -80,20 +86,28 @@ def find_liboqs(environ: dict[str, str] | None = None) -> LiboqsLocation | str:
     for install_dir, source in candidates:
         lib = lib_in(install_dir)
         if lib is not None:
-            return found(str(lib), install_dir, source)
+            problem = elf_problem(str(lib))
+            if problem is None:
+                return found(str(lib.absolute()), install_dir, source)
+            tried.append(f"{lib}: {problem}")
+            continue
         if _versioned_lib_in(install_dir) is not None:
             # liboqs-python only loads the unversioned name; it would try to rebuild.
             tried.append(f"{install_dir}/lib has liboqs.so.* but no liboqs.so symlink")
         else:
             tried.append(f"no liboqs.so in {install_dir}/lib or lib64")
-    system = ctypes.util.find_library("oqs")
+    soname = ctypes.util.find_library("oqs")
+    system = system_library(soname) if soname else None
     if system:
         return found(system, None, "system")
-    tried.append("not on the system library path")
+    tried.append(f"{soname} on the system library path does not load" if soname
+                 else "not on the system library path")
     return f"liboqs: shared library not found ({'; '.join(tried)}); {LIBOQS_INSTALL_HINT}"
 
 
 _oqs_lock = threading.Lock()
+_named: NamedLibrary | None = None  # what import_oqs loaded
+_refused: str | None = None  # why the library liboqs-python loaded is not used
 
 
 class _DropInfo(logging.Filter):
@@ -104,28 +118,47 @@ class _DropInfo(logging.Filter):
 
 
 def import_oqs() -> ModuleType:
-    """Import liboqs-python safely (only after the shared library was found).
+    """Import liboqs-python with the named library loaded (only after it was found, checked
+    whole and loaded by its absolute path; compared with what liboqs-python holds).
 
-    Raises ``BackendUnavailable`` with the reason when liboqs is not installed.
+    Raises ``BackendUnavailable`` with the reason when there is no such library.
     """
     from qprof.verify.base import BackendUnavailable
 
+    global _named, _refused
     with _oqs_lock:
         import sys
 
-        if "oqs" in sys.modules:
+        if _refused is not None:
+            raise BackendUnavailable(_refused)
+        if "oqs" in sys.modules and _named is not None:
             return sys.modules["oqs"]
         where = find_liboqs()
         if isinstance(where, str):
             raise BackendUnavailable(where)
+        named = open_named(where.library)
+        if isinstance(named, str):
+            raise BackendUnavailable(f"liboqs: {named}; {LIBOQS_INSTALL_HINT}")
         if where.install_dir is not None:
-            # Point liboqs-python at exactly what we found (it reads this at import).
+            # Children (workers) name the same build.
             os.environ["OQS_INSTALL_PATH"] = str(where.install_dir)
         logging.getLogger("oqs.oqs").addFilter(_DropInfo())
         try:
-            return importlib.import_module("oqs")
+            with only_named(named.path):
+                oqs = importlib.import_module("oqs")
+            problem = loaded_problem(oqs.native(), named, oqs.oqs_version())
         except (Exception, SystemExit) as exc:  # liboqs-python raises SystemExit on failure
             raise BackendUnavailable(f"liboqs: liboqs-python failed to load liboqs: {exc}") from exc
+        if problem is not None:
+            _refused = f"liboqs: {problem}"
+            raise BackendUnavailable(_refused)
+        _named = named
+        return oqs
+
+
+def named_liboqs() -> NamedLibrary | None:
+    """The library :func:`import_oqs` loaded (path, version, sha256), None before."""
+    return _named
 
 
 def distribution_version(name: str) -> str | None:

@@ -1,32 +1,34 @@
 """Build the pinned liboqs release for qprof: a minimal shared build of the algorithms qprof
 uses, into ``~/_oqs`` (where :func:`qprof.verify.availability.find_liboqs` looks).
 
-liboqs-python's own convention is to build liboqs when it is missing (a git clone at
-import time); qprof blocks that (offline it hangs, and a verifier must not change under a
-measurement) and offers this instead, run on purpose (``qprof setup liboqs``, which
-``./scripts/monitor`` calls when liboqs is missing): the source is the release 0.16.0,
-checked after the download (a tarball by its sha256, a git directory by its commit), from
-the network or ``$QPROF_LIBOQS_SOURCE``. The build (cmake + ninja, ~20 s on two cores)
-installs through a staging directory, so a failed build leaves no half-installed prefix.
+liboqs-python would clone and build an unpinned liboqs at import; qprof never lets it
+(``verify/liboqs_lib.py``) and offers this, run on purpose (``qprof setup liboqs``): the
+release 0.16.0 from the network or ``$QPROF_LIBOQS_SOURCE``, checked by content (a tarball
+by its sha256, a directory by the git tree hash of its files, never by its ``.git``). It
+installs into a staging directory, then moves only liboqs's own files into the prefix, each
+renamed into place, ``lib/liboqs.so`` last: whatever else the prefix holds stays.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from qprof.verify.availability import lib_in
+from qprof.verify.gittree import TreeError, copy_tree
+from qprof.verify.liboqs_lib import open_named
 from qprof.verify.suites import KEMS, SUITES
 
 VERSION = "0.16.0"
@@ -34,12 +36,16 @@ COMMIT = "5a1a854b0dc9f2141bdc771c555ee60c37950183"
 # sha256 of `git archive --prefix=liboqs-0.16.0/ --format=tar.gz` of COMMIT (GitHub's
 # release tarball is made the same way).
 TARBALL_SHA256 = "1b82e61efbe55b8ed98374d8b6f416e948b59154612153c71909b060e1368941"
+# git's tree of COMMIT (`git rev-parse 0.16.0^{tree}`; what `git write-tree` gives for the
+# release tarball's files): a source directory must hash to it.
+TREE = "8e0a3a68b247f821ed535a141aa896a7fda59d2d"
 TARBALL_URL = (f"https://github.com/open-quantum-safe/liboqs/archive/refs/tags/"
                f"{VERSION}.tar.gz")
 SOURCE_ENV = "QPROF_LIBOQS_SOURCE"
 # "off": never build (scripts/test-fresh: a fresh machine's suite runs without liboqs).
 SETUP_ENV = "QPROF_LIBOQS_SETUP"
 DOWNLOAD_TIMEOUT_S = 30.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 Say = Callable[[str], None]
 
@@ -50,6 +56,35 @@ class BuildError(RuntimeError):
 
 class BuildFailed(BuildError):
     """cmake or ninja failed, or the build gave no working library: the last lines."""
+
+
+class Stopped(BaseException):
+    """Ctrl-C, SIGTERM or SIGHUP during a build (under :func:`stopping`): the build tree is
+    removed on the way out; ``installed``: it came once liboqs was in place."""
+
+    def __init__(self, signum: int, installed: bool = False) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.installed = installed
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stopping() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP raise :class:`Stopped` (one ignored, as under nohup,
+    stays ignored)."""
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for sig, handler in before.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, _stop)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def minimal_build() -> str:
@@ -150,24 +185,19 @@ def check_tarball(path: Path) -> None:
             f"{COMMIT}`)")
 
 
-def check_git_dir(path: Path) -> None:
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True,
-                              text=True, check=False)
-        if done.returncode != 0:
-            raise BuildError(f"{path}: git {' '.join(args)} failed: "
-                             f"{done.stderr.strip() or done.returncode}")
-        return done.stdout.strip()
-
-    if shutil.which("git") is None:
-        raise BuildError(f"{path} is a git directory but git is not installed")
-    head = git("rev-parse", "HEAD")
-    if head != COMMIT:
-        raise BuildError(f"{path} is at commit {head}, not liboqs {VERSION} ({COMMIT}): "
-                         f"git -C {path} checkout {VERSION}")
-    if git("status", "--porcelain", "--untracked-files=no"):
-        raise BuildError(f"{path} has local changes: build from a clean checkout of "
-                         f"{VERSION}")
+def checked_copy(path: Path, dest: Path) -> Path:
+    """``path``'s files copied to ``dest``, whose git tree hash must be the release's."""
+    try:
+        got = copy_tree(path, dest)
+    except TreeError as exc:
+        raise BuildError(f"{exc}; give the release tarball or a clean git clone of liboqs "
+                         f"{VERSION}") from None
+    if got != TREE:
+        raise BuildError(
+            f"{path} does not hold the liboqs {VERSION} source: its files' git tree is "
+            f"{got}, not {TREE} (commit {COMMIT}): git -C {path} checkout {VERSION}, and "
+            f"no files of its own in it (git -C {path} clean -dxf)")
+    return dest
 
 
 def download(dest: Path, say: Say, url: str = TARBALL_URL) -> Path:
@@ -200,14 +230,13 @@ def source_tree(source: str | None, work: Path, say: Say) -> Path:
     if source:
         path = Path(source).expanduser()
         if path.is_dir():
-            if not (path / ".git").exists():
-                raise BuildError(f"{path} is a directory but not a git checkout; give the "
-                                 "release tarball or a git clone of liboqs")
-            check_git_dir(path)
-            say(f"source: {path} (git, commit {COMMIT[:12]} = liboqs {VERSION})")
-            return path
+            tree = checked_copy(path, work / "src")
+            say(f"source: {path} (its files' git tree checked: liboqs {VERSION})")
+            return tree
         if not path.is_file():
-            raise BuildError(f"{SOURCE_ENV}={source}: no such file or directory")
+            why = "not a tarball or a directory" if path.exists() else \
+                "no such file or directory"
+            raise BuildError(f"the liboqs source {source}: {why}")
         check_tarball(path)
         say(f"source: {path} (sha256 checked: liboqs {VERSION})")
         return unpack(path, work / "src")
@@ -223,30 +252,43 @@ STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\]")
 
 def run_streamed(argv: Sequence[str], on_line: Say, env: dict[str, str] | None = None) -> \
         list[str]:
-    """Run ``argv``, each output line to ``on_line``; the last lines on failure."""
+    """Run ``argv``, each output line to ``on_line``; the last lines on failure. In a
+    session of its own: stopped (Ctrl-C, SIGTERM, SIGHUP), qprof ends it and its compilers
+    before the build tree is removed."""
     tail: list[str] = []
     with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace", env=env) as proc:
+                          text=True, errors="replace", env=env,
+                          start_new_session=True) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip()
-            tail = (tail + [line])[-30:]
-            on_line(line)
+        try:
+            for line in proc.stdout:
+                line = line.rstrip()
+                tail = (tail + [line])[-30:]
+                on_line(line)
+        except BaseException:
+            _end_group(proc)
+            raise
     if proc.returncode != 0:
         raise BuildFailed(f"`{' '.join(argv[:2])} ...` failed (exit {proc.returncode}):\n"
                          + "\n".join(tail))
     return tail
 
 
+def _end_group(proc: subprocess.Popen[str]) -> None:
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def library_version(lib: Path) -> str | None:
-    """OQS_version() of a built library (None: it does not load)."""
-    try:
-        handle = ctypes.CDLL(str(lib))
-        handle.OQS_version.restype = ctypes.c_char_p
-        version: bytes = handle.OQS_version()
-        return version.decode()
-    except (OSError, AttributeError):
-        return None
+    """OQS_version() of a built library (None: it is no whole ELF or does not load)."""
+    named = open_named(str(lib))
+    return None if isinstance(named, str) else named.version
 
 
 @dataclass(frozen=True)
@@ -258,7 +300,7 @@ class Built:
 
 def build(prefix: Path, source: str | None, say: Say, step: Say,
           jobs: int | None = None) -> Built:
-    """Build and install liboqs into ``prefix`` (which must not hold one already).
+    """Build liboqs and install it into ``prefix`` (replacing only liboqs's own files).
 
     ``say``: what is being done; ``step``: each build line (cmake's, ninja's ``[n/N]``).
     """
@@ -283,13 +325,81 @@ def build(prefix: Path, source: str | None, say: Say, step: Say,
         if lib is None or version != VERSION:
             raise BuildFailed(f"the build installed no working liboqs {VERSION} "
                              f"(found {lib}, version {version})")
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-        if prefix.exists():
-            shutil.rmtree(prefix)  # a prefix without liboqs.so: what was there is no build
-        shutil.move(str(staged), str(prefix))
+        install(staged, prefix)
     lib = lib_in(prefix)
     assert lib is not None
     return Built(prefix, lib, VERSION)
+
+
+# ---------------------------------------------------------------- the install
+
+
+def _install_order(path: Path) -> tuple[int, str]:
+    """liboqs.so's own files last: the library, then its links, ``liboqs.so`` at the end
+    (what qprof looks for appears only once all the rest is there)."""
+    if not path.name.startswith("liboqs.so"):
+        return 0, str(path)
+    if not path.is_symlink():
+        return 1, str(path)
+    return (3 if path.name == "liboqs.so" else 2), str(path)
+
+
+def _real_dir(path: Path) -> None:
+    """``path`` a directory (made 0755 when missing), never through a symbolic link."""
+    try:
+        path.mkdir(mode=0o755)
+        return
+    except FileExistsError:
+        pass
+    if path.is_symlink() or not path.is_dir():
+        raise BuildError(f"cannot install into {path}: it is not a directory (a symbolic "
+                         "link or a file); qprof installs only into real directories")
+
+
+def _place(src: Path, dest: Path) -> None:
+    """``src`` (a file or a link) renamed over ``dest`` through a new temporary beside it
+    (never through a link planted there)."""
+    tmp = dest.with_name(f".{dest.name}.qprof-{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    if src.is_symlink():
+        os.symlink(os.readlink(src), tmp)
+    else:
+        mode = src.stat().st_mode & 0o777
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, mode)
+        with os.fdopen(fd, "wb") as out, src.open("rb") as f:
+            shutil.copyfileobj(f, out)
+            os.fchmod(out.fileno(), mode)
+    os.replace(tmp, dest)
+
+
+def install(staged: Path, prefix: Path) -> None:
+    """Move liboqs's files from ``staged`` into ``prefix``, replacing those files only;
+    Ctrl-C, SIGTERM and SIGHUP wait until every file is in place (then :class:`Stopped`
+    says it was installed)."""
+    files = sorted((p for p in staged.rglob("*") if not p.is_dir() or p.is_symlink()),
+                   key=_install_order)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        prefix.mkdir(parents=True, exist_ok=True)
+        for src in files:
+            dest = prefix
+            for part in src.relative_to(staged).parent.parts:
+                dest = dest / part
+                _real_dir(dest)
+            try:
+                _place(src, dest / src.name)
+            except OSError as exc:
+                raise BuildError(f"cannot install {dest / src.name}: "
+                                 f"{exc.strerror or exc}") from None
+        pending = {s for s in signal.sigpending() & set(STOP_SIGNALS)
+                   if signal.getsignal(s) not in (signal.SIG_IGN, signal.SIG_DFL)}
+        if pending:
+            info = signal.sigtimedwait(pending, 0)
+            raise Stopped(info.si_signo if info else min(pending), installed=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def default_prefix() -> Path:

@@ -17,7 +17,12 @@ from __future__ import annotations
 import ctypes as ct
 from typing import Any
 
-from qprof.verify.availability import distribution_version, find_liboqs, import_oqs
+from qprof.verify.availability import (
+    distribution_version,
+    find_liboqs,
+    import_oqs,
+    named_liboqs,
+)
 from qprof.verify.base import BackendStatus, BackendUnavailable, Signer, Verifier
 from qprof.verify.suites import MAX_CONTEXT_LEN, SUITES, SuiteInfo
 
@@ -42,11 +47,14 @@ def probe() -> BackendStatus:
         oqs = import_oqs()
     except BackendUnavailable as exc:
         return BackendStatus(NAME, False, str(exc), version=_python_version_only())
+    named = named_liboqs()
+    assert named is not None  # import_oqs loaded it
     enabled = set(oqs.get_enabled_sig_mechanisms())
     suites = tuple(name for name, s in SUITES.items() if s.liboqs_name in enabled)
     missing = [name for name, s in SUITES.items() if s.liboqs_name not in enabled]
-    version = f"liboqs {oqs.oqs_version()}; liboqs-python {oqs.oqs_python_version()}"
-    details = {"library": where.library, "found_via": where.source}
+    version = f"liboqs {named.version}; liboqs-python {oqs.oqs_python_version()}"
+    details = {"library": where.library, "found_via": where.source,
+               "sha256": named.digest}
     if where.env_skipped:
         details["warning"] = f"OQS_INSTALL_PATH not used ({where.env_skipped})"
     if missing:
