@@ -29,7 +29,6 @@ from qprof.consensus.trend.model import (
     SegmentEstimate,
     SeriesKey,
     SeriesTrend,
-    SuiteTrend,
 )
 from qprof.consensus.trend.verdict import (
     SegmentKey,
@@ -229,27 +228,24 @@ def judge(measurements: Iterable[Measurement], profile: Profile | None,
             if key in seen:
                 continue
             seg_key = (r.cpu, r.backend, operation, r.suite)
-            trend = _suite_trend(trends, r.cpu, r.backend, operation, r.suite)
+            series = _series(trends, r.cpu, r.backend, operation)
+            trend = series.suite(r.suite) if series is not None else None
             seg = segments.get(seg_key)
             suites.append(SuiteJudgement(
                 verdict=seg_cov.get(key, r), run=r,
                 segment=seg if seg is not None and not r.estimate.is_unit else None,
-                changes=trend[1].changes if trend else (),
-                alarm=trend[1].alarm if trend else None,
-                series_runs=len(trend[0].runs) if trend else 0))
+                changes=trend.changes if trend else (),
+                alarm=trend.alarm if trend else None,
+                series_runs=len(series.runs) if series is not None else 0))
         seen |= {(e.cpu, e.suite, e.backend) for e in own}
     return Judgement(profile=profile.name if profile else None, suites=tuple(suites),
                      results=tuple(results), run_estimates=tuple(run_estimates),
                      trends=tuple(trends), segments=segments)
 
 
-def _suite_trend(trends: Sequence[SeriesTrend], cpu: int, backend: str, operation: str,
-                 suite: str) -> tuple[SeriesTrend, SuiteTrend] | None:
-    """The newest series of (cpu, backend, operation) holding ``suite``, with its trend."""
-    for t in reversed(trends):
-        if (t.key.cpu, t.key.backend, t.key.operation) != (cpu, backend, operation):
-            continue
-        s = t.suite(suite)
-        if s is not None:
-            return t, s
-    return None
+def _series(trends: Sequence[SeriesTrend], cpu: int, backend: str, operation: str
+            ) -> SeriesTrend | None:
+    """The newest series of (cpu, backend, operation): the one its newest run is of."""
+    return next((t for t in reversed(trends)
+                 if (t.key.cpu, t.key.backend, t.key.operation) == (cpu, backend, operation)),
+                None)
