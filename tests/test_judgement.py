@@ -1,7 +1,7 @@
 """One judgement in every view: a store of real runs with a known step gives the same
 segment estimate, state and change in check, the monitor's coverage, history, report
-(Markdown and HTML), trend, the daemon's metrics; checks are kept; nothing outside
-consensus decides a verdict."""
+(Markdown and HTML), trend, export and the daemon's metrics; checks are kept; nothing
+outside consensus decides a verdict."""
 
 from __future__ import annotations
 
@@ -103,6 +103,8 @@ def test_one_store_one_answer(stepped_store: tuple[Path, Path], tmp_path: Path) 
     assert seg["text"] in text.replace("\n    ", " ")
     trend = json.loads(_qprof("trend", "--state-dir", str(state), "--json").stdout)
     same(_suite(trend["judgement"]))
+    exported = _qprof("export", "latest", "--state-dir", str(state), "--judgement").stdout
+    same(_suite(json.loads(exported)["judgement"]))
     md, page = tmp_path / "r.md", tmp_path / "r.html"
     _qprof("report", "--state-dir", str(state), "-o", str(md), "--html", str(page))
     for shown in (md.read_text(), page.read_text()):
