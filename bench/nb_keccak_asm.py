@@ -34,9 +34,10 @@ def main() -> int:
         line.split()[0] for line in asm.splitlines()
         if line.startswith("\t") and not line.strip().startswith(".")
     )
-    print(f"numba CPU name {config.CPU_NAME or 'host'}; features "  # type: ignore[attr-defined]
-          f"{'-prefer-256-bit set' if '-prefer-256-bit' in (config.CPU_FEATURES or '') else 'default'}; "  # type: ignore[attr-defined]
-          f"{keccak_xn.WAYS}-way Keccak")
+    name = config.CPU_NAME or "host"  # type: ignore[attr-defined]
+    features = config.CPU_FEATURES or ""  # type: ignore[attr-defined]
+    wide = "-prefer-256-bit set" if "-prefer-256-bit" in features else "default"
+    print(f"numba CPU name {name}; features {wide}; {keccak_xn.WAYS}-way Keccak")
     print(f"zmm operands {len(re.findall(r'%zmm', asm))}, ymm {len(re.findall(r'%ymm', asm))}, "
           f"xmm {len(re.findall(r'%xmm', asm))}")
     for op in ("vprolq", "vpternlogq", "vpxorq", "vpxor", "vpsllq", "vpsrlq"):
