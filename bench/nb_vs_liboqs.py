@@ -2,13 +2,18 @@
 
 Usage: .venv/bin/python bench/nb_vs_liboqs.py [--cpu N] [--rounds R] [--batch-ms MS]
                                               [--suites ML-DSA-44 ...] [--clock wall|cpu]
+                                              [--no-split]
 
 The issue-21 figure. One process pinned to one CPU; every round times, for every
 suite in turn, a batch of liboqs verifications and a batch of numba verifications of
 the same valid signature (which of the two goes first alternates by round), so load
 phases on a shared machine hit both sides of a ratio alike. Each round gives one ratio
 per suite (numba batch / liboqs batch, taken seconds apart at most); the report is the
-median ratio over rounds with its 25th-75th percentile spread.
+median ratio over rounds with its 25th-75th percentile spread, and the ratio of the
+quickest rounds (quickest numba batch / quickest liboqs batch), the figure least
+disturbed by other processes on a shared machine. For the ML-DSA suites the numba
+time is then split into its phases (bench/nb_mldsa.py's profile, timed on the numba
+kernels themselves), each as a share of the liboqs time: the shares add up to the ratio.
 
 It also prints the dual-mode cost as the seeds compute it: a node in enforce mode
 verifies a valid signature with liboqs and then with the second verifier, so its cost
@@ -100,6 +105,21 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
     return q[0], statistics.median(values), q[2]
 
 
+def _print_split(pairs: dict[str, tuple[Callable[[], bool], Callable[[], bool]]],
+                 oqs_t: dict[str, list[float]], clock: Callable[[], float]) -> None:
+    """Per-phase split of every ML-DSA suite's numba time, as shares of liboqs's time."""
+    from nb_mldsa import profile_level  # bench/ is this script's directory
+
+    for suite, (_run_oqs, run_nb) in pairs.items():
+        if not suite.startswith("ML-DSA"):
+            continue
+        oqs_us = min(oqs_t[suite]) * 1e6
+        stages = profile_level(int(suite.rsplit("-", 1)[1]), clock, run_nb)
+        print(f"\n{suite}: numba phases, us and share of liboqs's {oqs_us:.1f} us (quickest)")
+        for stage, us in stages.items():
+            print(f"    {stage:42s} {us:7.1f} us {us / oqs_us:6.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: last)")
@@ -108,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suites", nargs="+", default=list(SUITES))
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall: perf_counter; cpu: this thread's CPU time")
+    parser.add_argument("--no-split", action="store_true",
+                        help="skip the per-phase split of the ML-DSA suites")
     args = parser.parse_args(argv)
 
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
@@ -151,12 +173,17 @@ def main(argv: list[str] | None = None) -> int:
                 nb_t[suite].append(_batch(run_nb, n_nb, clock))
                 oqs_t[suite].append(_batch(run_oqs, n_oqs, clock))
     print(f"load average after: {os.getloadavg()[0]:.2f}; {args.rounds} rounds")
-    print(f"{'suite':20s} {'liboqs us':>10s} {'numba us':>10s} {'ratio':>6s} {'p25-p75':>11s}")
+    print(f"{'suite':20s} {'liboqs us':>10s} {'numba us':>10s} {'ratio':>6s} {'p25-p75':>11s} "
+          f"{'quickest':>8s}")
     for suite in pairs:
         ratios = [b / a for a, b in zip(oqs_t[suite], nb_t[suite], strict=True)]
         lo, mid, hi = _quartiles(ratios)
+        quickest = min(nb_t[suite]) / min(oqs_t[suite])
         print(f"{suite:20s} {statistics.median(oqs_t[suite]) * 1e6:10.1f} "
-              f"{statistics.median(nb_t[suite]) * 1e6:10.1f} {mid:6.3f} {lo:5.3f}-{hi:5.3f}")
+              f"{statistics.median(nb_t[suite]) * 1e6:10.1f} {mid:6.3f} {lo:5.3f}-{hi:5.3f} "
+              f"{quickest:8.3f}")
+    if not args.no_split:
+        _print_split(pairs, oqs_t, clock)
     base = "ML-DSA-44"
     if base in pairs:
         dual = {s: [a + b for a, b in zip(oqs_t[s], nb_t[s], strict=True)] for s in pairs}

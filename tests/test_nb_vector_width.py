@@ -40,3 +40,23 @@ def test_avx512_hosts_compile_for_512_bit_vectors(env: dict[str, str]) -> None:
 def test_a_feature_string_the_user_set_is_left_as_set() -> None:
     features, _avx512 = _features(NUMBA_CPU_NAME="generic", NUMBA_CPU_FEATURES="+sse2")
     assert features == "+sse2"
+
+
+def test_keccak_kernel_is_512_bit_code_on_avx512_hosts() -> None:
+    # The issue-51 check in the generated assembly (bench/nb_keccak_asm.py prints it):
+    # one zmm register per lane of the eight-way permutation, rotations and chi as
+    # single AVX-512 instructions.
+    import numpy as np
+    from numba import njit
+    from numba.core.codegen import get_host_cpu_features
+
+    from qprof.verify.nb import keccak_xn
+
+    if "+avx512f" not in get_host_cpu_features().split(","):
+        pytest.skip("no AVX-512F on this host")
+    kernel = njit(nogil=True)(keccak_xn.keccak_f1600_xn.py_func)  # uncached: inspectable
+    kernel(np.zeros(25 * keccak_xn.WAYS, dtype=np.uint64))
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    assert keccak_xn.WAYS == 8
+    assert asm.count("%zmm") > 100 * max(1, asm.count("%ymm"))
+    assert "vprolq" in asm and "vpternlogq" in asm

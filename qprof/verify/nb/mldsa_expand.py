@@ -83,102 +83,212 @@ def absorb_tr_block(s: np.ndarray, pk: bytes, pk_lanes: np.ndarray, block: int) 
 WS_STAGE = 25 * WAYS
 WS_WORDS = WS_STAGE + SAMPLE_SLACK * WAYS
 Q_U64 = np.uint64(Q)
+REJECT_CARRY = np.uint64((1 << 23) - Q)  # v + this >= 2^23 iff v >= q, for v < 2^23
 UWAYS = np.uint64(WAYS)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def stage_block_xn(ws: np.ndarray) -> None:
+def stage_block_xn(ws: np.ndarray) -> int:
     """The 56 candidates of the current 168-byte block of every way to the staging
-    area, as uint64. Written out group by group so that every offset is a constant:
-    LLVM emits one vector shift-and-mask per candidate for all ways at once (the
-    per-way extraction this replaces cost about half of ExpandA on AVX-512)."""
+    area, as uint64; returns bit w set when way w has a candidate >= q. A 23-bit v is
+    >= q exactly when v + 2^23 - q reaches bit 23, so each way ORs those sums: an add
+    and an OR per candidate on every vector ISA (a 64-bit max, which AVX2 and NEON
+    lack, made AVX2 slower than a second pass). Written out group by group so that
+    every offset is a constant: LLVM emits one vector shift-and-mask per candidate for
+    all ways at once (the per-way extraction this replaces cost about half of ExpandA
+    on AVX-512)."""
+    bits = np.uint64(0)
     for w in range(WAYS):
         w0 = ws[0 * WAYS + w]
         w1 = ws[1 * WAYS + w]
         w2 = ws[2 * WAYS + w]
-        ws[WS_STAGE + 0 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 1 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 2 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 3 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 4 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 5 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 6 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 7 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 0 * WAYS + w] = v
+        over = v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 1 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 2 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 3 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 4 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 5 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 6 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 7 * WAYS + w] = v
+        over |= v + REJECT_CARRY
         w0 = ws[3 * WAYS + w]
         w1 = ws[4 * WAYS + w]
         w2 = ws[5 * WAYS + w]
-        ws[WS_STAGE + 8 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 9 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 10 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 11 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 12 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 13 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 14 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 15 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 8 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 9 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 10 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 11 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 12 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 13 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 14 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 15 * WAYS + w] = v
+        over |= v + REJECT_CARRY
         w0 = ws[6 * WAYS + w]
         w1 = ws[7 * WAYS + w]
         w2 = ws[8 * WAYS + w]
-        ws[WS_STAGE + 16 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 17 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 18 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 19 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 20 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 21 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 22 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 23 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 16 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 17 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 18 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 19 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 20 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 21 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 22 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 23 * WAYS + w] = v
+        over |= v + REJECT_CARRY
         w0 = ws[9 * WAYS + w]
         w1 = ws[10 * WAYS + w]
         w2 = ws[11 * WAYS + w]
-        ws[WS_STAGE + 24 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 25 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 26 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 27 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 28 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 29 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 30 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 31 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 24 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 25 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 26 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 27 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 28 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 29 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 30 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 31 * WAYS + w] = v
+        over |= v + REJECT_CARRY
         w0 = ws[12 * WAYS + w]
         w1 = ws[13 * WAYS + w]
         w2 = ws[14 * WAYS + w]
-        ws[WS_STAGE + 32 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 33 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 34 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 35 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 36 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 37 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 38 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 39 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 32 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 33 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 34 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 35 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 36 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 37 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 38 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 39 * WAYS + w] = v
+        over |= v + REJECT_CARRY
         w0 = ws[15 * WAYS + w]
         w1 = ws[16 * WAYS + w]
         w2 = ws[17 * WAYS + w]
-        ws[WS_STAGE + 40 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 41 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 42 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 43 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 44 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 45 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 46 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 47 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 40 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 41 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 42 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 43 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 44 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 45 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 46 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 47 * WAYS + w] = v
+        over |= v + REJECT_CARRY
         w0 = ws[18 * WAYS + w]
         w1 = ws[19 * WAYS + w]
         w2 = ws[20 * WAYS + w]
-        ws[WS_STAGE + 48 * WAYS + w] = w0 & COEFF_MASK
-        ws[WS_STAGE + 49 * WAYS + w] = (w0 >> np.uint64(24)) & COEFF_MASK
-        ws[WS_STAGE + 50 * WAYS + w] = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
-        ws[WS_STAGE + 51 * WAYS + w] = (w1 >> np.uint64(8)) & COEFF_MASK
-        ws[WS_STAGE + 52 * WAYS + w] = (w1 >> np.uint64(32)) & COEFF_MASK
-        ws[WS_STAGE + 53 * WAYS + w] = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
-        ws[WS_STAGE + 54 * WAYS + w] = (w2 >> np.uint64(16)) & COEFF_MASK
-        ws[WS_STAGE + 55 * WAYS + w] = (w2 >> np.uint64(40)) & COEFF_MASK
-
-
-@njit(cache=True, nogil=True, inline="always")
-def staged_rejections(ws: np.ndarray) -> int:
-    """Bit w set when way w's staged block has a candidate >= q. One flat OR reduction
-    (vectorised): WAYS is a power of two, so slot t belongs to way t % WAYS."""
-    bits = np.uint64(0)
-    for t in range(SAMPLE_SLACK * WAYS):
-        bits |= np.uint64(ws[WS_STAGE + t] >= Q_U64) << np.uint64(t & (WAYS - 1))
+        v = w0 & COEFF_MASK
+        ws[WS_STAGE + 48 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w0 >> np.uint64(24)) & COEFF_MASK
+        ws[WS_STAGE + 49 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w0 >> np.uint64(48)) | (w1 << np.uint64(16))) & COEFF_MASK
+        ws[WS_STAGE + 50 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(8)) & COEFF_MASK
+        ws[WS_STAGE + 51 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w1 >> np.uint64(32)) & COEFF_MASK
+        ws[WS_STAGE + 52 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = ((w1 >> np.uint64(56)) | (w2 << np.uint64(8))) & COEFF_MASK
+        ws[WS_STAGE + 53 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(16)) & COEFF_MASK
+        ws[WS_STAGE + 54 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        v = (w2 >> np.uint64(40)) & COEFF_MASK
+        ws[WS_STAGE + 55 * WAYS + w] = v
+        over |= v + REJECT_CARRY
+        bits |= ((over >> np.uint64(23)) & ONE) << np.uint64(w)
     return np.int64(bits)
 
 
@@ -315,8 +425,7 @@ def expand_a_times_z(
                     for i in range(TR_BYTES):
                         lane = state[WAYS * (i >> 3) + TR_WAY]
                         tr[i] = np.uint8((lane >> np.uint64(8 * (i & 7))) & np.uint64(0xFF))
-            stage_block_xn(state)
-            bad = staged_rejections(state)
+            bad = stage_block_xn(state)
             for w in range(ways):
                 done = counts[w]
                 if done < N:
