@@ -223,13 +223,13 @@ def _shared_host_run(run_id: str, t: float, shares: tuple[float, ...]) -> list[M
 
 @pytest.mark.parametrize("noisy", [False, True])
 def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -> None:
+    from qprof.consensus.judgement import judge
     from qprof.consensus.verdict import evaluate
-    from qprof.service.metrics import summarize
 
     profile = load_profile("qanum")
     shares = (0.2, 0.7, 0.3, 0.8, 0.25) if noisy else (0.2,) * 5
     ms = _shared_host_run("a", 1000.0, shares)
-    summary = summarize(ms, profile=profile)
+    summary = judge(ms, profile)
     verdicts = {(r.cpu, r.suite): r for r in evaluate(profile, ms, statistic="auto")}
     for res in summary.results:
         cov = verdicts[(res.cpu, res.suite)]
@@ -239,7 +239,7 @@ def test_metrics_use_the_check_verdicts_statistic(tmp_path: Path, noisy: bool) -
     # (equal shares of contention in every round leave the medians agreeing and biased).
     assert {r.statistic for r in summary.results} == {"paired"}
     # Without a profile (it failed to load): the same choice from the samples alone.
-    assert [(r.statistic, r.time_ns) for r in summarize(ms).results] == [
+    assert [(r.statistic, r.time_ns) for r in judge(ms, None).results] == [
         (r.statistic, r.time_ns) for r in summary.results]
     assert summary.coverage == list(verdicts.values())
 
