@@ -29,7 +29,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
@@ -38,7 +37,6 @@ from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.trend.verdict import current_segments
-from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
@@ -55,8 +53,9 @@ from qprof.measure.records import (
     Record,
     ResourceUse,
 )
-from qprof.service.alerts import AlertDispatcher
+from qprof.service.alerts import Alert, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
+from qprof.service.coverage_alerts import PAIRS, CoverageAlerts
 from qprof.service.metrics import DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 from qprof.service.store_held import HeldWrites
@@ -127,8 +126,7 @@ class CycleRunner:
         # Records (and the daemon's alerts) the store could not take: written when it can.
         self.held = held if held is not None else HeldWrites(store)
         self._store_failed = False
-        self._coverage: dict[tuple[int, str, str], bool] = {}
-        self._block_time: dict[tuple[int, str], bool] = {}
+        self.coverage_alerts = CoverageAlerts(alerts, cfg.renotify, self._announced())
         self._cores: dict[int, CoreDesign] | None = None
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
@@ -157,36 +155,17 @@ class CycleRunner:
         coverage = summary.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
-        self._block_time_alerts(coverage, announce)
-        for c in coverage:
-            if c.covered is None or not c.ratio_binds:
-                # Comparison figures (a verifier no node runs alone): no verdict; a ratio
-                # that does not bind on this core (the constants follow the reference
-                # cores): shown, never an alert. The time bound holds it instead.
-                continue
-            key = (c.cpu, c.suite, c.backend)
-            was = self._coverage.get(key)
-            self._coverage[key] = c.covered
-            if not announce or was is None or was == c.covered:
-                continue
-            profile = self.state.profile.name if self.state.profile else "?"
-            if c.covered:
-                self.alerts.emit("coverage_regained", "info",
-                                 f"cpu {c.cpu} {c.suite} ({c.backend}): covered again by "
-                                 f"{profile}: estimate {c.vu_estimate} <= constant "
-                                 f"{c.vu_constant}{_over(c)}", cpu=c.cpu, suite=c.suite,
-                                 backend=c.backend, estimate=c.vu_estimate,
-                                 constant=c.vu_constant, profile=profile,
-                                 runs=c.estimate.runs)
-            else:
-                self.alerts.emit("coverage_lost", "critical",
-                                 f"cpu {c.cpu} {c.suite} ({c.backend}): NOT covered by "
-                                 f"{profile}: estimate {c.vu_estimate} > constant "
-                                 f"{c.vu_constant}{_over(c)}", cpu=c.cpu, suite=c.suite,
-                                 backend=c.backend, estimate=c.vu_estimate,
-                                 constant=c.vu_constant, profile=profile,
-                                 capped=c.capped, cap_factor=c.cap_factor,
-                                 runs=c.estimate.runs)
+        profile = self.state.profile.name if self.state.profile else "?"
+        self.coverage_alerts.update(coverage, profile, announce)
+
+    def _announced(self) -> list[Alert]:
+        """What the store's alert log last announced of each state (before a restart)."""
+        try:
+            return self.store.alerts.newest_of(tuple(k for p in PAIRS
+                                                     for k in (p.raised, p.ended)))
+        except sqlite3.Error as exc:
+            log.warning("store: the alerts announced before were not read: %s", exc)
+            return []
 
     def _trend_alerts(self, trends: list[SeriesTrend], announce: bool) -> None:
         """ratio_changed for each confirmed change not announced before (at start-up the
@@ -248,31 +227,6 @@ class CycleRunner:
         if self._cores is None:
             self._cores = topology_cores(str(self.cfg.root))
         return {**self._cores, **recorded_cores(self.store, measurements)}
-
-    def _block_time_alerts(self, coverage: list[CoverageResult], announce: bool) -> None:
-        """block_time_exceeded / block_time_restored when a CPU's time bound flips."""
-        profile = self.state.profile.name if self.state.profile else "?"
-        for c in coverage:
-            bt = c.block_time
-            if c.basis != "node" or c.block_time_covered is None or bt is None:
-                continue
-            key = (c.cpu, c.backend)
-            was = self._block_time.get(key)
-            self._block_time[key] = c.block_time_covered
-            if not announce or was is None or was == c.block_time_covered:
-                continue
-            details: dict[str, Any] = dict(
-                backend=c.backend, profile=profile, block=bt.worst.text(),
-                binding=list(bt.worst.binding), block_ns=bt.time_ns,
-                reference_core=bt.reference_core, reference_ns=bt.reference_ns,
-                vs_reference=bt.vs_reference, capped=c.capped, cap_factor=c.cap_factor)
-            if c.block_time_covered:
-                self.alerts.emit("block_time_restored", "info",
-                                 f"cpu {c.cpu} ({c.backend}): {bt.why}", cpu=c.cpu, **details)
-            else:
-                self.alerts.emit("block_time_exceeded", "critical",
-                                 f"cpu {c.cpu} ({c.backend}): {bt.why}", cpu=c.cpu,
-                                 **details)
 
     # -- the sink ------------------------------------------------------------------------
 
@@ -564,11 +518,6 @@ class CycleRunner:
                              "backend": c.backend, "slow_rounds": c.slow_rounds,
                              "rounds_left_out": [r for r in c.rounds if r not in c.kept_rounds]
                              if c.decided else [], "left_out": c.decided} for c in changes])
-
-
-def _over(c: CoverageResult) -> str:
-    """Which runs a verdict stands on: the segment's count, none said for one run."""
-    return f" (over {c.estimate.runs} runs since the last change)" if c.estimate.runs > 1 else ""
 
 
 def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, bool]

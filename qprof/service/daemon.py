@@ -535,7 +535,7 @@ class Daemon:
             outcome += (f"; change detector's alarm on cpus "
                         f"{','.join(map(str, sorted(self._only_cpus)))}: measuring again "
                         "at once")
-        log.info("cycle %s", outcome)
+        log.info("cycle %s; %s", outcome, self.cycles.coverage_alerts.verdict_line())
 
     def status_line(self) -> str:
         parts = []
