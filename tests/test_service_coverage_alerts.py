@@ -174,7 +174,7 @@ def test_a_block_over_its_time_bound_alerts_at_first_sight(tmp_path: Path) -> No
     r.refresh_results()
     assert [(a.kind, a.cpu, a.details["announced"]) for a in got] == [
         ("block_time_exceeded", 0, "new")]
-    assert "time bound EXCEEDED" in r.coverage_alerts.verdict_line()
+    assert "time bound EXCEEDED" in verdict_line(r.state.coverage)
     r.store.close()
     r2, got2 = runner(tmp_path, root=HW / "seeds-arm-silver-capped")
     record_run(r2, "b", 2000.0, SILVER)
@@ -187,7 +187,7 @@ def test_the_verdict_line_is_the_verdicts_words(tmp_path: Path) -> None:
     r, _ = runner(tmp_path)
     record_run(r, "a", 1000.0, OVER)
     r.refresh_results(announce=False)
-    line = r.coverage_alerts.verdict_line()
+    line = verdict_line(r.state.coverage)
     assert line.startswith("cpu 0 (liboqs): ML-DSA-87 NOT covered: 304")
     assert "; SLH-DSA-SHAKE-256s covered: 3492" in line and "ML-DSA-44" not in line
     assert line.endswith("; time bound EXCEEDED")  # 342 ML-DSA-87 at 304 VU: 1.03x Silver's
@@ -230,10 +230,30 @@ def _sent(out: Path) -> list[dict[str, object]]:
     return [a for a in sent if a["kind"] == "coverage_lost"]
 
 
+def _cycles(log: str) -> list[str]:
+    """The daemon's log cut after each "cycle finished" line: what each cycle logged."""
+    return re.findall(r"(?s).*?INFO cycle finished[^\n]*\n", log)
+
+
+def _first_verdict(d: DaemonProc, skip: int = 0, timeout: float = 240.0) -> list[str]:
+    """The cycles after the first ``skip``, up to the first that judged ML-DSA-87: on a
+    contended host a cycle may find no reliable estimate, which judges (and alerts)
+    nothing; on a quiet one it is the first cycle."""
+    def judged() -> list[str] | None:
+        if d.proc.poll() is not None:
+            raise AssertionError(f"daemon exited {d.proc.returncode}:\n{d.log}")
+        cycles = _cycles(d.log)[skip:]
+        return next((cycles[:i + 1] for i, c in enumerate(cycles)
+                     if re.search(r"cycle finished; cpu 0 \(numba\): ML-DSA-87 NOT "
+                                  r"covered: \d+", c)), None)
+
+    return wait_for("a cycle judging ML-DSA-87", judged, timeout)  # type: ignore[return-value]
+
+
 def test_daemon_alerts_a_suite_not_covered_from_its_first_cycle(
         tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     """ML-DSA-87 at ~2x ML-DSA-44 against a constant of 101: NOT covered from the first
-    cycle; the alert command gets coverage_lost then, again in the first cycle after a
+    cycle; the alert command gets coverage_lost in it, again in the first cycle after a
     restart, and again each re-notify interval; counted, kept and shown by history."""
     root = make_root(tmp_path)
     profile = tmp_path / "missed.toml"
@@ -243,28 +263,34 @@ def test_daemon_alerts_a_suite_not_covered_from_its_first_cycle(
     hook.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read() + '\\n')\n")
     args = ["--root", str(root), "--cpus", "0", "--suites", "ML-DSA-44,ML-DSA-87",
             "--backend", "numba", "--quick", "--max-load", "1000", "--max-busy", "100",
-            "--first-cycle-delay", "0", "--profile", str(profile),
+            "--first-cycle-delay", "0", "--profile", str(profile), "--interval", "1",
             "--alert-command", f"{sys.executable} {hook}"]
-    d = daemons(*args, "--interval", "3600")
-    log = d.wait_log("cycle finished", timeout=90)
-    assert log.index("alert coverage_lost") < log.index("cycle finished")
-    assert re.search(r"cycle finished; cpu 0 \(numba\): ML-DSA-87 NOT covered: \d+", log)
+    d = daemons(*args)
+    *before, cycle = _first_verdict(d)
+    # Alerted in the cycle that first judged it (the alert's log line before its "cycle
+    # finished"), in none before.
+    assert cycle.count("alert coverage_lost") == 1
+    assert not any("alert coverage_lost" in c for c in before)
     [first] = wait_for("coverage_lost from the alert command", lambda: _sent(out))  # type: ignore[misc]
     assert first["details"]["announced"] == "new"  # type: ignore[index]
     assert 'qprof_alerts_total{kind="coverage_lost"} 1.0' in d.scrape()
     d.signal(signal.SIGTERM)
     assert d.wait_exit(5) == 0
+    assert d.log.count("alert coverage_lost") == 1  # the default interval: no reminder yet
     text = subprocess.run([*QPROF, "history", "--state-dir", str(d.state_dir)],
                           capture_output=True, text=True, timeout=60, check=True).stdout
     assert "coverage_lost" in text.split("recent alerts:")[1]
 
     # Restarted with a short re-notify interval: once in the first cycle, then reminders.
-    d2 = daemons(*args, "--interval", "1", "--renotify", "1", state_dir=d.state_dir)
-    log2 = d2.wait_log("cycle finished", timeout=90)
-    assert log2.index("alert coverage_lost") < log2.index("cycle finished")
+    d2 = daemons(*args, "--renotify", "1", state_dir=d.state_dir)
+    *before, cycle = _first_verdict(d2)
+    assert cycle.count("alert coverage_lost") == 1 and "standing before the daemon" in cycle
+    assert not any("alert coverage_lost" in c for c in before)
     sent = wait_for("coverage_lost after the restart", lambda: _sent(out)[1:])
     assert sent[0]["details"]["announced"] == "after_restart"  # type: ignore[index]
-    sent = wait_for("a reminder", lambda: _sent(out)[2:], timeout=120)
+    *_, cycle = _first_verdict(d2, skip=len(before) + 1)
+    assert "still so, first announced" in cycle
+    sent = wait_for("a reminder", lambda: _sent(out)[2:])
     assert sent[0]["details"]["announced"] == "reminder"  # type: ignore[index]
     assert re.search(r'qprof_alerts_total\{kind="coverage_lost"\} [3-9]\.0', d2.scrape())
     d2.signal(signal.SIGTERM)

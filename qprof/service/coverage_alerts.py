@@ -114,7 +114,7 @@ class CoverageAlerts:
                  stored: Iterable[Alert] = ()) -> None:
         self.alerts = alerts
         self.states = StateAlerts(renotify_s, last_announced(stored))
-        self.coverage: list[CoverageResult] = []  # the newest refresh's
+        self.coverage: list[CoverageResult] = []  # the newest update's
         self._since: dict[StateKey, float] = {}  # when a raised state was first announced
 
     def update(self, coverage: list[CoverageResult], profile: str, announce: bool = True,
@@ -174,10 +174,6 @@ class CoverageAlerts:
             announced=why)
         return [self.alerts.emit(kind, severity, f"cpu {c.cpu} ({c.backend}): {bt.why}{note}",
                                  cpu=c.cpu, **details)]
-
-    def verdict_line(self) -> str:
-        """The newest verdicts in their words, per CPU and backend (each cycle's log)."""
-        return verdict_line(self.coverage)
 
 
 def _over(c: CoverageResult) -> str:
