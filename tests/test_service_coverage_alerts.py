@@ -91,13 +91,13 @@ def test_not_covered_from_the_first_cycle_alerts_then_reminds(tmp_path: Path) ->
     assert len(kinds(got)) == 1
     cov = r.coverage_alerts
     t0 = max(a.ts for a in got)
-    assert cov.update(cov.coverage, "qanum", now=t0 + 3599) == []
-    [again] = kinds(cov.update(cov.coverage, "qanum", now=t0 + 3600))
+    assert cov.update(r.state.coverage, "qanum", now=t0 + 3599) == []
+    [again] = kinds(cov.update(r.state.coverage, "qanum", now=t0 + 3600))
     assert again == ("coverage_lost", "ML-DSA-87", "reminder")
     [reminder] = [a for a in got if a.details["announced"] == "reminder"
                   and a.kind == "coverage_lost"]
     assert "still so, first announced" in reminder.message
-    assert cov.update(cov.coverage, "qanum", now=t0 + 3700) == []
+    assert cov.update(r.state.coverage, "qanum", now=t0 + 3700) == []
     record_run(r, "b", 9000.0, SILVER)
     r.refresh_results()
     assert kinds(got)[-1] == ("coverage_regained", "ML-DSA-87", "ended")
@@ -147,7 +147,7 @@ def test_no_reminder_with_renotify_0(tmp_path: Path) -> None:
     record_run(r, "a", 1000.0, OVER)
     r.refresh_results()
     cov = r.coverage_alerts
-    assert cov.update(cov.coverage, "qanum", now=got[0].ts + 10 * 86400.0) == []
+    assert cov.update(r.state.coverage, "qanum", now=got[0].ts + 10 * 86400.0) == []
     assert len(kinds(got)) == 1
 
 

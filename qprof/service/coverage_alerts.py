@@ -7,7 +7,6 @@ across a restart (the store's alert log says what was last announced). The words
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,8 +15,6 @@ from typing import Any, Literal
 
 from qprof.consensus.verdict import TIME_WORDS, WORDS, CoverageResult
 from qprof.service.alerts import Alert, AlertDispatcher
-
-log = logging.getLogger("qprof.daemon")
 
 Why = Literal["new", "after_restart", "reminder", "ended"]
 
@@ -114,14 +111,12 @@ class CoverageAlerts:
                  stored: Iterable[Alert] = ()) -> None:
         self.alerts = alerts
         self.states = StateAlerts(renotify_s, last_announced(stored))
-        self.coverage: list[CoverageResult] = []  # the newest update's
         self._since: dict[StateKey, float] = {}  # when a raised state was first announced
 
     def update(self, coverage: list[CoverageResult], profile: str, announce: bool = True,
                now: float | None = None) -> list[Alert]:
         """Emit what the verdicts call for (nothing unless ``announce``: start-up, older
         runs' backfill); returns the alerts emitted."""
-        self.coverage = list(coverage)
         if not announce:
             return []
         now = time.time() if now is None else now

@@ -5,8 +5,8 @@ a stop or crash mid-cycle loses only the CPU in flight: the runs before it are f
 and the run cut short is marked aborted (at once on SIGTERM, at the next start after a
 kill -9). After each run the results are re-read from the store and compared: a lost or
 regained Verify-Unit coverage (only where the profile's ratio binds), a worst-case block
-over or back within its time bound, a verifier disagreement, a result taken under a cap
-all raise alerts.
+over or back within its time bound (both on their state: qprof.service.coverage_alerts),
+a verifier disagreement, a result taken under a cap all raise alerts.
 
 The verdict is over time (issue 29): each finished run's estimates go into the store as
 run points (``store_points``), and the verdict, its alerts and the qprof_vu_* metrics are
