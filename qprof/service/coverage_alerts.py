@@ -8,7 +8,7 @@ across a restart (the store's alert log says what was last announced). The words
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -108,9 +108,13 @@ class CoverageAlerts:
     """The daemon's coverage and time-bound alerts from each refresh's verdicts."""
 
     def __init__(self, alerts: AlertDispatcher, renotify_s: float,
-                 stored: Iterable[Alert] = ()) -> None:
+                 stored: Callable[[], Iterable[Alert]] = tuple) -> None:
+        """``stored``: the alert log before this process, read at the first update that
+        announces."""
         self.alerts = alerts
-        self.states = StateAlerts(renotify_s, last_announced(stored))
+        self.renotify_s = renotify_s
+        self.stored = stored
+        self.states: StateAlerts | None = None
         self._since: dict[StateKey, float] = {}  # when a raised state was first announced
 
     def update(self, coverage: list[CoverageResult], profile: str, announce: bool = True,
@@ -119,6 +123,8 @@ class CoverageAlerts:
         runs' backfill); returns the alerts emitted."""
         if not announce:
             return []
+        if self.states is None:
+            self.states = StateAlerts(self.renotify_s, last_announced(self.stored()))
         now = time.time() if now is None else now
         out = []
         for c in coverage:
@@ -139,6 +145,7 @@ class CoverageAlerts:
 
     def _one(self, key: StateKey, raised: bool, c: CoverageResult, profile: str,
              now: float) -> list[Alert]:
+        assert self.states is not None
         why = self.states.decide(key, raised, now)
         if why is None:
             return []

@@ -126,7 +126,7 @@ class CycleRunner:
         # Records (and the daemon's alerts) the store could not take: written when it can.
         self.held = held if held is not None else HeldWrites(store)
         self._store_failed = False
-        self.coverage_alerts = CoverageAlerts(alerts, cfg.renotify, self._announced())
+        self.coverage_alerts = CoverageAlerts(alerts, cfg.renotify, self._announced)
         self._cores: dict[int, CoreDesign] | None = None
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
