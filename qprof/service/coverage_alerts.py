@@ -7,6 +7,8 @@ across a restart (the store's alert log says what was last announced). The words
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -15,6 +17,9 @@ from typing import Any, Literal
 
 from qprof.consensus.verdict import TIME_WORDS, WORDS, CoverageResult
 from qprof.service.alerts import Alert, AlertDispatcher
+from qprof.service.store_alerts import AlertLog
+
+_log = logging.getLogger("qprof.daemon")
 
 Why = Literal["new", "after_restart", "reminder", "ended"]
 
@@ -98,6 +103,16 @@ class StateAlerts:
         if why is not None:
             self._last[key] = Announced(raised, now, here=True)
         return why
+
+
+def announced_before(log: AlertLog) -> list[Alert]:
+    """What the store's alert log last announced of each state (read after a restart);
+    nothing, with a warning, when it cannot be read."""
+    try:
+        return log.newest_of(tuple(k for p in PAIRS for k in (p.raised, p.ended)))
+    except sqlite3.Error as exc:
+        _log.warning("store: the alerts announced before were not read: %s", exc)
+        return []
 
 
 def _when(ts: float) -> str:

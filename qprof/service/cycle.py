@@ -37,6 +37,7 @@ from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.trend.verdict import current_segments
+from qprof.consensus.verdict import CoverageResult
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
@@ -53,9 +54,9 @@ from qprof.measure.records import (
     Record,
     ResourceUse,
 )
-from qprof.service.alerts import Alert, AlertDispatcher
+from qprof.service import coverage_alerts
+from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
-from qprof.service.coverage_alerts import PAIRS, CoverageAlerts
 from qprof.service.metrics import DegradedReason, MetricsState, summarize
 from qprof.service.store import Store
 from qprof.service.store_held import HeldWrites
@@ -126,7 +127,8 @@ class CycleRunner:
         # Records (and the daemon's alerts) the store could not take: written when it can.
         self.held = held if held is not None else HeldWrites(store)
         self._store_failed = False
-        self.coverage_alerts = CoverageAlerts(alerts, cfg.renotify, self._announced)
+        self.coverage_alerts = coverage_alerts.CoverageAlerts(
+            alerts, cfg.renotify, lambda: coverage_alerts.announced_before(self.store.alerts))
         self._cores: dict[int, CoreDesign] | None = None
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
@@ -157,15 +159,6 @@ class CycleRunner:
             self.state.last_cycle_ts = self.store.last_finished_at()
         profile = self.state.profile.name if self.state.profile else "?"
         self.coverage_alerts.update(coverage, profile, announce)
-
-    def _announced(self) -> list[Alert]:
-        """What the store's alert log last announced of each state (before a restart)."""
-        try:
-            return self.store.alerts.newest_of(tuple(k for p in PAIRS
-                                                     for k in (p.raised, p.ended)))
-        except sqlite3.Error as exc:
-            log.warning("store: the alerts announced before were not read: %s", exc)
-            return []
 
     def _trend_alerts(self, trends: list[SeriesTrend], announce: bool) -> None:
         """ratio_changed for each confirmed change not announced before (at start-up the
@@ -370,7 +363,7 @@ class CycleRunner:
 
         profile = self.state.profile
         with self.state.lock:
-            coverage = list(self.state.coverage)
+            coverage: list[CoverageResult] = list(self.state.coverage)
         bt = next((c.block_time for c in coverage
                    if c.basis == "node" and c.block_time is not None), None)
         if profile is None or bt is None or len(bt.worst.composition) < 2 or stop.is_set():
