@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -235,19 +236,30 @@ def _cycles(log: str) -> list[str]:
     return re.findall(r"(?s).*?INFO cycle finished[^\n]*\n", log)
 
 
+JUDGED = re.compile(r"cycle finished; cpu 0 \(numba\): ML-DSA-87 NOT covered: \d+")
+CONTENDED = "cycle finished; cpu 0 (numba): ML-DSA-87 no reliable estimate"
+
+
 def _first_verdict(d: DaemonProc, skip: int = 0, timeout: float = 240.0) -> list[str]:
-    """The cycles after the first ``skip``, up to the first that judged ML-DSA-87: on a
-    contended host a cycle may find no reliable estimate, which judges (and alerts)
-    nothing; on a quiet one it is the first cycle."""
-    def judged() -> list[str] | None:
+    """The cycles after the first ``skip``, up to the first that judged ML-DSA-87. On a
+    contended host a cycle finds no reliable estimate, which judges (and alerts) nothing:
+    when every cycle of ``timeout`` s says so, the test is skipped (the alerts on state
+    are tested on records above); on a quiet host it is the first cycle."""
+    deadline = time.monotonic() + timeout
+    while True:
         if d.proc.poll() is not None:
             raise AssertionError(f"daemon exited {d.proc.returncode}:\n{d.log}")
         cycles = _cycles(d.log)[skip:]
-        return next((cycles[:i + 1] for i, c in enumerate(cycles)
-                     if re.search(r"cycle finished; cpu 0 \(numba\): ML-DSA-87 NOT "
-                                  r"covered: \d+", c)), None)
-
-    return wait_for("a cycle judging ML-DSA-87", judged, timeout)  # type: ignore[return-value]
+        judged = next((i for i, c in enumerate(cycles) if JUDGED.search(c)), None)
+        if judged is not None:
+            return cycles[:judged + 1]
+        assert all(CONTENDED in c for c in cycles), cycles[-1]
+        if time.monotonic() > deadline:
+            assert cycles, f"no cycle finished in {timeout:.0f} s:\n{d.log}"
+            assert "alert coverage_lost" not in "".join(cycles)  # nothing judged
+            pytest.skip(f"host contended: {len(cycles)} cycles in {timeout:.0f} s found "
+                        "no reliable estimate of ML-DSA-87, so none judged it")
+        time.sleep(0.2)
 
 
 def test_daemon_alerts_a_suite_not_covered_from_its_first_cycle(
