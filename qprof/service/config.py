@@ -75,17 +75,19 @@ class DaemonConfig:
 
 
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
+            "renotify",
             "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
-            "keep_samples_days", "keep_freq_days", "renotify"}
+            "keep_samples_days", "keep_freq_days"}
 _ABOVE_ZERO = {"interval", "watch_interval", "alert_timeout"}  # 0 would spin or kill at once
 _DAY = 86400.0
 # The largest value of each number: beyond it a setting means nothing (a 1e300 s watch
 # interval overflowed the timer's wait and killed the daemon) or breaks arithmetic.
 _AT_MOST = {"interval": 365 * _DAY, "retry": 365 * _DAY, "max_load": 1e6, "max_busy": 100.0,
             "alert_timeout": _DAY, "cap_hold_seconds": _DAY, "watch_interval": 3600.0,
+            "renotify": 365 * _DAY,
             "first_cycle_delay": 365 * _DAY, "store_wait": _DAY, "keep_days": 100 * 365.0,
             "keep_samples_days": 100 * 365.0, "keep_freq_days": 100 * 365.0,
-            "cap_hold_samples": 1_000_000, "renotify": 365 * _DAY}
+            "cap_hold_samples": 1_000_000}
 _INTS = {"cap_hold_samples"}
 _STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
 _PATHS = {"state_dir", "root"}
