@@ -60,6 +60,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="run CMD for each alert with the alert as JSON on stdin")
     parser.add_argument("--alert-timeout", type=float, metavar="SECONDS",
                         help="kill the alert command after this long (default 10)")
+    parser.add_argument("--renotify", type=float, metavar="SECONDS",
+                        help="alert a standing NOT covered (or a block over its time bound) "
+                        "again this often while it lasts (default 86400; 0: only at first "
+                        "sight and once after a restart)")
     parser.add_argument("--cap-hold-samples", type=int, metavar="N",
                         help="a cap must be seen N samples in a row to start or end "
                         "(default 3)")

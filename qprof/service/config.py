@@ -49,6 +49,9 @@ class DaemonConfig:
     max_busy: float = 30.0  # percent of all CPUs busy over the last watch window, at most
     alert_command: str | None = None
     alert_timeout: float = 10.0
+    # A standing NOT covered (or a block over its time bound) is alerted again this often
+    # while it lasts (seconds; 0: only at first sight and after a restart).
+    renotify: float = 86400.0
     cap_hold_samples: int = 3  # a cap must be seen this many samples in a row...
     cap_hold_seconds: float = 5.0  # ...and for this long, to start (and gone as long to end)
     watch_interval: float = 1.0
@@ -80,6 +83,7 @@ class DaemonConfig:
 
 
 _NUMBERS = {"interval", "retry", "max_load", "max_busy", "alert_timeout", "cap_hold_seconds",
+            "renotify",
             "watch_interval", "first_cycle_delay", "store_wait", "keep_days",
             "keep_samples_days", "keep_freq_days", "metrics_deadline"}
 _ABOVE_ZERO = {"interval", "watch_interval", "alert_timeout",  # 0 would spin or kill at once
@@ -89,6 +93,7 @@ _DAY = 86400.0
 # interval overflowed the timer's wait and killed the daemon) or breaks arithmetic.
 _AT_MOST = {"interval": 365 * _DAY, "retry": 365 * _DAY, "max_load": 1e6, "max_busy": 100.0,
             "alert_timeout": _DAY, "cap_hold_seconds": _DAY, "watch_interval": 3600.0,
+            "renotify": 365 * _DAY,
             "first_cycle_delay": 365 * _DAY, "store_wait": _DAY, "keep_days": 100 * 365.0,
             "keep_samples_days": 100 * 365.0, "keep_freq_days": 100 * 365.0,
             "cap_hold_samples": 1_000_000, "metrics_deadline": 3600.0,

@@ -5,8 +5,8 @@ a stop or crash mid-cycle loses only the CPU in flight: the runs before it are f
 and the run cut short is marked aborted (at once on SIGTERM, at the next start after a
 kill -9). After each run the results are re-read from the store and compared: a lost or
 regained Verify-Unit coverage (only where the profile's ratio binds), a worst-case block
-over or back within its time bound, a verifier disagreement, a result taken under a cap
-all raise alerts.
+over or back within its time bound (both on their state: qprof.service.coverage_alerts),
+a verifier disagreement, a result taken under a cap all raise alerts.
 
 The verdict is over time (issue 29): each finished run's estimates go into the store as
 run points (``store_points``), and the verdict, its alerts and the qprof_vu_* metrics are
@@ -29,7 +29,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
@@ -55,6 +54,7 @@ from qprof.measure.records import (
     Record,
     ResourceUse,
 )
+from qprof.service import coverage_alerts
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.metrics import DegradedReason, MetricsState
@@ -126,8 +126,8 @@ class CycleRunner:
         # Records (and the daemon's alerts) the store could not take: written when it can.
         self.held = held if held is not None else HeldWrites(store)
         self._store_failed = False
-        self._coverage: dict[tuple[int, str, str], bool] = {}
-        self._block_time: dict[tuple[int, str], bool] = {}
+        self.coverage_alerts = coverage_alerts.CoverageAlerts(
+            alerts, cfg.renotify, lambda: coverage_alerts.announced_before(self.store.alerts))
         self._cores: dict[int, CoreDesign] | None = None
         self._warmed = False
         self._blocks: dict[str, Block] = {}  # signed once per process (cfg.block)
@@ -155,36 +155,8 @@ class CycleRunner:
         coverage = judgement.coverage
         with self.state.lock:
             self.state.last_cycle_ts = self.store.last_finished_at()
-        self._block_time_alerts(coverage, announce)
-        for c in coverage:
-            if c.covered is None or not c.ratio_binds:
-                # Comparison figures (a verifier no node runs alone): no verdict; a ratio
-                # that does not bind on this core (the constants follow the reference
-                # cores): shown, never an alert. The time bound holds it instead.
-                continue
-            key = (c.cpu, c.suite, c.backend)
-            was = self._coverage.get(key)
-            self._coverage[key] = c.covered
-            if not announce or was is None or was == c.covered:
-                continue
-            profile = self.state.profile.name if self.state.profile else "?"
-            if c.covered:
-                self.alerts.emit("coverage_regained", "info",
-                                 f"cpu {c.cpu} {c.suite} ({c.backend}): covered again by "
-                                 f"{profile}: estimate {c.vu_estimate} <= constant "
-                                 f"{c.vu_constant}{_over(c)}", cpu=c.cpu, suite=c.suite,
-                                 backend=c.backend, estimate=c.vu_estimate,
-                                 constant=c.vu_constant, profile=profile,
-                                 runs=c.estimate.runs)
-            else:
-                self.alerts.emit("coverage_lost", "critical",
-                                 f"cpu {c.cpu} {c.suite} ({c.backend}): NOT covered by "
-                                 f"{profile}: estimate {c.vu_estimate} > constant "
-                                 f"{c.vu_constant}{_over(c)}", cpu=c.cpu, suite=c.suite,
-                                 backend=c.backend, estimate=c.vu_estimate,
-                                 constant=c.vu_constant, profile=profile,
-                                 capped=c.capped, cap_factor=c.cap_factor,
-                                 runs=c.estimate.runs)
+        profile = self.state.profile.name if self.state.profile else "?"
+        self.coverage_alerts.update(coverage, profile, announce)
 
     def _trend_alerts(self, trends: list[SeriesTrend], announce: bool) -> None:
         """ratio_changed for each confirmed change not announced before (at start-up the
@@ -246,31 +218,6 @@ class CycleRunner:
         if self._cores is None:
             self._cores = topology_cores(str(self.cfg.root))
         return {**self._cores, **recorded_cores(self.store, measurements)}
-
-    def _block_time_alerts(self, coverage: list[CoverageResult], announce: bool) -> None:
-        """block_time_exceeded / block_time_restored when a CPU's time bound flips."""
-        profile = self.state.profile.name if self.state.profile else "?"
-        for c in coverage:
-            bt = c.block_time
-            if c.basis != "node" or c.block_time_covered is None or bt is None:
-                continue
-            key = (c.cpu, c.backend)
-            was = self._block_time.get(key)
-            self._block_time[key] = c.block_time_covered
-            if not announce or was is None or was == c.block_time_covered:
-                continue
-            details: dict[str, Any] = dict(
-                backend=c.backend, profile=profile, block=bt.worst.text(),
-                binding=list(bt.worst.binding), block_ns=bt.time_ns,
-                reference_core=bt.reference_core, reference_ns=bt.reference_ns,
-                vs_reference=bt.vs_reference, capped=c.capped, cap_factor=c.cap_factor)
-            if c.block_time_covered:
-                self.alerts.emit("block_time_restored", "info",
-                                 f"cpu {c.cpu} ({c.backend}): {bt.why}", cpu=c.cpu, **details)
-            else:
-                self.alerts.emit("block_time_exceeded", "critical",
-                                 f"cpu {c.cpu} ({c.backend}): {bt.why}", cpu=c.cpu,
-                                 **details)
 
     # -- the sink ------------------------------------------------------------------------
 
@@ -414,7 +361,7 @@ class CycleRunner:
 
         profile = self.state.profile
         with self.state.lock:
-            coverage = list(self.state.coverage)
+            coverage: list[CoverageResult] = list(self.state.coverage)
         bt = next((c.block_time for c in coverage
                    if c.basis == "node" and c.block_time is not None), None)
         if profile is None or bt is None or len(bt.worst.composition) < 2 or stop.is_set():
@@ -562,11 +509,6 @@ class CycleRunner:
                              "backend": c.backend, "slow_rounds": c.slow_rounds,
                              "rounds_left_out": [r for r in c.rounds if r not in c.kept_rounds]
                              if c.decided else [], "left_out": c.decided} for c in changes])
-
-
-def _over(c: CoverageResult) -> str:
-    """Which runs a verdict stands on: the segment's count, none said for one run."""
-    return f" (over {c.estimate.runs} runs since the last change)" if c.estimate.runs > 1 else ""
 
 
 def select_cpus(spec: str, clusters: dict[int, list[int]], online: dict[int, bool]

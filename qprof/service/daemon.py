@@ -23,6 +23,7 @@ from typing import Any
 
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
+from qprof.service.coverage_alerts import verdict_line
 from qprof.service.cycle import CycleRunner, select_cpus
 from qprof.service.library import LIBRARY_CHECK_S, SoftwareWatch
 from qprof.service.metrics import DegradedReason, MetricsState, serve_metrics
@@ -536,7 +537,9 @@ class Daemon:
             outcome += (f"; change detector's alarm on cpus "
                         f"{','.join(map(str, sorted(self._only_cpus)))}: measuring again "
                         "at once")
-        log.info("cycle %s", outcome)
+        with self.state.lock:
+            coverage = list(self.state.coverage)
+        log.info("cycle %s; %s", outcome, verdict_line(coverage))
 
     def status_line(self) -> str:
         parts = []

@@ -33,6 +33,18 @@ class AlertLog(OnConnection):
         return [Alert(ts=r[0], kind=r[1], severity=r[2], cpu=r[3], cluster=r[4],
                       message=r[5], details=json.loads(r[6] or "{}")) for r in rows]
 
+    def newest_of(self, kinds: tuple[str, ...], limit: int = 2000) -> list[Alert]:
+        """The newest ``limit`` alerts of ``kinds``, newest first (what a restarted daemon
+        last announced of a state)."""
+        marks = ",".join("?" * len(kinds))
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT ts, kind, severity, cpu, cluster, message, details FROM alerts "
+                f"WHERE kind IN ({marks}) ORDER BY ts DESC, id DESC LIMIT ?",
+                (*kinds, limit)).fetchall()
+        return [Alert(ts=r[0], kind=r[1], severity=r[2], cpu=r[3], cluster=r[4],
+                      message=r[5], details=json.loads(r[6] or "{}")) for r in rows]
+
     def counts(self) -> dict[str, int]:
         """Alerts ever stored, per kind (so qprof_alerts_total survives restarts),
         including those retention removed since."""
