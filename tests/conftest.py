@@ -30,6 +30,14 @@ def liboqs_available() -> None:
         pytest.skip(status.reason)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that can skip for want of liboqs is a fresh-machine test (marker ``fresh``;
+    tests/test_ci_selection.py checks the others that are marked by hand)."""
+    for item in items:
+        if "liboqs_available" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.fresh)
+
+
 HW_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hw"
 
 

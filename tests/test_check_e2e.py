@@ -98,6 +98,7 @@ def _check_json(backend: str | None) -> dict:
     return data
 
 
+@pytest.mark.fresh
 @pytest.mark.liboqs
 def test_check_with_liboqs():
     st = _status("liboqs")
@@ -107,6 +108,7 @@ def test_check_with_liboqs():
     assert {r["backend"] for r in data["results"]} == {"liboqs"}
 
 
+@pytest.mark.fresh
 def test_check_without_liboqs_uses_another_backend():
     st = _status("rustcrypto")
     if not st or not st.available:
@@ -131,6 +133,7 @@ def test_check_refuses_a_verdict_without_the_profiles_verifier(tmp_path: Path):
     assert "--comparison" in err
 
 
+@pytest.mark.fresh
 def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
     liboqs = _status("liboqs")
     backend = "liboqs" if liboqs and liboqs.available else "rustcrypto"

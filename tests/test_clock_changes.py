@@ -67,6 +67,7 @@ def test_too_few_rounds_at_one_clock_keeps_every_round_and_says_so() -> None:
     assert "could not leave the change out" in change.text()
 
 
+@pytest.mark.fresh
 def test_a_cap_that_starts_under_the_running_engine(seeds: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Real workers on this machine; the frequency files are a copy of the seeds' arm

@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from backends import compiled_backend
 from procs import processes_with
 
@@ -36,6 +37,7 @@ def _look(tmp_path: Path, told: list[tuple[int, dict[str, float]]]) -> tuple[Fir
     return FirstLook(setup, lambda cpu, medians: told.append((cpu, medians))), pools
 
 
+@pytest.mark.fresh
 def test_the_ml_dsa_pools_are_timed_once_and_said(tmp_path: Path) -> None:
     told: list[tuple[int, dict[str, float]]] = []
     look, pools = _look(tmp_path, told)
@@ -53,6 +55,7 @@ def test_the_ml_dsa_pools_are_timed_once_and_said(tmp_path: Path) -> None:
     assert len(told) == 1
 
 
+@pytest.mark.fresh
 def test_close_ends_its_worker_at_once(tmp_path: Path) -> None:
     told: list[tuple[int, dict[str, float]]] = []
     look, pools = _look(tmp_path, told)

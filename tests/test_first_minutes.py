@@ -158,6 +158,7 @@ def test_the_progress_line_shows_the_last_rounds_figures() -> None:
         "SLH-DSA-SHAKE-256s 1.41 ms"
 
 
+@pytest.mark.fresh
 def test_a_workers_figures_come_before_its_records(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """The progress line gets each worker's medians as soon as it ends: the records
     wait for the pools' counts on a first run (the walk's kernel compiles), the first

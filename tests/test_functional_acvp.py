@@ -109,6 +109,7 @@ def test_a_damaged_vector_file_is_one_clear_line(damage: str) -> None:
     assert len(shipped_file_cases(ACVP_FILE, raw)) == sum(COUNTS.values())
 
 
+@pytest.mark.fresh
 def test_a_damaged_install_is_a_mismatch_not_a_traceback(tmp_path: Path) -> None:
     """A copy of the package with its ACVP file truncated: the check of a suite says
     MISMATCH with the one line naming the file."""

@@ -47,6 +47,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+@pytest.mark.fresh
 @pytest.mark.slow
 def test_3_worker_killed_keeps_its_finished_tasks(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

@@ -155,6 +155,7 @@ def test_report_on_dev_zero_is_bounded() -> None:
 
 # -- found by the real systemd (scripts/test-systemd) ------------------------------------------
 
+@pytest.mark.fresh
 def test_liboqs_search_without_a_home_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     """A DynamicUser= service has no $HOME and no passwd entry: Path.home() raises."""
     from qprof.verify.availability import find_liboqs

@@ -137,6 +137,7 @@ def test_one_store_one_answer(stepped_store: tuple[Path, Path], tmp_path: Path) 
         seg["ci_95"]
 
 
+@pytest.mark.fresh
 @pytest.mark.slow
 def test_checks_are_kept(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Three checks in a new HOME without -o: history, trend and report see a series of

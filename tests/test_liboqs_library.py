@@ -59,6 +59,7 @@ def _backends(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, env={**base, **env})
 
 
+@pytest.mark.fresh
 def test_finding_10_the_named_library_is_the_one_loaded(tmp_path: Path) -> None:
     """A 0.12.0 liboqs on LD_LIBRARY_PATH: main reported its version beside the path of
     the 0.16.0 library it named (OQS_INSTALL_PATH)."""
@@ -75,6 +76,7 @@ def test_finding_10_the_named_library_is_the_one_loaded(tmp_path: Path) -> None:
     assert liboqs["details"]["sha256"] == digest
 
 
+@pytest.mark.fresh
 def test_finding_10_another_loaded_library_is_refused(tmp_path: Path) -> None:
     """What liboqs-python holds is compared with the named file: another file (here a
     0.12.0 copy) is named, with both versions."""
@@ -88,6 +90,7 @@ def test_finding_10_another_loaded_library_is_refused(tmp_path: Path) -> None:
     assert same is None
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize("size", [40, 400_000])
 def test_finding_11_a_truncated_library_is_passed_over_without_a_clone(
         tmp_path: Path, size: int) -> None:
@@ -106,6 +109,7 @@ def test_finding_11_a_truncated_library_is_passed_over_without_a_clone(
     assert not mark.exists()
 
 
+@pytest.mark.fresh
 def test_finding_11_liboqs_pythons_installer_cannot_run(tmp_path: Path) -> None:
     """Even where nothing loads, importing liboqs-python the way qprof does raises at
     once: no clone, no build into ~/_oqs."""
@@ -124,6 +128,7 @@ def test_finding_11_liboqs_pythons_installer_cannot_run(tmp_path: Path) -> None:
     assert not mark.exists() and not (tmp_path / "_oqs").exists()
 
 
+@pytest.mark.fresh
 def test_elf_problems_are_named(tmp_path: Path) -> None:
     lib = _copy(tmp_path / "oqs") / "lib" / REAL
     assert elf_problem(str(lib)) is None

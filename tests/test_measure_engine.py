@@ -36,6 +36,7 @@ def _judged(**kw) -> tuple[BenchConfig, StoppingRule]:
     return rule_for(_config(adaptive=True, **kw))
 
 
+@pytest.mark.fresh
 def test_stop_aborts_after_the_current_worker():
     stop = threading.Event()
     records = []
@@ -57,6 +58,7 @@ def test_stop_aborts_after_the_current_worker():
     assert any(e.cpu is not None and e.suite for e in events)
 
 
+@pytest.mark.fresh
 def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
     """check mode's default: every round has the unit and the suite, in turns; pyperf's
     JSON holds the values the worker timed (and pyperf stats reads it)."""
@@ -93,6 +95,7 @@ def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
     assert isinstance(meta, Meta) and "turns of 2 ms" in meta.settings["interleaving"]
 
 
+@pytest.mark.fresh
 def test_records_stream_and_unknown_cpu_is_a_note():
     records = []
     summary = run_bench(_config(cpus=[max(os.sched_getaffinity(0)), 99]), records.append)
@@ -107,6 +110,7 @@ def test_records_stream_and_unknown_cpu_is_a_note():
     assert all(m.pyperf_json is None for m in records if isinstance(m, Measurement))
 
 
+@pytest.mark.fresh
 def test_bad_names_fail_before_measuring():
     with pytest.raises(EngineError, match="unknown suite"):
         run_bench(_config(suites=["ML-DSA-99"]), lambda r: None)
@@ -195,6 +199,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.fresh
 def test_stop_terminates_the_running_worker(tmp_path, monkeypatch):
     """stop set mid-worker: the worker is killed, not waited for; what it finished is
     kept, the rest is aborted, the run's temp dir is removed."""
@@ -235,6 +240,7 @@ def test_stop_terminates_the_running_worker(tmp_path, monkeypatch):
     assert not any(isinstance(r, Note) and r.kind == "cpu_aborted" for r in records)
 
 
+@pytest.mark.fresh
 def test_worker_dies_with_its_engine(tmp_path):
     """kill -9 of the process running the engine (a daemon): its worker does not time on."""
     import signal
@@ -290,6 +296,7 @@ def _two_verifiers() -> tuple[str, str]:
     return ok[0], ok[1]
 
 
+@pytest.mark.fresh
 def test_extra_rounds_time_only_the_verdict_and_progress_is_honest():
     """Adaptive extra rounds time verify alone (the dual pairs and invalid signatures only
     in the base rounds); the bar never goes back, ends at 1, and the ETA stays > 0
@@ -317,6 +324,7 @@ def test_extra_rounds_time_only_the_verdict_and_progress_is_honest():
     assert extra and all(e.fraction < 1.0 for e in extra)
 
 
+@pytest.mark.fresh
 def test_one_pyperf_file_per_run_and_cpu_compare_to_works(tmp_path):
     """Two runs: one pyperf file each for the CPU; pyperf compare_to reads them, and the
     timer metadata names the clock that timed the values."""
@@ -342,6 +350,7 @@ def test_one_pyperf_file_per_run_and_cpu_compare_to_works(tmp_path):
     assert "ML-DSA-87" in res.stdout
 
 
+@pytest.mark.fresh
 def test_interleaved_extra_rounds_run_in_the_base_rounds_worker(tmp_path):
     """Interleaved adaptive rounds: the extra rounds are timed by the base rounds' worker
     (each new process has its own quiet speed, which would widen the round spread), so
@@ -374,6 +383,7 @@ def test_interleaved_extra_rounds_run_in_the_base_rounds_worker(tmp_path):
     assert not _children(os.getpid())
 
 
+@pytest.mark.fresh
 def test_stop_ends_a_worker_waiting_for_extra_rounds():
     """stop after an extra pair: the serving worker is terminated, the rounds kept."""
     stop = threading.Event()
@@ -409,6 +419,7 @@ def test_check_times_each_round_in_its_own_worker_process():
                 ).per_worker == 5
 
 
+@pytest.mark.fresh
 def test_the_parent_keeps_off_the_measured_cpu_while_a_worker_runs_there():
     """Every thread of the measuring process (the monitor's screen too) leaves the measured
     CPU for the run and gets its CPUs back afterwards; the worker still runs there."""
@@ -472,6 +483,7 @@ def test_each_timed_call_takes_the_next_signature_of_the_pool(monkeypatch):
     assert state.pool_size == 3 and state.calls == 6
 
 
+@pytest.mark.fresh
 def test_base_rounds_stop_at_the_time_limit_after_three():
     """A worker starved by others' load (base rounds of 1.2 s took 5-27 s on the shared
     Xeon guest) must not take `qprof check` past its time limit: past it, no base round
@@ -497,6 +509,7 @@ class _CountingRule:
         return []
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize(("answer", "asked", "rounds"), [(0, 1, 3), (1, 4, 11), (100, 1, 11)])
 def test_the_rule_is_asked_again_only_after_the_pairs_it_said_it_needs(answer, asked, rounds):
     """Each answer is a bootstrap the measured CPU waits for (0.4-0.65 s on the AMD EPYC
@@ -514,6 +527,7 @@ def test_the_rule_is_asked_again_only_after_the_pairs_it_said_it_needs(answer, a
     assert rule.asked == asked
 
 
+@pytest.mark.fresh
 def test_a_sure_rule_is_first_asked_past_the_cpus_floor():
     """Check mode measures a CPU for min_cpu_s before the rule's "sure" may end it (a
     shared host's ratio wanders from minute to minute; a few seconds' interval misses

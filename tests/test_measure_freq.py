@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from qprof.hw.caps import cap_message
 from qprof.measure import hwinfo
 from qprof.measure.freqwatch import FreqWatch
@@ -64,6 +66,7 @@ def test_no_cpufreq_means_unknown_not_capped(tmp_path):
     assert watch.finish() == (None, None, None)
 
 
+@pytest.mark.fresh
 def test_a_cap_that_lifts_mid_run_marks_only_its_rounds(tmp_path, monkeypatch):
     """Real workers on this machine; frequencies read from a fake sysfs we change."""
     import os

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import qprof.verify.nb as nb
 
 PRINT_CACHE = "import qprof.verify.nb; from numba.core import config; print(config.CACHE_DIR)"
@@ -20,6 +22,7 @@ def cache_dir_in(env: dict[str, str]) -> Path:
     return Path(out.strip())
 
 
+@pytest.mark.fresh
 def test_xdg_cache_home_then_home(tmp_path: Path) -> None:
     name = "qprof-nb-" + nb.source_digest()
     xdg = tmp_path / "xdg"
@@ -38,6 +41,7 @@ def test_numba_cache_dir_is_honoured_and_old_digests_are_left_alone(tmp_path: Pa
     assert (old / "kept").is_dir()  # importing never deletes directories
 
 
+@pytest.mark.fresh
 def test_unwritable_home_uses_a_private_temp_dir_not_the_package(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

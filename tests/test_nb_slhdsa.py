@@ -194,6 +194,7 @@ def _liboqs() -> Any:
     return oqs
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize("name", ["SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s", *FAST_SETS])
 def test_agrees_with_liboqs(name: str) -> None:
     oqs = _liboqs()

@@ -331,6 +331,7 @@ def test_port_in_use_degrades_metrics(tmp_path: Path,
         assert f"127.0.0.1:{port}" in alert.message
 
 
+@pytest.mark.fresh
 def test_liboqs_missing_degrades_to_numba(tmp_path: Path,
                                           daemons: Callable[..., DaemonProc]) -> None:
     empty = tmp_path / "no-oqs"
@@ -455,6 +456,7 @@ def test_result_measured_under_a_cap_raises_result_skewed(
     assert skew.details["run_id"] == d.runs_with("finished")[0]
 
 
+@pytest.mark.fresh
 def test_liboqs_cycle_runs_the_shadow_pair_that_finds_disagreements(
         tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
     from qprof.verify import availability

@@ -151,6 +151,7 @@ def test_alerts_round_trip_newest_first(tmp_path: Path) -> None:
     assert store.alerts.counts() == {"cap_started": 1, "cap_ended": 1}
 
 
+@pytest.mark.fresh
 def test_default_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("STATE_DIRECTORY", f"{tmp_path}/a:{tmp_path}/b")
     assert default_state_dir() == tmp_path / "a"

@@ -365,6 +365,7 @@ def test_pending_alarm_measures_its_cpu_again_in_a_short_burst() -> None:
 # -- the daemon -------------------------------------------------------------------------
 
 
+@pytest.mark.fresh
 def test_daemon_quick_library_changed_measures_at_once(tmp_path: Path) -> None:
     """`qprof daemon --quick` with liboqs: after the first run, its recorded liboqs
     version is changed in the store (as if it had run on 0.15.0): library_changed names

@@ -210,6 +210,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
     return Build(prefix, done)
 
 
+@pytest.mark.fresh
 def test_it_builds_the_release_from_the_shared_tarball(built: Build) -> None:
     """ninja's [n/N] steps shown, a library that loads and says 0.16.0, found by qprof
     through OQS_INSTALL_PATH."""
@@ -233,6 +234,7 @@ def test_it_builds_the_release_from_the_shared_tarball(built: Build) -> None:
     assert again.returncode == 0 and "already there" in again.stdout
 
 
+@pytest.mark.fresh
 def test_finding_6_the_build_keeps_what_the_prefix_held(built: Build) -> None:
     """main removed the whole prefix before moving the build in: a user's notes.txt and
     bin/tool were gone. Only liboqs's own files are replaced."""
@@ -245,6 +247,7 @@ def test_finding_6_the_build_keeps_what_the_prefix_held(built: Build) -> None:
     assert not [p for p in prefix.rglob("*.tmp")]
 
 
+@pytest.mark.fresh
 def test_finding_11_a_truncated_library_is_built_again(built: Build) -> None:
     """main said "already there; nothing to do" for a 40-byte liboqs.so."""
     out = built.done.stdout

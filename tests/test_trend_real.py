@@ -104,6 +104,7 @@ def test_detector_on_real_noise() -> None:
     assert hits >= 8
 
 
+@pytest.mark.fresh
 def test_a_real_library_change_is_found_named_and_sized() -> None:
     series, builds = _points()
     if len(builds) < 2:

@@ -247,6 +247,7 @@ def test_bad_root_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture
 TINY_PROFILE = Path(__file__).resolve().parent / "fixtures" / "tui" / "tiny-profile.toml"
 
 
+@pytest.mark.fresh
 @pytest.mark.timeout(120)
 def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
     """Standalone on this machine: `b` runs the real engine (pyperf workers) in a thread
@@ -318,6 +319,7 @@ def test_b_measures_the_selected_core_without_blocking(tmp_path: Path) -> None:
     run(scenario())
 
 
+@pytest.mark.fresh
 @pytest.mark.timeout(240)
 def test_first_run_measures_one_cpu_per_cluster_by_itself(tmp_path: Path) -> None:
     """Standalone, nothing stored: without a key press the monitor measures the first CPU

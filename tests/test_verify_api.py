@@ -71,6 +71,7 @@ def test_unknown_kem_and_backend() -> None:
         get_kem("openssl")
 
 
+@pytest.mark.fresh
 def test_available_backends_shape_and_cache() -> None:
     statuses = available_backends()
     assert list(statuses) == list(BACKEND_NAMES)
@@ -88,6 +89,7 @@ def test_available_backends_shape_and_cache() -> None:
     assert all(again[n] is statuses[n] for n in statuses)  # cached
 
 
+@pytest.mark.fresh
 def test_liboqs_not_found_reason_is_stable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))
     monkeypatch.setattr("ctypes.util.find_library", lambda name: None)
@@ -98,6 +100,7 @@ def test_liboqs_not_found_reason_is_stable(tmp_path: Path, monkeypatch: pytest.M
     assert "OQS_INSTALL_PATH" in reason and "~/_oqs" in reason
 
 
+@pytest.mark.fresh
 def test_liboqs_versioned_only_is_not_enough(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,6 +119,7 @@ def test_liboqs_versioned_only_is_not_enough(
     assert found.env_skipped is None
 
 
+@pytest.mark.fresh
 def test_ignored_oqs_install_path_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,6 +135,7 @@ def test_ignored_oqs_install_path_is_reported(
     assert find_liboqs({}).env_skipped is None  # type: ignore[union-attr]
 
 
+@pytest.mark.fresh
 def test_unavailable_suite_raises_suite_not_supported() -> None:
     status = available_backends()["openssl"]
     if not status.available:
@@ -155,6 +160,7 @@ JUNK: list[tuple[object, object, object, object]] = [
 ]
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
 def test_verify_never_raises_on_junk(backend: str) -> None:
     if not _usable(backend, "ML-DSA-44"):
@@ -166,6 +172,7 @@ def test_verify_never_raises_on_junk(backend: str) -> None:
     assert verifier.verify(bytearray(1312), memoryview(b"m"), bytearray(2420)) is False
 
 
+@pytest.mark.fresh
 def test_numba_hot_path_compiles_nothing_after_warm_up() -> None:
     # Issue 3: "nothing compiles on the hot path". Every suite and every accepted input
     # type (bytearray, memoryview, any context length) must reuse the one
@@ -232,6 +239,7 @@ def test_oqs_import_does_not_print(liboqs_available: None) -> None:
     assert out.stdout == ""
 
 
+@pytest.mark.fresh
 def test_verify_bench_smoke() -> None:
     # Structure only (tests never assert timings): one suite, two rounds, tiny batches.
     from qprof.commands.verify_bench import format_table, run_verify_bench
@@ -254,6 +262,7 @@ def test_verify_bench_smoke() -> None:
         run_verify_bench(backends=["nope"])
 
 
+@pytest.mark.fresh
 def test_missing_liboqs_never_imports_oqs(tmp_path: Path) -> None:
     # Importing liboqs-python without the library makes it git-clone and build liboqs;
     # qprof must report "unavailable" instead and leave `oqs` unimported.

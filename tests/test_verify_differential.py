@@ -62,6 +62,7 @@ def _verifiers(cache: dict[tuple[str, str], Verifier], suite: str) -> dict[str, 
     return out
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize("suite", list(SUITES))
 def test_backends_agree(suite: str, verifiers_cache: dict[tuple[str, str], Verifier]) -> None:
     verifiers = _verifiers(verifiers_cache, suite)
@@ -88,6 +89,7 @@ def test_backends_agree(suite: str, verifiers_cache: dict[tuple[str, str], Verif
     assert total.checks >= 10 * len(verifiers)
 
 
+@pytest.mark.fresh
 def test_longest_context_is_valid_everywhere_but_documented_limits(
     verifiers_cache: dict[tuple[str, str], Verifier],
 ) -> None:

@@ -28,6 +28,7 @@ def _vectors(shared_dir: Path, suite: str) -> list[VerifyCase]:
     return [case for case in cases if case.mu is None]
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize("suite", list(FILES))
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
 def test_wycheproof_vectors(shared_dir: Path, backend: str, suite: str) -> None:
