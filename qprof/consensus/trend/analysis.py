@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
     conditions,
@@ -29,12 +30,13 @@ from qprof.consensus.trend.model import (
     SuiteTrend,
 )
 from qprof.consensus.trend.segment import combine, measurement_var, pooled_wander
-from qprof.consensus.trend.segmentation import differ, locate, step_size
+from qprof.consensus.trend.segmentation import differ, locate, step_pvalue, step_size
 
 
 @dataclass(frozen=True)
 class TrendConfig:
     detector: DetectorConfig = field(default_factory=DetectorConfig)
+    retro: RetroConfig = field(default_factory=RetroConfig)
     # Runs each side of a change that say which suites moved and what else changed.
     explain_window: int = 12
 
@@ -126,19 +128,6 @@ def detect(ys: Sequence[tuple[int, float, float]], suite: str, cfg: DetectorConf
     return found, alarm
 
 
-def _refine(ys: Sequence[tuple[int, float, float]], found: list[int], lo: int, hi: int
-            ) -> list[int]:
-    """Each found step located again with every run up to its neighbours (the detector
-    saw only the runs up to its alarm)."""
-    bounds = [lo, *found, hi]
-    out = []
-    for j in range(1, len(bounds) - 1):
-        window = [(i, y, v) for i, y, v in ys if bounds[j - 1] <= i < bounds[j + 1]]
-        at = locate([(y, v) for _i, y, v in window])
-        out.append(window[at][0] if at is not None else bounds[j])
-    return sorted(set(out))
-
-
 def _segment(series: Series, suite: str, lo: int, hi: int,
              earlier: Sequence[SegmentEstimate] = ()) -> SegmentEstimate | None:
     """The estimate of ``suite`` over runs [lo, hi), its interval holding at least the
@@ -187,16 +176,32 @@ def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: 
     return suites_pattern(moved, steady, suite, series.runs[at].unit_suite)
 
 
+def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> list[int]:
+    """The changes over the stretch [lo, hi) found looking back (changepoints.py): Pelt's,
+    each kept while the segments either side differ, a short one's interval holding the
+    wander of the stretch's Pelt segments."""
+    at = candidates(log_points(series, suite, lo, hi), cfg)
+    if not at:
+        return []
+    bounds = [lo, *at, hi]
+    base = [g for a, b in zip(bounds, bounds[1:], strict=False)
+            if (g := _segment(series, suite, a, b)) is not None]
+    return prune(bounds, lambda a, b: _segment(series, suite, a, b, base), step_pvalue,
+                 cfg.keep_p)
+
+
 def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
                  ) -> SuiteTrend:
+    """One suite's segments and changes: the known change points, every change found
+    looking back over each stretch between them (changepoints.py), and the detector's
+    alarm over the runs since the last of them (a change the runs do not yet show)."""
     n = len(series.runs)
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
-    alarm: Alarm | None = None
     for lo, hi in zip(stretches, stretches[1:], strict=False):
-        ys = log_points(series, suite, lo, hi)
-        found, alarm = detect(ys, suite, cfg.detector)
-        detected += _refine(ys, [f.at for f in found], lo, hi) if found else []
+        detected += _retro(series, suite, lo, hi, cfg.retro)
+    last = max([stretches[-2], *detected])
+    _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
     known_at = {k.run_index: k for k in known}
     bounds = sorted({0, *known_at, *detected, n})
     segments: list[SegmentEstimate] = []

@@ -15,7 +15,7 @@ CONFIRM_P = 0.05  # an alarm is a change once the runs either side differ at thi
 MIN_SIDE = 2  # runs on each side of a located step
 
 
-def _weighted_l2() -> type:
+def weighted_l2(min_size: int = MIN_SIDE) -> type:
     """ruptures's cost for a weighted mean: each run weighs by its precision, so a
     contended run moves the split less than a quiet one (ruptures's own l2 weighs all
     alike)."""
@@ -24,7 +24,9 @@ def _weighted_l2() -> type:
 
     class WeightedL2(BaseCost):  # type: ignore[misc]
         model = "weighted_l2"
-        min_size = MIN_SIDE
+
+        def __init__(self) -> None:
+            self.min_size = min_size
 
         def fit(self, signal: np.ndarray) -> WeightedL2:
             self.signal = signal
@@ -60,7 +62,7 @@ def locate(points: Sequence[tuple[float, float]]) -> int | None:
 
     typical = float(np.median([v for _y, v in points]))
     signal = np.asarray([(y, 1.0 / (v + typical)) for y, v in points], dtype=float)
-    algo = ruptures.Dynp(custom_cost=_weighted_l2()(), min_size=MIN_SIDE, jump=1).fit(signal)
+    algo = ruptures.Dynp(custom_cost=weighted_l2()(), min_size=MIN_SIDE, jump=1).fit(signal)
     return int(algo.predict(n_bkps=1)[0])
 
 
@@ -92,20 +94,37 @@ def _se(seg: SegmentEstimate, without_pool: bool) -> float:
     return se
 
 
-def step_size(before: SegmentEstimate, after: SegmentEstimate
-              ) -> tuple[float, tuple[float, float]]:
-    """(change in bp, its 95 % interval in bp): after against before, the interval from
-    both segments' errors (Welch-Satterthwaite degrees of freedom). Segments of one
-    signature pool share its deviation, which then cancels in the difference."""
-    from scipy.stats import t as student_t
-
+def _step(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float, float]:
+    """(log step, its standard error, degrees of freedom): both segments' errors
+    (Welch-Satterthwaite). Segments of one signature pool share its deviation, which then
+    cancels in the difference."""
     d = math.log(after.ratio / before.ratio)
     same_pool = (before.pool_signatures is not None
                  and before.pool_signatures == after.pool_signatures)
     sb, sa = _se(before, same_pool), _se(after, same_pool)
     se = math.hypot(sb, sa)
     df = se ** 4 / (sb ** 4 / before.df + sa ** 4 / after.df) if se > 0 else 1000.0
-    half = float(student_t.ppf(0.975, max(df, 1.0))) * se
+    return d, se, max(df, 1.0)
+
+
+def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
+    """The two-sided p-value of no step between two segments (as :func:`step_size`)."""
+    from scipy.stats import t as student_t
+
+    d, se, df = _step(before, after)
+    if se <= 0:
+        return 0.0 if d else 1.0
+    return float(2 * student_t.sf(abs(d) / se, df))
+
+
+def step_size(before: SegmentEstimate, after: SegmentEstimate
+              ) -> tuple[float, tuple[float, float]]:
+    """(change in bp, its 95 % interval in bp): after against before, the interval from
+    both segments' errors (:func:`_step`)."""
+    from scipy.stats import t as student_t
+
+    d, se, df = _step(before, after)
+    half = float(student_t.ppf(0.975, df)) * se
 
     def bp(x: float) -> float:
         return 1e4 * (math.exp(x) - 1)
