@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from qprof.consensus.trend.analysis import TrendConfig, known_changes, suite_trend
 from qprof.consensus.trend.codec import key_from_dict, point_from_dict
-from qprof.consensus.trend.model import RunPoint, Series, SuiteRun
+from qprof.consensus.trend.model import Series, SuiteRun
 from qprof.consensus.trend.segment import run_se
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "trend"
@@ -103,14 +102,13 @@ def positions(length: int, step: float) -> dict[str, int]:
     return {name: k for k, name in at.items()}
 
 
-# What an explanation may not say when ``who`` moved: "the ratio alone moved" or the other
-# time alone.
 def contradicts(text: str, who: str, suite: str) -> bool:
+    """Whether an explanation (explain.whose_time) denies whose time was moved: "the
+    ratio alone moved", or the other time alone. "Cannot be told" and "both" do not."""
     if "ratio alone moved" in text:
         return True
-    if who == UNIT:
-        return f"{suite}'s own time moved" in text and "both" not in text
-    return "the unit's own time moved" in text and "both" not in text
+    moved_alone = "the unit's (" if who != UNIT else f"{suite}'s own time moved"
+    return text.startswith(moved_alone) and "own time moved" in text
 
 
 @dataclass

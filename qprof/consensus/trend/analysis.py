@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
+    OwnTime,
     conditions,
     known_differences,
-    moved_beyond_noise,
+    own_time,
+    relative_times,
     suites_pattern,
+    whose_time,
 )
 from qprof.consensus.trend.model import (
     Alarm,
@@ -146,34 +149,44 @@ def _segment(series: Series, suite: str, lo: int, hi: int,
                    history=pooled_wander(earlier))
 
 
-def _values(series: Series, lo: int, hi: int, suite: str, absolute: bool) -> list[float]:
-    out = []
+def _own_log_times(series: Series, lo: int, hi: int) -> list[dict[str, float]]:
+    """Each run's own (log) times in [lo, hi): the unit's and each decided suite's."""
+    rows = []
     for r in series.runs[lo:hi]:
-        if absolute and suite == r.unit_suite:
-            # An undecided run's unit time is its contended rounds': not the core's speed.
-            t = r.unit_time_ns if any(s.decided for s in r.suites) else None
-        else:
-            s = r.suite(suite)
-            t = None if s is None or not s.decided else (s.time_ns if absolute else s.ratio)
-        if t is not None and t > 0:
-            out.append(math.log(t))
-    return out
+        row: dict[str, float] = {}
+        # An undecided run's unit time is its contended rounds': not the core's speed.
+        if any(s.decided for s in r.suites) and r.unit_time_ns and r.unit_time_ns > 0:
+            row[r.unit_suite] = math.log(r.unit_time_ns)
+        for s in r.suites:
+            if s.decided and s.time_ns and s.time_ns > 0:
+                row[s.suite] = math.log(s.time_ns)
+        rows.append(row)
+    return rows
 
 
-def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: int) -> str:
+def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: int,
+                 step: float) -> tuple[str, ...]:
     """Which suites' own times moved across ``at`` (the unit's included: the core's speed
-    moves them all, the hash code only SLH-DSA), said for the change of ``suite``."""
+    moves them all, the hash code only SLH-DSA), and whose time moved for the change of
+    ``suite``'s ratio by ``step`` (log): its own, the unit's or both, judged on the times
+    with the core's speed taken out (explain.relative_times)."""
     a, b = max(lo, at - window), min(hi, at + window)
-    names = [series.runs[at].unit_suite, *series.suite_names()]
-    moved: list[str] = []
-    steady: list[str] = []
-    for name in dict.fromkeys(names):
-        before = _values(series, a, at, name, absolute=True)
-        after = _values(series, at, b, name, absolute=True)
-        if len(before) < 2 or len(after) < 2:
-            continue
-        (moved if moved_beyond_noise(before, after) else steady).append(name)
-    return suites_pattern(moved, steady, suite, series.runs[at].unit_suite)
+    unit = series.runs[at].unit_suite
+    rows = _own_log_times(series, a, b)
+    raw = {n: ([r[n] for r in rows[:at - a] if n in r], [r[n] for r in rows[at - a:] if n in r])
+           for n in dict.fromkeys([unit, *series.suite_names()])}
+    said = {n: own_time(x, y, 0.0) for n, (x, y) in raw.items()}
+    moved = [n for n, t in said.items() if t is not None and t.moved]
+    steady = [n for n, t in said.items() if t is not None and not t.moved]
+    pattern = suites_pattern(moved, steady)
+    rel = relative_times(rows, at - a)
+
+    def judged(name: str, carry: float) -> OwnTime | None:
+        x, y = rel.get(name, ([], []))
+        return own_time(x, y, carry)
+
+    clause = whose_time(suite, unit, judged(suite, step), judged(unit, -step), step)
+    return (pattern, clause) if pattern else (clause,)
 
 
 def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> list[int]:
@@ -219,7 +232,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         w = cfg.explain_window
         what = (*(k.what if k else ()),
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
-                _which_moved(series, suite, at, lo, hi, w))
+                *_which_moved(series, suite, at, lo, hi, w, math.log(after.ratio / before.ratio)))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,
                               started_at=r.started_at, before=before.ratio, after=after.ratio,
