@@ -90,6 +90,14 @@ def windows(series: Series, lengths: list[int]) -> Iterator[Series]:
             yield Series(series.key, series.runs[start:start + length])
 
 
+def sliding(series: Series, lengths: list[int], every: int = 4) -> Iterator[Series]:
+    """Windows of each length starting every ``every`` runs (as recorded: more runs)."""
+    n = len(series.runs)
+    for length in lengths:
+        for start in range(0, n - length + 1, every):
+            yield Series(series.key, series.runs[start:start + length])
+
+
 def positions(length: int, step: float) -> dict[str, int]:
     """Early, middle and late: 1 % steps with 8 runs each side at least, 3 % with 5
     before (and 5 after)."""
@@ -162,7 +170,7 @@ def as_recorded(series: Series, lengths: list[int], cfg: TrendConfig
     for suite in SUITES:
         whole[suite] = len(suite_trend(series, suite, known, cfg).changes)
     in_windows, runs = 0, 0
-    for w in windows(series, lengths):
+    for w in sliding(series, lengths):
         wk = known_changes(w)
         runs += len(w.runs)
         in_windows += sum(len(suite_trend(w, s, wk, cfg).changes) for s in SUITES)
@@ -177,8 +185,15 @@ def main() -> int:
     ap.add_argument("--who", default=",".join((*SUITES, UNIT)))
     ap.add_argument("--small-pools", action="store_true")
     ap.add_argument("--examples", type=int, default=0, help="misses to print per series")
+    ap.add_argument("--penalty", type=float, help="Pelt's penalty (default: the analysis')")
+    ap.add_argument("--keep-p", type=float, help="the pruning level (default: the analysis')")
+    ap.add_argument("--no-steps", action="store_true", help="as recorded only")
     args = ap.parse_args()
     cfg = TrendConfig()
+    if args.penalty is not None or args.keep_p is not None:
+        cfg = replace(cfg, retro=replace(
+            cfg.retro, penalty=cfg.retro.penalty if args.penalty is None else args.penalty,
+            keep_p=cfg.retro.keep_p if args.keep_p is None else args.keep_p))
     lengths = [int(x) for x in args.lengths.split(",")]
     steps = [float(x) for x in args.steps.split(",")]
     r = cfg.retro
@@ -192,7 +207,7 @@ def main() -> int:
         if args.small_pools:
             series = small_pools(series)
         by = {1: Tally(), 3: Tally()}
-        for w in windows(series, lengths):
+        for w in () if args.no_steps else windows(series, lengths):
             for step in steps:
                 for where, k in positions(len(w.runs), step).items():
                     for who in args.who.split(","):
