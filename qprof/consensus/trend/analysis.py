@@ -215,6 +215,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         detected += _retro(series, suite, lo, hi, cfg.retro)
     last = max([stretches[-2], *detected])
     _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
+    needed = max(0, cfg.retro.needs - len(log_points(series, suite, stretches[-2], n)))
     known_at = {k.run_index: k for k in known}
     bounds = sorted({0, *known_at, *detected, n})
     segments: list[SegmentEstimate] = []
@@ -241,7 +242,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     gaps = sum(1 for r in series.runs
                if (s := r.suite(suite)) is not None and not s.decided)
     return SuiteTrend(suite=suite, segments=tuple(segments), changes=tuple(changes),
-                      gaps=gaps, alarm=alarm)
+                      gaps=gaps, alarm=alarm, runs_needed=needed)
 
 
 def analyze_series(series: Series, cfg: TrendConfig | None = None) -> SeriesTrend:
