@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,20 @@ def load(name: str) -> Series:
     if name == "first":
         runs = [p for p in runs if p.context.liboqs_build == d["builds"][0]]
     return Series(key_from_dict(d["key"]), tuple(runs))
+
+
+def noise_bp(series: Series, who: str) -> float:
+    """A time's run-to-run sd as the analysis sees it: a suite's ratio's, the unit's own
+    time's (robust: 1.4826 x the median absolute successive difference / sqrt 2)."""
+    import statistics
+
+    if who == UNIT:
+        ys = [math.log(p.unit_time_ns) for p in series.runs if p.unit_time_ns]
+    else:
+        ys = [math.log(s.ratio) for p in series.runs
+              if (s := p.suite(who)) is not None and s.decided and s.ratio]
+    d = [abs(b - a) for a, b in zip(ys, ys[1:], strict=False)]
+    return 1e4 * 1.4826 * statistics.median(d) / math.sqrt(2) if d else math.nan
 
 
 def _scale(s: SuiteRun, f: float) -> SuiteRun:
@@ -199,35 +214,43 @@ def main() -> int:
     r = cfg.retro
     print(f"Pelt penalty {r.penalty} x ln(runs) run-to-run variances, min side {r.min_side}, "
           f"kept at p < {r.keep_p}; pools {'small (90 %)' if args.small_pools else 'as recorded'}")
-    print("| series (CPU) | runs | 1 %: found / located / holds | 3 %: found / located / "
-          "holds | contradicted | as recorded: whole (87/128s/256s) | windows / 1,000 runs |")
-    print("|---|---|---|---|---|---|---|")
+    print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the unit's own time) | 1 %: found "
+          "(87 / 128s / 256s / unit) | 1 %: located / holds | 3 %: found (87 / 128s / 256s "
+          "/ unit) | 3 %: located / holds | contradicted | as recorded: whole (87 / 128s / "
+          "256s) | windows: false per 1,000 runs |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    whos = args.who.split(",")
     for name in args.series.split(","):
         series = load(name)
         if args.small_pools:
             series = small_pools(series)
-        by = {1: Tally(), 3: Tally()}
+        by = {(size, who): Tally() for size in (1, 3) for who in whos}
         for w in () if args.no_steps else windows(series, lengths):
             for step in steps:
                 for where, k in positions(len(w.runs), step).items():
-                    for who in args.who.split(","):
+                    for who in whos:
                         label = f"{len(w.runs)} runs {where}"
-                        by[round(abs(step) * 100)].add(judge(w, who, step, k, cfg, label))
+                        by[round(abs(step) * 100), who].add(
+                            judge(w, who, step, k, cfg, label))
         whole, false_w, runs_w = as_recorded(series, lengths, cfg)
         tuned = " (tuned)" if name in TUNED else ""
-
-        def cell(t: Tally) -> str:
-            if not t.cases:
-                return "-"
-            return (f"{t.found / t.cases:.0%} / {t.located / max(t.found, 1):.0%} / "
-                    f"{t.covered / max(t.found, 1):.0%} ({t.cases})")
-
-        contra = by[1].contradicted + by[3].contradicted
-        print(f"| {name}{tuned} ({HOSTS[name]}) | {len(series.runs)} | {cell(by[1])} | "
-              f"{cell(by[3])} | {contra} | {'/'.join(str(whole[s]) for s in SUITES)} | "
-              f"{false_w} in {runs_w} runs x 3 suites = "
-              f"{1000 * false_w / (3 * max(runs_w, 1)):.2f} |")
-        for line in (by[1].examples + by[3].examples)[:args.examples]:
+        cells = []
+        for size in (1, 3):
+            total = Tally()
+            for who in whos:
+                total.add(by[size, who])
+            cells.append(" / ".join(f"{t.found / t.cases:.0%}" if (t := by[size, who]).cases
+                                    else "-" for who in whos))
+            cells.append(f"{total.located / max(total.found, 1):.0%} / "
+                         f"{total.covered / max(total.found, 1):.0%} of {total.found}"
+                         if total.found else "-")
+        contra = sum(t.contradicted for t in by.values())
+        sds = " / ".join(f"{noise_bp(series, who):.0f}" for who in whos)
+        print(f"| {name}{tuned} ({HOSTS[name]}) | {len(series.runs)} | {sds} | "
+              f"{' | '.join(cells)} | {contra} | {' / '.join(str(whole[s]) for s in SUITES)} | "
+              f"{false_w} in {runs_w} runs x 3 = {1000 * false_w / (3 * max(runs_w, 1)):.2f} |")
+        examples = [x for t in by.values() for x in t.examples]
+        for line in examples[:args.examples]:
             print(f"    {line}")
         sys.stdout.flush()
     return 0

@@ -107,13 +107,37 @@ def _step(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float
     return d, se, max(df, 1.0)
 
 
+OWN_SE_FROM = 8  # runs from which a segment's own error (HAC: its drift) stands in a test
+
+
 def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
-    """The two-sided p-value of no step between two segments (as :func:`step_size`)."""
+    """The two-sided p-value of no step between two adjacent segments: a two-sample t
+    test on their pooled run-to-run variance (each run's own error and the wander, as the
+    segments measured them; n1 + n2 - 2 degrees of freedom or the segments' own, where
+    more), a mean's error no smaller
+    than its segment's own once that has OWN_SE_FROM runs (its autocorrelation in it). A
+    step leaves the host's noise as it was, so a short side borrows the other's."""
     from scipy.stats import t as student_t
 
-    d, se, df = _step(before, after)
+    n1, n2 = before.runs, after.runs
+    if n1 + n2 < 3:
+        return 1.0
+    d = math.log(after.ratio / before.ratio)
+    same_pool = (before.pool_signatures is not None
+                 and before.pool_signatures == after.pool_signatures)
+
+    def per_run(g: SegmentEstimate) -> float:
+        return (g.within_bp ** 2 + g.between_bp ** 2) / 1e8
+
+    s2 = ((n1 - 1) * per_run(before) + (n2 - 1) * per_run(after)) / (n1 + n2 - 2)
+    errs = []
+    for g in (before, after):
+        own = _se(g, same_pool) if g.runs >= OWN_SE_FROM else 0.0
+        errs.append(max(math.sqrt(s2 / g.runs), own))
+    se = math.hypot(*errs)
     if se <= 0:
         return 0.0 if d else 1.0
+    df = max(n1 + n2 - 2.0, _step(before, after)[2])  # the segments' own, where more
     return float(2 * student_t.sf(abs(d) / se, df))
 
 
