@@ -113,15 +113,17 @@ def sliding(series: Series, lengths: list[int], every: int = 4) -> Iterator[Seri
             yield Series(series.key, series.runs[start:start + length])
 
 
-def positions(length: int, step: float) -> dict[str, int]:
-    """Early, middle and late: 1 % steps with 8 runs each side at least, 3 % with 5
-    before (and 5 after)."""
+def positions(series: Series, step: float) -> dict[str, int]:
+    """Early, middle and late: 1 % steps with 8 decided runs each side at least, 3 % with
+    5 before (and 5 after); a run is decided when every suite is."""
     side = 8 if abs(step) < 0.02 else 5
-    if length < 2 * side:
+    decided = [i for i, p in enumerate(series.runs) if all(s.decided for s in p.suites)]
+    if len(decided) < 2 * side:
         return {}
     at: dict[int, str] = {}
-    for name, k in (("early", side), ("middle", length // 2), ("late", length - side)):
-        at.setdefault(k, name)
+    for name, j in (("early", side), ("middle", len(decided) // 2),
+                    ("late", len(decided) - side)):
+        at.setdefault(decided[j], name)
     return {name: k for k, name in at.items()}
 
 
@@ -212,12 +214,13 @@ def main() -> int:
     lengths = [int(x) for x in args.lengths.split(",")]
     steps = [float(x) for x in args.steps.split(",")]
     r = cfg.retro
-    print(f"Pelt penalty {r.penalty} x ln(runs) run-to-run variances, min side {r.min_side}, "
-          f"kept at p < {r.keep_p}; pools {'small (90 %)' if args.small_pools else 'as recorded'}")
-    print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the unit's own time) | 1 %: found "
-          "(87 / 128s / 256s / unit) | 1 %: located / holds | 3 %: found (87 / 128s / 256s "
-          "/ unit) | 3 %: located / holds | contradicted | as recorded: whole (87 / 128s / "
-          "256s) | windows: false per 1,000 runs |")
+    pools = "small (90 %)" if args.small_pools else "as recorded"
+    print(f"Pelt penalty {r.penalty} x ln(runs) run-to-run variances, min side "
+          f"{r.min_side}, kept at p < {r.keep_p}; pools {pools}")
+    print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
+          "unit's own time) | 1 %: found (87 / 128s / 256s / unit) | 1 %: located / holds "
+          "| 3 %: found (87 / 128s / 256s / unit) | 3 %: located / holds | contradicted | "
+          "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     whos = args.who.split(",")
     for name in args.series.split(","):
@@ -227,7 +230,7 @@ def main() -> int:
         by = {(size, who): Tally() for size in (1, 3) for who in whos}
         for w in () if args.no_steps else windows(series, lengths):
             for step in steps:
-                for where, k in positions(len(w.runs), step).items():
+                for where, k in positions(w, step).items():
                     for who in whos:
                         label = f"{len(w.runs)} runs {where}"
                         by[round(abs(step) * 100), who].add(
