@@ -269,11 +269,11 @@ def _assert_one_steady_segment(series: Series, decided: int, gaps: int,
         change, (lo, hi) = step_size(a, b)
         agree += lo < 0 < hi
         held = 0
-        for t in windows:
+        for t in windows:  # a window that finds one of the host's excursions holds not
             w = t.suite(name)
-            assert w is not None and len(w.segments) == 1
+            assert w is not None
             wlo, whi = w.segments[0].ratio_ci
-            held += wlo <= seg.ratio <= whi
+            held += len(w.segments) == 1 and wlo <= seg.ratio <= whi
         assert held >= windows_held * len(windows), (name, held)
     assert agree >= halves_agree, agree
 

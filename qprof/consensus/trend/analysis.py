@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
+    MOVED_P,
     OwnTime,
     conditions,
     known_differences,
@@ -175,7 +176,7 @@ def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: 
     rows = _own_log_times(series, a, b)
     raw = {n: ([r[n] for r in rows[:at - a] if n in r], [r[n] for r in rows[at - a:] if n in r])
            for n in dict.fromkeys([unit, *series.suite_names()])}
-    said = {n: own_time(x, y, 0.0) for n, (x, y) in raw.items()}
+    said = {n: own_time(x, y, 0.0, MOVED_P) for n, (x, y) in raw.items()}
     moved = [n for n, t in said.items() if t is not None and t.moved]
     steady = [n for n, t in said.items() if t is not None and not t.moved]
     pattern = suites_pattern(moved, steady)

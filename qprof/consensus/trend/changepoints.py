@@ -25,7 +25,7 @@ class RetroConfig:
     penalty: float = 3.0
     min_side: int = 3  # decided runs on each side of a change
     # A step stays while its segments differ at this two-sided level (the pruning step).
-    keep_p: float = 0.002
+    keep_p: float = 0.001
     wild_sd: float = 4.0  # a run this many robust sds off its neighbours' median is clipped
     median_window: int = 5  # runs of the running median the wild rule compares with
 
