@@ -1,7 +1,8 @@
 """The trend across runs, in one place: series from run points, known change points,
-the detector over each segment, the located and sized steps, the segment estimates and
-what changed. `qprof trend`, the daemon, its metrics, history, the report and the monitor
-all take their over-time figures from :func:`analyze`."""
+every change found looking back over each stretch between them, the detector's pending
+alarm since the last change, the segment estimates and what changed. `qprof trend`, the
+daemon, its metrics, history, the report and the monitor all take their over-time figures
+from :func:`analyze`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Where a step lies and how large it is: ruptures's exact single-change segmentation of
 the runs since the last change (least squares on the log ratio, each run weighted by its
-precision), a Welch t test that
-confirms the alarm, and the step's size with its 95 % interval from the two segments'
-estimates (:mod:`qprof.consensus.trend.segment`)."""
+precision), a Welch t test that confirms the alarm, the test that keeps a step found
+looking back (:func:`step_pvalue`), and the step's size with its 95 % interval from the
+two segments' estimates (:mod:`qprof.consensus.trend.segment`)."""
 
 from __future__ import annotations
 
