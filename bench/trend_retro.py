@@ -25,7 +25,7 @@ from pathlib import Path
 
 from qprof.consensus.trend.analysis import TrendConfig, known_changes, suite_trend
 from qprof.consensus.trend.codec import key_from_dict, point_from_dict
-from qprof.consensus.trend.model import Series, SuiteRun
+from qprof.consensus.trend.model import RunPoint, Series, SuiteRun
 from qprof.consensus.trend.segment import run_se
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "trend"
@@ -194,6 +194,40 @@ def as_recorded(series: Series, lengths: list[int], cfg: TrendConfig
     return whole, in_windows, runs
 
 
+def cost() -> int:
+    """`analyze` timed (best of 3, imports done) on the committed series and on 720 runs
+    made of blocks of 5 of the Zen 3 series' runs (one context, so no known change)."""
+    import random
+    import time
+
+    from qprof.consensus.trend.analysis import analyze_series
+
+    def best(series: Series) -> float:
+        analyze_series(series)
+        out = []
+        for _ in range(3):
+            t = time.perf_counter()
+            analyze_series(series)
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    for name in ("emerald", "zen4-fresh", "sixty"):
+        s = load(name)
+        print(f"{name}: {len(s.runs)} runs, {best(s):.3f} s")
+    pool = [p for n in ("zen3", "zen3-quiet", "zen3-idle", "zen3-late") for p in load(n).runs]
+    rng = random.Random(1)
+    runs: list[RunPoint] = []
+    while len(runs) < 720:
+        b = rng.randrange(len(pool) - 5)
+        runs += pool[b:b + 5]
+    ctx = pool[0].context
+    big = Series(load("zen3").key, tuple(
+        replace(p, run_id=f"r{i}", started_at=1e9 + 60 * i, context=ctx)
+        for i, p in enumerate(runs[:720])))
+    print(f"720 runs: {best(big):.2f} s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--series", default=",".join(HOSTS))
@@ -205,7 +239,11 @@ def main() -> int:
     ap.add_argument("--penalty", type=float, help="Pelt's penalty (default: the analysis')")
     ap.add_argument("--keep-p", type=float, help="the pruning level (default: the analysis')")
     ap.add_argument("--no-steps", action="store_true", help="as recorded only")
+    ap.add_argument("--cost", action="store_true",
+                    help="time analyze on the longest series and on 720 runs, and stop")
     args = ap.parse_args()
+    if args.cost:
+        return cost()
     cfg = TrendConfig()
     if args.penalty is not None or args.keep_p is not None:
         cfg = replace(cfg, retro=replace(
