@@ -1,6 +1,7 @@
 """What else changed across a change point: the known change points' fields (versions,
-builds, kernel, microcode), caps and governor, load, steal and contention, and which
-suites moved, with what that pattern points at."""
+builds, kernel, microcode), caps and governor, load, steal and contention, which suites
+moved, with what that pattern points at, and whose own time moved for a changed ratio (its
+suite's, the unit's, both, or which cannot be told)."""
 
 from __future__ import annotations
 
