@@ -308,10 +308,11 @@ def test_text_shows_gaps_and_known_changes(tmp_path: Path,
     assert code == 0, err
     lines = text.splitlines()
     assert all(len(line) <= 100 for line in lines), text
-    assert "known change at run 15: liboqs 0.16.0 -> 0.17.0" in text, text
+    # Text counts runs from 1 (the 16th run), --json's run_index from 0 (issue 48).
+    assert "known change at run 16: liboqs 0.16.0 -> 0.17.0" in text, text
     flat = " ".join(text.split())  # wrapped lines joined
     for suite in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
-        assert re.search(f"change: {suite}: [^:]* at run 15 \\([^)]*, known\\): liboqs "
+        assert re.search(f"change: {suite}: [^:]* at run 16 \\([^)]*, known\\): liboqs "
                          "0.16.0 -> 0.17.0; only SLH-DSA moved", flat), text
     assert text.count("1 undecided run (gaps") == 3, text
     code, out, err = _trend(capsys, "--state-dir", str(tmp_path), "--json")
@@ -338,8 +339,26 @@ def test_a_pending_alarm_is_said() -> None:
                                         else s for s in trend.suites))
     lines = _suite_lines(trend, 100)
     text = "\n".join(lines)
-    assert "alarm: rising at run 29 (CUSUM 6.8 past its limit 6.6)" in text, text
+    assert "alarm: rising at run 30 (CUSUM 6.8 past its limit 6.6)" in text, text
     assert text.count("alarm:") == 1 and all(len(x) <= WIDTH for x in lines), text
+
+
+def test_too_few_runs_say_how_many_more_and_a_factor_reads_as_one() -> None:
+    """Issue 48's words: on too few decided runs "no change found; N more decided runs are
+    needed before a change can be found"; a step of a factor reads as that factor."""
+    from qprof.commands.trend import _suite_lines
+    from qprof.consensus.trend.report import step_words
+
+    [trend] = analyze(group(_synthetic_points()[:4]))
+    flat = " ".join(" ".join(_suite_lines(trend, 100)).split())
+    assert flat.count("no change found; 2 more decided runs are needed before a change can "
+                      "be found") == 3, flat
+    [trend] = analyze(group(_synthetic_points()))
+    assert "more decided run" not in " ".join(_suite_lines(trend, 100))
+    assert step_words(-7440.0) == "÷3.9, -74 %"
+    assert step_words(-7440.0, (-7500.0, -7380.0)) == "÷3.9, -74 %, 95 % -75 to -74 %"
+    assert step_words(94.4, (70.2, 117.3)) == "+94 bp, 95 % +70 to +117"
+    assert step_words(13000.0) == "×2.3, +130 %"
 
 
 def test_a_rollout_over_two_nodes_is_one_fleet_wide_change_per_suite_it_moved(

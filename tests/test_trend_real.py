@@ -270,11 +270,11 @@ def _assert_one_steady_segment(series: Series, decided: int, gaps: int,
         change, (lo, hi) = step_size(a, b)
         agree += lo < 0 < hi
         held = 0
-        for t in windows:
+        for t in windows:  # a window that finds one of the host's excursions holds not
             w = t.suite(name)
-            assert w is not None and len(w.segments) == 1
+            assert w is not None
             wlo, whi = w.segments[0].ratio_ci
-            held += wlo <= seg.ratio <= whi
+            held += len(w.segments) == 1 and wlo <= seg.ratio <= whi
         assert held >= windows_held * len(windows), (name, held)
     assert agree >= halves_agree, agree
 
@@ -509,8 +509,8 @@ def test_a_fresh_zen4_series_is_one_segment_its_small_256s_pool_bounding_that_su
     replay to their points; over the first 40 runs no change, ML-DSA-87 and 128s within
     25 bp and shrinking from 10 runs to 20 to 40, 256s's interval its pool's; the halves
     agree and every window of 10 runs holds the whole. Over all 64, the host's wander in
-    the last twelve is found in ML-DSA-87 alone, and said to be that ratio's alone
-    (docs/TREND.md, "An AMD Zen 4 guest")."""
+    ML-DSA-87's last twelve (+25 bp) stays under the retrospective analysis's level: as
+    recorded, no change (docs/TREND.md, "An AMD Zen 4 guest", "Retrospective changes")."""
     series = _series(ZEN4_FRESH)
     assert len(series.runs) == 64
     _assert_records_replay(series, sorted(ZEN4_FRESH.glob("*.jsonl.xz")))
@@ -540,11 +540,7 @@ def test_a_fresh_zen4_series_is_one_segment_its_small_256s_pool_bounding_that_su
             wlo, whi = t.suite(name).segments[0].ratio_ci  # type: ignore[union-attr]
             assert wlo <= seg.ratio <= whi, (name, wlo, whi, seg.ratio)
     whole = analyze_series(series)
-    (change,) = whole.suite("ML-DSA-87").changes  # type: ignore[union-attr]
-    assert change.run_index == 52 and change.cause == "detected"
-    assert 0 < change.ci_95_bp[0] < change.change_bp < change.ci_95_bp[1] < 50
-    assert change.what_changed[-1].endswith("(this ratio alone moved)"), change.what_changed
-    for name in SUITES[1:]:
+    for name in SUITES:  # the late wander (+25 bp, p 0.006) is under the level (issue 48)
         assert whole.suite(name).changes == (), name  # type: ignore[union-attr]
 
 

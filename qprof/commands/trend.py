@@ -233,7 +233,12 @@ def _series_head(t: SeriesTrend) -> str:
 
 
 def _suite_lines(t: SeriesTrend, unit_vu: int) -> list[str]:
-    from qprof.consensus.trend.report import alarm_text, change_text, segment_text
+    from qprof.consensus.trend.report import (
+        alarm_text,
+        change_text,
+        segment_text,
+        waiting_text,
+    )
 
     out: list[str] = []
     width = max((len(s.suite) for s in t.suites), default=0)
@@ -242,10 +247,12 @@ def _suite_lines(t: SeriesTrend, unit_vu: int) -> list[str]:
         now = segment_text(seg, unit_vu) if seg is not None else "no decided run"
         out += _wrap(f"{s.suite:<{width}}  {now}", 2, width + 2)
         if len(s.segments) > 1 and seg is not None:
-            out += _wrap(f"current segment since run {seg.first_run}, "
+            out += _wrap(f"current segment since run {seg.first_run + 1}, "
                          f"{len(s.segments)} segments", width + 4)
         for c in s.changes:
             out += _wrap("change: " + change_text(c, unit_vu), width + 4, 8)
+        if (waiting := waiting_text(s)) is not None:
+            out += _wrap(waiting, width + 4)
         if s.gaps:
             out += _wrap(f"{s.gaps} undecided run{'s' if s.gaps != 1 else ''} (gaps: "
                          "too contended for a quiet ratio, never combined)", width + 4)
@@ -265,7 +272,7 @@ def _text(inp: Input, profile: Profile, trends: list[SeriesTrend],
     for t in trends:
         out += ["", *_wrap(_series_head(t), 0)]
         for k in t.known:
-            out += _wrap(f"known change at run {k.run_index}: {'; '.join(k.what)}", 2)
+            out += _wrap(f"known change at run {k.run_index + 1}: {'; '.join(k.what)}", 2)
         out += _suite_lines(t, profile.unit_vu)
     nodes = sorted({t.key.node for t in trends})
     if len(nodes) > 1:

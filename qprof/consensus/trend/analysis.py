@@ -1,7 +1,8 @@
 """The trend across runs, in one place: series from run points, known change points,
-the detector over each segment, the located and sized steps, the segment estimates and
-what changed. `qprof trend`, the daemon, its metrics, history, the report and the monitor
-all take their over-time figures from :func:`analyze`."""
+every change found looking back over each stretch between them, the detector's pending
+alarm since the last change, the segment estimates and what changed. `qprof trend`, the
+daemon, its metrics, history, the report and the monitor all take their over-time figures
+from :func:`analyze`."""
 
 from __future__ import annotations
 
@@ -9,12 +10,17 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
+    MOVED_P,
+    OwnTime,
     conditions,
     known_differences,
-    moved_beyond_noise,
+    own_time,
+    relative_times,
     suites_pattern,
+    whose_time,
 )
 from qprof.consensus.trend.model import (
     Alarm,
@@ -29,12 +35,13 @@ from qprof.consensus.trend.model import (
     SuiteTrend,
 )
 from qprof.consensus.trend.segment import combine, measurement_var, pooled_wander
-from qprof.consensus.trend.segmentation import differ, locate, step_size
+from qprof.consensus.trend.segmentation import differ, locate, step_pvalue, step_size
 
 
 @dataclass(frozen=True)
 class TrendConfig:
     detector: DetectorConfig = field(default_factory=DetectorConfig)
+    retro: RetroConfig = field(default_factory=RetroConfig)
     # Runs each side of a change that say which suites moved and what else changed.
     explain_window: int = 12
 
@@ -126,19 +133,6 @@ def detect(ys: Sequence[tuple[int, float, float]], suite: str, cfg: DetectorConf
     return found, alarm
 
 
-def _refine(ys: Sequence[tuple[int, float, float]], found: list[int], lo: int, hi: int
-            ) -> list[int]:
-    """Each found step located again with every run up to its neighbours (the detector
-    saw only the runs up to its alarm)."""
-    bounds = [lo, *found, hi]
-    out = []
-    for j in range(1, len(bounds) - 1):
-        window = [(i, y, v) for i, y, v in ys if bounds[j - 1] <= i < bounds[j + 1]]
-        at = locate([(y, v) for _i, y, v in window])
-        out.append(window[at][0] if at is not None else bounds[j])
-    return sorted(set(out))
-
-
 def _segment(series: Series, suite: str, lo: int, hi: int,
              earlier: Sequence[SegmentEstimate] = ()) -> SegmentEstimate | None:
     """The estimate of ``suite`` over runs [lo, hi), its interval holding at least the
@@ -157,46 +151,73 @@ def _segment(series: Series, suite: str, lo: int, hi: int,
                    history=pooled_wander(earlier))
 
 
-def _values(series: Series, lo: int, hi: int, suite: str, absolute: bool) -> list[float]:
-    out = []
+def _own_log_times(series: Series, lo: int, hi: int) -> list[dict[str, float]]:
+    """Each run's own (log) times in [lo, hi): the unit's and each decided suite's."""
+    rows = []
     for r in series.runs[lo:hi]:
-        if absolute and suite == r.unit_suite:
-            # An undecided run's unit time is its contended rounds': not the core's speed.
-            t = r.unit_time_ns if any(s.decided for s in r.suites) else None
-        else:
-            s = r.suite(suite)
-            t = None if s is None or not s.decided else (s.time_ns if absolute else s.ratio)
-        if t is not None and t > 0:
-            out.append(math.log(t))
-    return out
+        row: dict[str, float] = {}
+        # An undecided run's unit time is its contended rounds': not the core's speed.
+        if any(s.decided for s in r.suites) and r.unit_time_ns and r.unit_time_ns > 0:
+            row[r.unit_suite] = math.log(r.unit_time_ns)
+        for s in r.suites:
+            if s.decided and s.time_ns and s.time_ns > 0:
+                row[s.suite] = math.log(s.time_ns)
+        rows.append(row)
+    return rows
 
 
-def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: int) -> str:
+def _which_moved(series: Series, suite: str, at: int, lo: int, hi: int, window: int,
+                 step: float) -> tuple[str, ...]:
     """Which suites' own times moved across ``at`` (the unit's included: the core's speed
-    moves them all, the hash code only SLH-DSA), said for the change of ``suite``."""
+    moves them all, the hash code only SLH-DSA), and whose time moved for the change of
+    ``suite``'s ratio by ``step`` (log): its own, the unit's or both, judged on the times
+    with the core's speed taken out (explain.relative_times)."""
     a, b = max(lo, at - window), min(hi, at + window)
-    names = [series.runs[at].unit_suite, *series.suite_names()]
-    moved: list[str] = []
-    steady: list[str] = []
-    for name in dict.fromkeys(names):
-        before = _values(series, a, at, name, absolute=True)
-        after = _values(series, at, b, name, absolute=True)
-        if len(before) < 2 or len(after) < 2:
-            continue
-        (moved if moved_beyond_noise(before, after) else steady).append(name)
-    return suites_pattern(moved, steady, suite, series.runs[at].unit_suite)
+    unit = series.runs[at].unit_suite
+    rows = _own_log_times(series, a, b)
+    raw = {n: ([r[n] for r in rows[:at - a] if n in r], [r[n] for r in rows[at - a:] if n in r])
+           for n in dict.fromkeys([unit, *series.suite_names()])}
+    said = {n: own_time(x, y, 0.0, MOVED_P) for n, (x, y) in raw.items()}
+    moved = [n for n, t in said.items() if t is not None and t.moved]
+    steady = [n for n, t in said.items() if t is not None and not t.moved]
+    pattern = suites_pattern(moved, steady)
+    rel = relative_times(rows, at - a)
+
+    def judged(name: str, carry: float) -> OwnTime | None:
+        x, y = rel.get(name, ([], []))
+        return own_time(x, y, carry)
+
+    clause = whose_time(suite, unit, judged(suite, step), judged(unit, -step), step)
+    return (pattern, clause) if pattern else (clause,)
+
+
+def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> list[int]:
+    """The changes over the stretch [lo, hi) found looking back (changepoints.py): Pelt's,
+    each kept while the segments either side differ, a short one's interval holding the
+    wander of the stretch's Pelt segments."""
+    at = candidates(log_points(series, suite, lo, hi), cfg)
+    if not at:
+        return []
+    bounds = [lo, *at, hi]
+    base = [g for a, b in zip(bounds, bounds[1:], strict=False)
+            if (g := _segment(series, suite, a, b)) is not None]
+    return prune(bounds, lambda a, b: _segment(series, suite, a, b, base), step_pvalue,
+                 cfg.keep_p)
 
 
 def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
                  ) -> SuiteTrend:
+    """One suite's segments and changes: the known change points, every change found
+    looking back over each stretch between them (changepoints.py), and the detector's
+    alarm over the runs since the last of them (a change the runs do not yet show)."""
     n = len(series.runs)
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
-    alarm: Alarm | None = None
     for lo, hi in zip(stretches, stretches[1:], strict=False):
-        ys = log_points(series, suite, lo, hi)
-        found, alarm = detect(ys, suite, cfg.detector)
-        detected += _refine(ys, [f.at for f in found], lo, hi) if found else []
+        detected += _retro(series, suite, lo, hi, cfg.retro)
+    last = max([stretches[-2], *detected])
+    _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
+    needed = max(0, cfg.retro.needs - len(log_points(series, suite, stretches[-2], n)))
     known_at = {k.run_index: k for k in known}
     bounds = sorted({0, *known_at, *detected, n})
     segments: list[SegmentEstimate] = []
@@ -214,7 +235,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         w = cfg.explain_window
         what = (*(k.what if k else ()),
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
-                _which_moved(series, suite, at, lo, hi, w))
+                *_which_moved(series, suite, at, lo, hi, w, math.log(after.ratio / before.ratio)))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,
                               started_at=r.started_at, before=before.ratio, after=after.ratio,
@@ -223,7 +244,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     gaps = sum(1 for r in series.runs
                if (s := r.suite(suite)) is not None and not s.decided)
     return SuiteTrend(suite=suite, segments=tuple(segments), changes=tuple(changes),
-                      gaps=gaps, alarm=alarm)
+                      gaps=gaps, alarm=alarm, runs_needed=needed)
 
 
 def analyze_series(series: Series, cfg: TrendConfig | None = None) -> SeriesTrend:

@@ -1,11 +1,13 @@
 """What else changed across a change point: the known change points' fields (versions,
-builds, kernel, microcode), caps and governor, load, steal and contention, and which
-suites moved, with what that pattern points at."""
+builds, kernel, microcode), caps and governor, load, steal and contention, which suites
+moved, with what that pattern points at, and whose own time moved for a changed ratio (its
+suite's, the unit's, both, or which cannot be told)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from qprof.consensus.trend.model import RunContext, RunPoint, known_fields
 from qprof.consensus.trend.segmentation import differ
@@ -17,6 +19,9 @@ LABELS = {"liboqs": "liboqs", "liboqs_build": "liboqs build", "numba": "numba",
 LOAD_STEP = 0.5
 PCT_STEP = 10.0
 MOVED_P = 0.05  # a suite's own time moved when the runs either side differ at this level
+# Whose time moved is named at a stricter level: own times drift between runs, which makes
+# a rank test's p too small, and naming the wrong one is worse than saying it cannot be told.
+WHOSE_P = 0.01
 
 
 def moved_beyond_noise(before: Sequence[float], after: Sequence[float],
@@ -34,6 +39,103 @@ def moved_beyond_noise(before: Sequence[float], after: Sequence[float],
 
     pvalue = float(mannwhitneyu(list(before), list(after), alternative="two-sided").pvalue)
     return math.isfinite(pvalue) and pvalue < p
+
+
+@dataclass(frozen=True)
+class OwnTime:
+    """One own time (a suite's or the unit's) across a change of the ratio: its step (log,
+    median after less median before), its run-to-run noise (robust sd of log time), and
+    whether it moved (differs from no step) and whether it differs from the full step the
+    ratio took (``carry``: the step this time would take had it alone moved)."""
+
+    step: float
+    noise: float
+    moved: bool
+    off_carry: bool  # differs from carrying the whole step
+
+    @property
+    def carries(self) -> bool:
+        return self.moved and not self.off_carry
+
+    @property
+    def steady(self) -> bool:
+        return not self.moved and self.off_carry
+
+
+def own_time(before: Sequence[float], after: Sequence[float], carry: float,
+             p: float = WHOSE_P) -> OwnTime | None:
+    """The own (log) times either side of a change as an :class:`OwnTime`, ``carry`` the
+    step (log) it would take alone, tested at ``p``; None under two runs a side."""
+    if len(before) < 2 or len(after) < 2:
+        return None
+    from statistics import median
+
+    mb, ma = median(before), median(after)
+    spread = [abs(x - mb) for x in before] + [abs(x - ma) for x in after]
+    return OwnTime(step=ma - mb, noise=1.4826 * median(spread),
+                   moved=moved_beyond_noise(before, after, p),
+                   off_carry=moved_beyond_noise(before, [x - carry for x in after], p))
+
+
+MIN_COMMON = 3  # own times a run needs before their common move can be taken out
+
+
+def relative_times(rows: Sequence[dict[str, float]], split: int
+                   ) -> dict[str, tuple[list[float], list[float]]]:
+    """Each own time's (log) values before and after ``split`` with the core's speed taken
+    out: every run's times less the median of their moves from their medians before the
+    change. The host's speed moves every time alike (and no ratio); one suite's code, or
+    the unit's, moves that time alone, and a median of three or more does not follow it.
+    A run with fewer than MIN_COMMON times keeps its times as they are."""
+    from statistics import median
+
+    names = list(dict.fromkeys(n for row in rows for n in row))
+    base = {n: median(vals) for n in names
+            if (vals := [row[n] for row in rows[:split] if n in row])}
+    out: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in base}
+    for i, row in enumerate(rows):
+        moves = [row[n] - base[n] for n in row if n in base]
+        common = median(moves) if len(moves) >= MIN_COMMON else 0.0
+        for n, y in row.items():
+            if n in out:
+                out[n][0 if i < split else 1].append(y - common)
+    return out
+
+
+def _pct_log(x: float) -> str:
+    return f"{100 * math.expm1(x):+.1f} %"
+
+
+def _noise(x: float) -> str:
+    return f"run-to-run noise {100 * x:.1f} %"
+
+
+def whose_time(suite: str, unit: str, mine: OwnTime | None, units: OwnTime | None,
+               step: float) -> str:
+    """Whose own time moved for a change of ``suite``'s ratio (over ``unit``) by ``step``
+    (log): the suite's alone (it moved with the step, the unit's held), the unit's alone,
+    or both, each with its run-to-run noise. "The ratio alone moved" only when both times
+    are shown steadier than the step (neither moved, neither could have carried it);
+    otherwise which time moved cannot be told."""
+    if mine is None or units is None:
+        return "which own time moved cannot be told (too few runs with own times)"
+    s = f"{suite}'s"
+    u = f"the unit's ({unit})"
+    if mine.carries and units.steady:
+        return (f"{s} own time moved {_pct_log(mine.step)} ({_noise(mine.noise)}); "
+                f"{u} did not ({_noise(units.noise)})")
+    if units.carries and mine.steady:
+        return (f"{u} own time moved {_pct_log(units.step)} ({_noise(units.noise)}); "
+                f"{s} did not ({_noise(mine.noise)})")
+    if mine.moved and units.moved:
+        return (f"both own times moved: {s} {_pct_log(mine.step)} ({_noise(mine.noise)}), "
+                f"{u} {_pct_log(units.step)} ({_noise(units.noise)})")
+    if mine.steady and units.steady:
+        return (f"neither {s} own time ({_noise(mine.noise)}) nor {u} "
+                f"({_noise(units.noise)}) moved: the ratio alone moved")
+    return (f"which own time moved cannot be told: {s} wanders {100 * mine.noise:.1f} % and "
+            f"{u} {100 * units.noise:.1f} % run to run, against a step of "
+            f"{_pct_log(step)}")
 
 
 def known_differences(before: RunContext, after: RunContext, backend: str) -> tuple[str, ...]:
@@ -90,24 +192,17 @@ def _pct(share: float | None) -> float | None:
     return None if share is None else 100 * share
 
 
-def suites_pattern(moved: Sequence[str], steady: Sequence[str], suite: str | None = None,
-                   unit: str | None = None) -> str:
-    """What the set of suites that moved points at. For the change of ``suite``'s ratio
-    (over ``unit``), it is also said when neither of the two times it divides moved while
-    others did: the pattern then describes the others, not that ratio."""
+def suites_pattern(moved: Sequence[str], steady: Sequence[str]) -> str | None:
+    """What the set of suites whose own times moved points at (None when none moved: the
+    change's own-times clause, :func:`whose_time`, says what that means)."""
     if not moved:
-        return "no suite's own time moved beyond its noise (the ratio alone moved)"
+        return None
     names = ", ".join(moved)
     if not steady:
         return (f"every suite moved ({names}): a change of the core's speed for all code "
                 "(frequency, microcode, the host)")
     if all(s.startswith("SLH-DSA") for s in moved):
-        pattern = f"only SLH-DSA moved ({names}): the hash (Keccak) or library code"
-    elif all(s.startswith("ML-DSA") for s in moved):
-        pattern = f"only ML-DSA moved ({names}): the lattice (NTT, sampling) or library code"
-    else:
-        pattern = f"moved: {names}; steady: {', '.join(steady)}"
-    if suite in steady and unit in steady:  # both tested, neither moved
-        pattern += (f"; neither {suite}'s own time nor the unit's ({unit}) moved beyond its "
-                    "noise (this ratio alone moved)")
-    return pattern
+        return f"only SLH-DSA moved ({names}): the hash (Keccak) or library code"
+    if all(s.startswith("ML-DSA") for s in moved):
+        return f"only ML-DSA moved ({names}): the lattice (NTT, sampling) or library code"
+    return f"moved: {names}; steady: {', '.join(steady)}"

@@ -195,6 +195,9 @@ class SuiteTrend:
     changes: tuple[Change, ...]
     gaps: int  # undecided runs in the whole series
     alarm: Alarm | None = None
+    # Decided runs still needed since the last known change point before a change can be
+    # found there (0: enough).
+    runs_needed: int = 0
 
     @property
     def current(self) -> SegmentEstimate | None:

@@ -13,6 +13,7 @@ from qprof.consensus.trend.model import (
     FleetChange,
     SegmentEstimate,
     SeriesTrend,
+    SuiteTrend,
 )
 from qprof.consensus.trend.verdict import segment_vu
 
@@ -48,6 +49,7 @@ def trend_dict(t: SeriesTrend, unit_vu: int) -> dict[str, Any]:
                 "segments": [segment_dict(g, unit_vu) for g in s.segments],
                 "changes": [change_dict(c, unit_vu) for c in s.changes],
                 "gaps": s.gaps,
+                "runs_needed": s.runs_needed,
                 "alarm": None if s.alarm is None else {
                     "run_index": s.alarm.run_index, "direction": s.alarm.direction,
                     "statistic": round(s.alarm.statistic, 2),
@@ -68,13 +70,38 @@ def when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
 
 
+FACTOR = 1.5  # a step this many times up or down reads as a factor, not in bp
+
+
+def step_words(change_bp: float, ci_95_bp: tuple[float, float] | None = None) -> str:
+    """A step as read: "+94 bp, 95 % +70 to +117" under a factor of FACTOR, else as a
+    factor and a percentage, "÷3.9, -74 %, 95 % -75 to -73 %"."""
+    f = 1 + change_bp / 1e4
+    if 1 / FACTOR < f < FACTOR:
+        ci = "" if ci_95_bp is None else f", 95 % {ci_95_bp[0]:+.0f} to {ci_95_bp[1]:+.0f}"
+        return f"{change_bp:+.0f} bp{ci}"
+    factor = f"×{f:.2g}" if f >= 1 else f"÷{1 / f:.2g}"
+    ci = ("" if ci_95_bp is None
+          else f", 95 % {ci_95_bp[0] / 100:+.0f} to {ci_95_bp[1] / 100:+.0f} %")
+    return f"{factor}, {change_bp / 100:+.0f} %{ci}"
+
+
 def change_text(c: Change, unit_vu: int) -> str:
-    """One line: the suite's step, its size with interval, and what changed."""
-    lo, hi = c.ci_95_bp
+    """One line: the suite's step, its size with interval, and what changed (runs counted
+    from 1, as people count them)."""
     why = "; ".join(c.what_changed) or "nothing else recorded changed"
     return (f"{c.suite}: {unit_vu * c.before:.1f} -> {unit_vu * c.after:.1f} VU "
-            f"({c.change_bp:+.0f} bp, 95 % {lo:+.0f} to {hi:+.0f}) at run {c.run_index} "
+            f"({step_words(c.change_bp, c.ci_95_bp)}) at run {c.run_index + 1} "
             f"({when(c.started_at)}, {c.cause}): {why}")
+
+
+def waiting_text(st: SuiteTrend) -> str | None:
+    """Said of a suite with no change while too few decided runs can show one."""
+    if st.changes or st.runs_needed <= 0:
+        return None
+    n = st.runs_needed
+    return (f"no change found; {n} more decided run{'s are' if n != 1 else ' is'} needed "
+            "before a change can be found")
 
 
 def segment_text(seg: SegmentEstimate, unit_vu: int) -> str:
@@ -91,14 +118,14 @@ def segment_text(seg: SegmentEstimate, unit_vu: int) -> str:
 def alarm_text(a: Alarm) -> str:
     """The detector's pending alarm: which way, since which run, how far past its limit."""
     way = "rising" if a.direction == "up" else "falling"
-    return (f"{way} at run {a.run_index} (CUSUM {a.statistic:.1f} past its limit "
+    return (f"{way} at run {a.run_index + 1} (CUSUM {a.statistic:.1f} past its limit "
             f"{a.threshold:.1f}), not yet confirmed or dismissed by the runs after it")
 
 
 def fleet_text(f: FleetChange) -> str:
     """One line: a change of one suite on several nodes at once (a rollout), or on one
     node alone (a neighbour, its hardware), with each node's step."""
-    steps = ", ".join(f"{k.node} cpu {k.cpu} {c.change_bp:+.0f} bp"
+    steps = ", ".join(f"{k.node} cpu {k.cpu} {step_words(c.change_bp)}"
                       for k, c in zip(f.series, f.changes, strict=True))
     head = (f"fleet-wide change on {len(f.nodes)} nodes" if f.fleet_wide
             else f"node {f.nodes[0]} alone")

@@ -1,8 +1,8 @@
 """Where a step lies and how large it is: ruptures's exact single-change segmentation of
 the runs since the last change (least squares on the log ratio, each run weighted by its
-precision), a Welch t test that
-confirms the alarm, and the step's size with its 95 % interval from the two segments'
-estimates (:mod:`qprof.consensus.trend.segment`)."""
+precision), a Welch t test that confirms the alarm, the test that keeps a step found
+looking back (:func:`step_pvalue`), and the step's size with its 95 % interval from the
+two segments' estimates (:mod:`qprof.consensus.trend.segment`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ CONFIRM_P = 0.05  # an alarm is a change once the runs either side differ at thi
 MIN_SIDE = 2  # runs on each side of a located step
 
 
-def _weighted_l2() -> type:
+def weighted_l2(min_size: int = MIN_SIDE) -> type:
     """ruptures's cost for a weighted mean: each run weighs by its precision, so a
     contended run moves the split less than a quiet one (ruptures's own l2 weighs all
     alike)."""
@@ -24,7 +24,9 @@ def _weighted_l2() -> type:
 
     class WeightedL2(BaseCost):  # type: ignore[misc]
         model = "weighted_l2"
-        min_size = MIN_SIDE
+
+        def __init__(self) -> None:
+            self.min_size = min_size
 
         def fit(self, signal: np.ndarray) -> WeightedL2:
             self.signal = signal
@@ -60,7 +62,7 @@ def locate(points: Sequence[tuple[float, float]]) -> int | None:
 
     typical = float(np.median([v for _y, v in points]))
     signal = np.asarray([(y, 1.0 / (v + typical)) for y, v in points], dtype=float)
-    algo = ruptures.Dynp(custom_cost=_weighted_l2()(), min_size=MIN_SIDE, jump=1).fit(signal)
+    algo = ruptures.Dynp(custom_cost=weighted_l2()(), min_size=MIN_SIDE, jump=1).fit(signal)
     return int(algo.predict(n_bkps=1)[0])
 
 
@@ -92,20 +94,61 @@ def _se(seg: SegmentEstimate, without_pool: bool) -> float:
     return se
 
 
-def step_size(before: SegmentEstimate, after: SegmentEstimate
-              ) -> tuple[float, tuple[float, float]]:
-    """(change in bp, its 95 % interval in bp): after against before, the interval from
-    both segments' errors (Welch-Satterthwaite degrees of freedom). Segments of one
-    signature pool share its deviation, which then cancels in the difference."""
-    from scipy.stats import t as student_t
-
+def _step(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float, float]:
+    """(log step, its standard error, degrees of freedom): both segments' errors
+    (Welch-Satterthwaite). Segments of one signature pool share its deviation, which then
+    cancels in the difference."""
     d = math.log(after.ratio / before.ratio)
     same_pool = (before.pool_signatures is not None
                  and before.pool_signatures == after.pool_signatures)
     sb, sa = _se(before, same_pool), _se(after, same_pool)
     se = math.hypot(sb, sa)
     df = se ** 4 / (sb ** 4 / before.df + sa ** 4 / after.df) if se > 0 else 1000.0
-    half = float(student_t.ppf(0.975, max(df, 1.0))) * se
+    return d, se, max(df, 1.0)
+
+
+OWN_SE_FROM = 8  # runs from which a segment's own error (HAC: its drift) stands in a test
+
+
+def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
+    """The two-sided p-value of no step between two adjacent segments: a two-sample t
+    test on their pooled run-to-run variance (each run's own error and the wander, as the
+    segments measured them; n1 + n2 - 2 degrees of freedom or the segments' own, where
+    more), a mean's error no smaller
+    than its segment's own once that has OWN_SE_FROM runs (its autocorrelation in it). A
+    step leaves the host's noise as it was, so a short side borrows the other's."""
+    from scipy.stats import t as student_t
+
+    n1, n2 = before.runs, after.runs
+    if n1 + n2 < 3:
+        return 1.0
+    d = math.log(after.ratio / before.ratio)
+    same_pool = (before.pool_signatures is not None
+                 and before.pool_signatures == after.pool_signatures)
+
+    def per_run(g: SegmentEstimate) -> float:
+        return (g.within_bp ** 2 + g.between_bp ** 2) / 1e8
+
+    s2 = ((n1 - 1) * per_run(before) + (n2 - 1) * per_run(after)) / (n1 + n2 - 2)
+    errs = []
+    for g in (before, after):
+        own = _se(g, same_pool) if g.runs >= OWN_SE_FROM else 0.0
+        errs.append(max(math.sqrt(s2 / g.runs), own))
+    se = math.hypot(*errs)
+    if se <= 0:
+        return 0.0 if d else 1.0
+    df = max(n1 + n2 - 2.0, _step(before, after)[2])  # the segments' own, where more
+    return float(2 * student_t.sf(abs(d) / se, df))
+
+
+def step_size(before: SegmentEstimate, after: SegmentEstimate
+              ) -> tuple[float, tuple[float, float]]:
+    """(change in bp, its 95 % interval in bp): after against before, the interval from
+    both segments' errors (:func:`_step`)."""
+    from scipy.stats import t as student_t
+
+    d, se, df = _step(before, after)
+    half = float(student_t.ppf(0.975, df)) * se
 
     def bp(x: float) -> float:
         return 1e4 * (math.exp(x) - 1)

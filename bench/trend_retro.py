@@ -1,0 +1,301 @@
+"""The retrospective change analysis on every committed real series (issue 48, item 4):
+steps injected into the recorded timing values of one suite at a time, or of the unit.
+
+    .venv/bin/python bench/trend_retro.py [--series zen3,sixty] [--lengths 12,16,25,40,60]
+
+A suite's step scales its time, ratio and interval from run k on; the unit's scales the
+unit's time and every ratio the other way. Steps of +-1 % and +-3 %, early, middle and
+late; windows of 12 to 60 runs of each series (first and last window of each length); the
+pools as recorded and, with ``--small-pools``, every run's pool share raised to 90 % of its
+error (a pool of a few signatures). Prints per series: found / located within 2 runs /
+interval holds the step / explanations that contradict whose time moved, and, as
+recorded, the changes found per 1,000 runs per suite (the whole series and its windows).
+docs/TREND.md ("Retrospective changes") has the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from qprof.consensus.trend.analysis import TrendConfig, known_changes, suite_trend
+from qprof.consensus.trend.codec import key_from_dict, point_from_dict
+from qprof.consensus.trend.model import RunPoint, Series, SuiteRun
+from qprof.consensus.trend.segment import run_se
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "trend"
+HOSTS = {"first": "Zen 5", "held": "Zen 5", "quiet": "Zen 5", "steal": "Zen 5",
+         "sixty": "Zen 5", "zen3": "Zen 3", "zen3-shift": "Zen 3", "zen3-quiet": "Zen 3",
+         "zen3-idle": "Zen 3", "zen3-late": "Zen 3", "zen4-fresh": "Zen 4", "zen4": "Zen 4",
+         "emerald": "Emerald Rapids"}
+TUNED = ("zen3", "zen3-quiet", "sixty")  # the series the defaults were tuned on
+SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
+UNIT = "unit"  # a step in the unit's own time
+
+
+def load(name: str) -> Series:
+    """A committed series; the first one's runs of its first liboqs build only (its
+    second build is a known change, judged by tests/test_trend_real.py)."""
+    d = json.loads((DATA / ("points.json" if name == "first" else f"{name}/points.json"))
+                   .read_text())
+    runs = [point_from_dict(p) for p in d["points"]]
+    if name == "first":
+        runs = [p for p in runs if p.context.liboqs_build == d["builds"][0]]
+    return Series(key_from_dict(d["key"]), tuple(runs))
+
+
+def noise_bp(series: Series, who: str) -> float:
+    """A time's run-to-run sd as the analysis sees it: a suite's ratio's, the unit's own
+    time's (robust: 1.4826 x the median absolute successive difference / sqrt 2)."""
+    import statistics
+
+    if who == UNIT:
+        ys = [math.log(p.unit_time_ns) for p in series.runs if p.unit_time_ns]
+    else:
+        ys = [math.log(s.ratio) for p in series.runs
+              if (s := p.suite(who)) is not None and s.decided and s.ratio]
+    d = [abs(b - a) for a, b in zip(ys, ys[1:], strict=False)]
+    return 1e4 * 1.4826 * statistics.median(d) / math.sqrt(2) if d else math.nan
+
+
+def _scale(s: SuiteRun, f: float) -> SuiteRun:
+    if s.ratio is None or s.ratio_ci is None:
+        return s
+    return replace(s, ratio=s.ratio * f, ratio_ci=(s.ratio_ci[0] * f, s.ratio_ci[1] * f),
+                   time_ns=None if s.time_ns is None else s.time_ns * f)
+
+
+def stepped(series: Series, who: str, step: float, k: int) -> Series:
+    """``series`` with ``who``'s own time (a suite's, or the unit's: every ratio the other
+    way) times 1 + step from run k on."""
+    f = 1 + step
+    runs = []
+    for i, p in enumerate(series.runs):
+        if i >= k and who == UNIT:
+            p = replace(p, suites=tuple(
+                replace(_scale(s, 1 / f), time_ns=s.time_ns) for s in p.suites),
+                unit_time_ns=None if p.unit_time_ns is None else p.unit_time_ns * f)
+        elif i >= k:
+            p = replace(p, suites=tuple(_scale(s, f) if s.suite == who else s
+                                        for s in p.suites))
+        runs.append(p)
+    return Series(series.key, tuple(runs))
+
+
+def small_pools(series: Series) -> Series:
+    """Every decided run's pool share raised to 90 % of its error: the pool of a few
+    signatures, whose deviation every run shares."""
+    def small(s: SuiteRun) -> SuiteRun:
+        return replace(s, pool_se=max(s.pool_se or 0.0, 0.9 * run_se(s))) if s.decided else s
+    return Series(series.key, tuple(replace(p, suites=tuple(small(s) for s in p.suites))
+                                    for p in series.runs))
+
+
+def windows(series: Series, lengths: list[int]) -> Iterator[Series]:
+    n = len(series.runs)
+    for length in lengths:
+        if length > n:
+            continue
+        for start in dict.fromkeys((0, n - length)):
+            yield Series(series.key, series.runs[start:start + length])
+
+
+def sliding(series: Series, lengths: list[int], every: int = 4) -> Iterator[Series]:
+    """Windows of each length starting every ``every`` runs (as recorded: more runs)."""
+    n = len(series.runs)
+    for length in lengths:
+        for start in range(0, n - length + 1, every):
+            yield Series(series.key, series.runs[start:start + length])
+
+
+def positions(series: Series, step: float) -> dict[str, int]:
+    """Early, middle and late: 1 % steps with 8 decided runs each side at least, 3 % with
+    5 before (and 5 after); a run is decided when every suite is."""
+    side = 8 if abs(step) < 0.02 else 5
+    decided = [i for i, p in enumerate(series.runs) if all(s.decided for s in p.suites)]
+    if len(decided) < 2 * side:
+        return {}
+    at: dict[int, str] = {}
+    for name, j in (("early", side), ("middle", len(decided) // 2),
+                    ("late", len(decided) - side)):
+        at.setdefault(decided[j], name)
+    return {name: k for k, name in at.items()}
+
+
+def contradicts(text: str, who: str, suite: str) -> bool:
+    """Whether an explanation (explain.whose_time) denies whose time was moved: "the
+    ratio alone moved", or the other time alone. "Cannot be told" and "both" do not."""
+    if "ratio alone moved" in text:
+        return True
+    moved_alone = "the unit's (" if who != UNIT else f"{suite}'s own time moved"
+    return text.startswith(moved_alone) and "own time moved" in text
+
+
+@dataclass
+class Tally:
+    cases: int = 0
+    found: int = 0
+    located: int = 0
+    covered: int = 0
+    contradicted: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, other: Tally) -> None:
+        for name in ("cases", "found", "located", "covered", "contradicted"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.examples += other.examples
+
+
+def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
+          label: str) -> Tally:
+    """One injected case: every suite whose ratio the step moves."""
+    t = Tally()
+    s2 = stepped(series, who, step, k)
+    known = known_changes(s2)
+    for suite in (SUITES if who == UNIT else (who,)):
+        st = suite_trend(s2, suite, known, cfg)
+        size = 1e4 * (1 / (1 + step) - 1 if who == UNIT else step)
+        t.cases += 1
+        near = [c for c in st.changes if abs(c.run_index - k) <= 5
+                and (c.change_bp > 0) == (size > 0)]
+        if not near:
+            t.examples.append(f"missed {label} {suite} {who} {step:+.0%} at {k}")
+            continue
+        c = min(near, key=lambda c: abs(c.run_index - k))
+        t.found += 1
+        t.located += abs(c.run_index - k) <= 2
+        lo, hi = c.ci_95_bp
+        t.covered += lo <= size <= hi
+        if contradicts(c.what_changed[-1], who, suite):
+            t.contradicted += 1
+            t.examples.append(f"contradicts {label} {suite} {who} {step:+.0%}: "
+                              f"{c.what_changed[-1]}")
+    return t
+
+
+def as_recorded(series: Series, lengths: list[int], cfg: TrendConfig
+                ) -> tuple[dict[str, int], int, int]:
+    """Changes found per suite with no step: over the whole series (and its runs), and
+    over its windows (and their runs)."""
+    whole: dict[str, int] = {}
+    known = known_changes(series)
+    for suite in SUITES:
+        whole[suite] = len(suite_trend(series, suite, known, cfg).changes)
+    in_windows, runs = 0, 0
+    for w in sliding(series, lengths):
+        wk = known_changes(w)
+        runs += len(w.runs)
+        in_windows += sum(len(suite_trend(w, s, wk, cfg).changes) for s in SUITES)
+    return whole, in_windows, runs
+
+
+def cost() -> int:
+    """`analyze` timed (best of 3, imports done) on the committed series and on 720 runs
+    made of blocks of 5 of the Zen 3 series' runs (one context, so no known change)."""
+    import random
+    import time
+
+    from qprof.consensus.trend.analysis import analyze_series
+
+    def best(series: Series) -> float:
+        analyze_series(series)
+        out = []
+        for _ in range(3):
+            t = time.perf_counter()
+            analyze_series(series)
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    for name in ("emerald", "zen4-fresh", "sixty"):
+        s = load(name)
+        print(f"{name}: {len(s.runs)} runs, {best(s):.3f} s")
+    pool = [p for n in ("zen3", "zen3-quiet", "zen3-idle", "zen3-late") for p in load(n).runs]
+    rng = random.Random(1)
+    runs: list[RunPoint] = []
+    while len(runs) < 720:
+        b = rng.randrange(len(pool) - 5)
+        runs += pool[b:b + 5]
+    ctx = pool[0].context
+    big = Series(load("zen3").key, tuple(
+        replace(p, run_id=f"r{i}", started_at=1e9 + 60 * i, context=ctx)
+        for i, p in enumerate(runs[:720])))
+    print(f"720 runs: {best(big):.2f} s")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--series", default=",".join(HOSTS))
+    ap.add_argument("--lengths", default="12,16,25,40,60")
+    ap.add_argument("--steps", default="0.01,-0.01,0.03,-0.03")
+    ap.add_argument("--who", default=",".join((*SUITES, UNIT)))
+    ap.add_argument("--small-pools", action="store_true")
+    ap.add_argument("--examples", type=int, default=0, help="misses to print per series")
+    ap.add_argument("--penalty", type=float, help="Pelt's penalty (default: the analysis')")
+    ap.add_argument("--keep-p", type=float, help="the pruning level (default: the analysis')")
+    ap.add_argument("--no-steps", action="store_true", help="as recorded only")
+    ap.add_argument("--cost", action="store_true",
+                    help="time analyze on the longest series and on 720 runs, and stop")
+    args = ap.parse_args()
+    if args.cost:
+        return cost()
+    cfg = TrendConfig()
+    if args.penalty is not None or args.keep_p is not None:
+        cfg = replace(cfg, retro=replace(
+            cfg.retro, penalty=cfg.retro.penalty if args.penalty is None else args.penalty,
+            keep_p=cfg.retro.keep_p if args.keep_p is None else args.keep_p))
+    lengths = [int(x) for x in args.lengths.split(",")]
+    steps = [float(x) for x in args.steps.split(",")]
+    r = cfg.retro
+    pools = "small (90 %)" if args.small_pools else "as recorded"
+    print(f"Pelt penalty {r.penalty} x ln(runs) run-to-run variances, min side "
+          f"{r.min_side}, kept at p < {r.keep_p}; pools {pools}")
+    print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
+          "unit's own time) | 1 %: found (87 / 128s / 256s / unit) | 1 %: located / holds "
+          "| 3 %: found (87 / 128s / 256s / unit) | 3 %: located / holds | contradicted | "
+          "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    whos = args.who.split(",")
+    for name in args.series.split(","):
+        series = load(name)
+        if args.small_pools:
+            series = small_pools(series)
+        by = {(size, who): Tally() for size in (1, 3) for who in whos}
+        for w in () if args.no_steps else windows(series, lengths):
+            for step in steps:
+                for where, k in positions(w, step).items():
+                    for who in whos:
+                        label = f"{len(w.runs)} runs {where}"
+                        by[round(abs(step) * 100), who].add(
+                            judge(w, who, step, k, cfg, label))
+        whole, false_w, runs_w = as_recorded(series, lengths, cfg)
+        tuned = " (tuned)" if name in TUNED else ""
+        cells = []
+        for size in (1, 3):
+            total = Tally()
+            for who in whos:
+                total.add(by[size, who])
+            cells.append(" / ".join(f"{t.found / t.cases:.0%}" if (t := by[size, who]).cases
+                                    else "-" for who in whos))
+            cells.append(f"{total.located / max(total.found, 1):.0%} / "
+                         f"{total.covered / max(total.found, 1):.0%} of {total.found}"
+                         if total.found else "-")
+        contra = sum(t.contradicted for t in by.values())
+        sds = " / ".join(f"{noise_bp(series, who):.0f}" for who in whos)
+        print(f"| {name}{tuned} ({HOSTS[name]}) | {len(series.runs)} | {sds} | "
+              f"{' | '.join(cells)} | {contra} | {' / '.join(str(whole[s]) for s in SUITES)} | "
+              f"{false_w} in {runs_w} runs x 3 = {1000 * false_w / (3 * max(runs_w, 1)):.2f} |")
+        examples = [x for t in by.values() for x in t.examples]
+        for line in examples[:args.examples]:
+            print(f"    {line}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""Every change of one suite's ratio over a whole stretch of runs, found looking back at all
+of them (not only after the sequential detector's alarm): ruptures's Pelt on the log
+ratios, each run weighted by its precision (its own error less its pool's share, as the
+chart's), its penalty a multiple of the stretch's measured run-to-run noise, then each step
+kept only while the two segments either side of it differ at ``keep_p`` (their estimates'
+intervals: the wander and the runs' autocorrelation in them). A wild run is pulled in to
+its neighbours' running median first, so one contended run cannot be a segment; a step
+moves the running median with it, so a step is not a wild run. docs/TREND.md
+("Retrospective changes") has the calibration and the bench."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import median
+
+from qprof.consensus.trend.model import SegmentEstimate
+from qprof.consensus.trend.segmentation import weighted_l2
+
+
+@dataclass(frozen=True)
+class RetroConfig:
+    # Pelt's penalty per change, in run-to-run variances x ln(runs): BIC-like.
+    penalty: float = 3.0
+    min_side: int = 3  # decided runs on each side of a change
+    # A step stays while its segments differ at this two-sided level (the pruning step).
+    keep_p: float = 0.001
+    wild_sd: float = 4.0  # a run this many robust sds off its neighbours' median is clipped
+    median_window: int = 5  # runs of the running median the wild rule compares with
+
+    @property
+    def needs(self) -> int:
+        """Decided runs before a change can be found."""
+        return 2 * self.min_side
+
+
+def _running_median(y: Sequence[float], k: int) -> list[float]:
+    half = k // 2
+    n = len(y)
+    return [median(y[max(0, i - half):min(n, i + half + 1)]) for i in range(n)]
+
+
+def tamed(y: Sequence[float], v: Sequence[float], cfg: RetroConfig) -> list[float]:
+    """``y`` with each run further than ``wild_sd`` robust sds (or its own error, where
+    larger) from its neighbours' running median pulled in to that distance."""
+    if len(y) < cfg.median_window:
+        return list(y)
+    med = _running_median(y, cfg.median_window)
+    resid = [a - b for a, b in zip(y, med, strict=True)]
+    spread = 1.4826 * median(abs(r) for r in resid)
+    out = []
+    for yi, mi, vi in zip(y, med, v, strict=True):
+        allow = cfg.wild_sd * max(spread, math.sqrt(vi))
+        out.append(min(max(yi, mi - allow), mi + allow))
+    return out
+
+
+def noise_var(y: Sequence[float], w: Sequence[float]) -> float:
+    """How many times its weight's variance (1 / w) a run strays from run to run, from the
+    successive differences (robust: the median absolute one), so that a step moves one
+    difference, not the spread."""
+    d = [abs(b - a) / math.sqrt(1 / wa + 1 / wb)
+         for a, b, wa, wb in zip(y, y[1:], w, w[1:], strict=False)]
+    s = median(d) / 0.6745 if d else 0.0  # |N(0, 1)|'s median is 0.6745
+    return max(s * s, 1e-12)
+
+
+def pelt(y: Sequence[float], v: Sequence[float], cfg: RetroConfig) -> list[int]:
+    """Positions (into ``y``) of the first run after each change Pelt finds."""
+    n = len(y)
+    if n < cfg.needs:
+        return []
+    import numpy as np
+    import ruptures
+
+    typical = float(median(v))
+    w = [1.0 / (vi + typical) for vi in v]
+    sigma2 = noise_var(y, w)
+    signal = np.asarray([(yi, wi / sigma2) for yi, wi in zip(y, w, strict=True)], dtype=float)
+    algo = ruptures.Pelt(custom_cost=weighted_l2(cfg.min_side)(), min_size=cfg.min_side,
+                         jump=1).fit(signal)
+    return [int(b) for b in algo.predict(pen=cfg.penalty * math.log(n))[:-1]]
+
+
+Segmenter = Callable[[int, int], SegmentEstimate | None]
+Tester = Callable[[SegmentEstimate, SegmentEstimate], float]
+
+
+def prune(bounds: list[int], segment: Segmenter, pvalue: Tester, keep_p: float) -> list[int]:
+    """The inner bounds of ``bounds`` (series indices, first and last the stretch's) whose
+    segments either side differ at ``keep_p``: the weakest step is merged away, and its
+    neighbours tested again, until every step left holds."""
+    inner = list(bounds)
+    while len(inner) > 2:
+        worst, worst_p = None, keep_p
+        for j in range(1, len(inner) - 1):
+            a, b = segment(inner[j - 1], inner[j]), segment(inner[j], inner[j + 1])
+            p = 1.0 if a is None or b is None else pvalue(a, b)
+            if p >= worst_p:
+                worst, worst_p = j, p
+        if worst is None:
+            break
+        del inner[worst]
+    return inner[1:-1]
+
+
+def candidates(ys: Sequence[tuple[int, float, float]], cfg: RetroConfig) -> list[int]:
+    """Pelt's changes over one stretch between known change points (``ys``: series index,
+    log ratio and own error variance of its decided runs, wild ones tamed first): the
+    series index of the first run after each, before :func:`prune`."""
+    if len(ys) < cfg.needs:
+        return []
+    v = [p[2] for p in ys]
+    return [ys[k][0] for k in pelt(tamed([p[1] for p in ys], v, cfg), v, cfg)]
