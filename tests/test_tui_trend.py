@@ -392,7 +392,7 @@ def test_monitor_trend_fits_80x24_in_tmux(monitor, store_20: Path,  # noqa: ANN0
     assert len(lines) <= 24 and max(map(len, lines)) <= 80
     # A short terminal keeps its rows for the coverage: the trend in one line.
     line = next(ln for ln in lines if "Trend over 20 runs:" in ln)
-    assert f"SLH-256s @1 {CHANGE_MARK} +" in line and f"bp at run {STEP_AT}" in line, line
+    assert f"SLH-256s @1 {CHANGE_MARK} +" in line and f"bp at run {STEP_AT + 1}" in line, line
     assert "segment of 7 runs" in line
     assert "newest run" not in screen
 

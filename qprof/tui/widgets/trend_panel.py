@@ -129,7 +129,7 @@ def summary(views: tuple[TrendView, ...]) -> str:
             continue
         runs = v.segment_runs
         moved.append(f"{short_suite(v.suite)} @{v.cpu} {CHANGE_MARK} {v.change_bp[-1]:+.0f} bp "
-                     f"at run {v.changes[-1]}, segment of {runs} run{'s' if runs != 1 else ''} "
+                     f"at run {v.changes[-1] + 1}, segment of {runs} run{'s' if runs != 1 else ''} "
                      f"{_figure(v.segment_vu, v.segment_ci)}")
     runs = max((v.runs for v in views), default=0)
     parts = moved + ([f"no change: {', '.join(steady)}"] if steady else [])
