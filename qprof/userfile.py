@@ -1,5 +1,5 @@
 """Reading a file that a user or a recorded run names (a profile, a --config, a
-``qprof block --json`` file, the adversary cache): the one bounded read.
+``qprof block --json`` file, the caches, a store SQLite opens): the one bounded read.
 
 A regular file only, read up to a size cap, opened with O_NONBLOCK, and never under /proc
 or /sys: their files are "regular" to stat() yet unbounded or blocking (``/proc/kmsg``
@@ -39,6 +39,25 @@ def kernel_tree(path: str | Path) -> str | None:
     """The kernel tree (/proc, /sys) ``path`` really lies in, else None."""
     real = os.path.realpath(path)
     return next((t for t in KERNEL_TREES if real == t or real.startswith(t + "/")), None)
+
+
+def regular_or_absent(path: str | Path, what: str = "file") -> bool:
+    """Whether ``path`` exists, for a library that opens it itself (SQLite): a regular
+    file, never under /proc or /sys, else :class:`UserFileError` (a FIFO would hang the
+    library's open)."""
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UserFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    tree = kernel_tree(p)
+    if tree is not None:
+        raise UserFileError(f"{p}: a kernel file under {tree}, not a {what}")
+    if not stat.S_ISREG(mode):
+        raise UserFileError(f"{p}: is {_kind(mode)}, not a {what}")
+    return True
 
 
 def read_bounded(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
