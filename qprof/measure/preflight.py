@@ -17,6 +17,7 @@ so no verdict is ever decided from it (:mod:`qprof.consensus.functional`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qprof.atomicfile import OutputError, write_private
 from qprof.measure.protocol import PreflightJob, PreflightResult
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
+from qprof.userfile import read_json
 from qprof.verify import BackendStatus
 
 PREFLIGHT_TIMEOUT_S = 600.0  # a cold numba compile of the kernels takes ~1 min
@@ -113,10 +116,14 @@ def cache_path(cache: Path, backend: str, build: str, cpu_key: str) -> Path:
     return cache / f"functional-{backend}-{build}-{cpu_key}.json"
 
 
+# The known answers of every suite of one library build and CPU: a few KiB.
+CACHE_MAX_BYTES = 1 << 20
+
+
 def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
     try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
+        found = read_json(path, CACHE_MAX_BYTES, "functional check cache")
+    except (OSError, ValueError):  # UserFileError: missing, a FIFO, too large, not JSON
         return {}
     if not isinstance(found, dict):
         return {}
@@ -124,14 +131,9 @@ def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
 
 
 def _keep(path: Path, results: dict[str, dict[str, Any]]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        known = _cached(path, results) if path.exists() else {}
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**known, **results}))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # checked again next run
+    with contextlib.suppress(OutputError, OSError):  # checked again next run
+        write_private(path.parent, path.name, json.dumps({**_cached(path, results),
+                                                          **results}))
 
 
 @dataclass(frozen=True)
