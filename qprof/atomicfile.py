@@ -203,21 +203,41 @@ def _check_dir(path: Path, st: os.stat_result) -> None:
                           "only into its own directories")
 
 
-def private_dir(path: str | Path) -> Path:
-    """``path`` as a directory qprof writes its own files into: made 0700 where missing
-    (parents too), else checked: a directory of this user (or root) that others cannot
-    write. :class:`OutputError` saying why not."""
+def make_dirs(path: str | Path) -> Path:
+    """``path`` and its missing parents made, each 0700 (OutputError saying why not)."""
     p = Path(path)
     missing = [d for d in (p, *p.parents) if not os.path.lexists(d)]
     try:
         for d in reversed(missing):
             with contextlib.suppress(FileExistsError):
                 os.mkdir(d, 0o700)
+    except OSError as exc:
+        raise OutputError(f"cannot write in {p}: {_why(exc)}") from None
+    return p
+
+
+def private_dir(path: str | Path) -> Path:
+    """``path`` as a directory qprof writes its own files into: made 0700 where missing
+    (:func:`make_dirs`), else checked: a directory of this user (or root) that others
+    cannot write. :class:`OutputError` saying why not."""
+    p = make_dirs(path)
+    try:
         st = os.stat(p)
     except OSError as exc:
         raise OutputError(f"cannot write in {p}: {_why(exc)}") from None
     _check_dir(p, st)
     return p
+
+
+def open_new(path: str | Path) -> TextIO:
+    """A new file at ``path`` written line by line (``bench -o``): its directory made
+    where missing, never an existing file or a link's target (O_EXCL, O_NOFOLLOW)."""
+    p = Path(path)
+    make_dirs(p.parent)
+    try:
+        return open(os.open(p, _CREATE, 0o666), "w", encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"cannot write {p}: {_why(exc)}") from None
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.atomicfile import write_private
+from qprof.hw.sysfs import kernel_text
 from qprof.measure.costmodel import Distribution, PermutationModel
 from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
 from qprof.measure.sigpool import (
@@ -179,7 +180,7 @@ def save_last(run: AdversaryRun, directory: Path | None = None) -> Path:
 
 def cpu_model_name(root: str = "/") -> str:
     try:
-        for line in Path(root, "proc/cpuinfo").read_text().splitlines():
+        for line in kernel_text(Path(root, "proc/cpuinfo")).splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.atomicfile import OutputError, write_private
+from qprof.hw.sysfs import kernel_text
 from qprof.measure.protocol import PreflightJob, PreflightResult
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.userfile import read_json
@@ -100,7 +101,7 @@ def cpu_identity(root: str = "/") -> tuple[str, str]:
     """(CPU model, a digest of it with its flags): compiled kernels depend on both."""
     model, flags = "unknown", ""
     try:
-        for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
+        for line in kernel_text(Path(root) / "proc/cpuinfo").splitlines():
             key = line.split(":", 1)[0].strip().lower()
             if key in ("model name", "hardware", "cpu model") and model == "unknown":
                 model = line.split(":", 1)[1].strip()[:200]
