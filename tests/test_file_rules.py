@@ -125,3 +125,52 @@ def test_the_allowed_list_holds_no_stale_entry() -> None:
     seen = set(_bypasses())
     stale = sorted(f"{rel}: {call}" for rel, call in ALLOWED if (rel, call) not in seen)
     assert not stale, stale
+
+
+# -- issue 49: no traceback in a sweep of findings 7, 8, 13, 14, 16 and 17's inputs -----------
+
+def test_no_traceback_in_a_sweep_of_the_hostile_inputs(tmp_path: Path) -> None:
+    """Each input through the command a user would run: an exit with one line or a
+    result, never a traceback and never a hang (each bounded)."""
+    import gzip
+    import lzma
+    import os
+    import subprocess
+    import sys
+
+    runs = sorted((Path(__file__).parent / "data" / "runs").glob("*.jsonl.xz"))
+    text = lzma.decompress(runs[0].read_bytes())
+    half = len(text.splitlines()) // 2
+    first = b"".join(text.splitlines(keepends=True)[:half])
+    rest = b"".join(text.splitlines(keepends=True)[half:])
+    (tmp_path / "members.jsonl.gz").write_bytes(gzip.compress(first) + gzip.compress(rest))
+    (tmp_path / "streams.jsonl.xz").write_bytes(lzma.compress(first) + lzma.compress(rest))
+    fifo_state = tmp_path / "fifo-state"
+    fifo_state.mkdir()
+    os.mkfifo(fifo_state / "qprof.db")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    link_state = tmp_path / "link-state"
+    link_state.mkdir(mode=0o700)
+    (link_state / "qprof.lock").symlink_to(tmp_path / "victim")
+    open_dir = tmp_path / "anyone"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    commands = [
+        ["trend", str(tmp_path / "members.jsonl.gz"), str(tmp_path / "streams.jsonl.xz")],
+        ["trend", "--state-dir", str(fifo_state)],
+        ["history", "--state-dir", str(fifo_state)],
+        ["export", "latest", "--state-dir", str(fifo_state)],
+        ["trend", str(tmp_path / "fifo.jsonl")],
+        ["report", str(tmp_path / "fifo.jsonl")],
+        ["check", "--from", str(tmp_path / "fifo.jsonl")],
+        ["snapshot", str(open_dir)],
+        ["daemon", "--state-dir", str(link_state), "--listen", "none",
+         "--first-cycle-delay", "3600"],
+    ]
+    for cmd in commands:
+        r = subprocess.run([sys.executable, "-m", "qprof", *cmd], capture_output=True,
+                           text=True, timeout=120)
+        assert "Traceback" not in r.stderr, (cmd, r.stderr)
+        assert r.returncode in (0, 2, 3), (cmd, r.returncode, r.stderr)
+    assert not (tmp_path / "victim").exists()
+    assert not any(open_dir.iterdir())
