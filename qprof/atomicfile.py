@@ -1,21 +1,12 @@
-"""Every file qprof writes (``-o`` of check, report, export, calibrate; ``report --html``;
-``adversary --out`` and its cache; the monitor's export): the one writer.
+"""Every file qprof writes: the one writer (history of each rule: docs/ARCHITECTURE.md).
 
-A regular file (or a new one) is written whole or not at all: ``NAME.PID.tmp`` beside it,
-then renamed over it, so a full disk or ``ulimit -f`` leaves the file as it was, never a
-partial or 0-byte one. Anything else is written in place and never renamed over: a device
-(``-o /dev/full`` as root once replaced the device node with a regular file), a FIFO,
-``/dev/stdout``; a symlink the user named is followed (its target written as above).
-
-Files qprof names itself (the state dir's lock and exports, the caches) are written by
-:func:`write_private` and :func:`open_private` in a :func:`private_dir`: created 0700,
-owned by this user (or root), never through a symlink (``O_NOFOLLOW`` from the directory's
-descriptor), and nothing found there that qprof did not write is replaced or removed.
-
-:func:`check_writable` says before any work is done whether a path can be written (a
-directory, ``file/sub.jsonl``, ``/proc/version``, a missing directory, no permission), so
-a run of minutes is not lost at its end. A failed write or check is :class:`OutputError`,
-one line naming the path; ``qprof.cli`` prints it and exits 2.
+A file the user names (``-o``, ``report --html``, ``adversary --out``) is written whole or
+not at all (``NAME.PID.tmp`` beside it, then renamed); a device or FIFO in place, a
+symlink's target as above. Files qprof names itself (the state dir's lock and exports, caches,
+snapshots) go into a :func:`private_dir` (0700, this user's or root's) by
+:func:`write_private` / :func:`open_private`: never through a symlink (``O_NOFOLLOW`` from
+the directory's descriptor), nothing qprof did not write replaced or removed. Every
+failure is :class:`OutputError`, one line naming the path (``qprof.cli``: exit 2).
 """
 
 from __future__ import annotations
