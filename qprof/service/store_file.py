@@ -66,7 +66,8 @@ def connect(path: str, readonly: bool) -> tuple[sqlite3.Connection, str | None]:
         if not readonly and not exists:
             private_dir(Path(path).parent)
     except (UserFileError, OutputError) as exc:
-        raise StoreError(str(exc)) from None
+        why = str(exc).removeprefix(f"{path}: ")
+        raise StoreError(f"{path}: cannot open store: {why}") from None
     if readonly:
         if not exists:
             raise StoreError(f"{path}: no such store (has the daemon run?)")
