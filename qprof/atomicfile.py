@@ -294,7 +294,7 @@ def write_private(directory: str | Path, name: str, data: str | bytes,
         except OSError as exc:
             raise OutputError(f"cannot write {d / name}: {_why(exc)}") from None
         if mode is not None and not (replace and stat.S_ISREG(mode)):
-            if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+            if not replace and (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                 raise FileExistsError(f"{d / name}: exists")
             raise _not_ours(d / name, mode)
         try:
