@@ -1,5 +1,5 @@
 """Reading a file that a user or a recorded run names (a profile, a --config, a
-``qprof block --json`` file, the adversary cache): the one bounded read.
+``qprof block --json`` file, the caches, a store SQLite opens): the one bounded read.
 
 A regular file only, read up to a size cap, opened with O_NONBLOCK, and never under /proc
 or /sys: their files are "regular" to stat() yet unbounded or blocking (``/proc/kmsg``
@@ -13,7 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 # Kernel trees whose files report a size of 0 and produce data (or block) when read.
 KERNEL_TREES = ("/proc", "/sys")
@@ -41,9 +41,29 @@ def kernel_tree(path: str | Path) -> str | None:
     return next((t for t in KERNEL_TREES if real == t or real.startswith(t + "/")), None)
 
 
-def read_bounded(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
-    """The bytes of ``path``, a regular file of at most ``max_bytes`` (``what`` names the
-    kind of file in the error, e.g. "TOML file")."""
+def regular_or_absent(path: str | Path, what: str = "file") -> bool:
+    """Whether ``path`` exists, for a library that opens it itself (SQLite): a regular
+    file, never under /proc or /sys, else :class:`UserFileError` (a FIFO would hang the
+    library's open)."""
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UserFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    tree = kernel_tree(p)
+    if tree is not None:
+        raise UserFileError(f"{p}: a kernel file under {tree}, not a {what}")
+    if not stat.S_ISREG(mode):
+        raise UserFileError(f"{p}: is {_kind(mode)}, not a {what}")
+    return True
+
+
+def open_regular(path: str | Path, what: str = "file") -> int:
+    """A descriptor of ``path`` for reading: a regular file (checked on what was opened),
+    O_NONBLOCK, never under /proc or /sys; else :class:`UserFileError`. The caller bounds
+    what it reads (a run's JSONL line by line)."""
     p = Path(path)
     tree = kernel_tree(p)
     if tree is not None:
@@ -55,10 +75,25 @@ def read_bounded(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         raise UserFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode  # what was opened, not what stat() saw before
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UserFileError(f"{p}: is {_kind(mode)}, not a {what}")
+    return fd
+
+
+def open_text(path: str | Path, what: str = "file") -> TextIO:
+    """:func:`open_regular` as text (UTF-8, undecodable bytes replaced)."""
+    return open(open_regular(path, what), encoding="utf-8", errors="replace")
+
+
+def read_bounded(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes`` (``what`` names the
+    kind of file in the error, e.g. "TOML file")."""
+    p = Path(path)
+    fd = open_regular(p, what)
     try:
-        st = os.fstat(fd)  # what was opened, not what stat() saw before
-        if not stat.S_ISREG(st.st_mode):
-            raise UserFileError(f"{p}: is {_kind(st.st_mode)}, not a {what}")
+        st = os.fstat(fd)
         chunks: list[bytes] = []
         total = 0
         while total <= max_bytes and st.st_size <= max_bytes:

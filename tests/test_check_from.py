@@ -211,7 +211,7 @@ def test_bad_lines_are_reported_and_skipped(recorded, capsys):
 
 @pytest.mark.parametrize("make, why", [
     (lambda p: p.with_name("missing.jsonl"), "No such file or directory"),
-    (lambda p: p.parent, "Is a directory"),
+    (lambda p: p.parent, "is a directory"),
     (lambda p: (p.write_bytes(bytes(range(256)) * 64), p)[1], "no measurements"),
     (lambda p: (p.write_text(""), p)[1], "no measurements"),
     (lambda p: (p.write_text(p.read_text().splitlines()[0] + "\n"), p)[1], "no measurements"),

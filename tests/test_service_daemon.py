@@ -475,3 +475,33 @@ def test_liboqs_cycle_runs_the_shadow_pair_that_finds_disagreements(
     d.wait_log("cycle finished")  # the results reach the metrics after the run's points
     assert re.search(r'qprof_verify_statistic_info\{backend="liboqs",cpu="0",'
                      r'statistic="\w+",suite="ML-DSA-44"\} 1.0', d.scrape())
+
+
+# -- issue 49, findings 8 and 13: the state dir's lock and store are never followed ---------
+
+def test_finding_8_a_symlink_as_the_lock_is_refused_and_its_target_kept(
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    victim = tmp_path / "victim.conf"
+    victim.write_text("keep me\n")
+    (state / "qprof.lock").symlink_to(victim)
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, state_dir=state,
+                wait_started=False)
+    assert d.wait_exit(60) == 2
+    errors = [line for line in d.log.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "Traceback" not in d.log, d.log
+    assert str(state / "qprof.lock") in errors[0] and "symbolic link" in errors[0]
+    assert victim.read_text() == "keep me\n" and (state / "qprof.lock").is_symlink()
+
+
+def test_finding_13_a_fifo_as_the_store_is_one_line_for_every_reader(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    os.mkfifo(state / "qprof.db")
+    for cmd in (["trend"], ["history"], ["export", "latest"]):
+        r = subprocess.run([*QPROF, *cmd, "--state-dir", str(state)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2, (cmd, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is a FIFO, not a store" in lines[0], (cmd, r.stderr)

@@ -467,3 +467,28 @@ def test_runs_stored_without_points_get_them_after_a_cycle(tmp_path: Path) -> No
     assert r.backfill_points() == 1 and r.backfill_points() == 0
     r.refresh_results()
     assert state.trend.segments[(0, "liboqs", "verify", "ML-DSA-87")].runs == 3
+
+
+# -- issue 49, finding 17: a stored point from the far future --------------------------------
+
+def test_finding_17_a_far_future_store_point_is_left_out_with_a_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+    import logging
+
+    from qprof.cli import main
+
+    store = Store(tmp_path / "qprof.db")
+    pts = series_points(6)
+    for key, p in pts:
+        store.points.add(p.run_id, [(key, p)])
+    future = dataclasses.replace(pts[-1][1], run_id="future", started_at=1e15)
+    store.points.add("future", [(KEY, future)])
+    store.close()
+    logging.getLogger().handlers.clear()  # the last-resort handler: stderr, as a user sees
+    code = main(["trend", "--state-dir", str(tmp_path)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "6 runs, 1 series" in out.out and "Traceback" not in out.err
+    [line] = [x for x in out.err.splitlines() if "future" in x]
+    assert "started_at must be a unix time" in line

@@ -386,3 +386,25 @@ def test_a_rollout_over_two_nodes_is_one_fleet_wide_change_per_suite_it_moved(
     code, text, err = _trend(capsys, "--state-dir", str(tmp_path))
     assert text.count("fleet-wide change on 2 nodes: SLH-DSA-SHAKE-") == 2, text
     assert " alone: " not in text, text
+
+
+# -- issue 49, finding 16: every gzip member and xz stream is read ---------------------------
+
+def test_finding_16_compressed_runs_of_several_members_are_read_to_the_end(
+        tmp_path: Path) -> None:
+    text = lzma.decompress(COMMITTED[0].read_bytes())
+    lines = text.splitlines(keepends=True)
+    first, rest = b"".join(lines[:len(lines) // 2]), b"".join(lines[len(lines) // 2:])
+    plain = tmp_path / "run.jsonl"
+    plain.write_bytes(text)
+    files = {"members.jsonl.gz": gzip.compress(first) + gzip.compress(rest) + b"\0" * 8,
+             "streams.jsonl.xz": lzma.compress(first) + b"\0" * 4 + lzma.compress(rest)}
+    whole = read_run_file(plain)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        got = read_run_file(tmp_path / name)
+        assert got.points == whole.points and got.problems == whole.problems, name
+    cut = tmp_path / "cut.jsonl.xz"  # the second stream cut short is still a cut-off file
+    cut.write_bytes(lzma.compress(first) + lzma.compress(rest)[:-40])
+    with pytest.raises(ValueError, match="ends early"):
+        read_run_file(cut)

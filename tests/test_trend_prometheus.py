@@ -257,3 +257,24 @@ def test_the_queries_share_one_deadline(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "no whole answer" in err, err
+
+
+# -- issue 49, finding 17: a sample from the far future --------------------------------------
+
+def test_finding_17_a_far_future_sample_time_is_left_out(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    body = (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": '
+            b'{"cpu": "1", "suite": "ML-DSA-87", "backend": "liboqs", "instance": "n"}, '
+            b'"values": [[1e15, "2.25"]]}]}}')
+    handler = type("H", (_Hostile,), {"body": body})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code = main(["trend", "--prometheus", f"http://127.0.0.1:{server.server_address[1]}"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no runs with estimates" in err, err

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from test_tui_helpers import (
     BIG_LITTLE,
+    FROZEN_AT,
     GOLD_CAPPED_MEDIANS,
     THIS_VM,
     fixture_root,
@@ -417,3 +418,49 @@ def test_attaches_to_a_daemon_store_and_lists_alerts_newest_first(tmp_path: Path
             assert slh[7] == "✗ NO"
 
     run(scenario())
+
+
+# -- issue 49, finding 7: the export never follows a link planted in exports/ ---------------
+
+def _bare_frame(taken_at: float):  # noqa: ANN202 - a Frame
+    from qprof.tui.model import Frame, MachineView
+
+    return Frame(taken_at=taken_at, machine=MachineView(
+        model="m", designs="d", arch=None, profile="qanum", backend="liboqs", source="s",
+        measurable=False), cores=(), coverage=())
+
+
+def test_finding_7_export_never_follows_links_planted_in_exports(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from qprof.atomicfile import OutputError
+    from qprof.tui.report import write_report
+
+    exports = tmp_path / "state" / "exports"
+    exports.mkdir(parents=True, mode=0o700)
+    victim = tmp_path / "victim.conf"
+    victim.write_text("keep me\n")
+    created = tmp_path / "created-through-a-link"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(FROZEN_AT))
+    (exports / f"qprof-monitor-{stamp}.md").symlink_to(created)  # dangling
+    (exports / f"qprof-monitor-{stamp}.html").symlink_to(victim)
+    (exports / f"qprof-monitor-{stamp}-2.html").symlink_to(victim)
+    md = write_report(_bare_frame(FROZEN_AT), exports, "qanum")
+    assert victim.read_text() == "keep me\n" and not created.exists()
+    assert md.name == f"qprof-monitor-{stamp}-3.md" and not md.is_symlink()
+    assert md.with_suffix(".html").read_text().startswith("<!DOCTYPE html")
+    assert (exports / f"qprof-monitor-{stamp}.html").is_symlink()  # left as it was
+    assert not list(exports.glob("*.tmp"))
+    # A directory another user owns (or anyone may write) is not written into at all.
+    if os.geteuid() == 0:
+        os.chown(exports, 65534, 65534)
+        with pytest.raises(OutputError, match="owned by uid 65534"):
+            write_report(_bare_frame(FROZEN_AT), exports, "qanum")
+    os.chown(exports, os.geteuid(), os.getegid())
+    exports.chmod(0o777)
+    with pytest.raises(OutputError, match="anyone may write there"):
+        write_report(_bare_frame(FROZEN_AT), exports, "qanum")
+    # A new exports/ directory is made 0700.
+    fresh = write_report(_bare_frame(FROZEN_AT), tmp_path / "new" / "exports", "qanum")
+    assert fresh.parent.stat().st_mode & 0o777 == 0o700

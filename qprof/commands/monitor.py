@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from qprof.commands.options import Number, add_backend
+from qprof.hw.sysfs import kernel_text
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -53,9 +54,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def _process_age_s() -> float | None:
     """Seconds since this process started (from /proc/self/stat), for --startup-report."""
     try:
-        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        fields = kernel_text("/proc/self/stat").rsplit(")", 1)[1].split()
         start_ticks = int(fields[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        uptime = float(kernel_text("/proc/uptime").split()[0])
         return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None

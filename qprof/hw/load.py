@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.hw.sysfs import kernel_text
+
 # /proc/stat cpu fields: user nice system idle iowait irq softirq steal guest guest_nice.
 # idle + iowait is idle time; guest time is already counted in user/nice.
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -41,7 +43,7 @@ def parse_loadavg(text: str) -> LoadAvg | None:
 
 def read_loadavg(root: str | Path = "/") -> LoadAvg | None:
     try:
-        return parse_loadavg((Path(root) / "proc/loadavg").read_text())
+        return parse_loadavg(kernel_text(Path(root) / "proc/loadavg"))
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -94,7 +96,7 @@ def parse_proc_stat(text: str) -> ProcStat:
 def read_proc_stat(root: str | Path = "/") -> ProcStat | None:
     """None when the file is missing or unreadable."""
     try:
-        return parse_proc_stat((Path(root) / "proc/stat").read_text())
+        return parse_proc_stat(kernel_text(Path(root) / "proc/stat"))
     except (OSError, UnicodeDecodeError):
         return None
 

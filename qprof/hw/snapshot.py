@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qprof.atomicfile import private_dir, write_private
 from qprof.hw.cpudir import CPU_DIR
 from qprof.hw.sysfs import SysRoot
 
@@ -51,8 +52,7 @@ def _copy(sr: SysRoot, rel: str, dest: Path, result: SnapshotResult) -> None:
             result.failed.append(problem)
         text = ""  # empty files are facts too (e.g. "offline" with nothing offline)
     target = dest / rel.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
+    write_private(private_dir(target.parent), target.name, text)
     result.copied += 1
 
 
@@ -64,8 +64,7 @@ def _copy_dir_files(sr: SysRoot, rel_dir: str, dest: Path, result: SnapshotResul
 
 def take_snapshot(dest: str | Path, root: str | Path = "/") -> SnapshotResult:
     sr = SysRoot(root)
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
+    dest = private_dir(dest)
     result = SnapshotResult(dest=str(dest))
     for rel in _SINGLE_FILES:
         _copy(sr, rel, dest, result)
@@ -105,5 +104,5 @@ def take_snapshot(dest: str | Path, root: str | Path = "/") -> SnapshotResult:
         "failed": result.failed,
         "note": "plain-file copy of /proc and /sys CPU files; read with qprof --root DIR",
     }
-    (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_private(dest, MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return result

@@ -129,6 +129,16 @@ class SysRoot:
         return value, None
 
 
+def kernel_text(path: str | Path, max_bytes: int = MAX_READ_BYTES) -> str:
+    """The text of a kernel file (/proc/cpuinfo, /proc/stat under a root) as
+    :func:`read_text` reads it, or OSError saying why: the one reader for callers that
+    handle OSError."""
+    text, problem = read_text(str(path), None, max_bytes)
+    if text is None:
+        raise OSError(problem)
+    return text
+
+
 def read_text(path: str, label: str | None = None,
               max_bytes: int = MAX_READ_BYTES) -> tuple[str | None, str | None]:
     """Whole text of a small file (control characters but tab and newline made spaces),

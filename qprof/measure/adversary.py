@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qprof.atomicfile import OutputError, write_file
+from qprof.atomicfile import write_private
+from qprof.hw.sysfs import kernel_text
 from qprof.measure.costmodel import Distribution, PermutationModel
 from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
 from qprof.measure.sigpool import (
@@ -173,17 +174,13 @@ def summary_path(suite: str, directory: Path | None = None) -> Path:
 def save_last(run: AdversaryRun, directory: Path | None = None) -> Path:
     """Keep the run as the suite's last (whole or not at all; OutputError says why)."""
     path = summary_path(run.suite, directory)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return write_file(path, json.dumps({"summary": run.summary(),
-                                        "signatures": run.to_json_list()}))
+    return write_private(path.parent, path.name, json.dumps({
+        "summary": run.summary(), "signatures": run.to_json_list()}))
 
 
 def cpu_model_name(root: str = "/") -> str:
     try:
-        for line in Path(root, "proc/cpuinfo").read_text().splitlines():
+        for line in kernel_text(Path(root, "proc/cpuinfo")).splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:

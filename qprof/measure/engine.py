@@ -56,6 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from qprof.atomicfile import make_dirs
 from qprof.measure import hwinfo
 from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
 from qprof.measure.collect import Collected, Where, collect, verify_medians
@@ -365,7 +366,7 @@ class _Run:
         """One pyperf file per run and CPU (``compare_to`` works between two runs)."""
         if self.config.pyperf_dir is None:
             return self.workdir / f"cpu{cpu}.pyperf.json"
-        self.config.pyperf_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.config.pyperf_dir)
         return self.config.pyperf_dir / f"{self.run_id}-cpu{cpu}.json"
 
     def _worker(self, c: _Cpu, block: list[int], tasks: list[Task],

@@ -33,7 +33,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qprof.atomicfile import OutputError, write_private
 from qprof.userfile import read_json
 
 if TYPE_CHECKING:
@@ -368,16 +368,8 @@ def write_cached(suite: str, pool: list[Fixture], directory: Path | None = None)
     """The cache file of ``suite`` whole or not at all (a unique tmp file + rename: the
     pool grower and a run may write it one after the other)."""
     path = cache_path(suite, directory)
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(json.dumps([fx.to_dict() for fx in pool]))
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    with contextlib.suppress(OutputError, OSError):
+        write_private(path.parent, path.name, json.dumps([fx.to_dict() for fx in pool]))
 
 
 def cached_pool(suite: str, preferred: tuple[str, ...] = (), directory: Path | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 from qprof.hw import Topology, read_frequencies, read_topology, take_env_snapshot
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.freq import CpuFreq
-from qprof.hw.sysfs import format_cpulist
+from qprof.hw.sysfs import format_cpulist, kernel_text
 
 
 def _allowed_cpus() -> list[int]:
@@ -29,7 +29,7 @@ def cpu_problem(cpu: int, root: str | Path = "/") -> str | None:
     if base.is_dir() and not (base / f"cpu{cpu}").is_dir():
         return f"CPU {cpu} does not exist on this machine (CPUs here: {format_cpus(allowed)})"
     try:
-        online = (base / f"cpu{cpu}" / "online").read_text().strip()
+        online = kernel_text(base / f"cpu{cpu}" / "online").strip()
     except OSError:
         online = None  # no online file: CPU 0 on many kernels, always online
     if online == "0":

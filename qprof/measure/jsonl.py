@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TextIO, TypeVar
 
+from qprof.atomicfile import open_new
 from qprof.measure.config import RunSummary
 from qprof.measure.records import (
     Disagreement,
@@ -23,15 +24,15 @@ from qprof.measure.records import (
     RecordError,
     record_from_dict,
 )
+from qprof.userfile import UserFileError, open_text
 
 
 class JsonlSink:
-    """Appends records to a JSONL file, flushed line by line (a crash loses nothing)."""
+    """Writes records to a new JSONL file, flushed line by line (a crash loses nothing)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
+        self._fh: IO[str] | None = open_new(self.path)
         self._lock = threading.Lock()
 
     def __call__(self, record: Record) -> None:
@@ -162,7 +163,11 @@ def read_run(path: str | Path) -> RunData:
     """Read one JSONL run. Raises OSError only when the file cannot be opened."""
     p = Path(path)
     run = RunData(path=p)
-    with p.open("r", encoding="utf-8", errors="replace") as fh:
+    try:
+        fh = open_text(p, "JSONL run")  # a FIFO would wait for a writer
+    except UserFileError as exc:
+        raise OSError(str(exc).removeprefix(f"{p}: ")) from None
+    with fh:
         for lineno, line in _lines(fh, run):
             text = line.strip()
             if not text:

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from qprof.atomicfile import OutputError, write_file
+from qprof.atomicfile import OutputError, write_private
 from qprof.measure.fixtures import CACHE_TAG, Fixture, Pool, cache_dir
 from qprof.userfile import read_json
 
@@ -96,6 +96,6 @@ def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost
         return None
     if new:  # a cache: a full disk or a read-only HOME only costs counting again
         with contextlib.suppress(OutputError, OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_file(path, json.dumps({k: list(v) for k, v in known.items()}))
+            write_private(path.parent, path.name,
+                          json.dumps({k: list(v) for k, v in known.items()}))
     return PoolCost(tuple(p for p, _ in pairs), fixed.pop())

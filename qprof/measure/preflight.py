@@ -19,6 +19,7 @@ is malformed): a check that could not vouch for the backend (docs/FUNCTIONAL.md)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,8 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qprof.atomicfile import OutputError, write_private
+from qprof.hw.sysfs import kernel_text
 from qprof.measure.protocol import PreflightJob, PreflightResult
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
+from qprof.userfile import read_json
 from qprof.verify import BackendStatus
 
 PREFLIGHT_TIMEOUT_S = 600.0  # a cold numba compile of the kernels takes ~1 min
@@ -105,7 +109,7 @@ def cpu_identity(root: str = "/") -> tuple[str, str]:
     """(CPU model, a digest of it with its flags): compiled kernels depend on both."""
     model, flags = "unknown", ""
     try:
-        for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
+        for line in kernel_text(Path(root) / "proc/cpuinfo").splitlines():
             key = line.split(":", 1)[0].strip().lower()
             if key in ("model name", "hardware", "cpu model") and model == "unknown":
                 model = line.split(":", 1)[1].strip()[:200]
@@ -129,10 +133,14 @@ def _complete(d: Any) -> bool:
             and isinstance(d.get("elapsed_s", 0.0), int | float))
 
 
+# The known answers of every suite of one library build and CPU: a few KiB.
+CACHE_MAX_BYTES = 1 << 20
+
+
 def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
     try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
+        found = read_json(path, CACHE_MAX_BYTES, "functional check cache")
+    except (OSError, ValueError):  # UserFileError: missing, a FIFO, too large, not JSON
         return {}
     if not isinstance(found, dict):
         return {}
@@ -140,14 +148,9 @@ def _cached(path: Path, suites: Iterable[str]) -> dict[str, dict[str, Any]]:
 
 
 def _keep(path: Path, results: dict[str, dict[str, Any]]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        known = _cached(path, results) if path.exists() else {}
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**known, **results}))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # checked again next run
+    with contextlib.suppress(OutputError, OSError):  # checked again next run
+        write_private(path.parent, path.name, json.dumps({**_cached(path, results),
+                                                          **results}))
 
 
 @dataclass(frozen=True)

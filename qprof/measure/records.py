@@ -339,19 +339,25 @@ def _check_types(cls: type[Record], kwargs: dict[str, Any]) -> None:
                               f"{_describe(hints[name])}, got {_short(value)}")
 
 
-# Unix times a record may carry: from 1970 to the year 5138 (6e14, a 'freq' record's
-# taken_at, stalled the report's chart axis).
-_MAX_UNIX_TIME = 1e11
+# Unix times a record, a stored run point or a Prometheus sample may carry: from 1970 to
+# the year 5138 (6e14, a 'freq' record's taken_at, stalled the report's chart axis; 1e15
+# crashed the trend's dates).
+MAX_UNIX_TIME = 1e11
 _TIMES = ("started_at", "taken_at", "finished_at", "found_at")
+
+
+def is_unix_time(value: float) -> bool:
+    """The one bound on times read from outside (see MAX_UNIX_TIME)."""
+    return 0 <= value <= MAX_UNIX_TIME
 
 
 def _check_ranges(rec: Record) -> None:
     """Every record: unix times within 1970..5138, CPU numbers within 0..65535."""
     for name in _TIMES:
         value = getattr(rec, name, None)
-        if value is not None and not 0 <= value <= _MAX_UNIX_TIME:
+        if value is not None and not is_unix_time(value):
             raise RecordError(f"{rec.type} record: {name} must be a unix time (0 to "
-                              f"{_MAX_UNIX_TIME:g} s), got {value!r}")
+                              f"{MAX_UNIX_TIME:g} s), got {value!r}")
     cpu = getattr(rec, "cpu", None)
     if cpu is not None and not 0 <= cpu <= 65535:
         raise RecordError(f"{rec.type} record: cpu must be 0 to 65535, got {cpu!r}")

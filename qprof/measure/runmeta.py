@@ -12,6 +12,7 @@ from typing import Any
 
 from qprof import __version__
 from qprof.hw.load import read_loadavg
+from qprof.hw.sysfs import kernel_text
 from qprof.measure import hwinfo
 from qprof.measure.config import AUTO_CPU_TIMER_LOAD, TIMERS, BenchConfig
 from qprof.measure.plan import EngineError, Plan, interleaving_text
@@ -111,7 +112,7 @@ def collect_versions(statuses: dict[str, BackendStatus]) -> dict[str, str | None
 
 def cpuinfo_field(root: str, *keys: str) -> str | None:
     try:
-        for line in (Path(root) / "proc/cpuinfo").read_text(errors="replace").splitlines():
+        for line in kernel_text(Path(root) / "proc/cpuinfo").splitlines():
             if line.lower().startswith(keys) and ":" in line:
                 return line.split(":", 1)[1].strip()[:200]
     except OSError:

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.atomicfile import OutputError, write_private
 from qprof.measure.fixtures import CACHE_MAX_BYTES, CONTEXT, MESSAGE, cache_dir
 from qprof.measure.sigtime import SigItem
 from qprof.userfile import read_json
@@ -91,9 +92,6 @@ def signature_pool(suite: str, size: int = DEFAULT_SIZE,
             for _ in range(min(PER_KEY, size - len(items))):
                 items.append(SigItem(suite, pk, MESSAGE, signer.sign(sk, MESSAGE, CONTEXT),
                                      CONTEXT))
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps([i.to_dict() for i in items]))
-            tmp.replace(path)
+        with contextlib.suppress(OutputError, OSError):
+            write_private(path.parent, path.name, json.dumps([i.to_dict() for i in items]))
     return [pool_signature(i) for i in items]

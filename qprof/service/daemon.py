@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from qprof.atomicfile import OutputError, open_private, private_dir
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.coverage_alerts import verdict_line
@@ -161,7 +162,7 @@ class Daemon:
         deadline = time.monotonic() + self.cfg.store_wait
         while True:
             try:
-                state_dir.mkdir(parents=True, exist_ok=True)
+                private_dir(state_dir)
                 self._lock_state_dir(state_dir)
                 self.store = Store(path)
                 self.held = HeldWrites(self.store)
@@ -170,7 +171,7 @@ class Daemon:
                 self._maintain()
                 log.info("store: %s", path)
                 return
-            except (StoreError, OSError, sqlite3.Error) as exc:
+            except (StoreError, OutputError, OSError, sqlite3.Error) as exc:
                 if self.store is not None:
                     self.store.close()
                     self.store = None
@@ -216,8 +217,10 @@ class Daemon:
         try:
             for lock_dir in dirs:
                 try:
-                    fd = os.open(lock_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-                except OSError:
+                    fd = open_private(lock_dir, LOCK_NAME)  # never through a symlink
+                except OutputError as exc:
+                    if os.path.lexists(lock_dir / LOCK_NAME):
+                        raise ConfigError(str(exc)) from None
                     continue  # unwritable: the store degrades to memory, nothing shared
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -26,6 +26,7 @@ from typing import Any
 
 from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
+from qprof.measure.records import is_unix_time
 from qprof.service.fleet import DEADLINE_S as FLEET_DEADLINE_S
 from qprof.service.fleet import MAX_LABEL, FleetError, query
 from qprof.untrusted import one_line
@@ -65,7 +66,8 @@ def _changed(expr: str, step_ms: int) -> str:
 
 def _series(rows: Iterable[object]) -> Iterable[tuple[Labels, dict[float, float]]]:
     """(labels, {step time: value}) of a matrix result; rows and samples of another
-    shape, and values that are not finite numbers, are left out."""
+    shape, values that are not finite numbers and times that are no unix time
+    (``records.is_unix_time``: 1e15 is in the year 31690708) are left out."""
     for r in rows:
         if not isinstance(r, dict):
             continue
@@ -79,7 +81,7 @@ def _series(rows: Iterable[object]) -> Iterable[tuple[Labels, dict[float, float]
                 t, x = float(v[0]), float(v[1])
             except (TypeError, ValueError, IndexError, KeyError):
                 continue
-            if math.isfinite(t) and math.isfinite(x):
+            if math.isfinite(t) and math.isfinite(x) and is_unix_time(t):
                 out[t] = x
         yield {one_line(k, MAX_LABEL): one_line(val, MAX_LABEL)
                for k, val in metric.items()}, out

@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.atomicfile import OutputError, private_dir
+from qprof.userfile import UserFileError, regular_or_absent
+
 DB_NAME = "qprof.db"
 
 
@@ -53,17 +56,23 @@ def default_state_dir() -> Path:
 def connect(path: str, readonly: bool) -> tuple[sqlite3.Connection, str | None]:
     """The connection, and a note when a read-only store had to be opened unusually.
 
-    Raises StoreError for a reader whose store does not exist, sqlite3.Error or OSError
-    for the rest (the caller says which file).
+    Raises StoreError for a reader whose store does not exist and for a path that is not
+    a regular file (a FIFO would hang SQLite's open), sqlite3.Error or OSError for the
+    rest (the caller says which file).
     """
     note = None
+    try:
+        exists = path == ":memory:" or regular_or_absent(path, "store")
+        if not readonly and not exists:
+            private_dir(Path(path).parent)
+    except (UserFileError, OutputError) as exc:
+        why = str(exc).removeprefix(f"{path}: ")
+        raise StoreError(f"{path}: cannot open store: {why}") from None
     if readonly:
-        if path != ":memory:" and not Path(path).exists():
+        if not exists:
             raise StoreError(f"{path}: no such store (has the daemon run?)")
         db, note = _open_readonly(path)
     else:
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         # NORMAL is durable across process crashes in WAL mode (only an OS crash may

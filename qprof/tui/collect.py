@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qprof.atomicfile import OutputError, private_dir
 from qprof.hw.caps import CapSeen, CapTracker
 from qprof.service.store_paths import user_stores
 from qprof.tui.model import (
@@ -110,8 +111,8 @@ def home_short(path: Path) -> str:
 
 def _writable_dir(path: Path) -> bool:
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
+        private_dir(path)
+    except OutputError:
         return False
     return os.access(path, os.W_OK)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from qprof.atomicfile import write_file
+from qprof.atomicfile import OutputError, private_dir, write_private
 from qprof.measure.markdown import md_table, md_text
 from qprof.measure.units import fmt_ns
 from qprof.tui.model import (
@@ -144,17 +144,24 @@ def _alerts(frame: Frame) -> list[str]:
 def write_report(frame: Frame, directory: Path, profile: str,
                  block_interval_s: float | None = None) -> Path:
     """Write the Markdown report and, beside it with the same name, the HTML page with
-    charts; returns the Markdown's path."""
+    charts; returns the Markdown's path. Both are new files (``atomicfile.write_private``:
+    a name taken, by an export in the same second or by anything else, is skipped)."""
     from qprof.tui.report_html import report_html
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = private_dir(directory)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(frame.taken_at))
-    path = directory / f"qprof-monitor-{stamp}.md"
-    n = 1
-    while path.exists():  # two exports in the same second: keep both
-        n += 1
-        path = directory / f"qprof-monitor-{stamp}-{n}.md"
-    write_file(path, report_markdown(frame, profile))
-    write_file(path.with_suffix(".html"), report_html(frame, profile, block_interval_s))
-    return path.resolve()
+    markdown = report_markdown(frame, profile)
+    html = report_html(frame, profile, block_interval_s)
+    for n in range(1, 1000):
+        name = f"qprof-monitor-{stamp}" + (f"-{n}" if n > 1 else "")
+        try:
+            write_private(directory, f"{name}.md", markdown, replace=False)
+        except FileExistsError:
+            continue
+        try:
+            write_private(directory, f"{name}.html", html, replace=False)
+        except FileExistsError:
+            (directory / f"{name}.md").unlink()  # written just now: ours to remove
+            continue
+        return (directory / f"{name}.md").resolve()
+    raise OutputError(f"cannot write in {directory}: every name for {stamp} is taken")

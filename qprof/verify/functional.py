@@ -24,6 +24,7 @@ engine caches the result per library build and CPU (:mod:`qprof.measure.prefligh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from qprof.atomicfile import OutputError, write_private
+from qprof.userfile import read_json
 from qprof.verify.vectors import ShippedVectorsError, VerifyCase, shipped_cases
 
 Status = Literal["PASS", "MISMATCH"]
@@ -103,7 +106,7 @@ def _kept(signer_name: str, suite: str, cache: Path | None) -> VerifyCase:
     path = cache / f"second-{signer_name}-{suite}.json" if cache is not None else None
     if path is not None:
         try:
-            d = json.loads(path.read_text())
+            d = read_json(path, 1 << 20, "second signature cache")
             return VerifyCase(f"{signer_name}-signed valid", suite,
                               bytes.fromhex(d["public_key"]), bytes.fromhex(d["message"]),
                               bytes.fromhex(d["signature"]), bytes.fromhex(d["context"]), True)
@@ -111,14 +114,9 @@ def _kept(signer_name: str, suite: str, cache: Path | None) -> VerifyCase:
             pass
     case = _signed(signer_name, suite)
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps({k: getattr(case, k).hex() for k in (
-                "public_key", "message", "signature", "context")}))
-            os.replace(tmp, path)
-        except OSError:
-            pass  # signed again next time
+        with contextlib.suppress(OutputError, OSError):  # signed again next time
+            write_private(path.parent, path.name, json.dumps({k: getattr(case, k).hex()
+                          for k in ("public_key", "message", "signature", "context")}))
     return case
 
 

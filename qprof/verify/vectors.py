@@ -24,6 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from qprof.userfile import read_json
+
+MAX_VECTOR_FILE = 256 << 20  # NIST's ACVP sigVer files: a few MiB
+
 _FIELDS = ("public_key", "message", "context", "signature")
 
 
@@ -44,7 +48,7 @@ class VerifyCase:
 
 def wycheproof_mldsa(path: Path) -> list[VerifyCase]:
     """Every test of a Wycheproof ML-DSA verify file (result "valid" -> True)."""
-    data = json.loads(path.read_text())
+    data = read_json(path, MAX_VECTOR_FILE, "test vector file")
     suite = data["algorithm"]
     out = []
     for group in data["testGroups"]:
@@ -69,7 +73,7 @@ def wycheproof_mldsa(path: Path) -> list[VerifyCase]:
 
 def slhdsa_cases(path: Path) -> list[VerifyCase]:
     """The valid signature of a qprof SLH-DSA vector file, then each tampered variant."""
-    return slhdsa_cases_of(json.loads(path.read_text()), str(path))
+    return slhdsa_cases_of(read_json(path, MAX_VECTOR_FILE, "test vector file"), str(path))
 
 
 def slhdsa_cases_of(data: dict[str, Any], path: str = "SLH-DSA vectors") -> list[VerifyCase]:

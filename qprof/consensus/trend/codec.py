@@ -10,6 +10,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
+from qprof.measure.records import MAX_UNIX_TIME, is_unix_time
 
 
 def point_to_dict(point: RunPoint) -> dict[str, Any]:
@@ -90,6 +91,9 @@ def point_from_dict(d: object) -> RunPoint:
     suites = d.get("suites")
     if not run_id or started is None or not isinstance(suites, list | tuple):
         raise ValueError("run point: run_id, started_at and suites are needed")
+    if not is_unix_time(started):
+        raise ValueError(f"run point: started_at must be a unix time (0 to "
+                         f"{MAX_UNIX_TIME:g} s), got {started!r}")
     return RunPoint(run_id=run_id, started_at=started,
                     suites=tuple(_suite(s) for s in suites[:64]),
                     context=_context(d.get("context")),

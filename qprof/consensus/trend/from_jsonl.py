@@ -43,22 +43,29 @@ class RunFile:
 
 
 def _expand(path: Path) -> bytes:
+    """The whole decompressed run: every gzip member and xz stream in turn (``gzip -c >>``,
+    ``cat a.xz b.xz``; xz's stream padding and gzip's trailing zeros skipped), within the
+    cap."""
     data = read_bounded(path, MAX_COMPRESSED, "compressed run")
+    out: list[bytes] = []
+    total = 0
     try:
-        if path.suffix == ".xz":
-            xz = lzma.LZMADecompressor()
-            out, ended = xz.decompress(data, MAX_EXPANDED + 1), xz.eof
-        else:  # gzip (wbits 16 + 15: its header and trailer)
-            gz = zlib.decompressobj(wbits=31)
-            out, ended = gz.decompress(data, MAX_EXPANDED + 1), gz.eof
+        while True:
+            unit: lzma.LZMADecompressor | zlib._Decompress = (
+                lzma.LZMADecompressor() if path.suffix == ".xz"
+                else zlib.decompressobj(wbits=31))  # gzip: its header and trailer
+            out.append(unit.decompress(data, MAX_EXPANDED + 1 - total))
+            total += len(out[-1])
+            if total > MAX_EXPANDED:
+                raise RunFileError(f"{path}: expands to more than {MAX_EXPANDED >> 20} MiB: "
+                                   "not a run qprof reads")
+            if not unit.eof:
+                raise RunFileError(f"{path}: the compressed data ends early (a cut-off file)")
+            data = unit.unused_data.lstrip(b"\0")
+            if not data:
+                return b"".join(out)
     except (lzma.LZMAError, zlib.error, EOFError) as exc:
         raise RunFileError(f"{path}: not {path.suffix[1:]} data ({exc})") from None
-    if len(out) > MAX_EXPANDED:
-        raise RunFileError(f"{path}: expands to more than {MAX_EXPANDED >> 20} MiB: not a "
-                           "run qprof reads")
-    if not ended:
-        raise RunFileError(f"{path}: the compressed data ends early (a cut-off file)")
-    return out
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.freq import CpuFreq, read_frequencies
+from qprof.hw.sysfs import kernel_text
 from qprof.hw.topology import CpuTopo, Topology, read_topology
 
 # Run in a child process: numba (the estimate's timing loop) never enters the UI
@@ -173,7 +174,7 @@ class HardwareSource:
 def _model_from_cpuinfo(root: Path) -> str | None:
     """'model name' (x86) or 'Hardware' (Android ARM) line of /proc/cpuinfo."""
     try:
-        text = (root / "proc" / "cpuinfo").read_text(errors="replace")
+        text = kernel_text(root / "proc" / "cpuinfo")
     except OSError:
         return None
     found: dict[str, str] = {}

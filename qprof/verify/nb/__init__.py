@@ -38,6 +38,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from qprof.atomicfile import OutputError, private_dir
+
 _HERE = Path(__file__).resolve().parent
 _PREFIX = "qprof-nb-"
 
@@ -56,8 +58,8 @@ def source_digest() -> str:
 
 def _writable_dir(path: Path) -> bool:
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
+        private_dir(path)
+    except OutputError:
         return False
     return os.access(path, os.W_OK | os.X_OK)
 
