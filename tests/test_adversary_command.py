@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -59,13 +60,16 @@ def test_slhdsa_run_writes_checkable_signatures(cache: Path,
         assert r["hash_calls"] == w.calls.total
         assert r["keccak_permutations"] == w.permutations.total
         assert 0 < r["quickest_ns"] <= r["verify_ns"]
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
+    # The bars: signing with its count, rate and ETA, grinding by the clock.
+    assert re.search(rf"^signing {suite} random  \[[#-]+\]  \d+/16  \S+/s  ETA ",
+                     captured.err, re.M), captured.err[-2000:]
+    assert f"grinding {suite} valid  [" in captured.err
     assert "ground" in text and "time = " in text and "Keccak-f permutations" in text
     summary = json.loads(summary_path(suite).read_text())["summary"]
-    pool, grind = summary["pool"], summary["grind"]
+    pool = summary["pool"]
     assert 4 <= pool["model"]["points"] <= 8 and pool["model"]["ns_per_permutation"] > 0
-    # The grinding is planned within the budget (3 s, less signing and timing's share).
-    assert grind["valid"]["seconds"] + grind["crafted"]["seconds"] <= 0.05 * 60 + 1
     assert set(pool["model_max_error"]) == {"pool", "random", "costliest", "ground",
                                             "crafted_invalid"}
 

@@ -47,6 +47,7 @@ RANDOM_SIGNATURES = 16
 MIN_RANDOM = 5  # the baseline's median needs a few, whatever the budget
 MIN_POOL = 4  # the pool's costliest and the cost model's fit
 GROUND_KEPT = 2  # ground signatures kept (each signed after the grinding)
+MIN_GRIND_S = 3.0  # grinding finds a ground and a crafted signature, whatever the budget
 # Of a suite's budget (--minutes bounds the whole command): signing the random ones and
 # the pool's top-up at most this share (a cached pool costs nothing), the timing kept
 # this one; grinding has the rest, the valid search this share of it.
@@ -259,7 +260,7 @@ def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
     craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=0)  # compile / load
     # What is left, less the timing's share and the ground signatures' signing.
     seconds = max(deadline - time.monotonic() - TIMING_SHARE * budget - GROUND_KEPT * sign_s,
-                  0.0)
+                  MIN_GRIND_S)
     with ClockBar(f"grinding {suite} valid", VALID_SHARE * seconds, stream):
         found = grinder.grind(VALID_SHARE * seconds, keep=GROUND_KEPT)
     st = grinder.stats
@@ -281,7 +282,8 @@ def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
                                  "did not verify as predicted")
         chosen.append(("ground", SigItem(suite, pk, MESSAGE, sig, CONTEXT),
                        f"ground {st.cpu_seconds:.0f} CPU-s"))
-    share = max(deadline - time.monotonic() - TIMING_SHARE * budget, 0.0)
+    share = max(deadline - time.monotonic() - TIMING_SHARE * budget,
+                (1 - VALID_SHARE) * MIN_GRIND_S)
     with ClockBar(f"crafting {suite} invalid", share, stream):
         crafted = craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=share,
                                 salt=os.urandom(len(secret.pk_seed)))
