@@ -30,6 +30,15 @@ def test_off_a_terminal_one_line_per_quarter() -> None:
     assert "\r" not in out.getvalue()
 
 
+def test_a_count_stopped_short_ends_on_its_last_state() -> None:
+    out = io.StringIO()
+    bar = Bar("signing SLH-DSA-SHAKE-256s random", 16, out)
+    for _ in range(5):  # the budget allowed five
+        bar.step()
+    bar.close()
+    assert out.getvalue().splitlines()[-1].split("]  ")[1].startswith("5/16  ")
+
+
 def test_the_clock_bar_fills_with_the_time() -> None:
     out = io.StringIO()
     with ClockBar("grinding SLH-DSA-SHAKE-128s valid", 0.2, out):

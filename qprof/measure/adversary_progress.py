@@ -40,7 +40,7 @@ class Bar:
         self.label, self.total, self.unit, self.now = label, total, unit, now
         self.stream = stream if stream is not None else sys.stderr
         self.tty = self.stream.isatty()
-        self.t0, self.done, self._quarter = now(), 0.0, -1
+        self.t0, self.done, self._quarter, self._shown = now(), 0.0, -1, -1.0
         self._lock = threading.Lock()
         self._draw()
 
@@ -59,14 +59,20 @@ class Bar:
             self.stream.write("\r\x1b[K" + line)
         elif quarter != self._quarter:
             self.stream.write(line + "\n")
+            self._shown = self.done
         self._quarter = quarter
         self.stream.flush()
 
     def close(self) -> None:
+        """End the bar: its line ended on a terminal; elsewhere its last state, when the
+        last line written shows another (a count stopped short of its total)."""
         with self._lock:
             if self.tty:
                 self.stream.write("\n")
-                self.stream.flush()
+            elif self._shown != self.done:
+                self.stream.write(bar_line(self.label, self.done, self.total,
+                                           self.now() - self.t0, self.unit) + "\n")
+            self.stream.flush()
 
 
 class ClockBar:
