@@ -53,6 +53,8 @@ MIN_GRIND_S = 3.0  # grinding finds a ground and a crafted signature, whatever t
 # this one; grinding has the rest, the valid search this share of it.
 SIGNING_SHARE = 0.35
 TIMING_SHARE = 0.2
+ROUND_ITEM_S = 0.012  # one signature's turn in a timing round (4 ms of calls, overhead)
+MIN_ROUNDS = 9  # the ratios' intervals need a few rounds, whatever the budget
 VALID_SHARE = 0.75  # the crafted search saturates sooner
 BOOTSTRAP = 2000
 
@@ -339,6 +341,9 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
     if dual and numba.available and suite in numba.suites:
         backends.append("numba")
     items = [c[1] for c in chosen]
+    # The rounds the time left allows (never fewer than MIN_ROUNDS, nor more than asked).
+    per_round = (len(items) + len(pool)) * len(backends) * ROUND_ITEM_S
+    rounds = min(rounds, max(MIN_ROUNDS, int(max(end - time.monotonic(), 0.0) / per_round)))
     # The pool is timed in the same job, so the fit and the ratios share its phases.
     say(f"timing {len(items)} signatures and the pool of {len(pool)} on CPU {cpu} "
         f"({rounds} rounds, {' and '.join(backends)}) ...")
