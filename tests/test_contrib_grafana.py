@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from test_contrib_prometheus import CONTRIB, RULES, run_promtool
+from test_headroom import _adversary_cache
 from test_service_daemon import NO_CYCLE, DaemonProc
 from test_tui_helpers import BIG_LITTLE, GOLD_CAPPED_MEDIANS, fixture_root, seed_store
 
@@ -71,6 +72,7 @@ def test_dashboard_and_rules_use_only_exported_metrics(tmp_path: Path) -> None:
     state.mkdir()
     seed_store(state / "qprof.db", cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True,
                cap_factor=0.45, t0=time.time() - 600)
+    _adversary_cache()  # this node's last `qprof adversary` runs: the worst-signature panels
     d = DaemonProc(tmp_path, "--root", str(root), *NO_CYCLE, state_dir=state)
     try:
         exposition = d.scrape()

@@ -240,3 +240,45 @@ def test_finding_5_calibrate_ground_ignores_an_impossible_factor_with_a_warning(
     plain = json.loads(capsys.readouterr().out)
     assert out["constants"]["SLH-DSA-SHAKE-256s"] == plain["constants"]["SLH-DSA-SHAKE-256s"]
     assert all(v > 0 for v in out["constants"].values())
+
+
+def test_calibrate_ground_on_one_x86_nodes_runs_proposes_for_the_reference_cores(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52 item 1: the three recorded runs of one x86 guest (qanum's ratio binds on
+    none of its CPUs), the newest with one adversary run's factors: one node, and SLH-DSA
+    constants projected from qanum's Silver medians with the ground factor, named so."""
+    runs = []
+    for i, xz in enumerate(sorted(RUNS.glob("*.jsonl.xz"))):
+        path = tmp_path / f"run{i}.jsonl"
+        path.write_bytes(lzma.decompress(xz.read_bytes()))
+        runs.append(path)
+    runs[-1] = _run_with_factors(tmp_path)  # the newest run, as written after `adversary`
+    assert main(["calibrate", *map(str, runs), "--headroom", "ground", "--json"]) in (0, 1)
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == ["vm"]  # three runs of one machine: one node
+    profile = load_profile("qanum")
+    (silver,) = [c for c in profile.reference_cores if c.name == "Silver"]
+    unit = silver.verify_median_ns[profile.unit_suite]
+    for s in out["suites"]:
+        if s["suite"] not in SLH:
+            assert s["proposed"] == s["current"] and not s["projected"]
+            continue
+        ratio = silver.verify_median_ns[s["suite"]] / unit
+        want = math.ceil(100 * ratio * FACTORS[s["suite"]]["ground"][2] - 1e-9)
+        assert s["projected"] and s["proposed"] == want > s["current"]
+        assert s["note"].startswith("projected from qanum's Silver medians "
+                                    f"({math.ceil(100 * ratio - 1e-9)}) with the ground valid "
+                                    "factor measured on 1 node")
+    main(["calibrate", *map(str, runs), "--headroom", "ground"])
+    text = capsys.readouterr().out
+    assert text.startswith("calibrate qanum from 1 node(s): vm\n")
+    assert re.search(r"^SUITE +CURRENT +PROPOSED +CHANGE +WHY$", text, re.M)
+    assert re.search(r"^SLH-DSA-SHAKE-128s +1600 +\d+ +\+\d+ +projected from qanum's Silver",
+                     text, re.M)
+    assert "2 suite(s) projected on the reference cores" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 100
+    # Without a factor, the median headroom keeps the constants and says where from.
+    main(["calibrate", *map(str, runs[:2]), "--headroom", "ground", "--json"])
+    kept = {s["suite"]: s for s in json.loads(capsys.readouterr().out)["suites"]}
+    assert kept["SLH-DSA-SHAKE-128s"]["proposed"] == 1600
+    assert "qanum's Silver medians give 1576" in kept["SLH-DSA-SHAKE-128s"]["note"]

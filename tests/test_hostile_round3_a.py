@@ -394,13 +394,13 @@ def test_20_duplicate_node_names_are_numbered() -> None:
     seen: dict[str, int] = {}
     names = [_node_name(Path("run.jsonl"), "localhost", seen) for _ in range(1000)]
     assert len(set(names)) == 1000
-    assert names[:3] == ["localhost (run.jsonl)", "localhost (run.jsonl) #2",
-                         "localhost (run.jsonl) #3"]
-    assert names[-1] == "localhost (run.jsonl) #1000"
+    assert names[:3] == ["localhost", "localhost #2",
+                         "localhost #3"]
+    assert names[-1] == "localhost #1000"
     # A hostname that already ends in " #2" does not collide with a numbered one.
-    assert _node_name(Path("run.jsonl"), "localhost", {"localhost (run.jsonl)": 1,
-                                                       "localhost (run.jsonl) #2": 1}) \
-        == "localhost (run.jsonl) #3"
+    assert _node_name(Path("run.jsonl"), "localhost", {"localhost": 1,
+                                                       "localhost #2": 1}) \
+        == "localhost #3"
 
 
 # -- 6. report and check --from grow linearly with the CPUs -----------------------------------

@@ -7,29 +7,39 @@ timed together on one pinned core (liboqs; numba too, for dual mode).  Prints ea
 kind's cost over the median of the random ones measured in the same run, the pool's
 distribution and the time-per-Keccak-permutation fit (with its largest error over each
 kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
-in hex) so that anyone can check them with another verifier.  ``--minutes`` is the
-grinding time (3/4 valid, 1/4 crafted); signing and timing come on top.  Exit 0, 2 on
-errors.
+in hex) so that anyone can check them with another verifier.  ``--minutes`` bounds the whole
+command (signing, grinding and timing, with a progress bar), shared by the suites; the
+default suites are the profile's SLH-DSA ones.  Exit 0, 2 on errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qprof.commands.options import Number
-from qprof.commands.output import OutputError, check_output, write_file
+from qprof.commands.output import OutputError, check_output, shown, write_file
 from qprof.measure.sigtime import DEFAULT_ROUNDS
+
+if TYPE_CHECKING:
+    from qprof.measure.adversary import AdversaryRun
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", help="e.g. SLH-DSA-SHAKE-128s, SLH-DSA-SHAKE-256s, ML-DSA-44")
+    parser.add_argument("suite", nargs="?",
+                        help="e.g. SLH-DSA-SHAKE-128s, ML-DSA-44 (default: every SLH-DSA "
+                        "suite of --profile)")
+    parser.add_argument("--profile", default="qanum",
+                        help="whose SLH-DSA suites to run without SUITE (default qanum)")
     parser.add_argument("--minutes", type=Number(float, at_least=0.0, at_most=1440.0),
                         default=2.0,
-                        help="grinding time in minutes (default 2)")
+                        help="the whole command's time in minutes: signing, grinding and "
+                        "timing, shared by the suites (default 2)")
     parser.add_argument("--cpu", type=Number(int, at_least=0, at_most=65535),
                         help="CPU to time on (default: the highest one "
                         "this process may use)")
@@ -48,14 +58,34 @@ def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1000:.1f}"
 
 
-def run(args: argparse.Namespace) -> int:
-    from qprof.measure.adversary import AdversaryError, run_adversary, save_last
-    from qprof.measure.sigtime import SigTimeError
+def _suites(args: argparse.Namespace) -> list[str] | None:
+    """SUITE, else the profile's SLH-DSA suites (None: said why on stderr)."""
+    from qprof.consensus import ProfileError, load_profile
     from qprof.verify import SUITES
 
-    if args.suite not in SUITES:
-        print(f"qprof adversary: unknown suite {args.suite!r}; known: {', '.join(SUITES)}",
+    if args.suite is not None:
+        if args.suite in SUITES:
+            return [args.suite]
+        print(f"qprof adversary: unknown suite {shown(args.suite, 100)!r}; known: "
+              f"{', '.join(SUITES)}", file=sys.stderr)
+        return None
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        print(f"qprof adversary: {exc}", file=sys.stderr)
+        return None
+    found = [s for s in profile.suites if s.startswith("SLH-DSA")]
+    if not found:
+        print(f"qprof adversary: {profile.name} prices no SLH-DSA suite: name a SUITE",
               file=sys.stderr)
+    return found or None
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    suites = _suites(args)
+    if suites is None:
         return 2
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     if cpu not in os.sched_getaffinity(0):
@@ -66,42 +96,61 @@ def run(args: argparse.Namespace) -> int:
     except OutputError as exc:
         print(f"qprof adversary: --out: {exc}", file=sys.stderr)
         return 2
-    say = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
-    try:
-        result = run_adversary(args.suite, args.minutes, cpu, pool_size=args.pool,
-                               rounds=args.rounds, dual=not args.no_dual, say=say)
-    except (AdversaryError, SigTimeError, ValueError) as exc:
-        print(f"qprof adversary: {exc}", file=sys.stderr)
-        return 2
-    # The cache first: a failed --out (the disk filled meanwhile) loses no run.
-    try:
-        kept = save_last(result)
-    except OutputError as exc:
-        print(f"qprof adversary: the run's cache: {exc}", file=sys.stderr)
-        kept = None
+    deadline = time.monotonic() + 60 * args.minutes
+    results = []
+    for i, suite in enumerate(suites):  # each suite an equal share of what is left
+        end = time.monotonic() + (deadline - time.monotonic()) / (len(suites) - i)
+        result = _one(args, suite, cpu, end)
+        if result is None:
+            return 2
+        results.append(result)
     if args.out:
         try:
-            write_file(args.out, json.dumps(result.to_json_list(), indent=1) + "\n")
+            write_file(args.out, json.dumps([s for r in results for s in r.to_json_list()],
+                                            indent=1) + "\n")
         except OutputError as exc:
-            print(f"qprof adversary: --out: {exc}"
-                  + (f"; the run is kept in {kept}" if kept else ""), file=sys.stderr)
+            print(f"qprof adversary: --out: {exc}; the runs are kept in the cache",
+                  file=sys.stderr)
             return 2
-    if kept is None:
-        return 2
     if args.json:
-        print(json.dumps(result.summary(), indent=2))
+        summaries = [r.summary() for r in results]
+        print(json.dumps(summaries[0] if args.suite else summaries, indent=2))
         return 0
-    _print(result)
+    for i, result in enumerate(results):
+        if i:
+            print()
+        _print(result)
     if args.out:
         print(f"\nsignatures written to {args.out}")
     return 0
 
 
-def _print(run: object) -> None:
-    from qprof.hw.format import table
-    from qprof.measure.adversary import AdversaryRun
+def _one(args: argparse.Namespace, suite: str, cpu: int, deadline: float) -> AdversaryRun | None:
+    """One suite's run by ``deadline``, kept in the cache (None: said why on stderr)."""
+    from qprof.measure.adversary import AdversaryError, run_adversary, save_last
+    from qprof.measure.sigtime import SigTimeError
 
-    assert isinstance(run, AdversaryRun)
+    say = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    try:
+        result = run_adversary(suite, args.minutes, cpu, pool_size=args.pool,
+                               rounds=args.rounds, dual=not args.no_dual, say=say,
+                               deadline=deadline,
+                               stream=io.StringIO() if args.json else None)
+    except (AdversaryError, SigTimeError, ValueError) as exc:
+        print(f"qprof adversary: {exc}", file=sys.stderr)
+        return None
+    # The cache first: a failed --out (the disk filled meanwhile) loses no run.
+    try:
+        save_last(result)
+    except OutputError as exc:
+        print(f"qprof adversary: the run's cache: {exc}", file=sys.stderr)
+        return None
+    return result
+
+
+def _print(run: AdversaryRun) -> None:
+    from qprof.hw.format import table
+
     base = run.baseline_ns
     nb_base = run.numba_baseline_ns
     print(f"{run.suite} on CPU {run.cpu} ({run.cpu_model}), {run.rounds} rounds interleaved; "

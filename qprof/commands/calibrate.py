@@ -1,22 +1,19 @@
 """`qprof calibrate RUN.jsonl... [--prometheus URL] [--profile P] [-o FILE.toml]`:
-Verify-Unit constants proposed from a fleet's runs.
+Verify-Unit constants proposed from a fleet's runs, a table of current, proposed and why.
 
-Each JSONL run (of `qprof check -o`, `qprof bench` or a daemon export) is one node's; a
-Prometheus server scraping the fleet's daemons adds every node it knows. Each estimate is
-judged as `qprof check` judges it (``qprof.consensus``: the profile's verifier, the
-estimator's 95 % interval, where the ratio binds). The proposal
-(``qprof.consensus.calibrate``): the smallest constant of each suite covering the top of
-the 95 % interval on every CPU where the ratio binds, written as a profile TOML
-(``-o``), with a table against the current constants, and per node whether the time
-bound holds with them. Exit 0: proposed, every time bound holds; 1: some node's
-worst-case block exceeds its time bound with the proposed constants; 2: error.
+Runs are one node per machine (hostname, architecture, CPU model), judged as `check`
+judges them; a Prometheus server adds every node it scrapes. The proposal
+(``qprof.consensus.calibrate``) covers each suite where the ratio binds, else the
+profile's reference medians with the nodes' adversary factors (``--headroom``), written
+as a profile TOML (``-o``). Exit 0: every node's time bound holds with it; 1: one does
+not; 2: error.
 """
-
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,11 +21,14 @@ from qprof.commands.output import OutputError, check_output, shown, write_file
 
 MAX_ERROR = 2000  # an error line names what a run or a server held: bounded
 NODES_NAMED = 20  # in the proposed TOML's comment and the text's first line
+WHY_WIDTH = 52  # the WHY column: the table (47 columns before it) within 100 columns
 
 if TYPE_CHECKING:
     from qprof.consensus import Profile
+    from qprof.consensus.adversarial import AdversaryFactor
     from qprof.consensus.calibrate import NodeEstimate, Proposal
     from qprof.consensus.headroom import Factors
+    from qprof.measure.jsonl import RunData
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -64,10 +64,10 @@ MAX_PROFILE_NAME = 100
 
 
 def _node_name(path: Path, hostname: object, seen: dict[str, int]) -> str:
-    """The run's hostname and file, one bounded line; a name already taken gets " #2",
-    " #3"... (``seen``: name -> how many runs had it; constant work per run)."""
-    name = (f"{shown(hostname, MAX_NODE_NAME)} ({shown(path.name, MAX_NODE_NAME)})"
-            if isinstance(hostname, str) and hostname.strip()
+    """A machine's name, one bounded line: its hostname, else its first run's file; a name
+    already taken by another machine gets " #2", " #3"... (``seen``: name -> how many
+    machines had it; constant work per machine)."""
+    name = (shown(hostname, MAX_NODE_NAME) if isinstance(hostname, str) and hostname.strip()
             else shown(path.name, MAX_NODE_NAME))
     count = seen.get(name, 0)
     seen[name] = count + 1
@@ -82,17 +82,22 @@ def _node_name(path: Path, hostname: object, seen: dict[str, int]) -> str:
     return unique
 
 
-def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] | None = None
-               ) -> tuple[list[NodeEstimate], list[str]]:
-    from qprof.consensus.calibrate import MAX_CONSTANT, node_estimates
-    from qprof.consensus.headroom import factors_of_records
-    from qprof.consensus.judgement import judge
-    from qprof.consensus.policy import cores_from_records
+def _machine(run: RunData) -> tuple[str, ...]:
+    """What tells machines apart in a run: hostname, architecture and CPU model (a run
+    without a hostname is a machine of its own)."""
+    m = run.meta.machine if run.meta else {}
+    host = m.get("hostname")
+    if not isinstance(host, str) or not host.strip():
+        return ("file", str(run.path))
+    return ("host", host, str(m.get("arch")), str(m.get("cpu_model")))
+
+
+def _read(paths: list[str]) -> tuple[dict[tuple[str, ...], list[RunData]], list[str]]:
+    """The runs by machine, each machine's oldest first, and the readers' problems."""
     from qprof.measure.jsonl import read_run
 
-    estimates: list[NodeEstimate] = []
+    machines: dict[tuple[str, ...], list[RunData]] = {}
     problems: list[str] = []
-    seen: dict[str, int] = {}
     for text in paths:
         path = Path(text)
         try:
@@ -102,25 +107,49 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
         problems += run.problems[:3]
         if not run.measurements:
             raise ValueError(f"{path}: no measurements")
-        node = _node_name(path, (run.meta.machine if run.meta else {}).get("hostname"), seen)
+        machines.setdefault(_machine(run), []).append(run)
+    for runs in machines.values():
+        runs.sort(key=lambda r: r.meta.started_at if r.meta else 0.0)
+    return machines, problems
+
+
+def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] | None = None
+               ) -> tuple[list[NodeEstimate], list[str]]:
+    """Each machine's estimates (its newest run, on the segment its runs make, as check
+    judges it) and, in ``factors``, its newest recorded adversary factors."""
+    from qprof.consensus.calibrate import MAX_CONSTANT, node_estimates
+    from qprof.consensus.headroom import factors_of_records
+    from qprof.report.judgement import report_judgement
+
+    estimates: list[NodeEstimate] = []
+    machines, problems = _read(paths)
+    seen: dict[str, int] = {}
+    for runs in machines.values():
+        first = runs[0]
+        node = _node_name(first.path, (first.meta.machine if first.meta else {})
+                          .get("hostname"), seen)
+        where = ", ".join(str(r.path) for r in runs)
         try:
-            results = judge(run.measurements, profile,
-                            cores=cores_from_records(run.records)).coverage
+            results = report_judgement(runs, profile).coverage
         except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
-            raise ValueError(f"{path}: its measurements do not give an estimate "
+            raise ValueError(f"{where}: its measurements do not give an estimate "
                              f"({type(exc).__name__}: {exc})") from None
         found = node_estimates(node, results)
         absurd = next((e for e in found if e.vu_high > MAX_CONSTANT), None)
         if absurd is not None:
-            raise ValueError(f"{path}: {absurd.suite} on CPU {absurd.cpu}: an estimate of "
+            raise ValueError(f"{where}: {absurd.suite} on CPU {absurd.cpu}: an estimate of "
                              f"{absurd.vu_high:.3g} VU, beyond any constant ({MAX_CONSTANT:,}): "
                              "the run's unit times are no verify times")
         if not found:
-            raise ValueError(f"{path}: nothing judged by {profile.verifier} (the verifier "
+            raise ValueError(f"{where}: nothing judged by {profile.verifier} (the verifier "
                              f"{profile.name}'s constants are held to)")
         estimates += found
-        if factors is not None:  # the node's adversary factors, as its run recorded them
-            factors[node] = factors_of_records(run.records)
+        if factors is not None:  # the machine's adversary factors, its newest run's last
+            mine: dict[str, dict[str, AdversaryFactor]] = {}
+            for r in runs:
+                for suite, kinds in factors_of_records(r.records).items():
+                    mine.setdefault(suite, {}).update(kinds)
+            factors[node] = mine
     return estimates, problems
 
 
@@ -130,7 +159,11 @@ def run(args: argparse.Namespace) -> int:
     from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
     from qprof.consensus import ProfileError, load_profile
     from qprof.consensus.calibrate import profile_toml, propose
-    from qprof.consensus.headroom import apply_headroom, default_headroom
+    from qprof.consensus.headroom import (
+        apply_headroom,
+        default_headroom,
+        reference_projections,
+    )
     from qprof.service.fleet import FleetError, fleet_estimates
 
     if not args.runs and not args.prometheus:
@@ -161,9 +194,10 @@ def run(args: argparse.Namespace) -> int:
             estimates += fleet
     except (ValueError, FleetError) as exc:
         return _fail(args, str(exc))
-    applied = apply_headroom(profile, estimates, factors,
-                             args.headroom or default_headroom(profile))
-    proposal = propose(profile, applied.estimates, args.name)
+    headroom = args.headroom or default_headroom(profile)
+    applied = apply_headroom(profile, estimates, factors, headroom)
+    proposal = propose(profile, applied.estimates, args.name,
+                       reference_projections(profile, factors, headroom))
     if args.output:
         text = profile_toml(proposal.proposed_profile, _comment(proposal))
         try:
@@ -176,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
                           **headroom_json(applied)}, indent=2))
     else:
         _print(proposal, args.output, problems)
-        print("\n".join(headroom_lines(applied, bool(args.prometheus))))
+        print("\n".join(headroom_lines(applied, bool(args.prometheus),
+                                        sum(s.projected for s in proposal.suites))))
     return 0 if ok else 1
 
 
@@ -201,7 +236,7 @@ def _json(p: Proposal, output: str | None, problems: list[str]) -> dict[str, obj
                     "change": s.change, "upper_bound": s.upper_bound,
                     "driven_by": s.driven_by, "binding_cpus": s.binding_cpus,
                     "other_cpus": s.other_cpus, "largest_elsewhere": s.largest_elsewhere,
-                    "note": s.note} for s in p.suites],
+                    "note": s.note, "projected": s.projected} for s in p.suites],
         "time_bounds": [{"node": b.node, "cpu": b.cpu, "backend": b.backend,
                          "covered": b.proposed.covered,
                          "covered_now": b.current.covered,
@@ -212,6 +247,8 @@ def _json(p: Proposal, output: str | None, problems: list[str]) -> dict[str, obj
 
 
 def _print(p: Proposal, output: str | None, problems: list[str]) -> None:
+    """The nodes, then a table per suite of the current constant, the proposal and why
+    (wrapped on words within ``WHY_WIDTH``), then each node's time bound."""
     from qprof.hw.format import table
 
     more = f", and {len(p.nodes) - NODES_NAMED} more" if len(p.nodes) > NODES_NAMED else ""
@@ -219,19 +256,22 @@ def _print(p: Proposal, output: str | None, problems: list[str]) -> None:
           f"{', '.join(shown(n) for n in p.nodes[:NODES_NAMED])}{more}")
     for line in problems:
         print(f"note: {shown(line, MAX_ERROR)}")
-    rows = [[s.suite, str(s.current), str(s.proposed), f"{s.change:+d}",
-             "-" if s.upper_bound is None else str(s.upper_bound), shown(s.driven_by or "-"),
-             f"{s.binding_cpus} / {s.other_cpus}",
-             "-" if s.largest_elsewhere is None else str(s.largest_elsewhere), s.note]
-            for s in p.suites]
-    print(table(["SUITE", "CURRENT", "PROPOSED", "CHANGE", "95% UPPER", "FROM",
-                 "CPUS BIND/NOT", "UPPER ELSEWHERE", "NOTE"], rows))
+    rows = []
+    for s in p.suites:
+        highest = f" (highest: {s.driven_by})" if s.driven_by and not s.projected else ""
+        why = shown(s.note + highest, MAX_ERROR)
+        lines = textwrap.wrap(why, WHY_WIDTH) or [""]
+        rows.append([s.suite, str(s.current), str(s.proposed),
+                     f"{s.change:+d}" if s.change else "=", lines[0]])
+        rows += [["", "", "", "", more_line] for more_line in lines[1:]]
+    print(table(["SUITE", "CURRENT", "PROPOSED", "CHANGE", "WHY"], rows, right=(1, 2, 3)))
     print("time bound per node (worst-case block with the proposed constants vs the same "
-          "block on the slowest reference core):")
+          "block\non the slowest reference core):")
     for b in p.time_bounds:
         mark = {True: "✓", False: "✗", None: "-"}[b.proposed.covered]
-        print(f"  {shown(b.node)} cpu {b.cpu} ({shown(b.backend)}) {mark}: "
-              f"{shown(b.proposed.why, MAX_ERROR)}")
+        print(textwrap.fill(f"{shown(b.node)} cpu {b.cpu} ({shown(b.backend)}) {mark}: "
+                            f"{shown(b.proposed.why, MAX_ERROR)}", 100,
+                            initial_indent="  ", subsequent_indent="    "))
     if output:
         print(f"wrote {output} (judge a run with it: qprof check --from RUN.jsonl "
               f"--profile {output})")

@@ -78,6 +78,7 @@ class SuiteProposal:
     other_cpus: int  # CPUs that measured it where the ratio does not bind
     largest_elsewhere: int | None  # the largest upper bound where it does not bind
     note: str
+    projected: bool = False  # from the reference medians (no CPU that binds measured it)
 
     @property
     def change(self) -> int:
@@ -96,6 +97,32 @@ class NodeTimeBound:
 
 
 @dataclass(frozen=True)
+class Projection:
+    """A suite's figure on the profile's slowest reference core, from its recorded
+    medians (with an adversary factor measured on the nodes given): the proposal where
+    no CPU that binds measured the suite."""
+
+    suite: str
+    vu_high: int
+    core: str  # the reference core
+    why: str  # "projected from qanum's Silver medians with the ground factor ..."
+
+
+def reference_median_vu(profile: Profile, suite: str) -> tuple[str, float] | None:
+    """(core, ratio to the unit) on the profile's slowest reference core for ``suite``,
+    from its recorded medians (None: no reference core has both)."""
+    found: list[tuple[float, str]] = []
+    for ref in profile.reference_cores:
+        med = ref.verify_median_ns
+        if med.get(suite) and med.get(profile.unit_suite):
+            found.append((med[suite] / med[profile.unit_suite], ref.name))
+    if not found:
+        return None
+    ratio, name = max(found)
+    return name, ratio
+
+
+@dataclass(frozen=True)
 class Proposal:
     profile: Profile  # the current profile
     proposed_profile: Profile
@@ -109,8 +136,10 @@ class Proposal:
 
 
 def propose(profile: Profile, estimates: Sequence[NodeEstimate],
-            name: str | None = None) -> Proposal:
-    """The smallest constants covering every binding CPU's 95 % upper bound."""
+            name: str | None = None, projections: Mapping[str, Projection] | None = None
+            ) -> Proposal:
+    """The smallest constants covering every binding CPU's 95 % upper bound; a suite no
+    binding CPU measured takes its ``projections`` figure, else keeps its constant."""
     rows: list[SuiteProposal] = []
     constants = dict(profile.verify_units)
     for suite in profile.suites:
@@ -124,17 +153,27 @@ def propose(profile: Profile, estimates: Sequence[NodeEstimate],
                                       len(elsewhere), far, "the unit (its constant by "
                                       "definition)"))
             continue
+        beside = f"; up to {far} where the ratio does not bind" if far is not None else ""
+        projected = (projections or {}).get(suite)
+        if not binding and projected is not None:
+            constants[suite] = projected.vu_high
+            rows.append(SuiteProposal(suite, current, projected.vu_high, projected.vu_high,
+                                      f"{projected.core} (reference medians)", 0,
+                                      len(elsewhere), far, projected.why + beside, True))
+            continue
         if not binding:
-            note = ("kept: no CPU where the ratio binds measured it"
-                    + (f" (up to {far} where it does not bind)" if far is not None else ""))
+            ref = reference_median_vu(profile, suite)
+            there = ("" if ref is None else f"; {profile.name}'s {ref[0]} medians give "
+                     f"{math.ceil(profile.unit_vu * ref[1] - 1e-9)}")
             rows.append(SuiteProposal(suite, current, current, None, None, 0,
-                                      len(elsewhere), far, note))
+                                      len(elsewhere), far, "kept: no CPU where the ratio "
+                                      "binds measured it" + there + beside))
             continue
         top = max(binding, key=lambda e: (e.vu_high, e.node, e.cpu))
         constants[suite] = top.vu_high
         change = top.vu_high - current
-        note = ("covers the 95 % upper bound of every CPU where the ratio binds"
-                + ("" if change else " (unchanged)"))
+        note = (f"covers the 95 % upper bound of the {len(binding)} CPU(s) where the "
+                "ratio binds" + ("" if change else " (unchanged)") + beside)
         rows.append(SuiteProposal(suite, current, top.vu_high, top.vu_high,
                                   f"{top.node} cpu {top.cpu}", len(binding), len(elsewhere),
                                   far, note))

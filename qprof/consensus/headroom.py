@@ -30,8 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from qprof.consensus.adversarial import AdversaryFactor, load_factors, worst_signature_vu
-from qprof.consensus.calibrate import NodeEstimate
+from qprof.consensus.adversarial import (
+    KIND_WORDS,
+    AdversaryFactor,
+    load_factors,
+    worst_signature_vu,
+)
+from qprof.consensus.calibrate import NodeEstimate, Projection, reference_median_vu
 from qprof.consensus.profiles import Profile
 from qprof.consensus.verdict import CoverageResult
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
@@ -98,6 +103,32 @@ def apply_headroom(profile: Profile, estimates: Sequence[NodeEstimate],
                       f"{w.vu_ci[1]} ({kind} x{f.factor:.3f}, up to x{f.high:.3f}, "
                       f"measured on {f.cpu_model})")
     return HeadroomApplied(headroom, out, raised, sorted(set(lacking)))
+
+
+def reference_projections(profile: Profile, factors: Mapping[str, Factors],
+                          headroom: Headroom) -> dict[str, Projection]:
+    """Per SLH-DSA suite, the worst signature of ``headroom``'s kind on the profile's
+    slowest reference core: its recorded medians x the largest factor the nodes measured
+    (its 95 % top), what a proposal takes where no CPU that binds measured the suite."""
+    if headroom == "median":
+        return {}
+    kind = KIND_OF[headroom]
+    out = {}
+    for suite in profile.suites:
+        ref = reference_median_vu(profile, suite)
+        found = [f[suite][kind] for f in factors.values() if kind in f.get(suite, {})]
+        if (ref is None or not found or suite == profile.unit_suite
+                or not suite.startswith("SLH-DSA")):
+            continue
+        core, ratio = ref
+        f = max(found, key=lambda f: f.high)
+        w = worst_signature_vu(suite, profile.unit_vu, ratio, None, f, projected=True)
+        nodes = f"{len(found)} node{'s' * (len(found) != 1)}"
+        out[suite] = Projection(suite, w.vu_ci[1], core, (
+            f"projected from {profile.name}'s {core} medians ({w.median_vu}) with the "
+            f"{KIND_WORDS.get(kind, kind)} factor measured on {nodes} (x{f.factor:.3f}, "
+            f"up to x{f.high:.3f}, {f.cpu_model})"))
+    return out
 
 
 @dataclass(frozen=True)

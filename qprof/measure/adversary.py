@@ -27,10 +27,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from qprof.atomicfile import write_private
 from qprof.hw.sysfs import kernel_text
+from qprof.measure.adversary_progress import Bar, ClockBar
 from qprof.measure.costmodel import Distribution, PermutationModel
 from qprof.measure.fixtures import CONTEXT, MESSAGE, cache_dir
 from qprof.measure.sigpool import (
@@ -44,7 +45,18 @@ from qprof.measure.sigtime import DEFAULT_ROUNDS, SigItem, SigTiming, time_signa
 
 KINDS = ("random", "costliest", "ground", "crafted_invalid")
 RANDOM_SIGNATURES = 16
-VALID_SHARE = 0.75  # of the grinding minutes; the crafted search saturates sooner
+MIN_RANDOM = 5  # the baseline's median needs a few, whatever the budget
+MIN_POOL = 4  # the pool's costliest and the cost model's fit
+GROUND_KEPT = 2  # ground signatures kept (each signed after the grinding)
+MIN_GRIND_S = 3.0  # grinding finds a ground and a crafted signature, whatever the budget
+# Of a suite's budget (--minutes bounds the whole command): signing the random ones and
+# the pool's top-up at most this share (a cached pool costs nothing), the timing kept
+# this one; grinding has the rest, the valid search this share of it.
+SIGNING_SHARE = 0.35
+TIMING_SHARE = 0.2
+ROUND_ITEM_S = 0.012  # one signature's turn in a timing round (4 ms of calls, overhead)
+MIN_ROUNDS = 9  # the ratios' intervals need a few rounds, whatever the budget
+VALID_SHARE = 0.75  # the crafted search saturates sooner
 BOOTSTRAP = 2000
 
 
@@ -204,32 +216,52 @@ def _timed(kind: str, items: Sequence[SigItem], timings: Sequence[Sequence[SigTi
     return out
 
 
-def _slh_signatures(suite: str, minutes: float, pool_size: int, say: Say,
-                    grind: dict[str, Any]) -> list[tuple[str, SigItem, str]]:
+def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
+                    grind: dict[str, Any], stream: TextIO | None
+                    ) -> tuple[list[tuple[str, SigItem, str]], list[PoolSignature]]:
+    """The random, costliest, ground and crafted signatures and the pool, all done by
+    ``deadline`` (time.monotonic) but for the least a figure needs (``MIN_RANDOM``
+    random signatures, ``MIN_POOL`` of the pool), the timing's share kept for it."""
     from qprof.verify import get_signer, get_verifier
     from qprof.verify.adversary.crafted import craft_invalid
     from qprof.verify.adversary.ground import ValidGrinder, sign_candidate
     from qprof.verify.adversary.keys import SlhSecret
     from qprof.verify.slhdsa_calls import walk
 
+    t0 = time.monotonic()
+    budget = max(deadline - t0, 0.0)
     signer = get_signer("liboqs", suite)
     verifier = get_verifier("liboqs", suite)
     pk, sk = signer.keypair()
     secret = SlhSecret.parse(suite, sk)
-    say(f"signing {RANDOM_SIGNATURES} random signatures (liboqs) ...")
-    chosen: list[tuple[str, SigItem, str]] = [
-        ("random", SigItem(suite, pk, MESSAGE, signer.sign(sk, MESSAGE, CONTEXT), CONTEXT), "")
-        for _ in range(RANDOM_SIGNATURES)]
-    say(f"pool of {pool_size} cached signatures ...")
-    pool = signature_pool(suite, pool_size)
+    chosen: list[tuple[str, SigItem, str]] = []
+    bar = Bar(f"signing {suite} random", RANDOM_SIGNATURES, stream)
+    randoms_until = t0 + SIGNING_SHARE * budget / 2
+    while len(chosen) < RANDOM_SIGNATURES and (len(chosen) < MIN_RANDOM
+                                               or time.monotonic() < randoms_until):
+        chosen.append(("random", SigItem(suite, pk, MESSAGE,
+                                         signer.sign(sk, MESSAGE, CONTEXT), CONTEXT), ""))
+        bar.step()
+    bar.close()
+    sign_s = (time.monotonic() - t0) / len(chosen)
+    bar = Bar(f"signing {suite} pool", pool_size, stream)
+    pool = signature_pool(suite, pool_size, deadline=max(
+        t0 + SIGNING_SHARE * budget, time.monotonic() + MIN_POOL * sign_s),
+        on_signed=lambda n, _size: bar.set(n))
+    bar.set(len(pool))
+    bar.close()
     for ps in sorted(pool, key=lambda s: -(s.hash_calls or 0))[:2]:
         chosen.append(("costliest", ps.item, f"costliest of {len(pool)}"))
-    seconds = minutes * 60
     grinder = ValidGrinder(secret, MESSAGE, CONTEXT, seed=int.from_bytes(os.urandom(8)))
     grinder.root_steps(0, 0)  # compile / load the kernels before the clock starts
     grinder.fors_steps(0)
-    say(f"grinding valid signatures for {VALID_SHARE * seconds:.0f} s ...")
-    found = grinder.grind(VALID_SHARE * seconds, keep=2)
+    base = chosen[0][1].signature
+    craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=0)  # compile / load
+    # What is left, less the timing's share and the ground signatures' signing.
+    seconds = max(deadline - time.monotonic() - TIMING_SHARE * budget - GROUND_KEPT * sign_s,
+                  MIN_GRIND_S)
+    with ClockBar(f"grinding {suite} valid", VALID_SHARE * seconds, stream):
+        found = grinder.grind(VALID_SHARE * seconds, keep=GROUND_KEPT)
     st = grinder.stats
     grind["valid"] = {
         "cpu_seconds": st.cpu_seconds, "seconds": st.seconds, "trees": st.trees,
@@ -238,6 +270,8 @@ def _slh_signatures(suite: str, minutes: float, pool_size: int, say: Say,
         "best_steps": [c.steps for c in found], "random_mean_steps": grinder.p.d * grinder.mean,
         "trajectory": st.best_steps[-50:],
     }
+    if found:
+        say(f"signing the {len(found)} ground signature(s) ...")
     for cand in found:
         sig = sign_candidate(secret, MESSAGE, CONTEXT, cand)
         w = walk(suite, pk, MESSAGE, sig, CONTEXT)
@@ -247,12 +281,11 @@ def _slh_signatures(suite: str, minutes: float, pool_size: int, say: Say,
                                  "did not verify as predicted")
         chosen.append(("ground", SigItem(suite, pk, MESSAGE, sig, CONTEXT),
                        f"ground {st.cpu_seconds:.0f} CPU-s"))
-    base = chosen[0][1].signature
-    craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=0)  # compile / load
-    share = (1 - VALID_SHARE) * seconds
-    say(f"crafting an invalid signature for {share:.0f} s ...")
-    crafted = craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=share,
-                            salt=os.urandom(secret.pk_seed.__len__()))
+    share = max(deadline - time.monotonic() - TIMING_SHARE * budget,
+                (1 - VALID_SHARE) * MIN_GRIND_S)
+    with ClockBar(f"crafting {suite} invalid", share, stream):
+        crafted = craft_invalid(suite, pk, MESSAGE, base, CONTEXT, seconds=share,
+                                salt=os.urandom(len(secret.pk_seed)))
     if verifier.verify(pk, MESSAGE, crafted.signature, CONTEXT):
         raise AdversaryError(f"{suite}: liboqs accepted the crafted signature")
     grind["crafted"] = {"cpu_seconds": crafted.cpu_seconds, "seconds": crafted.seconds,
@@ -260,7 +293,7 @@ def _slh_signatures(suite: str, minutes: float, pool_size: int, say: Say,
                         "layer_steps": list(crafted.layer_steps)}
     chosen.append(("crafted_invalid", SigItem(suite, pk, MESSAGE, crafted.signature, CONTEXT),
                    "one node per layer ground"))
-    return chosen
+    return chosen, pool
 
 
 def _mldsa_signatures(suite: str, pool_size: int, say: Say) -> list[tuple[str, SigItem, str]]:
@@ -282,15 +315,20 @@ def _mldsa_signatures(suite: str, pool_size: int, say: Say) -> list[tuple[str, S
 
 def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFAULT_SIZE,
                   rounds: int = DEFAULT_ROUNDS, dual: bool = True,
-                  say: Say = lambda _: None) -> AdversaryRun:
+                  say: Say = lambda _: None, deadline: float | None = None,
+                  stream: TextIO | None = None) -> AdversaryRun:
+    """One suite's run, done by ``deadline`` (time.monotonic; default ``minutes`` from
+    now) but for the least a figure needs; progress bars on ``stream`` (None: stderr)."""
     from qprof.verify import backend_status
 
     status = backend_status("liboqs")
     if not status.available or suite not in status.suites:
         raise AdversaryError(f"{suite}: liboqs is needed to sign and time ({status.reason})")
     grind: dict[str, Any] = {}
+    pool: list[PoolSignature] = []
+    end = time.monotonic() + 60 * minutes if deadline is None else deadline
     if suite.startswith("SLH-DSA"):
-        chosen = _slh_signatures(suite, minutes, pool_size, say, grind)
+        chosen, pool = _slh_signatures(suite, end, pool_size, say, grind, stream)
     elif suite.startswith("ML-DSA"):
         chosen = _mldsa_signatures(suite, pool_size, say)
     else:
@@ -300,8 +338,10 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
     if dual and numba.available and suite in numba.suites:
         backends.append("numba")
     items = [c[1] for c in chosen]
+    # The rounds the time left allows (never fewer than MIN_ROUNDS, nor more than asked).
+    per_round = (len(items) + len(pool)) * len(backends) * ROUND_ITEM_S
+    rounds = min(rounds, max(MIN_ROUNDS, int(max(end - time.monotonic(), 0.0) / per_round)))
     # The pool is timed in the same job, so the fit and the ratios share its phases.
-    pool = signature_pool(suite, pool_size) if suite.startswith("SLH-DSA") else []
     say(f"timing {len(items)} signatures and the pool of {len(pool)} on CPU {cpu} "
         f"({rounds} rounds, {' and '.join(backends)}) ...")
     timings = time_signatures(items + [p.item for p in pool], cpu, rounds, backends)

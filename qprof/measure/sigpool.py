@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,8 +80,11 @@ def _load(path: Path, suite: str) -> list[SigItem]:
 
 
 def signature_pool(suite: str, size: int = DEFAULT_SIZE,
-                   directory: Path | None = None) -> list[PoolSignature]:
-    """``size`` liboqs signatures of ``suite`` (cached ones first, topped up)."""
+                   directory: Path | None = None, deadline: float | None = None,
+                   on_signed: Callable[[int, int], None] | None = None
+                   ) -> list[PoolSignature]:
+    """``size`` liboqs signatures of ``suite`` (cached ones first, topped up; no new one
+    begun after ``deadline``, time.monotonic; ``on_signed(count, size)`` after each)."""
     from qprof.verify import get_signer
 
     path = pool_path(suite, directory)
@@ -90,8 +95,12 @@ def signature_pool(suite: str, size: int = DEFAULT_SIZE,
         for _ in range(math.ceil(missing / PER_KEY)):
             pk, sk = signer.keypair()
             for _ in range(min(PER_KEY, size - len(items))):
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
                 items.append(SigItem(suite, pk, MESSAGE, signer.sign(sk, MESSAGE, CONTEXT),
                                      CONTEXT))
+                if on_signed is not None:
+                    on_signed(len(items), size)
         with contextlib.suppress(OutputError, OSError):
             write_private(path.parent, path.name, json.dumps([i.to_dict() for i in items]))
     return [pool_signature(i) for i in items]

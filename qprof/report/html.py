@@ -241,7 +241,7 @@ def render_html(runs: list[RunData], profile: Profile | None = None,
     the verdict every view shows, its overall line first on the page."""
     cols = build_columns(runs)
     said = judgement_lines(judgement, profile) if judgement is not None else []
-    lines = [*said[:1], "Runs: " + ", ".join(Path(r.path).name for r in runs) + "."]
+    lines = ["Runs: " + ", ".join(Path(r.path).name for r in runs) + "."]
     for run in runs:
         if run.meta:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.meta.started_at))
@@ -265,4 +265,5 @@ def render_html(runs: list[RunData], profile: Profile | None = None,
     problems = [p for r in runs for p in r.problems]
     if problems:
         sections.append(Section("Input problems", "", tuple(paragraph(p) for p in problems)))
-    return html_page("Post-quantum verification cost per core", lines, sections)
+    return html_page("Post-quantum verification cost per core", lines, sections,
+                     said[0] if said else None)

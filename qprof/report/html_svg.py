@@ -376,10 +376,12 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
 
 
 STYLE = """
-body { font-family: sans-serif; max-width: 860px; margin: 1.5em auto; color: #222; }
+body { font-family: sans-serif; max-width: 1600px; margin: 1.5em auto; padding: 0 2%;
+       color: #222; }
+p { max-width: 60em; } p.verdict { font-size: 1.15em; font-weight: bold; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: 0.9em; }
-svg { max-width: 100%; height: auto; }
+svg { width: 100%; height: auto; }
 p.note, li { font-size: 0.95em; }
 """
 
@@ -391,11 +393,15 @@ class Section:
     figures: tuple[str, ...]  # SVG charts (or HTML paragraphs when there is nothing to draw)
 
 
-def html_page(title: str, lines: Sequence[str], sections: Sequence[Section]) -> str:
-    """One self-contained HTML page: a title, intro lines, then the sections' charts."""
+def html_page(title: str, lines: Sequence[str], sections: Sequence[Section],
+              verdict: str | None = None) -> str:
+    """One self-contained HTML page: a title, the overall verdict line (in bold), intro
+    lines, then the sections' charts, each as wide as the page."""
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>",
              f"<h1>{esc(title)}</h1>"]
+    if verdict:
+        parts.append(f'<p class="verdict">{esc(verdict)}</p>')
     parts += [f"<p>{esc(line)}</p>" for line in lines]
     for section in sections:
         parts.append(f"<section><h2>{esc(section.title)}</h2>")

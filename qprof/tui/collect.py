@@ -339,16 +339,18 @@ class Collector:
         """One line when the backend can give no verdict (numba alone is comparison only,
         qprof.consensus.basis): why, and what to run for one."""
         from qprof.consensus.basis import verdict_basis
+        from qprof.verify.liboqs_build import qprof_command
 
         profile = self.profile.profile
         if profile is None or self.backend is None or self.sources.store is None:
             return None
         if verdict_basis(profile, self.backend) != "comparison":
             return None
-        # One line at 80 columns: why (the constants are held to another verifier: the
-        # `v` dialog and the help say which) and what to run.
-        run = ("run `qprof setup liboqs`, restart" if profile.verifier == "liboqs"
-               else f"install {profile.verifier}")
+        # Why (the constants are held to another verifier: the `v` dialog and the help
+        # say which) and what to run, a command that runs from the user's shell; shown
+        # until liboqs is there.
+        run = (f"run `{qprof_command()} setup liboqs`, restart"
+               if profile.verifier == "liboqs" else f"install {profile.verifier}")
         return f"No verdict: {self.backend} alone is comparison only: {run}"
 
     def _core_view(self, c: CpuFacts, load: float | None,

@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tarfile
 import tempfile
 import urllib.error
@@ -101,17 +102,33 @@ def cmake_args(source: Path, build: Path, prefix: Path) -> list[str]:
             f"-DCMAKE_INSTALL_PREFIX={prefix}", f"-DOQS_MINIMAL_BUILD={minimal_build()}"]
 
 
+def qprof_command() -> str:
+    """How to run this qprof from the user's shell: ``qprof`` when the shell finds this
+    very one, else its venv's script by path (``.venv/bin/qprof`` from the repo): a
+    venv not activated has no ``qprof`` on PATH."""
+    script = Path(sys.executable).parent / "qprof"
+    found = shutil.which("qprof")
+    if not script.is_file() or (found and Path(found).resolve() == script.resolve()):
+        return "qprof"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
 def offline_help(prefix: Path) -> str:
-    """What to run where qprof cannot download the source."""
+    """What to run where qprof cannot download the source (a command that runs from
+    where the user is: :func:`qprof_command`)."""
+    qprof = qprof_command()
     return (
         f"get the liboqs {VERSION} source on a machine with network and point qprof at "
         "it, either the release tarball:\n"
         f"    curl -LO {TARBALL_URL}   # sha256 {TARBALL_SHA256}\n"
-        f"    QPROF_LIBOQS_SOURCE=$PWD/{VERSION}.tar.gz qprof setup liboqs\n"
+        f"    QPROF_LIBOQS_SOURCE=$PWD/{VERSION}.tar.gz {qprof} setup liboqs\n"
         "or a git clone at the release commit:\n"
         f"    git clone --branch {VERSION} --depth 1 "
         "https://github.com/open-quantum-safe/liboqs\n"
-        "    QPROF_LIBOQS_SOURCE=$PWD/liboqs qprof setup liboqs\n"
+        f"    QPROF_LIBOQS_SOURCE=$PWD/liboqs {qprof} setup liboqs\n"
         f"(it builds into {prefix}; or build it yourself with the cmake line in README.md "
         "and set OQS_INSTALL_PATH)")
 
