@@ -57,11 +57,13 @@ def _no_adversary_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _own_state_dir(monkeypatch: pytest.MonkeyPatch,
+                   tmp_path_factory: pytest.TempPathFactory) -> None:
     """`qprof check` keeps every run in the user's store (the state dir); each test has
-    its own, so no test judges another's runs."""
+    its own (beside its tmp_path, which some tests list), so no test judges another's
+    runs."""
     monkeypatch.delenv("STATE_DIRECTORY", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
 
 
 @pytest.fixture(autouse=True)
