@@ -263,8 +263,10 @@ def test_a_contended_suite_on_a_core_the_ratio_does_not_bind(capsys) -> None:
 
     summary = RunSummary(run_id="sim", status="finished", reason=None, elapsed_s=60.0,
                          cpus=[0], measurements=_contended())
-    results = evaluate(load_profile("qanum"), _contended(), replicates=100, cores=x86)
-    print_text(load_profile("qanum"), summary, [], results, "covered", False)
+    from qprof.consensus.judgement import judge
+
+    judgement = judge(_contended(), load_profile("qanum"), cores=x86, replicates=100)
+    print_text(load_profile("qanum"), summary, [], judgement, "covered", False)
     out = capsys.readouterr().out
     assert "CPU 0: no reliable estimate (SLH-DSA-SHAKE-128s): the host was contended " in out
     assert max(map(len, out.splitlines())) <= 100
