@@ -90,10 +90,12 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
         _row(r, units[(r.cpu, r.backend)], verbose)
         _segment(judgement, r, profile.unit_vu)
     _not_binding(results)
+    from qprof.commands.check_adversarial import print_worst, print_worst_lines
+
+    print_worst_lines(profile, results)
     if verbose:
         for (cpu, b), u in sorted(units.items()):
             _alternatives(profile, results, cpu, b, u)
-        from qprof.commands.check_adversarial import print_worst
         from qprof.consensus.headroom import invalid_blocks
 
         print_worst(profile, results)

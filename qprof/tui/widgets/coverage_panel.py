@@ -11,8 +11,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from qprof.consensus.adversarial import KIND_WORDS
 from qprof.consensus.verdict import WORDS
 from qprof.measure.units import fmt_ns
+from qprof.report.headroom import held_words, worst_word
 from qprof.tui.model import (
     CAP_MARK,
     CoverageView,
@@ -84,28 +86,25 @@ def block_time_line(rows: tuple[CoverageView, ...]) -> str:
 
 def worst_line(rows: tuple[CoverageView, ...]) -> str:
     """The worst-signature figure beside the median, where `qprof adversary` measured
-    one: 'Worst signature (qprof adversary): SLH-256s @1 3813 VU 3790-3890 vs median
-    3492, const 3600 ✗ OVER; shown, the constants are held to the median'."""
-    parts = []
+    one, a line per SLH-DSA suite in the verdict's words: 'Worst signature, SLH-256s:
+    @1 3813 VU 3790-3890 (ground valid) vs median 3492: not binding here; shown, the
+    constants are held to the median' (over/within only where the ratio binds)."""
+    by_suite: dict[str, list[str]] = {}
     binds = False
     for r in rows:
-        if (r.worst_vu is None or r.cpu is None or r.basis == "comparison"
+        if (r.worst_vu is None or r.worst_ci is None or r.cpu is None
+                or r.vu_constant is None or r.basis == "comparison"
                 or r.decision == "no_estimate"):  # no figure to scale
             continue
         binds = binds or r.worst_binds
-        const = r.vu_constant
-        mark = "" if const is None else ("✓" if r.worst_ci and r.worst_ci[1] <= const else
-                                         "✗ OVER" if r.worst_ci and r.worst_ci[0] > const
-                                         else "?")
-        ci = f" {r.worst_ci[0]}-{r.worst_ci[1]}" if r.worst_ci else ""
-        parts.append(f"{short_suite(r.suite)} @{r.cpu} {r.worst_vu} VU{ci} "
-                     f"({(r.worst_kind or '').replace('_', ' ')}) vs median {r.vu_estimate}, "
-                     f"const {const} {mark}")
-    if not parts:
-        return ""
-    held = "the constants are held to it" if binds else "shown, the constants are held " \
-        "to the median"
-    return "Worst signature (qprof adversary): " + "; ".join(parts) + f"; {held}"
+        word = worst_word(r.worst_ci, r.vu_constant, r.ratio_binds is not False)
+        kind = KIND_WORDS.get(r.worst_kind or "", r.worst_kind or "")
+        by_suite.setdefault(r.suite, []).append(
+            f"@{r.cpu} {r.worst_vu} VU {r.worst_ci[0]}-{r.worst_ci[1]} ({kind}) vs median "
+            f"{r.vu_estimate}: {word}")
+    held = held_words("worst_signature" if binds else "median")
+    return "\n".join(f"Worst signature, {short_suite(suite)}: " + "; ".join(parts)
+                     + f"; {held}" for suite, parts in by_suite.items())
 
 
 def statistic_line(rows: tuple[CoverageView, ...]) -> str:
@@ -154,6 +153,7 @@ class CoveragePanel(Vertical):
     CoveragePanel > #coverage-verdict { text-style: bold; }
     CoveragePanel > #coverage-detail { color: $text-muted; }
     CoveragePanel > #coverage-preflight { max-height: 6; color: $text-muted; }
+    CoveragePanel > #coverage-worst { max-height: 6; }
     """
 
     def compose(self) -> ComposeResult:
