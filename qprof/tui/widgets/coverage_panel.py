@@ -52,7 +52,8 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         fmt_estimate(row),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds),
+        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds,
+                    unit=row.is_unit),
         cap,
         fmt_ns(row.worst_block_ns, missing="—"),
     )
