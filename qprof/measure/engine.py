@@ -151,7 +151,7 @@ class _Run:
 
     def note(self, level: str, kind: str, text: str, cpu: int | None = None) -> None:
         self.summary.notes.append(text)
-        if level in ("error", "warning"):
+        if level in ("error", "warning") and self.config.echo_notes:
             print(f"qprof: {level}: {text}", file=sys.stderr)
         self.emit(Note(run_id=self.run_id, level=level, text=text, cpu=cpu, kind=kind))
 
