@@ -1,10 +1,11 @@
 """`qprof check`: the worst-signature figure beside the median one (text and JSON).
 
 By default one line per SLH-DSA suite in the verdict's words (report/headroom.py's
-``worst_lines``); with --verbose, per measured SLH-DSA suite, the VU at the costliest signature the last `qprof adversary`
-run found (ground valid or crafted invalid) with its interval; and per reference core of
-the profile (qanum: the seeds' Silver medians), the same factor applied there, a
-projection.  Which figure decides is the profile's ``constants_held_to``.
+``worst_lines``). With --verbose, per measured SLH-DSA suite, the VU at each kind of
+costliest signature the last `qprof adversary` run found (ground valid, crafted invalid)
+with its interval; and per reference core of the profile (qanum: the seeds' Silver
+medians), the same factor applied there, a projection. Which figure decides is the
+profile's ``constants_held_to``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from qprof.consensus.adversarial import KIND_WORDS
 from qprof.consensus.verdict import WORDS
 from qprof.measure.units import fmt_ns
 from qprof.report.headroom import held_words, worst_word
+from qprof.tui.fit import column_widths, fitting
 from qprof.tui.model import (
     CAP_MARK,
     CoverageView,
@@ -31,6 +32,9 @@ from qprof.tui.widgets.core_table import short_suite
 # with its 95 % interval, as `qprof check` prints it.
 COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
            "Worst block")
+# Left out first where the screen is too narrow for every column whole (qprof.tui.fit);
+# the suite and its verdict always stay.
+DROP_ORDER = (9, 8, 3, 1, 6, 2, 5, 4)
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
@@ -146,7 +150,8 @@ LINES = ("verdict", "segment", "why", "time", "worst", "preflight", "detail")
 class CoveragePanel(Vertical):
     DEFAULT_CSS = """
     CoveragePanel { height: 1fr; min-height: 4; }
-    CoveragePanel > #coverage-title { height: 1; padding: 0 1; background: $panel; }
+    CoveragePanel > #coverage-title { height: auto; max-height: 3; padding: 0 1;
+                                      background: $panel; }
     CoveragePanel > DataTable { height: 1fr; min-height: 2; }
     CoveragePanel > .coverage-line { height: auto; max-height: 3; padding: 0 1;
                                      display: none; }
@@ -165,10 +170,12 @@ class CoveragePanel(Vertical):
             yield Static("", id=f"coverage-{name}", classes="coverage-line")
 
     def on_mount(self) -> None:
-        self._rows: tuple[tuple[str, ...], ...] | None = None
+        self._rows: tuple[tuple[tuple[str, ...], ...], tuple[int, ...]] | None = None
         self._views: tuple[CoverageView, ...] = ()
         self._title = ""
         self._lines: dict[str, str] = {}
+        self._shown_with: tuple[tuple[CoverageView, ...], str, str, str | None, str | None,
+                                tuple[str, ...]] | None = None
 
     def _line(self, name: str, text: str) -> None:
         """One of :data:`LINES`: wrapped (never cut at the screen's edge), hidden empty."""
@@ -178,12 +185,17 @@ class CoveragePanel(Vertical):
             self._lines[name] = text
             widget.update(Text(text, overflow="fold"))
 
+    def on_resize(self) -> None:
+        if self._shown_with is not None:  # the columns that fit whole change
+            self.show(*self._shown_with)
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._line("detail", detail_line(self._views, event.cursor_row))
 
     def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
              note: str | None, verdict_note: str | None = None,
              preflight: tuple[str, ...] = ()) -> None:
+        self._shown_with = (rows, profile, backend, note, verdict_note, preflight)
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
         binding = [r for r in rows if r.ratio_binds is not False]
         covered = sum(1 for r in binding if r.covered is True)
@@ -212,8 +224,7 @@ class CoveragePanel(Vertical):
             title += f" · {note}"
         if title != self._title:
             self._title = title
-            self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
-                                                                  overflow="ellipsis"))
+            self.query_one("#coverage-title", Static).update(Text(title))  # wraps
         self._line("verdict", verdict_note or "")
         self._line("segment", segment_line(rows))
         self._line("why", statistic_line(rows))
@@ -224,14 +235,17 @@ class CoveragePanel(Vertical):
         table = self.query_one(DataTable)
         self._line("detail", detail_line(rows, table.cursor_row))
         cells = tuple(coverage_cells(r) for r in rows)
-        if cells == self._rows:
+        room = (table.size.width or self.app.size.width) - 2  # the vertical scrollbar
+        widths = column_widths(COLUMNS, cells)
+        shown = fitting(widths, DROP_ORDER, room)
+        if (cells, shown) == self._rows:
             return
-        self._rows = cells
+        self._rows = (cells, shown)
         row_index = table.cursor_row
         table.clear(columns=True)  # columns re-fit their content (e.g. no "not measured")
-        for i, label in enumerate(COLUMNS):
-            table.add_column(label, key=f"k{i}")
+        for i in shown:
+            table.add_column(COLUMNS[i], key=f"k{i}", width=widths[i])
         for i, row in enumerate(cells):
-            table.add_row(*row, key=str(i))
+            table.add_row(*(row[c] for c in shown), key=str(i))
         if cells:
             table.move_cursor(row=min(max(row_index, 0), len(cells) - 1))
