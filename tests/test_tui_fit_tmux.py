@@ -98,7 +98,7 @@ def test_first_run_and_help_fit_80_to_200_columns(tmp_path: Path) -> None:
         x for row in rows for x in row)) for w in re.findall(r"[A-Za-z]+", text)}
     try:
         wait_for(lambda: ("Verify-Unit coverage" in run.screen()
-                          and re.search(r"signing|measuring|first look", run.screen())
+                          and re.search(r"signing|measuring|first look|No verdict", run.screen())
                           and "yes"), 120, "the first run's screen", run.screen)
         for width in WIDTHS:
             screen = _resized(run, width, r"^ qprof · ")
