@@ -67,11 +67,12 @@ def _opt(value: int | None) -> str:
 
 
 def drop_order(suites: int) -> list[int]:
-    """The per-core table's columns, the least needed first: the part, cluster, governor,
-    class, load, clocks, design, then the suites' costs from the last; CPU always."""
+    """The per-core table's columns, the least needed first: the part, governor, load and
+    class, then the suites' costs from the last (the coverage panel shows them too), the
+    clocks, statistic and cluster; CPU, design and cap stay longest."""
     first_cost = len(BASE_COLUMNS)
-    return [first_cost + suites, 1, 4, 3, 8, 5, 6, 2, 7, 9,
-            *range(first_cost + suites - 1, first_cost, -1)]
+    return [first_cost + suites, 4, 8, 3, *range(first_cost + suites - 1, first_cost - 1, -1),
+            5, 9, 1, 6, 7, 2]
 
 
 class CoreTable(DataTable):
