@@ -9,6 +9,7 @@ The factors come from a summary file written here the way `qprof adversary` keep
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -106,5 +107,31 @@ def test_views_show_it(capsys: pytest.CaptureFixture[str]) -> None:
                         covered=True, worst_vu=r.worst_signature.vu,
                         worst_ci=r.worst_signature.vu_ci, worst_kind="crafted_invalid")
     line = worst_line((view,))
-    assert f"{r.worst_signature.vu} VU" in line and "✗ OVER" in line
-    assert "held to the median" in line
+    assert f"{r.worst_signature.vu} VU" in line and "OVER the constant 3600" in line
+    assert "held to the median" in line and "✗" not in line
+    # Where the ratio does not bind, no over: the verdict's words (issue 52).
+    aside = worst_line((replace(view, ratio_binds=False),))
+    assert "not binding here" in aside and "OVER" not in aside
+
+
+@pytest.mark.usefixtures("factors")
+def test_default_check_text_has_one_worst_line_per_suite(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """check's default output, the report's and the monitor's words: one line per SLH-DSA
+    suite, the measured CPU's figure and the reference core's projection."""
+    from qprof.commands.check_adversarial import print_worst_lines
+    from qprof.report.headroom import worst_lines
+
+    profile = load_profile("qanum")
+    results = list(judge("qanum", HW / "seeds-arm", 2, SILVER).values())
+    lines = worst_lines(profile, results)
+    assert len(lines) == 1 and lines[0].startswith(f"{SUITE} worst signature")
+    assert "CPU 2 " in lines[0] and "Silver (reference, projected)" in lines[0]
+    assert "OVER the constant 3600" in lines[0] and "held to the median" in lines[0]
+    aside = worst_lines(profile, [replace(r, ratio_binds=False) for r in results])
+    head = aside[0].split("; Silver")[0]
+    assert "not binding here" in head and "OVER" not in head
+    print_worst_lines(profile, results)
+    out = capsys.readouterr().out
+    assert all(len(x) <= 100 for x in out.splitlines())
+    assert out.count("worst signature (") == 1

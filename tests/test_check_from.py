@@ -141,6 +141,21 @@ def test_from_prints_the_live_text(name, tmp_path, capsys):
     assert next(x for x in lines if x.startswith("verdict: ")).startswith(verdict)
 
 
+@pytest.mark.parametrize("name", RECORDED[1:2])
+def test_the_text_fits_says_the_timer_and_each_warning_once(name, tmp_path, capsys):
+    """Issue 52: every line within 100 columns; the CPU-time timer of a busy host said
+    without --verbose; a warning printed once (the clock change of this run)."""
+    path = _unpacked(name, tmp_path)
+    _code, out, err = _check(capsys, "--from", str(path), "--profile", "qanum")
+    lines = out.splitlines()
+    assert all(len(x) <= 100 for x in lines), max(lines, key=len)
+    timer = [x for x in lines if x.startswith("timer: ")]
+    assert len(timer) == 1 and "CPU time of the worker thread" in timer[0]
+    assert "machine busy" in timer[0]
+    warnings = [x for x in (out + err).splitlines() if "probable clock change" in x]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: ")
+
+
 @pytest.mark.parametrize("name", RECORDED[:1])
 def test_report_shows_the_checks_figures(name, tmp_path):
     """`qprof report` on a recorded check run: the estimate and interval the check gave."""

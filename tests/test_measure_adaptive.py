@@ -126,6 +126,22 @@ def test_eta_is_the_pairs_the_rule_said_it_needs():
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
 
+def test_the_round_counter_is_the_rules_own_total():
+    """Issue 52: "round 1/7" ... "31/31" grew with every pair; the counter's total is the
+    base rounds, the pairs added and the pairs the rule still says it needs."""
+    p, clock, events = _progress()
+    p.start_cpu(adaptive=True)
+    p.report(round=4, rounds=5)
+    assert "round 5/5" in events[-1].line()  # the rule not asked yet: the base rounds
+    p.rule_says(6)
+    p.report(round=4, rounds=5)
+    assert events[-1].rounds == 17 and "round 5/17" in events[-1].line()
+    p.add_pair()
+    p.rule_says(5)
+    p.report(round=5, rounds=7)
+    assert events[-1].rounds == 17 and events[-1].eta_s is not None
+
+
 def test_before_the_rule_is_asked_a_cpu_runs_to_its_floor():
     p, clock, events = _progress(ncpus=2, floor=50.0)
     p.start_cpu(adaptive=True)

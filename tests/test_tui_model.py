@@ -32,6 +32,9 @@ def test_formatting() -> None:
     assert cpu_ranges([0, 1, 2, 3, 6]) == "0-3,6"
     assert fmt_covered(True).startswith("✓") and fmt_covered(False).startswith("✗")
     assert fmt_covered(None) == "not measured yet"
+    # The unit suite on a core where nothing binds: its own words, no side (issue 52).
+    assert fmt_covered(True, decision="covered", binds=False, unit=True) == "the unit suite"
+    assert fmt_covered(True, decision="covered", binds=False) == "not binding here (within)"
     core = CoreView(cpu=6, online=True, cluster=1, design="Cortex-A77", part=None,
                     core_class="performance", governor="schedutil", cur_khz=1_075_200,
                     max_khz=1_075_200, hw_max_khz=2_419_200, capped=True, cap_factor=2.25,

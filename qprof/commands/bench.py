@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -89,7 +90,9 @@ def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
 
 
 class ProgressLine:
-    """One updating line on a terminal; occasional lines otherwise (logs stay readable)."""
+    """One updating line on a terminal; occasional lines otherwise (logs stay readable).
+    The round counter is the stopping rule's total with the ETA; the newest µs figures
+    stay on it from the first worker's on."""
 
     def __init__(self, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
@@ -97,6 +100,7 @@ class ProgressLine:
         self.last_print = 0.0
         self.lock = threading.Lock()
         self.width = 0
+        self.medians: dict[str, float] = {}
         self.rich = self._rich() if self.tty else None
 
     def _rich(self) -> tuple[Progress, TaskID]:
@@ -115,7 +119,10 @@ class ProgressLine:
 
     def __call__(self, ev: ProgressEvent) -> None:
         with self.lock:
-            text = ev.line()
+            # The newest µs figures stay on the line from the first worker's on, until
+            # newer ones come (a round's event alone carries them).
+            self.medians.update(ev.medians or {})
+            text = replace(ev, medians=self.medians or None).line()
             if self.rich is not None:
                 bar, task = self.rich
                 what = text.split("] ", 1)[-1]
@@ -130,7 +137,8 @@ class ProgressLine:
                 self.width = len(text)
             else:
                 now = time.monotonic()
-                if ev.message not in ("starting",) and now - self.last_print < 5:
+                if (ev.message not in ("starting",) and not ev.medians
+                        and now - self.last_print < 5):  # new figures: at once
                     return
                 self.last_print = now
                 self.stream.write(text + "\n")

@@ -177,6 +177,7 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
         statistic=args.statistic,
         interleave_block_s=None if args.interleave is None else args.interleave / 1000.0,
         allow_mismatch=args.allow_mismatch,
+        echo_notes=args.json,  # the text prints each note once, wrapped
     )
     config, rule = rule_for(config)
     line = None if (args.quiet or args.json) else ProgressLine()

@@ -1,11 +1,12 @@
 """`qprof check`'s text: one screen within 100 columns, the details behind ``--verbose``.
 
-By default: the run in one line, the warnings, one short line per suite and CPU (the
-verdict's headline, its word first: ``qprof.consensus.verdict.WORDS``), where the ratio
-does not bind and why (its own short line), each CPU's time bound in a line, and the
-run's verdict last. ``--verbose`` adds the method and timer, the statistic and why, each
-suite's rounds and full verdict, the other statistics, the contended rounds, the worst
-signature and the time bound's reasons. Every line is wrapped at :data:`WIDTH`.
+By default: the run in one line, the warnings (each once), the timer when it is not the
+wall clock, one short line per suite and CPU (the verdict's headline, its word first:
+``qprof.consensus.verdict.WORDS``), where the ratio does not bind and why (its own short
+line), the worst signature beside the median (a line per SLH-DSA suite), each CPU's time
+bound in a line, and the run's verdict last. ``--verbose`` adds the method and timer, the
+statistic and why, each suite's rounds and full verdict, the other statistics, the
+contended rounds, each kind of worst signature and the time bound's reasons.
 """
 
 from __future__ import annotations
@@ -73,9 +74,11 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
     say(f"profile {profile.name} ({Path(profile.path).name}), backend {backend}, "
         f"{summary.elapsed_s:.0f} s, status {summary.status}{more}")
     for level, text in ((lvl, n) for lvl in ("error", "warning", "info")
-                        for n in notes(records, (lvl,))):
+                        for n in dict.fromkeys(notes(records, (lvl,)))):  # each once
         if verbose or level != "info":
             say(f"{'note' if level == 'info' else level}: {text}")
+    if not verbose:
+        _timer(records)
     _preflight(records, verbose)
     units = unit_rows(profile, results)
     if verbose:
@@ -90,10 +93,12 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
         _row(r, units[(r.cpu, r.backend)], verbose)
         _segment(judgement, r, profile.unit_vu)
     _not_binding(results)
+    from qprof.commands.check_adversarial import print_worst, print_worst_lines
+
+    print_worst_lines(profile, results)
     if verbose:
         for (cpu, b), u in sorted(units.items()):
             _alternatives(profile, results, cpu, b, u)
-        from qprof.commands.check_adversarial import print_worst
         from qprof.consensus.headroom import invalid_blocks
 
         print_worst(profile, results)
@@ -101,6 +106,18 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
             say(block.text())
     _footer(summary, judgement.coverage, decision, verbose,
             run_gaps(profile, results, summary.status, summary.reason), records)
+
+
+def _timer(records: list[Record]) -> None:
+    """The timer in use when it is not the wall clock (the seeds' method), and why."""
+    from qprof.measure.records import Note
+
+    m = meta(records)
+    if m is None or m.settings.get("timer") in (None, "wall"):
+        return
+    why = next((r.text for r in records if isinstance(r, Note) and r.kind == "timer"),
+               "the CPU time of the worker thread (--timer cpu), not the wall clock")
+    say(f"timer: {why}")
 
 
 def _segment(judgement: Judgement, r: CoverageResult, unit_vu: int) -> None:

@@ -119,6 +119,9 @@ class BenchConfig:
     # backend's suite that fails them is timed only when allow_mismatch.
     preflight: bool = True
     allow_mismatch: bool = False
+    # Warnings and errors echoed on stderr as they come (False: the caller prints the
+    # run's notes itself, once: `qprof check`'s text).
+    echo_notes: bool = True
 
     def settings(self) -> ModeSettings:
         if self.mode not in MODE_SETTINGS:

@@ -152,7 +152,7 @@ class _Run:
 
     def note(self, level: str, kind: str, text: str, cpu: int | None = None) -> None:
         self.summary.notes.append(text)
-        if level in ("error", "warning"):
+        if level in ("error", "warning") and self.config.echo_notes:
             print(f"qprof: {level}: {text}", file=sys.stderr)
         self.emit(Note(run_id=self.run_id, level=level, text=text, cpu=cpu, kind=kind))
 
@@ -433,11 +433,13 @@ class _Run:
             elif not followed.stopped:
                 self._abort_cpu(c.cpu, f"round {block[0] + 1}: worker output unreadable: {exc}")
             return False
-        if self.counting is not None:  # its records wait for the pools' counts (_where):
-            # its figures on screen now
+        medians = verify_medians(w.tasks, result, start) or None
+        if self.counting is not None or medians:  # its figures on screen now (the records
+            # may wait for the pools' counts: _where)
             self.progress.report(cpu=c.cpu, round=block[-1], rounds=rounds,
-                                 message="counting the pools' hash calls",
-                                 medians=verify_medians(w.tasks, result, start) or None)
+                                 message="counting the pools' hash calls"
+                                 if self.counting is not None else "measured",
+                                 medians=medians)
         # The worker saves its result after each task (before the task's pyperf run), so
         # one that died (kill -9, the OOM killer) leaves every task it finished, kept here
         # as on a stop: only the CPU's remaining rounds are lost.

@@ -141,6 +141,9 @@ class Progress:
             if eta is not None and elapsed + eta > 0:
                 self.fraction = max(self.fraction, min(elapsed / (elapsed + eta), 0.99))
             frac = self.fraction
+        if rounds is not None:  # the rule's own total: its pairs still needed counted
+            rounds += 2 * (self.rule_pairs if self.rule_pairs is not None
+                           else self.preview_pairs or 0)
         event = ProgressEvent(fraction=frac, eta_s=eta, elapsed_s=elapsed, cpu=cpu,
                               suite=suite, backend=backend, operation=operation,
                               round=round, rounds=rounds, message=message, medians=medians)

@@ -35,7 +35,7 @@ from qprof.report.columns import (
     unit_of,
 )
 from qprof.report.figures import column_estimates, column_verdicts
-from qprof.report.headroom import headroom_section
+from qprof.report.headroom import headroom_section, worst_lines
 from qprof.report.judgement import judgement_lines
 from qprof.report.machine import machine_section
 from qprof.report.policy import policy_section
@@ -186,17 +186,8 @@ def _coverage_bullets(cols: list[Column], profile: Profile,
                      f"least room: {md_text(least.suite)} on {md_text(cols[least.cpu].label)} "
                      f"({least.vu_estimate} of "
                      f"{least.vu_constant}, margin {least.margin}).")
-    from qprof.consensus.adversarial import describe, reference_worst
-
-    binds = profile.constants_held_to == "worst_signature"
-    for r in results:
-        if r.worst_signature is not None and r.decision not in ("comparison", "no_estimate"):
-            lines.append(f"- {r.suite} on {cols[r.cpu].label}: median {r.vu_estimate} VU; "
-                         + describe(r.worst_signature, r.vu_constant, binds) + ".")
-    for core, w in reference_worst(profile):
-        lines.append(f"- {w.suite} on the reference core {core} (the profile's medians): "
-                     f"median {w.median_vu} VU; "
-                     + describe(w, profile.verify_units[w.suite], binds) + ".")
+    lines += [f"- {md_text(line)}." for line in worst_lines(
+        profile, results, label=lambda cpu: cols[cpu].label)]
     return lines + [""]
 
 

@@ -457,7 +457,10 @@ class MonitorApp(App[int]):
         # Every file written, by its full path (the Markdown and the HTML beside it).
         written = f"{path} and {path.with_suffix('.html')}"
         self.collector.add_alert("exported", "info", f"report written: {written}")
-        self.notify(f"Report written: {written}", timeout=12)
+        # The directory, then each file on its own line: a toast wraps on spaces, and a
+        # path has none (it would be cut mid-name).
+        self.notify(f"Report written in {path.parent}/:\n{path.name}\n"
+                    f"{path.with_suffix('.html').name}", timeout=12)
         self.refresh_frame()
 
     # --------------------------------------------------------------------- help

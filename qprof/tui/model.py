@@ -226,13 +226,17 @@ COMPARISON_CELL = "comparison only"
 UNSURE_CELL = "? unsure"
 NO_ESTIMATE_CELL = "no reliable estimate"
 NOT_BINDING_CELL = "not binding here"
+UNIT_CELL = "the unit suite"
 _SIDE = {"covered": "within", "not_covered": "over", "unsure": "straddles"}
 
 
 def fmt_covered(covered: bool | None, missing: str = "not measured yet",
-                decision: str | None = None, binds: bool | None = None) -> str:
+                decision: str | None = None, binds: bool | None = None,
+                unit: bool = False) -> str:
     if decision == "comparison":
         return COMPARISON_CELL
+    if unit and decision is not None:  # its figure is the unit by definition: no side
+        return UNIT_CELL
     if binds is False and decision is not None:  # the constants follow the reference cores
         side = "no estimate" if decision == "no_estimate" else _SIDE.get(decision, "?")
         return f"{NOT_BINDING_CELL} ({side})"

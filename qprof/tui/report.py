@@ -84,7 +84,8 @@ def _coverage(frame: Frame) -> list[str]:
             fmt_estimate(r),
             "—" if r.vu_constant is None else str(r.vu_constant),
             "—" if r.margin is None else f"{r.margin:+d}",
-            fmt_covered(r.covered, r.note or "not measured yet", r.decision, r.ratio_binds),
+            fmt_covered(r.covered, r.note or "not measured yet", r.decision, r.ratio_binds,
+                        r.is_unit),
             fmt_ns(r.worst_block_ns, missing="—"),
             capped if r.time_ns else "—",
         ])

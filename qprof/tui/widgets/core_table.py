@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.widgets import DataTable
 
 from qprof.measure.units import fmt_ns
+from qprof.tui.fit import column_widths, fitting
 from qprof.tui.model import (
     UNKNOWN,
     CoreView,
@@ -65,8 +66,18 @@ def _opt(value: int | None) -> str:
     return UNKNOWN if value is None else str(value)
 
 
+def drop_order(suites: int) -> list[int]:
+    """The per-core table's columns, the least needed first: the part, governor, load and
+    class, then the suites' costs from the last (the coverage panel shows them too), the
+    clocks, statistic and cluster; CPU, design and cap stay longest."""
+    first_cost = len(BASE_COLUMNS)
+    return [first_cost + suites, 4, 8, 3, *range(first_cost + suites - 1, first_cost - 1, -1),
+            5, 9, 1, 6, 7, 2]
+
+
 class CoreTable(DataTable):
-    """One row per CPU; cells are updated in place so the cursor stays put."""
+    """One row per CPU; cells are updated in place so the cursor stays put. Only the
+    columns that fit whole are shown (:mod:`qprof.tui.fit`)."""
 
     DEFAULT_CSS = """
     CoreTable { height: auto; max-height: 50%; }
@@ -76,42 +87,53 @@ class CoreTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self._suites: tuple[str, ...] | None = None
         self._cpus: tuple[int, ...] = ()
+        self._shown: tuple[tuple[int, int], ...] = ()  # (column, width) shown
         self._cells: dict[int, tuple[str, ...]] = {}
-        self._widths: dict[int, int] = {}  # widest text seen per column
+        self._last: tuple[tuple[CoreView, ...], tuple[str, ...]] | None = None
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.show(*self._last)
+
+    def _fit(self, labels: tuple[str, ...], rows: list[tuple[str, ...]], suites: int
+             ) -> tuple[tuple[int, int], ...]:
+        """(column, width) of the columns that fit whole, widths set (not re-measured)."""
+        room = (self.size.width or self.app.size.width) - 2  # the vertical scrollbar
+        widths = column_widths(labels, rows)
+        return tuple((i, widths[i]) for i in fitting(widths, drop_order(suites), room))
 
     def show(self, cores: tuple[CoreView, ...], suites: tuple[str, ...]) -> None:
+        self._last = (cores, suites)
         cpus = tuple(c.cpu for c in cores)
-        if suites != self._suites or cpus != self._cpus:
-            self._rebuild(cores, suites)
+        labels = (*BASE_COLUMNS, *(f"{short_suite(s)} µs (VU)" for s in suites), "Part")
+        every = {c.cpu: core_cells(c, suites) for c in cores}
+        shown = self._fit(labels, list(every.values()), len(suites))
+        if suites != self._suites or cpus != self._cpus or shown != self._shown:
+            self._rebuild(cores, suites, labels, every, shown)
             return
-        for core in cores:
-            cells = core_cells(core, suites)
+        for core in cores:  # same columns, same widths: cells updated in place
+            cells = tuple(every[core.cpu][i] for i, _w in shown)
             old = self._cells.get(core.cpu)
             if cells == old:
                 continue
             for i, (new, was) in enumerate(zip(cells, old or (), strict=False)):
                 if new != was:
-                    # Re-measuring column widths relayouts the table: only when it grows.
-                    self.update_cell(str(core.cpu), self._column_keys[i], new,
-                                     update_width=len(new) > self._widths.get(i, 0))
-                    self._widths[i] = max(self._widths.get(i, 0), len(new))
+                    self.update_cell(str(core.cpu), self._column_keys[i], new)
             self._cells[core.cpu] = cells
 
-    def _rebuild(self, cores: tuple[CoreView, ...], suites: tuple[str, ...]) -> None:
+    def _rebuild(self, cores: tuple[CoreView, ...], suites: tuple[str, ...],
+                 labels: tuple[str, ...], every: dict[int, tuple[str, ...]],
+                 shown: tuple[tuple[int, int], ...]) -> None:
         row = self.cursor_row
         self.clear(columns=True)
-        labels = (*BASE_COLUMNS, *(f"{short_suite(s)} µs (VU)" for s in suites), "Part")
-        self._column_keys = [self.add_column(label, key=f"c{i}")
-                             for i, label in enumerate(labels)]
+        self._column_keys = [self.add_column(labels[i], key=f"c{n}", width=width)
+                             for n, (i, width) in enumerate(shown)]
         self._cells = {}
-        self._widths = {i: len(label) for i, label in enumerate(labels)}
         for core in cores:
-            cells = core_cells(core, suites)
+            cells = tuple(every[core.cpu][i] for i, _w in shown)
             self.add_row(*cells, key=str(core.cpu))
             self._cells[core.cpu] = cells
-            for i, cell in enumerate(cells):
-                self._widths[i] = max(self._widths[i], len(cell))
-        self._suites, self._cpus = suites, tuple(c.cpu for c in cores)
+        self._suites, self._cpus, self._shown = suites, tuple(c.cpu for c in cores), shown
         if cores:
             self.move_cursor(row=min(max(row, 0), len(cores) - 1))
 

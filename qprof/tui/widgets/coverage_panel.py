@@ -11,8 +11,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from qprof.consensus.adversarial import KIND_WORDS
 from qprof.consensus.verdict import WORDS
 from qprof.measure.units import fmt_ns
+from qprof.report.headroom import held_words, worst_word
+from qprof.tui.fit import column_widths, fitting
 from qprof.tui.model import (
     CAP_MARK,
     CoverageView,
@@ -29,6 +32,9 @@ from qprof.tui.widgets.core_table import short_suite
 # with its 95 % interval, as `qprof check` prints it.
 COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
            "Worst block")
+# Left out first where the screen is too narrow for every column whole (qprof.tui.fit);
+# the suite and its verdict always stay.
+DROP_ORDER = (9, 8, 3, 1, 6, 2, 5, 4)
 
 
 def coverage_cells(row: CoverageView) -> tuple[str, ...]:
@@ -50,7 +56,8 @@ def coverage_cells(row: CoverageView) -> tuple[str, ...]:
         fmt_estimate(row),
         "—" if row.vu_constant is None else str(row.vu_constant),
         margin,
-        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds),
+        fmt_covered(row.covered, decision=row.decision, binds=row.ratio_binds,
+                    unit=row.is_unit),
         cap,
         fmt_ns(row.worst_block_ns, missing="—"),
     )
@@ -84,28 +91,25 @@ def block_time_line(rows: tuple[CoverageView, ...]) -> str:
 
 def worst_line(rows: tuple[CoverageView, ...]) -> str:
     """The worst-signature figure beside the median, where `qprof adversary` measured
-    one: 'Worst signature (qprof adversary): SLH-256s @1 3813 VU 3790-3890 vs median
-    3492, const 3600 ✗ OVER; shown, the constants are held to the median'."""
-    parts = []
+    one, a line per SLH-DSA suite in the verdict's words: 'Worst signature, SLH-256s:
+    @1 3813 VU 3790-3890 (ground valid) vs median 3492: not binding here; shown, the
+    constants are held to the median' (over/within only where the ratio binds)."""
+    by_suite: dict[str, list[str]] = {}
     binds = False
     for r in rows:
-        if (r.worst_vu is None or r.cpu is None or r.basis == "comparison"
+        if (r.worst_vu is None or r.worst_ci is None or r.cpu is None
+                or r.vu_constant is None or r.basis == "comparison"
                 or r.decision == "no_estimate"):  # no figure to scale
             continue
         binds = binds or r.worst_binds
-        const = r.vu_constant
-        mark = "" if const is None else ("✓" if r.worst_ci and r.worst_ci[1] <= const else
-                                         "✗ OVER" if r.worst_ci and r.worst_ci[0] > const
-                                         else "?")
-        ci = f" {r.worst_ci[0]}-{r.worst_ci[1]}" if r.worst_ci else ""
-        parts.append(f"{short_suite(r.suite)} @{r.cpu} {r.worst_vu} VU{ci} "
-                     f"({(r.worst_kind or '').replace('_', ' ')}) vs median {r.vu_estimate}, "
-                     f"const {const} {mark}")
-    if not parts:
-        return ""
-    held = "the constants are held to it" if binds else "shown, the constants are held " \
-        "to the median"
-    return "Worst signature (qprof adversary): " + "; ".join(parts) + f"; {held}"
+        word = worst_word(r.worst_ci, r.vu_constant, r.ratio_binds is not False)
+        kind = KIND_WORDS.get(r.worst_kind or "", r.worst_kind or "")
+        by_suite.setdefault(r.suite, []).append(
+            f"@{r.cpu} {r.worst_vu} VU {r.worst_ci[0]}-{r.worst_ci[1]} ({kind}) vs median "
+            f"{r.vu_estimate}: {word}")
+    held = held_words("worst_signature" if binds else "median")
+    return "\n".join(f"Worst signature, {short_suite(suite)}: " + "; ".join(parts)
+                     + f"; {held}" for suite, parts in by_suite.items())
 
 
 def statistic_line(rows: tuple[CoverageView, ...]) -> str:
@@ -146,7 +150,8 @@ LINES = ("verdict", "segment", "why", "time", "worst", "preflight", "detail")
 class CoveragePanel(Vertical):
     DEFAULT_CSS = """
     CoveragePanel { height: 1fr; min-height: 4; }
-    CoveragePanel > #coverage-title { height: 1; padding: 0 1; background: $panel; }
+    CoveragePanel > #coverage-title { height: auto; max-height: 3; padding: 0 1;
+                                      background: $panel; }
     CoveragePanel > DataTable { height: 1fr; min-height: 2; }
     CoveragePanel > .coverage-line { height: auto; max-height: 3; padding: 0 1;
                                      display: none; }
@@ -154,6 +159,7 @@ class CoveragePanel(Vertical):
     CoveragePanel > #coverage-verdict { text-style: bold; }
     CoveragePanel > #coverage-detail { color: $text-muted; }
     CoveragePanel > #coverage-preflight { max-height: 6; color: $text-muted; }
+    CoveragePanel > #coverage-worst { max-height: 6; }
     """
 
     def compose(self) -> ComposeResult:
@@ -164,10 +170,12 @@ class CoveragePanel(Vertical):
             yield Static("", id=f"coverage-{name}", classes="coverage-line")
 
     def on_mount(self) -> None:
-        self._rows: tuple[tuple[str, ...], ...] | None = None
+        self._rows: tuple[tuple[tuple[str, ...], ...], tuple[int, ...]] | None = None
         self._views: tuple[CoverageView, ...] = ()
         self._title = ""
         self._lines: dict[str, str] = {}
+        self._shown_with: tuple[tuple[CoverageView, ...], str, str, str | None, str | None,
+                                tuple[str, ...]] | None = None
 
     def _line(self, name: str, text: str) -> None:
         """One of :data:`LINES`: wrapped (never cut at the screen's edge), hidden empty."""
@@ -177,12 +185,17 @@ class CoveragePanel(Vertical):
             self._lines[name] = text
             widget.update(Text(text, overflow="fold"))
 
+    def on_resize(self) -> None:
+        if self._shown_with is not None:  # the columns that fit whole change
+            self.show(*self._shown_with)
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._line("detail", detail_line(self._views, event.cursor_row))
 
     def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
              note: str | None, verdict_note: str | None = None,
              preflight: tuple[str, ...] = ()) -> None:
+        self._shown_with = (rows, profile, backend, note, verdict_note, preflight)
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
         binding = [r for r in rows if r.ratio_binds is not False]
         covered = sum(1 for r in binding if r.covered is True)
@@ -211,8 +224,7 @@ class CoveragePanel(Vertical):
             title += f" · {note}"
         if title != self._title:
             self._title = title
-            self.query_one("#coverage-title", Static).update(Text(title, no_wrap=True,
-                                                                  overflow="ellipsis"))
+            self.query_one("#coverage-title", Static).update(Text(title))  # wraps
         self._line("verdict", verdict_note or "")
         self._line("segment", segment_line(rows))
         self._line("why", statistic_line(rows))
@@ -223,14 +235,17 @@ class CoveragePanel(Vertical):
         table = self.query_one(DataTable)
         self._line("detail", detail_line(rows, table.cursor_row))
         cells = tuple(coverage_cells(r) for r in rows)
-        if cells == self._rows:
+        room = (table.size.width or self.app.size.width) - 2  # the vertical scrollbar
+        widths = column_widths(COLUMNS, cells)
+        shown = fitting(widths, DROP_ORDER, room)
+        if (cells, shown) == self._rows:
             return
-        self._rows = cells
+        self._rows = (cells, shown)
         row_index = table.cursor_row
         table.clear(columns=True)  # columns re-fit their content (e.g. no "not measured")
-        for i, label in enumerate(COLUMNS):
-            table.add_column(label, key=f"k{i}")
+        for i in shown:
+            table.add_column(COLUMNS[i], key=f"k{i}", width=widths[i])
         for i, row in enumerate(cells):
-            table.add_row(*row, key=str(i))
+            table.add_row(*(row[c] for c in shown), key=str(i))
         if cells:
             table.move_cursor(row=min(max(row_index, 0), len(cells) - 1))

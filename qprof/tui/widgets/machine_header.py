@@ -1,4 +1,5 @@
-"""Two header lines: the machine and its core designs; profile, backend and data source."""
+"""The header: the machine and its core designs (the model once); profile, backend and
+data source. Each line wraps on word boundaries rather than being cut."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from qprof.tui.model import MachineView
 class MachineHeader(Static):
     DEFAULT_CSS = """
     MachineHeader {
-        height: 2;
+        height: auto;
+        max-height: 5;
         padding: 0 1;
         background: $panel;
     }
@@ -25,8 +27,7 @@ class MachineHeader(Static):
         if machine == self._shown:
             return  # nothing changed: no repaint
         self._shown = machine
-        line1 = Text.assemble(("qprof", "bold"), " · ", (machine.model, "bold"), " · ",
-                              machine.designs)
+        line1 = Text.assemble(("qprof", "bold"), " · ", *machine_words(machine))
         if machine.arch:
             line1.append(f" · {machine.arch}")
         line2 = Text.assemble(
@@ -36,10 +37,15 @@ class MachineHeader(Static):
             line2 = Text.assemble((machine.activity, "bold"), " · ", line2)
         if machine.problems:
             line2.append(f" · {CAUTION} {machine.problems[0]}")
-        both = Text("\n").join([line1, line2])
-        both.no_wrap = True
-        both.overflow = "ellipsis"
-        self.update(both)
+        self.update(Text("\n").join([line1, line2]))
+
+
+def machine_words(machine: MachineView) -> tuple[tuple[str, str] | str, ...]:
+    """The model, then the core designs; the model once where the designs name it
+    ("Intel(R) Xeon(R) Processor (Sapphire Rapids+, by flags) ×2")."""
+    if machine.model and machine.model in machine.designs:
+        return ((machine.designs, "bold"),)
+    return ((machine.model, "bold"), " · ", machine.designs)
 
 
 CAUTION = "⚠"

@@ -1,4 +1,5 @@
-"""Progress of the measurement in flight: what is measured, a bar and the ETA."""
+"""Progress of the measurement in flight: what is measured, a bar and the ETA (the label
+wraps on word boundaries rather than being cut)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from qprof.tui.model import Progress
 
 class MeasureProgress(Horizontal):
     DEFAULT_CSS = """
-    MeasureProgress { height: 1; display: none; padding: 0 1; }
+    MeasureProgress { height: auto; max-height: 4; display: none; padding: 0 1; }
     MeasureProgress.-busy { display: block; }
-    MeasureProgress > #progress-label { width: 1fr; }
+    MeasureProgress > #progress-label { width: 1fr; height: auto; }
     MeasureProgress > ProgressBar { width: auto; }
     """
 
@@ -31,5 +32,5 @@ class MeasureProgress(Horizontal):
         doing = "" if progress.item.startswith(("signing", "preparing")) else "measuring "
         label = f"{doing}{progress.item} · {progress.fraction * 100:.0f}%{eta}"
         self.query_one("#progress-label", Static).update(
-            Text(label, no_wrap=True, overflow="ellipsis"))
+            Text(label))
         self.query_one(ProgressBar).update(progress=round(progress.fraction * 1000))
