@@ -119,6 +119,9 @@ class BenchConfig:
     # backend's suite that fails them is timed only when allow_mismatch.
     preflight: bool = True
     allow_mismatch: bool = False
+    # After the run, grow the signature pools in a child that ends with this process
+    # (qprof.measure.poolgrow): for the monitor and the daemon, which stay on.
+    grow_pools: bool = False
 
     def settings(self) -> ModeSettings:
         if self.mode not in MODE_SETTINGS:

@@ -73,6 +73,7 @@ from qprof.measure.fixtures import (
     slow_to_sign,
 )
 from qprof.measure.freqwatch import FreqWatch
+from qprof.measure.machine_lock import Holder
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
 from qprof.measure.poolcost import PoolCost, pool_cost
 from qprof.measure.poolgrow import measuring, start_growth
@@ -135,6 +136,7 @@ class _Run:
         self.count_failures: list[str] = []
         self.good = 0  # CPUs to measure (the time limit is shared between them)
         self.checked = Preflight()  # known answers and memory, before any timing
+        self.waiting_said = False  # the machine lock's wait line went to stderr
         # What a new HOME compiles and signs once, beside the first pools' signing.
         self.warmup = Warmup(self.plan.backends + list(self.plan.dual or ()),
                              self.plan.suites, config.fixture_cache or cache_dir(), self.python)
@@ -164,8 +166,13 @@ class _Run:
         failure = None
         pools = self.config.fixture_cache or cache_dir()
         try:
-            # No pool grower signs while this run measures (qprof.measure.poolgrow).
-            with measuring(pools):
+            # One measurement per machine; no pool grower signs meanwhile
+            # (qprof.measure.machine_lock, qprof.measure.poolgrow).
+            with measuring(pools, self.config.time_limit_s, self._wait_line) as waited:
+                if waited is not None:
+                    self.progress.t0 = self.progress.now()  # the time limit starts now
+                    self.note("info", "machine_lock", f"waited for pid {waited.pid} "
+                              f"({waited.user}: {waited.command}) to finish measuring")
                 self.progress.plan(self.plan.cpu_work(), len(good), self.plan.pair_work(),
                                    floor_s(self.plan.min_cpu_s, self.config.time_limit_s,
                                            len(good)) if self.rule is not None else 0.0,
@@ -184,10 +191,16 @@ class _Run:
             self.warmup.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
         summary = self._finish(cpus, good, failure)
-        if self.summary.measurements and not self.stop.is_set():
-            # The first pools were small: the rest is signed now, for later runs.
+        if self.config.grow_pools and self.summary.measurements and not self.stop.is_set():
+            # The first pools were small: the rest is signed while this process runs.
             start_growth(self.plan.suites, self.plan.backends, pools, self.python)
         return summary
+
+    def _wait_line(self, holder: Holder) -> None:
+        if not self.waiting_said:  # once on stderr, then on the progress line
+            self.waiting_said = True
+            print(f"qprof: {holder.text()}", file=sys.stderr, flush=True)
+        self.progress.report(message=holder.text())
 
     def _start(self) -> list[int]:
         cfg, plan = self.config, self.plan

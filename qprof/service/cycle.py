@@ -89,7 +89,7 @@ def bench_config(cfg: DaemonConfig, cpu: int, backend: str,
     """
     bc = BenchConfig(
         cpus=[cpu], backends=[backend], mode="check", profile=cfg.profile or profile,
-        root=str(cfg.root), nice=10, command=["qprof", "daemon"],
+        root=str(cfg.root), nice=10, command=["qprof", "daemon"], grow_pools=True,
         # A cycle must not run on for ever on a machine that got busy.
         time_limit_s=max(60.0, cfg.interval / 2),
         # As `qprof check` (its default --statistic auto): the adaptive rounds pin down
