@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trend": ("trend", "the verdict over time: segment estimates and every change of a "
               "ratio, from runs, a store or a fleet's Prometheus"),
     "export": ("export", "export a run the daemon or the monitor recorded as JSONL"),
+    "pool": ("pool", "pool grow: sign the signature pools up to full now (else they grow "
+             "while the monitor or the daemon runs)"),
     "completion": ("completion", "print a bash or zsh completion script"),
 }
 

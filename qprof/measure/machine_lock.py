@@ -37,6 +37,7 @@ class Holder:
     user: str
     command: str
     ends_at: float | None  # its own estimate (epoch seconds), when readable and trusted
+    is_qprof: bool = False  # ``qprof ...`` or ``python -m qprof...``
 
     def text(self, now: float | None = None) -> str:
         left = ""
@@ -145,10 +146,19 @@ def holder(path: Path | None = None) -> Holder | None:
         if not pids:
             return None
         pid = pids[0]
-        command = one_line(_proc_text(pid, "cmdline").replace("\0", " ").strip(), 120)
-        return Holder(pid, _user(pid), command or "?", _ends_at(fd, trusted, pid))
+        argv = _proc_text(pid, "cmdline").split("\0")
+        command = one_line(" ".join(argv).strip(), 120)
+        return Holder(pid, _user(pid), command or "?", _ends_at(fd, trusted, pid),
+                      _qprof_argv(argv))
     finally:
         os.close(fd)
+
+
+def _qprof_argv(argv: list[str]) -> bool:
+    """``qprof COMMAND`` (its entry point) or ``python -m qprof[.module]``."""
+    if argv[:1] and os.path.basename(argv[0]) == "qprof":
+        return True
+    return any(a == "-m" and b.split(".")[0] == "qprof" for a, b in zip(argv, argv[1:]))
 
 
 def someone_measures(path: Path | None = None) -> bool:
@@ -159,7 +169,7 @@ def someone_measures(path: Path | None = None) -> bool:
 def _waited_for(h: Holder) -> bool:
     """A holder worth waiting for: qprof, or a process of this user or root."""
     me = pwd.getpwuid(os.geteuid()).pw_name if os.geteuid() else "root"
-    return "qprof" in h.command or h.user in (me, "root")
+    return h.is_qprof or h.user in (me, "root")
 
 
 @contextlib.contextmanager
