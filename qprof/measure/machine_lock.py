@@ -27,6 +27,7 @@ DIR_ENV = "QPROF_LOCK_DIR"
 CANDIDATES = ("/run/lock", "/tmp")
 POLL_S = 0.2
 _MAX_READ = 256
+_held = 0  # this process holds the lock (one measurement at a time in a process)
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,8 @@ def _qprof_argv(argv: list[str]) -> bool:
     """``qprof COMMAND`` (its entry point) or ``python -m qprof[.module]``."""
     if argv[:1] and os.path.basename(argv[0]) == "qprof":
         return True
-    return any(a == "-m" and b.split(".")[0] == "qprof" for a, b in zip(argv, argv[1:]))
+    pairs = zip(argv, argv[1:], strict=False)
+    return any(a == "-m" and b.split(".")[0] == "qprof" for a, b in pairs)
 
 
 def someone_measures(path: Path | None = None) -> bool:
@@ -177,9 +179,11 @@ def machine_lock(expected_s: float | None = None,
                  on_wait: Callable[[Holder], None] | None = None,
                  path: Path | None = None) -> Iterator[Holder | None]:
     """Hold the machine lock for a measurement; wait while another qprof holds it
-    (``on_wait`` told who, once a second). Yields who was waited for (None: nobody)."""
+    (``on_wait`` told who, once a second). Yields who was waited for (None: nobody).
+    Held already by this process (a daemon's cycle around its runs): nothing more."""
+    global _held
     path = path or lock_path()
-    opened = _open(path) if path is not None else None
+    opened = _open(path) if path is not None and not _held else None
     if opened is None:
         yield None
         return
@@ -207,7 +211,11 @@ def machine_lock(expected_s: float | None = None,
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()} {time.time() + expected_s:.0f}\n".encode(), 0)
-        yield waited
+        _held += 1
+        try:
+            yield waited
+        finally:
+            _held -= 1
     finally:
         if trusted:
             with contextlib.suppress(OSError):

@@ -44,6 +44,7 @@ from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
+from qprof.measure.machine_lock import machine_lock
 from qprof.measure.records import (
     AdversaryFactors,
     Disagreement,
@@ -372,7 +373,8 @@ class CycleRunner:
             if status != "finished":
                 outcome = "partial"
         if outcome == "finished" and self.cfg.block:
-            self.measure_blocks(stop)
+            with machine_lock():  # one measurement per machine (qprof.measure.machine_lock)
+                self.measure_blocks(stop)
         if not stop.is_set() and self.backfill_points():
             self.refresh_results(announce=False)  # older runs: their changes are history
         with self.state.lock:
