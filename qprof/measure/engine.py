@@ -56,6 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from qprof.hw.cgroup import CAUSE, CpuLimit, own_limit
 from qprof.measure import hwinfo
 from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
 from qprof.measure.collect import Collected, Where, collect, verify_medians
@@ -89,6 +90,7 @@ from qprof.measure.records import (
     Note,
     Record,
     ResourceUse,
+    Throttled,
 )
 from qprof.measure.runmeta import build_meta, choose_timer
 from qprof.measure.warmup import WALK, Warmup, describe
@@ -137,6 +139,7 @@ class _Run:
         self.good = 0  # CPUs to measure (the time limit is shared between them)
         self.checked = Preflight()  # known answers and memory, before any timing
         self.waiting_said = False  # the machine lock's wait line went to stderr
+        self.quota_before: CpuLimit | None = None  # qprof's cgroup when the run began
         # What a new HOME compiles and signs once, beside the first pools' signing.
         self.warmup = Warmup(self.plan.backends + list(self.plan.dual or ()),
                              self.plan.suites, config.fixture_cache or cache_dir(), self.python)
@@ -213,7 +216,26 @@ class _Run:
         for level, kind, text in plan.notes:
             self.note(level, kind, text)
         self.emit(Env(self.run_id, "before", time.time(), hwinfo.env_snapshot(cfg.root)))
+        self.quota_before = own_limit() if cfg.root == "/" else None
         return list(cpus)
+
+    def _throttled(self) -> None:
+        """The run's throttling by qprof's cgroup quota: a record, and a warning when it
+        stopped the run (its rounds are capped: qprof.measure.freqwatch)."""
+        before, after = self.quota_before, own_limit()
+        if (before is None or after is None or after.cpus is None or after.factor is None
+                or before.throttling is None or after.throttling is None
+                or before.limited_by != after.limited_by):
+            return
+        t = after.throttling.since(before.throttling)
+        self.emit(Throttled(self.run_id, after.limited_by or after.path, after.version,
+                            round(after.cpus, 4), round(after.factor, 4), t.periods,
+                            t.throttled, t.throttled_us))
+        if t.throttled:
+            self.note("warning", "cpu_throttled",
+                      f"{CAUSE}: {after.cpus:.2f} CPU on {after.limited_by}; throttled in "
+                      f"{t.throttled} of {t.periods} periods ({t.throttled_us / 1e6:.1f} s) "
+                      f"while measuring: judged as a capped run (×{after.factor:.2f})")
 
     def _skipped(self, cpu: int) -> bool:
         problem = hwinfo.cpu_problem(cpu, self.config.root)
@@ -224,6 +246,8 @@ class _Run:
 
     def _finish(self, cpus: list[int], good: list[int], failure: str | None) -> RunSummary:
         self.emit(Env(self.run_id, "after", time.time(), hwinfo.env_snapshot(self.config.root)))
+        if self.config.root == "/":
+            self._throttled()
         s = self.summary
         if failure:
             s.status, s.reason = "aborted", failure

@@ -55,6 +55,7 @@ from qprof.measure.records import (
     Note,
     Record,
     ResourceUse,
+    Throttled,
 )
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
@@ -312,6 +313,14 @@ class CycleRunner:
             with self.state.lock:
                 self.state.factors = [f for f in self.state.factors if (f.suite, f.kind) != (
                     record.suite, record.kind)] + [record]
+        if isinstance(record, Throttled):
+            self.state.set_throttled(record)
+            if record.throttled_periods:
+                self.alerts.emit("cpu_throttled", "warning", f"cgroup CPU quota "
+                                 f"{record.quota_cpus:.2f} CPU on {record.cgroup}: throttled "
+                                 f"in {record.throttled_periods} of {record.periods} periods "
+                                 "while measuring", run_id=record.run_id, cgroup=record.cgroup,
+                                 quota_cpus=record.quota_cpus, factor=record.factor)
         if isinstance(record, End):
             self.current_run = None
 
