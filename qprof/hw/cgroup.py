@@ -242,3 +242,27 @@ def node_limit(root: str | Path = "/", cgroup: str | None = None,
                 if d.is_dir():
                     return limit_of(d, mounts[key][0])
     return None
+
+
+class NodeCgroupError(ValueError):
+    """``--node-cgroup``/``--node-unit`` names no cgroup here (one line, says which)."""
+
+
+def node_of(root: str | Path, cgroup: str | None, unit: str | None) -> CpuLimit | None:
+    """The node's limit as the options name it (None: neither given)."""
+    if not cgroup and not unit:
+        return None
+    if unit and not unit.endswith(".service"):
+        raise NodeCgroupError(f"--node-unit {unit[:100]!r}: expected NAME.service")
+    limit = node_limit(root, cgroup, unit)
+    if limit is None:
+        what = f"--node-cgroup {cgroup[:200]!r}" if cgroup else f"--node-unit {unit!r}"
+        raise NodeCgroupError(f"{what}: not a cgroup directory here (cgroup v1 or v2)")
+    return limit
+
+
+def limit_lines(own: CpuLimit | None, node: CpuLimit | None) -> list[str]:
+    """The views' lines (topology, the monitor's header): qprof's own when it has a quota,
+    and the node's when one is named."""
+    lines = [f"this process: {own.text()}"] if own is not None and own.cpus else []
+    return lines + ([f"the node: {node.text()}"] if node is not None else [])

@@ -29,6 +29,8 @@ class MachineHeader(Static):
                               machine.designs)
         if machine.arch:
             line1.append(f" · {machine.arch}")
+        if machine.quota:
+            line1.append(f" · {CAUTION} {machine.quota}")
         line2 = Text.assemble(
             "profile ", (machine.profile, "bold"), " · backend ", (machine.backend, "bold"),
             " · ", machine.source)
