@@ -33,12 +33,13 @@ from typing import Any
 
 from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
-from qprof.consensus.policy import CoreDesign
+from qprof.consensus.policy import CoreDesign, with_quota
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.trend.verdict import current_segments
 from qprof.consensus.verdict import CoverageResult
+from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
@@ -249,7 +250,18 @@ class CycleRunner:
 
         if self._cores is None:
             self._cores = topology_cores(str(self.cfg.root))
-        return {**self._cores, **recorded_cores(self.store, measurements)}
+        cores = {**self._cores, **recorded_cores(self.store, measurements)}
+        return with_quota(cores, self.quota())  # a node's CPU quota bounds its block
+
+    def quota(self) -> float | None:
+        """The node's CPU quota in CPUs (--node-cgroup/--node-unit, else the daemon's own
+        as its newest run recorded it); None: none."""
+        if self.cfg.node_cgroup or self.cfg.node_unit:
+            with contextlib.suppress(NodeCgroupError):
+                node = node_of(str(self.cfg.root), self.cfg.node_cgroup, self.cfg.node_unit)
+                return node.cpus if node is not None else None
+            return None
+        return self.state.throttled.quota_cpus if self.state.throttled else None
 
     def _block_time_alerts(self, coverage: list[CoverageResult], announce: bool) -> None:
         """block_time_exceeded / block_time_restored when a CPU's time bound flips."""
