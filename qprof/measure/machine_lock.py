@@ -48,13 +48,26 @@ class Holder:
                 f"({self.user}: {self.command}){left}")
 
 
+def _root_uids() -> set[int]:
+    """Root as this process sees it: 0, or in a user namespace that does not map the
+    host's root (systemd's PrivateUsers=), the overflow uid its files show."""
+    uids = {0, os.geteuid()}
+    try:
+        mapped = Path("/proc/self/uid_map").read_text().split()
+        if mapped[:3] != ["0", "0", "4294967295"]:
+            uids.add(int(Path("/proc/sys/kernel/overflowuid").read_text()))
+    except (OSError, ValueError):
+        pass
+    return uids
+
+
 def _safe_dir(path: str) -> bool:
-    """Root's (or, for $QPROF_LOCK_DIR, this user's), sticky when others may write it."""
+    """Root's (or this user's), not a link, sticky when others may write it."""
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, os.geteuid()):
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in _root_uids():
         return False
     return not (st.st_mode & 0o002) or bool(st.st_mode & stat.S_ISVTX)
 
@@ -169,9 +182,10 @@ def someone_measures(path: Path | None = None) -> bool:
 
 
 def _waited_for(h: Holder) -> bool:
-    """A holder worth waiting for: qprof, or a process of this user or root."""
+    """A holder worth waiting for: qprof, a process of this user or root, or one this
+    process may not see (a sandboxed daemon: better wait than measure beside it)."""
     me = pwd.getpwuid(os.geteuid()).pw_name if os.geteuid() else "root"
-    return h.is_qprof or h.user in (me, "root")
+    return h.is_qprof or h.user in (me, "root", "?") or h.command == "?"
 
 
 @contextlib.contextmanager
