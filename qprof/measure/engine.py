@@ -208,7 +208,7 @@ class _Run:
     def _start(self) -> list[int]:
         cfg, plan = self.config, self.plan
         topo = hwinfo.topology(cfg.root)
-        cpus = cfg.cpus if cfg.cpus is not None else hwinfo.default_cpus(topo)
+        cpus = cfg.cpus if cfg.cpus is not None else hwinfo.default_cpus(topo, cfg.root == "/")
         self.summary.cpus = list(cpus)
         self.emit(build_meta(self.run_id, cfg, plan, topo, cpus, self.timer))
         if self.timer_note:
