@@ -1,17 +1,12 @@
-"""The signature pools grow to their full size while qprof runs, for later runs.
+"""The signature pools grow to full size while qprof runs, for later runs.
 
-A run signs only a first pool (:data:`qprof.measure.fixtures.FIRST_POOL_SIZE` per
-SLH-DSA suite) before it measures. The rest (up to 256) is signed by one process,
-``python -m qprof.measure.poolgrow``, started by a run of a long-lived qprof (the monitor,
-the daemon between cycles: ``BenchConfig.grow_pools``) or by ``qprof pool grow``: nice 19
-and SCHED_IDLE, one signature at a time, each appended to the cache as it is made.
-
-Nothing of it outlives its parent: it exits within ``WATCH_S`` when the process that
-started it is gone (``--parent``; its parent may be a thread that ends, so the parent's
-pid is polled, not PR_SET_PDEATHSIG), when any qprof on the machine measures
-(:mod:`qprof.measure.machine_lock`) or a run of its HOME holds ``measuring.lock``, and as
-soon as a write of its pool fails (full disk, unwritable file). A run of its HOME also
-ends it (SIGTERM). One grower per cache at a time (``grow.lock``, which holds its pid).
+A run signs a first pool (8 per SLH-DSA suite); the rest (up to 256) is signed by one
+``python -m qprof.measure.poolgrow`` (nice 19, SCHED_IDLE, a signature at a time, each
+kept as made), started by the monitor or the daemon after their runs
+(``BenchConfig.grow_pools``) or by ``qprof pool grow``. It exits within ``WATCH_S`` when
+its parent is gone (polled: the parent may be a thread), when any qprof on the machine
+measures (:mod:`qprof.measure.machine_lock`) or a run of its HOME holds
+``measuring.lock``, and as soon as a write of its pool fails. One per cache (``grow.lock``).
 """
 
 from __future__ import annotations
