@@ -9,6 +9,7 @@ host); the figure measured is printed (`pytest -s`).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -76,6 +77,10 @@ class FirstRun:
                "QPROF_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp"),
                # a small full pool: the first run signs 4 per SLH-DSA suite
                "QPROF_POOL_SIZE": pool_size, "QPROF_ADVERSARY_DIR": str(tmp_path / "adv")}
+        # The tmux server keeps the environment of whoever started it: this test's own
+        # liboqs (or none) is passed on, not another run's.
+        env.update({k: os.environ[k] for k in ("HOME", "OQS_INSTALL_PATH",
+                                               "QPROF_LIBOQS_SETUP") if k in os.environ})
         command = ["env", "-u", "COLUMNS", "-u", "LINES",
                    *(f"{k}={v}" for k, v in env.items()),
                    sys.executable, "-m", "qprof", "monitor", "--measure-every", "0"]
