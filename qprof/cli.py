@@ -9,6 +9,7 @@ their command runs (the parser is built from the light ``COMMANDS`` table), so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -38,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trend": ("trend", "the verdict over time: segment estimates and every change of a "
               "ratio, from runs, a store or a fleet's Prometheus"),
     "export": ("export", "export a run the daemon or the monitor recorded as JSONL"),
+    "pool": ("pool", "pool grow: sign the signature pools up to full now (else they grow "
+             "while the monitor or the daemon runs)"),
     "completion": ("completion", "print a bash or zsh completion script"),
 }
 
@@ -77,6 +80,26 @@ def command_module(name: str):
     return importlib.import_module(f"qprof.commands.{module_name}")
 
 
+# Commands that time or sign outside the engine (which takes the machine lock itself).
+MEASURING = ("block", "adversary")
+
+
+def _measuring(name: str) -> contextlib.AbstractContextManager[object]:
+    """The machine lock for ``name`` when it measures (qprof.measure.machine_lock)."""
+    if name not in MEASURING:
+        return contextlib.nullcontext()
+    from qprof.measure.machine_lock import Holder, machine_lock
+
+    said: list[int] = []
+
+    def waiting(holder: Holder) -> None:
+        if not said:
+            said.append(1)
+            print(f"qprof {name}: {holder.text()}", file=sys.stderr, flush=True)
+
+    return machine_lock(on_wait=waiting)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
@@ -99,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if name == "monitor":  # the terminal UI draws on stdout itself
             return int(module.run(args) or 0)
-        with guarded_stdout():
+        with guarded_stdout(), _measuring(name):
             return int(module.run(args) or 0)
     except OutputError as exc:
         print(f"qprof {name}: {exc}", file=sys.stderr)

@@ -44,8 +44,8 @@ def test_every_command_has_the_same_shapes() -> None:
                 continue
             seen.setdefault(action.dest, []).append(name)
     assert seen == {"cpus": ["topology", "bench", "block", "check", "daemon"],
-                    "suites": ["verify-bench", "bench", "block", "daemon"],
-                    "backends": ["verify-bench", "bench"],
+                    "suites": ["verify-bench", "bench", "block", "daemon", "pool"],
+                    "backends": ["verify-bench", "bench", "pool"],
                     "backend": ["monitor", "block", "check", "daemon"]}
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
-from qprof.commands.options import Number, add_backend
+from qprof.commands.options import Number, add_backend, add_node_cgroup
 from qprof.commands.output import OutputError, check_output
 from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
 from qprof.consensus.verdict import UNSURE_ADVICE
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    add_node_cgroup(parser)
     parser.add_argument("--profile", default=None,
                         help="chain profile, name or path (default: qanum; with --from, "
                         "the run's own)")
@@ -211,6 +212,12 @@ def run(args: argparse.Namespace) -> int:
     refused = _verifier_refusal(profile, args.backend, args.comparison)
     if refused:
         return _fail(args, refused)
+    from qprof.hw.cgroup import NodeCgroupError, node_of
+
+    try:
+        node_of(args.root, args.node_cgroup, args.node_unit)  # named wrong: before measuring
+    except NodeCgroupError as exc:
+        return _fail(args, str(exc))
     records: list[Record] = []
     keeper = None
     if not args.no_store:
@@ -240,11 +247,21 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     (text, or JSON with ``--json``) and the exit code: the one path of a live check and
     of ``--from``. The rows are the run's own; the verdict stands on the segment."""
     from qprof.consensus.judgement import judge
-    from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps
+    from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
+    from qprof.hw.cgroup import NodeCgroupError, node_of
+    from qprof.measure.records import Throttled
 
     try:
+        node = node_of(getattr(args, "root", "/"), args.node_cgroup, args.node_unit)
+    except NodeCgroupError as exc:
+        return _fail(args, str(exc))
+    # The node's quota: the one named, else the run's own cgroup's (qprof beside the node)
+    quota = node.cpus if node else next((r.quota_cpus for r in records
+                                         if isinstance(r, Throttled)), None)
+    try:
         judgement = judge(summary.measurements, profile, points or (),
-                          cores=cores_from_records(records), statistic=args.statistic)
+                          cores=with_quota(cores_from_records(records), quota),
+                          statistic=args.statistic)
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")

@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from qprof.commands.options import add_backend, add_cpus, add_suites
+from qprof.commands.options import add_backend, add_cpus, add_node_cgroup, add_suites
 from qprof.service.config import DEFAULT_LISTEN
 
 
@@ -44,6 +44,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_suites(parser, default="the engine's")
     parser.add_argument("--quick", action="store_true", default=None,
                         help="shorter measurements")
+    add_node_cgroup(parser)
     parser.add_argument("--block", action="store_true", default=None,
                         help="after each cycle, verify each profile suite's worst-case block "
                         "on all online CPUs (exported as qprof_block_verify_seconds)")

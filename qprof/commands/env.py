@@ -6,9 +6,11 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 
-from qprof.commands.options import Number
+from qprof.commands.options import Number, add_node_cgroup
 from qprof.commands.output import emit
+from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.envsnap import take_env_snapshot
 from qprof.hw.topology import NotLinuxRoot
 
@@ -21,6 +23,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         default=0.2, metavar="SECONDS",
                         help="on this machine, measure per-CPU busy/steal %% over this "
                              "window with psutil (0: skip; default 0.2)")
+    add_node_cgroup(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,8 +31,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         snap = take_env_snapshot(args.root, estimate=estimate,
                                  busy_window_s=args.busy_window)
-    except NotLinuxRoot as exc:
+        node = node_of(args.root, args.node_cgroup, args.node_unit)
+    except (NotLinuxRoot, NodeCgroupError) as exc:
         print(f"qprof env: {exc}", file=sys.stderr)
         return 2
+    if node is not None:
+        snap["node_cgroup"] = {**asdict(node), "quota_cpus": node.cpus, "text": node.text()}
     emit(json.dumps(snap, indent=2))
     return 0

@@ -106,3 +106,13 @@ def add_backend(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--backend", metavar="BACKEND",
                         help=f"verifier backend (default: {default}); known: "
                         f"{', '.join(BACKEND_NAMES)}")
+
+
+def add_node_cgroup(parser: argparse.ArgumentParser) -> None:
+    """``--node-cgroup PATH`` / ``--node-unit NAME.service``: a node's cgroup CPU limit."""
+    parser.add_argument("--node-cgroup", metavar="PATH",
+                        help="the node's cgroup directory, e.g. /sys/fs/cgroup/system.slice/"
+                             "node.service (v1 or v2): its CPU quota is shown and bounds "
+                             "its worst-case block")
+    parser.add_argument("--node-unit", metavar="NAME.service",
+                        help="the node's systemd unit (its cgroup: system.slice/NAME.service)")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from typing import Any
 
+from qprof.commands.options import add_node_cgroup
 from qprof.commands.output import emit
 from qprof.hw import isa
+from qprof.hw.cgroup import NodeCgroupError, limit_lines, node_of, own_limit
 from qprof.hw.format import (
     cap_cell,
     ghz,
@@ -30,6 +33,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     # The same LIST|all shape as the measuring commands; bare --cpus lists them all.
     parser.add_argument("--cpus", nargs="?", const="all", metavar="LIST|all",
                         help="also list these CPUs, e.g. 0,4-5 (bare or all: every CPU)")
+    add_node_cgroup(parser)
 
 
 def combined_dict(topo: Topology, freq: FreqReading) -> dict[str, Any]:
@@ -124,6 +128,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"qprof topology: {problem}", file=sys.stderr)
             return 2
     freq = read_frequencies(args.root, topo)
-    emit(json.dumps(combined_dict(topo, freq), indent=2) if args.json
-         else render(topo, freq, listed))
+    try:
+        own, node = own_limit(args.root), node_of(args.root, args.node_cgroup, args.node_unit)
+    except NodeCgroupError as exc:
+        print(f"qprof topology: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        data = combined_dict(topo, freq)
+        data.update({k: asdict(v) for k, v in (("cgroup", own), ("node_cgroup", node)) if v})
+        emit(json.dumps(data, indent=2))
+    else:
+        cgroup = limit_lines(own, node)
+        emit(render(topo, freq, listed) + "".join(f"\ncgroup: {line}" for line in cgroup))
     return 0

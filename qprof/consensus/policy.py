@@ -51,6 +51,9 @@ class CoreDesign:
     implementer: str | None = None  # ARM MIDR implementer, "0x51"
     part: str | None = None  # ARM MIDR part, "0x805"
     part_name: str | None = None  # "Kryo 4XX Silver"; x86: the model name
+    # The node's cgroup CPU quota in CPUs (qprof.hw.cgroup; None: none): under one CPU,
+    # its worst-case block takes 1/quota as long (it runs that share of each period).
+    cpu_quota: float | None = None
 
     @property
     def design(self) -> str | None:
@@ -92,6 +95,12 @@ def cores_from_records(records: Iterable[object]) -> dict[int, CoreDesign]:
         if isinstance(r, Meta):
             cores.update(cores_from_rows(r.cpus))
     return cores
+
+
+def with_quota(cores: Mapping[int, CoreDesign], quota: float | None
+               ) -> dict[int, CoreDesign]:
+    """``cores`` on a node whose cgroup allows ``quota`` CPUs (None: no quota)."""
+    return {c: dataclasses.replace(d, cpu_quota=quota) for c, d in cores.items()}
 
 
 def cores_from_topology(topology: Topology) -> dict[int, CoreDesign]:
@@ -216,17 +225,20 @@ def held_factors(profile: Profile, results: Iterable[CoverageResult]) -> dict[st
 
 def block_time_verdict(profile: Profile, times_ns: Mapping[str, float],
                        rounds_ns: Mapping[str, Sequence[float]] | None = None,
-                       factors: Mapping[str, float] | None = None) -> BlockTimeVerdict:
+                       factors: Mapping[str, float] | None = None,
+                       quota: float | None = None) -> BlockTimeVerdict:
     """This core's worst-case block against the same block on the slowest reference core
     and the share of the block interval the profile allows. ``rounds_ns``: each suite's
     round medians; the block's time over them is the range the bound is judged on (it
     holds over all of it, fails over all of it, or the verdict is unsure). ``factors``:
     each suite's signatures priced at that many times the median one (:func:`held_factors`:
-    the attacker's block), here and on the reference cores alike."""
+    the attacker's block), here and on the reference cores alike. ``quota``: the node's
+    cgroup CPU quota (CPUs): under one, this core's block takes 1/quota as long."""
     factors = {s: f for s, f in (factors or {}).items() if f != 1.0}
-    if factors:
-        times_ns = {s: t * factors.get(s, 1.0) for s, t in times_ns.items()}
-        rounds_ns = {s: [t * factors.get(s, 1.0) for t in ts]
+    slow = 1.0 / quota if quota is not None and 0 < quota < 1 else 1.0
+    if factors or slow != 1.0:
+        times_ns = {s: t * factors.get(s, 1.0) * slow for s, t in times_ns.items()}
+        rounds_ns = {s: [t * factors.get(s, 1.0) * slow for t in ts]
                      for s, ts in (rounds_ns or {}).items()}
     worst = worst_block(BlockLimits.of(profile), times_ns)
     low_ns, high_ns = _round_range(worst, rounds_ns)
@@ -243,6 +255,8 @@ def block_time_verdict(profile: Profile, times_ns: Mapping[str, float],
     vs = worst.time_ns / ref_ns if ref_ns else None
     priced = (" at the worst valid signatures (" + ", ".join(
         f"{s} x{f:.3f}" for s, f in sorted(factors.items())) + ")" if factors else "")
+    if slow != 1.0:
+        priced += f" under the node's CPU quota of {quota:.2f} CPU (x{slow:.2f})"
     block = (f"worst-case block {worst.text()}{priced} ({worst.binding_text()}): "
              f"{_ms(worst.time_ns)}")
     there = (f" here, {_ms(ref_ns)} on the reference core {ref_name}" if ref_ns is not None
@@ -321,7 +335,8 @@ def apply_policy(profile: Profile, results: list[CoverageResult],
         groups.setdefault(key, {})[r.suite] = r.suite_time_ns
         rounds.setdefault(key, {})[r.suite] = r.estimate.round_medians_ns
     held = held_factors(profile, results)
-    times = {key: block_time_verdict(profile, t, rounds[key], held)
+    quota = {c: d.cpu_quota for c, d in (cores or {}).items()}
+    times = {key: block_time_verdict(profile, t, rounds[key], held, quota.get(key[0]))
              for key, t in groups.items()}
     out = []
     for r in results:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from qprof.hw.cgroup import own_limit
 from qprof.hw.format import merge_problems
 from qprof.hw.freq import read_frequencies
 from qprof.hw.load import parse_loadavg, parse_proc_stat
@@ -76,6 +78,13 @@ def _busy_window(window_s: float) -> dict[str, Any] | None:
     return {"source": "psutil.cpu_times_percent", "window_s": window_s, "cpus": cpus}
 
 
+def _cgroup(root: str | Path) -> dict[str, Any] | None:
+    """qprof's cgroup CPU limit (quota, throttling counts, cpuset), None: none here."""
+    limit = own_limit(root)
+    return None if limit is None else {**asdict(limit), "quota_cpus": limit.cpus,
+                                       "text": limit.text()}
+
+
 def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
                       estimate: bool = False, busy_window_s: float = 0.0) -> dict[str, Any]:
     """JSON-able snapshot: load, per-CPU frequency/governor/cap, temperatures, CPU times.
@@ -135,5 +144,6 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
         "throttle_counts": {str(k): v for k, v in freq.thermal.throttle.items()},
         "cpu_times": _cpu_times(sr),
         "busy": _busy_window(busy_window_s) if busy_window_s > 0 and live else None,
+        "cgroup": _cgroup(root),
         "problems": merge_problems(problems, sr.problems),
     }

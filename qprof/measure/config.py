@@ -122,6 +122,9 @@ class BenchConfig:
     # Warnings and errors echoed on stderr as they come (False: the caller prints the
     # run's notes itself, once: `qprof check`'s text).
     echo_notes: bool = True
+    # After the run, grow the signature pools in a child that ends with this process
+    # (qprof.measure.poolgrow): for the monitor and the daemon, which stay on.
+    grow_pools: bool = False
 
     def settings(self) -> ModeSettings:
         if self.mode not in MODE_SETTINGS:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qprof.atomicfile import make_dirs
+from qprof.hw.cgroup import CAUSE, CpuLimit, own_limit
 from qprof.measure import hwinfo
 from qprof.measure.adaptive import PairCredit, StoppingRule, floor_s, pair_fits
 from qprof.measure.collect import Collected, Where, collect, verify_medians
@@ -74,6 +75,7 @@ from qprof.measure.fixtures import (
     slow_to_sign,
 )
 from qprof.measure.freqwatch import FreqWatch
+from qprof.measure.machine_lock import Holder
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
 from qprof.measure.poolcost import PoolCost, pool_cost
 from qprof.measure.poolgrow import measuring, start_growth
@@ -89,6 +91,7 @@ from qprof.measure.records import (
     Note,
     Record,
     ResourceUse,
+    Throttled,
 )
 from qprof.measure.runmeta import build_meta, choose_timer
 from qprof.measure.warmup import WALK, Warmup, describe
@@ -136,6 +139,8 @@ class _Run:
         self.count_failures: list[str] = []
         self.good = 0  # CPUs to measure (the time limit is shared between them)
         self.checked = Preflight()  # known answers and memory, before any timing
+        self.waiting_said = False  # the machine lock's wait line went to stderr
+        self.quota_before: CpuLimit | None = None  # qprof's cgroup when the run began
         # What a new HOME compiles and signs once, beside the first pools' signing.
         self.warmup = Warmup(self.plan.backends + list(self.plan.dual or ()),
                              self.plan.suites, config.fixture_cache or cache_dir(), self.python)
@@ -165,8 +170,13 @@ class _Run:
         failure = None
         pools = self.config.fixture_cache or cache_dir()
         try:
-            # No pool grower signs while this run measures (qprof.measure.poolgrow).
-            with measuring(pools):
+            # One measurement per machine; no pool grower signs meanwhile
+            # (qprof.measure.machine_lock, qprof.measure.poolgrow).
+            with measuring(pools, self.config.time_limit_s, self._wait_line) as waited:
+                if waited is not None:
+                    self.progress.t0 = self.progress.now()  # the time limit starts now
+                    self.note("info", "machine_lock", f"waited for pid {waited.pid} "
+                              f"({waited.user}: {waited.command}) to finish measuring")
                 self.progress.plan(self.plan.cpu_work(), len(good), self.plan.pair_work(),
                                    floor_s(self.plan.min_cpu_s, self.config.time_limit_s,
                                            len(good)) if self.rule is not None else 0.0,
@@ -185,15 +195,21 @@ class _Run:
             self.warmup.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
         summary = self._finish(cpus, good, failure)
-        if self.summary.measurements and not self.stop.is_set():
-            # The first pools were small: the rest is signed now, for later runs.
+        if self.config.grow_pools and self.summary.measurements and not self.stop.is_set():
+            # The first pools were small: the rest is signed while this process runs.
             start_growth(self.plan.suites, self.plan.backends, pools, self.python)
         return summary
+
+    def _wait_line(self, holder: Holder) -> None:
+        if not self.waiting_said:  # once on stderr, then on the progress line
+            self.waiting_said = True
+            print(f"qprof: {holder.text()}", file=sys.stderr, flush=True)
+        self.progress.report(message=holder.text())
 
     def _start(self) -> list[int]:
         cfg, plan = self.config, self.plan
         topo = hwinfo.topology(cfg.root)
-        cpus = cfg.cpus if cfg.cpus is not None else hwinfo.default_cpus(topo)
+        cpus = cfg.cpus if cfg.cpus is not None else hwinfo.default_cpus(topo, cfg.root == "/")
         self.summary.cpus = list(cpus)
         self.emit(build_meta(self.run_id, cfg, plan, topo, cpus, self.timer))
         if self.timer_note:
@@ -201,7 +217,26 @@ class _Run:
         for level, kind, text in plan.notes:
             self.note(level, kind, text)
         self.emit(Env(self.run_id, "before", time.time(), hwinfo.env_snapshot(cfg.root)))
+        self.quota_before = own_limit() if cfg.root == "/" else None
         return list(cpus)
+
+    def _throttled(self) -> None:
+        """The run's throttling by qprof's cgroup quota: a record, and a warning when it
+        stopped the run (its rounds are capped: qprof.measure.freqwatch)."""
+        before, after = self.quota_before, own_limit()
+        if (before is None or after is None or after.cpus is None or after.factor is None
+                or before.throttling is None or after.throttling is None
+                or before.limited_by != after.limited_by):
+            return
+        t = after.throttling.since(before.throttling)
+        self.emit(Throttled(self.run_id, after.limited_by or after.path, after.version,
+                            round(after.cpus, 4), round(after.factor, 4), t.periods,
+                            t.throttled, t.throttled_us))
+        if t.throttled:
+            self.note("warning", "cpu_throttled",
+                      f"{CAUSE}: {after.cpus:.2f} CPU on {after.limited_by}; throttled in "
+                      f"{t.throttled} of {t.periods} periods ({t.throttled_us / 1e6:.1f} s) "
+                      f"while measuring: judged as a capped run (×{after.factor:.2f})")
 
     def _skipped(self, cpu: int) -> bool:
         problem = hwinfo.cpu_problem(cpu, self.config.root)
@@ -212,6 +247,8 @@ class _Run:
 
     def _finish(self, cpus: list[int], good: list[int], failure: str | None) -> RunSummary:
         self.emit(Env(self.run_id, "after", time.time(), hwinfo.env_snapshot(self.config.root)))
+        if self.config.root == "/":
+            self._throttled()
         s = self.summary
         if failure:
             s.status, s.reason = "aborted", failure

@@ -20,7 +20,7 @@ for all of it: with fewer than :data:`FIRST_POOL_SIZE` cached it signs that many
 CPU this process may use, in helper processes that die with it, with a per-signature
 rate to show), measures with them, and the interval carries the small pool's share (the
 estimator resamples the pool's signatures); :mod:`qprof.measure.poolgrow` signs the rest
-after the run, for later ones.
+while a long-lived qprof runs (the monitor, the daemon) or in ``qprof pool grow``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ ML_DSA_POOL_SIZE = 32  # ML-DSA: ~1 % between signatures, signing takes a millis
 # (128s) + 8 x 1.45 s (256s) on two CPUs is ~9 s. Held to every signature's mix of costs
 # (qprof.consensus.estimate.poolmix), 8 signatures leave ~28 bp (one sd) of the pool's
 # error, held by the interval; unheld, 8 left ~150 bp. The rest of the pool is signed
-# after the run (qprof.measure.poolgrow).
+# by qprof.measure.poolgrow.
 FIRST_POOL_SIZE = 8
 # Cache files are named with this: pools of another size or make are not reused (the pools
 # of 8 that older versions cached would keep their +-150 bp).
@@ -364,12 +364,16 @@ def read_cached(suite: str, directory: Path | None = None) -> list[Fixture]:
     return []
 
 
-def write_cached(suite: str, pool: list[Fixture], directory: Path | None = None) -> None:
+def write_cached(suite: str, pool: list[Fixture], directory: Path | None = None) -> bool:
     """The cache file of ``suite`` whole or not at all (a unique tmp file + rename: the
-    pool grower and a run may write it one after the other)."""
+    pool grower and a run may write it one after the other). False: not written (full
+    disk, unwritable file): the pool grower stops then."""
     path = cache_path(suite, directory)
-    with contextlib.suppress(OutputError, OSError):
+    try:
         write_private(path.parent, path.name, json.dumps([fx.to_dict() for fx in pool]))
+    except (OutputError, OSError):
+        return False
+    return True
 
 
 def cached_pool(suite: str, preferred: tuple[str, ...] = (), directory: Path | None = None,

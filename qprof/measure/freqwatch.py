@@ -1,14 +1,17 @@
 """Frequency and cap state of one CPU while its workers run: ``FreqSample`` records, and
 per round whether the CPU was capped (a cap that comes or goes mid-run marks only its
-rounds)."""
+rounds). A round in which qprof's cgroup was throttled (its CPU quota) is capped too,
+with the cause ``cgroup CPU quota`` and the quota's factor (:mod:`qprof.hw.cgroup`)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from qprof.hw import Topology, read_topology
+from qprof.hw.cgroup import CAUSE, CpuLimit, own_limit, read_throttling
 from qprof.hw.freq import CpuFreq
 from qprof.measure import hwinfo
 from qprof.measure.records import FreqSample, Record
@@ -33,6 +36,9 @@ class FreqWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # qprof's cgroup when it has a CPU quota: its throttled periods, sample by sample
+        self.limit: CpuLimit | None = None
+        self.throttled: list[tuple[int | None, int]] = []
 
     def sample(self) -> None:
         if not self._topology_tried:
@@ -42,6 +48,13 @@ class FreqWatch:
                 self._topology = read_topology(self.root)
             except Exception:
                 self._topology = None  # the frequency reader says why, sample by sample
+            limit = own_limit(self.root) if self.root == "/" else None
+            self.limit = limit if limit is not None and limit.cpus is not None else None
+        if self.limit is not None and self.limit.limited_by is not None:
+            t = read_throttling(Path(self.limit.limited_by))
+            if t is not None:
+                with self._lock:
+                    self.throttled.append((self.round, t.throttled))
         f = hwinfo.frequencies(self.root, [self.cpu], self._topology).get(self.cpu)
         if f is None:
             return
@@ -99,11 +112,34 @@ class FreqWatch:
         if self._thread:
             self._thread.join()
         self.sample()
-        return self._summarize([f for _r, f in self.samples])
+        state = self._summarize([f for _r, f in self.samples])
+        counts = [n for _r, n in self.throttled]
+        return self._quota(state, bool(counts) and counts[-1] > counts[0])
+
+    def _quota(self, state: CapState, throttled: bool) -> CapState:
+        """``state`` with the cgroup's quota as the cap when it throttled (and slows more)."""
+        if not throttled or self.limit is None:
+            return state
+        factor = self.limit.factor
+        if state[0] and (state[1] or 0.0) >= (factor or 0.0):
+            return state
+        return True, factor, CpuFreq(self.cpu, True, capped=True, cap_factor=factor,
+                                     cap_cause=CAUSE)
+
+    def _throttled_rounds(self) -> set[int]:
+        """Rounds in which the throttled count went up (from the sample before each)."""
+        out: set[int] = set()
+        for (_r0, before), (rnd, after) in zip(self.throttled, self.throttled[1:],
+                                                strict=False):
+            if rnd is not None and after > before:
+                out.add(rnd)
+        return out
 
     def by_round(self) -> dict[int, CapState]:
         rounds: dict[int, list[CpuFreq]] = {}
         for rnd, f in self.samples:
             if rnd is not None:
                 rounds.setdefault(rnd, []).append(f)
-        return {rnd: self._summarize(fs) for rnd, fs in rounds.items()}
+        hit = self._throttled_rounds()
+        return {rnd: self._quota(self._summarize(fs), rnd in hit)
+                for rnd, fs in rounds.items()}

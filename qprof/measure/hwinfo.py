@@ -64,10 +64,13 @@ def topology(root: str | Path = "/") -> dict[str, Any]:
     }
 
 
-def default_cpus(topo: dict[str, Any]) -> list[int]:
+def default_cpus(topo: dict[str, Any], live: bool = False) -> list[int]:
     """One CPU per cluster (:func:`qprof.hw.choose.one_per_cluster`); without clusters,
-    the highest online CPU."""
+    the highest online CPU. ``live``: only CPUs this process may run on (a container's
+    effective cpuset bounds its affinity)."""
     online = {r["cpu"] for r in topo.get("cpus", []) if r.get("online", True)}
+    if live and online & set(_allowed_cpus()):
+        online &= set(_allowed_cpus())
     clusters = {c["id"]: c.get("cpus", []) for c in topo.get("clusters", [])}
     chosen, _problems = one_per_cluster(clusters, online)
     if not chosen and online:

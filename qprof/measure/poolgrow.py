@@ -1,22 +1,12 @@
-"""The signature pools grow to their full size after a run, for later runs.
+"""The signature pools grow to full size while qprof runs, for later runs.
 
-A run signs only a first pool (:data:`qprof.measure.fixtures.FIRST_POOL_SIZE` per
-SLH-DSA suite) before it measures. The rest (up to 256) is signed by one detached process,
-``python -m qprof.measure.poolgrow``, started when a run has ended (its figures are out):
-nice 19 and SCHED_IDLE, one signature at a time, each appended to the cache as it is made.
-
-It never runs beside a measurement. Every run holds a shared lock on
-``measuring.lock`` in the cache directory while it runs and, on taking it, ends a grower
-that is running (SIGTERM: it loses at most the signature it was making); the grower
-checks the lock (non-blocking, exclusive) before each signature and exits when a run
-holds it. Why not sign on the CPUs a run does not measure: on a 2-vCPU guest the other
-vCPU may be the measured one's hyperthread sibling, and the monitor's screen and its
-evaluation already use it; a signature made while the measurement runs would take from
-the measured core what the seeds' method keeps for it alone.
-
-One grower at a time (``grow.lock``, which holds its pid). It ends by itself when the
-pools are full; it is detached (its own session) so that it outlives a ``qprof check``
-that ended, but a ``kill`` of the process that started it does not matter to it.
+A run signs a first pool (8 per SLH-DSA suite); the rest (up to 256) is signed by one
+``python -m qprof.measure.poolgrow`` (nice 19, SCHED_IDLE, a signature at a time, each
+kept as made), started by the monitor or the daemon after their runs
+(``BenchConfig.grow_pools``) or by ``qprof pool grow``. It exits within ``WATCH_S`` when
+its parent is gone (polled: the parent may be a thread), when any qprof on the machine
+measures (:mod:`qprof.measure.machine_lock`) or a run of its HOME holds
+``measuring.lock``, and as soon as a write of its pool fails. One per cache (``grow.lock``).
 """
 
 from __future__ import annotations
@@ -26,11 +16,12 @@ import contextlib
 import fcntl
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from qprof.measure.fixtures import (
@@ -41,17 +32,24 @@ from qprof.measure.fixtures import (
     slow_to_sign,
     write_cached,
 )
+from qprof.measure.machine_lock import Holder, machine_lock, someone_measures
 
 MEASURING_LOCK = "measuring.lock"
 GROW_LOCK = "grow.lock"
 MODULE = "qprof.measure.poolgrow"
 END_WAIT_S = 1.0  # a grower sent SIGTERM is waited for this long (it signs in C)
+WATCH_S = 0.1  # how often a grower checks its parent and the machine lock
 
 
 def _lock_file(directory: Path, name: str) -> int | None:
+    """A regular file in the cache, never a link or a FIFO (None: not here)."""
     with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
-        return os.open(directory / name, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(directory / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
     return None
 
 
@@ -63,11 +61,16 @@ def short_suites(suites: Sequence[str], directory: Path) -> list[str]:
 
 def grower_pid(directory: Path) -> int | None:
     """The running grower's pid, from ``grow.lock`` (None: none runs)."""
+    fd = _lock_file(directory, GROW_LOCK)
+    if fd is None:
+        return None
     try:
-        pid = int((directory / GROW_LOCK).read_text().strip() or 0)
+        pid = int(os.pread(fd, 32, 0).decode().strip() or 0)
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
     return pid if pid > 0 and MODULE.encode() in cmdline else None
 
 
@@ -84,22 +87,28 @@ def end_growth(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def measuring(directory: Path | None = None) -> Iterator[None]:
-    """Held by a run while it runs: no grower signs meanwhile (one that runs is ended)."""
+def measuring(directory: Path | None = None, expected_s: float | None = None,
+              on_wait: Callable[[Holder], None] | None = None) -> Iterator[Holder | None]:
+    """Held by a run while it runs: the machine lock (waits for another qprof's
+    measurement, ``on_wait`` told who), and its HOME's lock; its HOME's grower is ended
+    (others exit by themselves). Yields whom it waited for."""
     d = directory or cache_dir()
-    fd = _lock_file(d, MEASURING_LOCK)
-    try:
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_SH)
-        end_growth(d)
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)
+    with machine_lock(expected_s, on_wait) as waited:
+        fd = _lock_file(d, MEASURING_LOCK)
+        try:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_SH)
+            end_growth(d)
+            yield waited
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 def _measurement_running(directory: Path) -> bool:
+    if someone_measures():
+        return True
     fd = _lock_file(directory, MEASURING_LOCK)
     if fd is None:
         return False
@@ -119,19 +128,24 @@ def _idle_priority() -> None:  # in the child, before exec
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
+def grower_argv(suites: Sequence[str], preferred: Sequence[str], directory: Path,
+                python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", MODULE, "--dir", str(directory),
+            "--parent", str(os.getpid()), "--backends", ",".join(preferred), *suites]
+
+
 def start_growth(suites: Sequence[str], preferred: Sequence[str],
                  directory: Path | None = None, python: str | None = None) -> bool:
-    """Start the grower when a pool of ``suites`` is short (after a run). True: started."""
+    """Start the grower when a pool of ``suites`` is short; it ends with this process.
+    True: started."""
     d = directory or cache_dir()
     short = short_suites(suites, d)
     if not short or grower_pid(d) is not None:
         return False
-    argv = [python or sys.executable, "-m", MODULE, "--dir", str(d),
-            "--backends", ",".join(preferred), *short]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=_idle_priority)
+        proc = subprocess.Popen(grower_argv(short, preferred, d, python),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, preexec_fn=_idle_priority)
     except OSError:
         return False  # later runs sign their first pool again; nothing is lost
     # Reaped when it ends while this process lives on (the monitor, the daemon).
@@ -139,9 +153,21 @@ def start_growth(suites: Sequence[str], preferred: Sequence[str],
     return True
 
 
-def grow(suites: Sequence[str], preferred: tuple[str, ...], directory: Path) -> int:
+def _watch(parent: int | None, directory: Path) -> None:
+    """In the grower: exit at once when the parent is gone or a measurement started."""
+    while True:
+        if (parent is not None and os.getppid() != parent) or _measurement_running(directory):
+            os._exit(0)  # a signature in the making is lost, nothing else
+        time.sleep(WATCH_S)
+
+
+OnSigned = Callable[[str, int, int], None]  # suite, its pool now, its full size
+
+
+def grow(suites: Sequence[str], preferred: tuple[str, ...], directory: Path,
+         on_signed: OnSigned | None = None) -> int:
     """Sign the pools of ``suites`` up to full, one signature at a time, while no run
-    measures; the signatures added."""
+    measures and every write succeeds; the signatures added."""
     fd = _lock_file(directory, GROW_LOCK)
     if fd is None:
         return 0
@@ -151,18 +177,23 @@ def grow(suites: Sequence[str], preferred: tuple[str, ...], directory: Path) -> 
         os.close(fd)
         return 0  # another grower
     os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
     added = 0
     try:
         for suite in suites:
-            while not _measurement_running(directory):
-                pool = read_cached(suite, directory)
-                if len(pool) >= pool_size(suite):
-                    break
+            pool = read_cached(suite, directory)
+            if not write_cached(suite, pool, directory):
+                break  # its file cannot be written: signing would be for nothing
+            while not _measurement_running(directory) and len(pool) < pool_size(suite):
                 pool.append(make_fixture(suite, preferred))
-                write_cached(suite, pool, directory)
+                if not write_cached(suite, pool, directory):
+                    return added
                 added += 1
-            else:
+                if on_signed is not None:
+                    on_signed(suite, len(pool), pool_size(suite))
+                again = read_cached(suite, directory)  # a run may have added some
+                pool = again if len(again) > len(pool) else pool
+            if len(pool) < pool_size(suite):
                 break
     finally:
         os.ftruncate(fd, 0)
@@ -173,10 +204,12 @@ def grow(suites: Sequence[str], preferred: tuple[str, ...], directory: Path) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}")
     parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--parent", type=int, default=None)
     parser.add_argument("--backends", default="")
     parser.add_argument("suites", nargs="+")
     args = parser.parse_args(argv)
     preferred = tuple(b for b in args.backends.split(",") if b)
+    threading.Thread(target=_watch, args=(args.parent, args.dir), daemon=True).start()
     try:
         grow(args.suites, preferred, args.dir)
     except Exception:  # noqa: BLE001 - a background helper: the next run signs what it needs

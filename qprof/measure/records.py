@@ -273,9 +273,25 @@ class AdversaryFactors(Record):
     hash_calls: int | None = None
 
 
+@dataclass
+class Throttled(Record):
+    """qprof's cgroup had a CPU quota during the run: its ``cpu.stat`` counts over the
+    run (after - before; :mod:`qprof.hw.cgroup`). Runs without a quota carry none."""
+
+    type: ClassVar[str] = "throttled"
+    run_id: str
+    cgroup: str
+    version: int  # cgroup v1 or v2
+    quota_cpus: float  # quota / period: 0.5 is half of one CPU's time each period
+    factor: float  # how much slower one busy thread runs at most under it
+    periods: int
+    throttled_periods: int  # periods in which the cgroup was stopped
+    throttled_us: int
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.type: cls for cls in (Meta, Env, FreqSample, Measurement, Disagreement, Note, End,
-                              FunctionalCheck, ResourceUse, AdversaryFactors)
+                              FunctionalCheck, ResourceUse, AdversaryFactors, Throttled)
 }
 
 

@@ -47,6 +47,9 @@ KINDS = (
     # confirmed change of a suite's ratio (before, after, its size and what changed).
     "library_changed",
     "ratio_changed",
+    # The daemon's cgroup CPU quota (qprof.hw.cgroup) stopped a run while it measured:
+    # its rounds are judged as capped ones.
+    "cpu_throttled",
 )
 
 

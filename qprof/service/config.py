@@ -66,6 +66,10 @@ class DaemonConfig:
     keep_days: float = 90.0
     keep_samples_days: float = 2.0
     keep_freq_days: float = 30.0
+    # The node's cgroup (its CPU quota bounds its worst-case block; qprof.hw.cgroup):
+    # a directory, or a systemd unit NAME.service. Neither: the daemon's own quota.
+    node_cgroup: str | None = None
+    node_unit: str | None = None
 
     def retention(self) -> Retention:
         day = 24 * 3600.0
@@ -99,7 +103,8 @@ _AT_MOST = {"interval": 365 * _DAY, "retry": 365 * _DAY, "max_load": 1e6, "max_b
             "cap_hold_samples": 1_000_000, "metrics_deadline": 3600.0,
             "metrics_max_connections": 65536}
 _INTS = {"cap_hold_samples", "metrics_max_connections"}
-_STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen"}
+_STRINGS = {"cpus", "profile", "backend", "alert_command", "log_level", "listen",
+            "node_cgroup", "node_unit"}
 _PATHS = {"state_dir", "root"}
 
 

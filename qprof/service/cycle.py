@@ -33,16 +33,18 @@ from collections.abc import Callable
 from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
 from qprof.consensus.judgement import judge
-from qprof.consensus.policy import CoreDesign
+from qprof.consensus.policy import CoreDesign, with_quota
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.verdict import CoverageResult
+from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
+from qprof.measure.machine_lock import machine_lock
 from qprof.measure.records import (
     AdversaryFactors,
     Disagreement,
@@ -53,6 +55,7 @@ from qprof.measure.records import (
     Note,
     Record,
     ResourceUse,
+    Throttled,
 )
 from qprof.service import coverage_alerts
 from qprof.service.alerts import AlertDispatcher
@@ -88,7 +91,7 @@ def bench_config(cfg: DaemonConfig, cpu: int, backend: str,
     """
     bc = BenchConfig(
         cpus=[cpu], backends=[backend], mode="check", profile=cfg.profile or profile,
-        root=str(cfg.root), nice=10, command=["qprof", "daemon"],
+        root=str(cfg.root), nice=10, command=["qprof", "daemon"], grow_pools=True,
         # A cycle must not run on for ever on a machine that got busy.
         time_limit_s=max(60.0, cfg.interval / 2),
         # As `qprof check` (its default --statistic auto): the adaptive rounds pin down
@@ -217,7 +220,18 @@ class CycleRunner:
 
         if self._cores is None:
             self._cores = topology_cores(str(self.cfg.root))
-        return {**self._cores, **recorded_cores(self.store, measurements)}
+        cores = {**self._cores, **recorded_cores(self.store, measurements)}
+        return with_quota(cores, self.quota())  # a node's CPU quota bounds its block
+
+    def quota(self) -> float | None:
+        """The node's CPU quota in CPUs (--node-cgroup/--node-unit, else the daemon's own
+        as its newest run recorded it); None: none."""
+        if self.cfg.node_cgroup or self.cfg.node_unit:
+            with contextlib.suppress(NodeCgroupError):
+                node = node_of(str(self.cfg.root), self.cfg.node_cgroup, self.cfg.node_unit)
+                return node.cpus if node is not None else None
+            return None
+        return self.state.throttled.quota_cpus if self.state.throttled else None
 
     # -- the sink ------------------------------------------------------------------------
 
@@ -256,6 +270,14 @@ class CycleRunner:
             with self.state.lock:
                 self.state.factors = [f for f in self.state.factors if (f.suite, f.kind) != (
                     record.suite, record.kind)] + [record]
+        if isinstance(record, Throttled):
+            self.state.set_throttled(record)
+            if record.throttled_periods:
+                self.alerts.emit("cpu_throttled", "warning", f"cgroup CPU quota "
+                                 f"{record.quota_cpus:.2f} CPU on {record.cgroup}: throttled "
+                                 f"in {record.throttled_periods} of {record.periods} periods "
+                                 "while measuring", run_id=record.run_id, cgroup=record.cgroup,
+                                 quota_cpus=record.quota_cpus, factor=record.factor)
         if isinstance(record, End):
             self.current_run = None
 
@@ -317,7 +339,8 @@ class CycleRunner:
             if status != "finished":
                 outcome = "partial"
         if outcome == "finished" and self.cfg.block:
-            self.measure_blocks(stop)
+            with machine_lock():  # one measurement per machine (qprof.measure.machine_lock)
+                self.measure_blocks(stop)
         if not stop.is_set() and self.backfill_points():
             self.refresh_results(announce=False)  # older runs: their changes are history
         with self.state.lock:

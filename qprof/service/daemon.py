@@ -101,6 +101,7 @@ class Daemon:
         self._install_signals()  # a SIGTERM during start-up is a clean stop too
         self._lower_priority()
         self._load_profile()
+        self._report_cgroup()
         self._open_watcher()
         self._choose_backend()  # may be a config error: before any file is created
         self._open_store()
@@ -123,6 +124,19 @@ class Daemon:
         self.next_cycle = self._earliest_cycle = time.time() + cfg.first_cycle_delay
         if self.backend is not None:
             self.software = SoftwareWatch(str(cfg.root), self.backend)
+
+    def _report_cgroup(self) -> None:
+        """Log the daemon's and the node's CPU quota (qprof.hw.cgroup); a node option that
+        names no cgroup is the user's to fix."""
+        from qprof.hw.cgroup import NodeCgroupError, limit_lines, node_of, own_limit
+
+        root = str(self.cfg.root)
+        try:
+            node = node_of(root, self.cfg.node_cgroup, self.cfg.node_unit)
+        except NodeCgroupError as exc:
+            raise ConfigError(str(exc)) from None
+        for line in limit_lines(own_limit(root) if root == "/" else None, node):
+            log.info("cgroup: %s", line)
 
     def _lower_priority(self) -> None:
         # Measurements run at nice 10 (the engine's workers too); the daemon itself need

@@ -24,9 +24,15 @@ from qprof.consensus.judgement import Judgement, SuiteResult
 from qprof.consensus.verdict import CoverageResult
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
-from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
+from qprof.measure.records import (
+    AdversaryFactors,
+    FunctionalCheck,
+    ResourceUse,
+    Throttled,
+)
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
+from qprof.service.metrics_cgroup import cgroup_metrics
 from qprof.service.metrics_headroom import headroom_metrics
 from qprof.service.metrics_http import DEFAULT_LIMITS, MetricsServer, ServerLimits, serve
 from qprof.service.metrics_resources import functional_metrics, resource_metrics
@@ -79,6 +85,11 @@ class MetricsState:
     factors: list[AdversaryFactors] = field(default_factory=list)  # as the newest run found
     run_estimates: list[SuiteEstimate] = field(default_factory=list)  # the newest run's own
     trend: TrendSummary = field(default_factory=TrendSummary)  # segments, changes, alarms
+    throttled: Throttled | None = None  # the newest run's, under a cgroup CPU quota
+
+    def set_throttled(self, record: Throttled) -> None:
+        with self.lock:
+            self.throttled = record
 
     def set_degraded(self, what: str, reason: DegradedReason, detail: str) -> None:
         with self.lock:
@@ -147,7 +158,9 @@ class QprofCollector(Collector):
             factors = list(s.factors)
             run_estimates = list(s.run_estimates)
             trend = s.trend
+            throttled = s.throttled
 
+        yield from cgroup_metrics(throttled)
         yield from _cpu_metrics(freqs)
 
         verify = GaugeMetricFamily("qprof_verify_seconds",

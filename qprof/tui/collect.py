@@ -29,6 +29,7 @@ from typing import Any
 
 from qprof.atomicfile import OutputError, private_dir
 from qprof.hw.caps import CapSeen, CapTracker
+from qprof.hw.cgroup import own_limit
 from qprof.service.store_paths import user_stores
 from qprof.tui.model import (
     AlertView,
@@ -230,8 +231,15 @@ class Collector:
             model=info["model"], designs=info["designs"], arch=info.get("arch"),
             profile=profile, backend=self.backend or "choosing…",
             source=self.sources.label, measurable=self.measurable,
-            problems=tuple(problems), activity=self.activity,
+            problems=tuple(problems), activity=self.activity, quota=self._quota(),
         )
+
+    def _quota(self) -> str | None:
+        """'CPU quota 0.50 CPU (cgroup v2)': measured runs are throttled beyond it."""
+        limit = own_limit(self.config.root)
+        if limit is None or limit.cpus is None:
+            return None
+        return f"CPU quota {limit.cpus:.2f} CPU (cgroup v{limit.version})"
 
     # --------------------------------------------------------------- evaluation
     def evaluation_key(self) -> EvalKey | None:

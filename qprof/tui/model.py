@@ -32,6 +32,7 @@ class MachineView:
     measurable: bool  # False when replaying another machine's snapshot
     problems: tuple[str, ...] = ()
     activity: str | None = None  # e.g. the first run's own measurements, in progress
+    quota: str | None = None  # qprof's cgroup CPU quota, when it has one (qprof.hw.cgroup)
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,8 @@ def bench_config(cpu: int, suites: Iterable[str], backend: str, profile: str, ro
     target ran to the round cap: the first verdict at 136 s, not ~95 s)."""
     return BenchConfig(cpus=[cpu], suites=list(suites), backends=[backend], profile=profile,
                        root=str(root), mode=mode or MONITOR_MODE,
-                       operations=list(MONITOR_OPERATIONS), time_limit_s=CHECK_TIME_LIMIT_S)
+                       operations=list(MONITOR_OPERATIONS), time_limit_s=CHECK_TIME_LIMIT_S,
+                       grow_pools=True)  # while the monitor is open
 
 
 def keep_points(store: Store, records: list[Record]) -> None:

@@ -30,6 +30,8 @@ class MachineHeader(Static):
         line1 = Text.assemble(("qprof", "bold"), " · ", *machine_words(machine))
         if machine.arch:
             line1.append(f" · {machine.arch}")
+        if machine.quota:
+            line1.append(f" · {CAUTION} {machine.quota}")
         line2 = Text.assemble(
             "profile ", (machine.profile, "bold"), " · backend ", (machine.backend, "bold"),
             " · ", machine.source)
