@@ -150,6 +150,7 @@ def _needs_liboqs() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
+@pytest.mark.fresh
 def test_qprof_check_in_a_cgroup_with_a_quota(quota_cgroup: Path, tmp_path: Path) -> None:
     from qprof.measure.fixtures import cached_pool, candidate_signers
 

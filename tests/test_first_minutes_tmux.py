@@ -110,6 +110,7 @@ MOMENTS = {
 }
 
 
+@pytest.mark.fresh
 @pytest.mark.parametrize(("moment", "key"), [("signing", "q"), ("measuring", "q"),
                                              ("signing", "C-c")])
 def test_quit_at_a_moment_of_the_first_run_leaves_nothing(tmp_path: Path, moment: str,
@@ -157,6 +158,7 @@ def _ours(token: str) -> list[str]:
 VERDICT = re.compile(r"@\d+.*(✓ yes|✗ NO|\? unsure|no reliable estimate|not binding here)")
 
 
+@pytest.mark.fresh
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("moment", ["5 s", "30 s", "verdict"])
 def test_issue_50_q_in_the_first_run_leaves_no_qprof_process(tmp_path: Path,

@@ -328,9 +328,6 @@ def test_finding_14_fifos_as_the_functional_caches_do_not_hang_check(
     assert all(stat.S_ISFIFO(f.lstat().st_mode) for f in fifos)  # left as they were
 
 
-@pytest.mark.xfail(reason="measure/poolgrow.py reads grow.lock with read_text (a FIFO "
-                   "blocks); the file belongs to issue 50's change, which is to read it "
-                   "through qprof.userfile", strict=False)
 def test_finding_14_a_fifo_as_grow_lock_does_not_hang(tmp_path: Path) -> None:
     import threading
 

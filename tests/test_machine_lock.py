@@ -126,6 +126,7 @@ def _needs_liboqs() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
+@pytest.mark.fresh
 def test_two_homes_two_checks_one_waits_for_the_other(lockdir: Path, tmp_path: Path) -> None:
     from qprof.measure.fixtures import candidate_signers
 

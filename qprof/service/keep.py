@@ -28,8 +28,7 @@ class RunKeeper:
         self._records: list[Record] = []
         self._store: Store | None = None
         try:
-            location.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._store = Store(location.path)
+            self._store = Store(location.path)  # its directory made by store_file
         except (StoreError, sqlite3.Error, OSError, RecordError, ValueError) as exc:
             self.error = f"run not kept in {location.path}: {exc}"
 
