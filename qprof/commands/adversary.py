@@ -109,7 +109,10 @@ def run(args: argparse.Namespace) -> int:
             write_file(args.out, json.dumps([s for r in results for s in r.to_json_list()],
                                             indent=1) + "\n")
         except OutputError as exc:
-            print(f"qprof adversary: --out: {exc}; the runs are kept in the cache",
+            from qprof.measure.adversary import summary_path
+
+            kept = ", ".join(str(summary_path(r.suite)) for r in results)
+            print(f"qprof adversary: --out: {exc}; the run is kept in {kept}",
                   file=sys.stderr)
             return 2
     if args.json:
