@@ -109,7 +109,9 @@ def _fresh_selection() -> tuple[set[str], int, int]:
     how many there are."""
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "-m", "fresh"], cwd=TESTS.parent,
-                          capture_output=True, text=True, env=dict(os.environ), check=False)
+                          capture_output=True, text=True, check=False,
+                          # the listing's own shape, whatever options the outer run was given
+                          env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     tail = re.search(r"^(\d+)/(\d+) tests collected", done.stdout, re.MULTILINE)
     assert tail, done.stdout[-2000:]
