@@ -471,8 +471,10 @@ class _Run:
                 self._abort_cpu(c.cpu, f"round {block[0] + 1}: worker output unreadable: {exc}")
             return False
         medians = verify_medians(w.tasks, result, start) or None
-        if self.counting is not None or medians:  # its figures on screen now (the records
-            # may wait for the pools' counts: _where)
+        # Its figures on screen now (the records may wait for the pools' counts: _where),
+        # but not after the rounds planned so far: the rule may add pairs, and the ETA of
+        # that event would say nothing is left.
+        if self.counting is not None or (medians and block[-1] < rounds - 1):
             self.progress.report(cpu=c.cpu, round=block[-1], rounds=rounds,
                                  message="counting the pools' hash calls"
                                  if self.counting is not None else "measured",
