@@ -63,8 +63,8 @@ def _splits(lines: list[str], vocabulary: set[str]) -> list[str]:
     for above, below in zip(lines, lines[1:], strict=False):
         _, last = _edge_words(above)
         first, _ = _edge_words(below)
-        if last is None or first is None:
-            continue
+        if last is None or first is None or min(len(last), len(first)) < 2:
+            continue  # a unit ("53 s") above a key ("b Measure core") is no split word
         whole = (last + first).lower()
         if whole in vocabulary and not {last.lower(), first.lower()} <= vocabulary:
             found.append(f"{last}|{first}")
