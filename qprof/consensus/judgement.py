@@ -195,7 +195,7 @@ def judge(measurements: Iterable[Measurement], profile: Profile | None,
     unit_vu = profile.unit_vu if profile else DEFAULT_UNIT_VU
     suites: list[SuiteJudgement] = []
     results: list[SuiteResult] = []
-    run_estimates: list[SuiteEstimate] = []
+    newest_estimates: list[SuiteEstimate] = []
     seen: set[tuple[int, str, str]] = set()
     for operation in operations:  # the plain verify first
         newest = _newest_runs(measurements, operation)
@@ -205,7 +205,7 @@ def judge(measurements: Iterable[Measurement], profile: Profile | None,
         estimates = estimate(chosen, unit_suite=unit_suite, unit_vu=unit_vu,
                              operation=operation, statistic=statistic, replicates=replicates)
         own = [e for e in estimates if (e.cpu, e.suite, e.backend) not in seen]
-        run_estimates += own
+        newest_estimates += own
         for e in sorted(own, key=lambda e: (e.cpu, e.suite, e.backend)):
             ms = newest[(e.cpu, e.suite, e.backend)]
             results.append(SuiteResult(
@@ -239,7 +239,7 @@ def judge(measurements: Iterable[Measurement], profile: Profile | None,
                 series_runs=len(series.runs) if series is not None else 0))
         seen |= {(e.cpu, e.suite, e.backend) for e in own}
     return Judgement(profile=profile.name if profile else None, suites=tuple(suites),
-                     results=tuple(results), run_estimates=tuple(run_estimates),
+                     results=tuple(results), run_estimates=tuple(newest_estimates),
                      trends=tuple(trends), segments=segments)
 
 
