@@ -236,7 +236,9 @@ def run(args: argparse.Namespace) -> int:
         if keeper.error:
             print(f"qprof check: warning: {_shown(keeper.error, MAX_LINE)}", file=sys.stderr)
         else:
-            points = keeper.stored_points()
+            from qprof.service.keep import kept_points
+
+            points = kept_points(args.state_dir)[0]
     return conclude(args, profile, summary, records, points)
 
 

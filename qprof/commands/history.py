@@ -65,8 +65,6 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
         "results": [asdict(r) for r in j.results],
         "coverage": [c.to_dict() for c in j.coverage],
         "judgement": judgement_json(j, unit_vu),
-        "segment_text": {f"{s.verdict.cpu}/{s.verdict.suite}/{s.verdict.backend}":
-                         s.segment_text(unit_vu) for s in j.suites if s.segment is not None},
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
         "trend": trend.series,
@@ -174,8 +172,10 @@ def _text(data: dict[str, Any]) -> list[str]:
                    f"{fmt_ns(r['time_ns']):>12} {r['statistic']:<6}  run {r['run_id']}{cap}")
     if data["coverage"]:
         out += ["", f"Verify-Unit coverage ({data['profile']}):"]
+    segments = {f"{x['cpu']}/{x['suite']}/{x['backend']}": x["segment"]["text"]
+                for x in data["judgement"]["suites"] if x["segment"] is not None}
     for c in data["coverage"]:
-        out += _coverage_line(c, data["segment_text"])
+        out += _coverage_line(c, segments)
     out += _block_times(data["coverage"])
     if data["trend_text"]:
         out += ["", "the ratio over time (per CPU and suite: the current segment, every run "

@@ -28,7 +28,12 @@ def report_judgement(runs: Sequence[RunData], profile: Profile | None,
     """The judgement of the newest run among ``runs`` with every run's points (and the
     stores' ``kept`` points) behind it."""
     unit, _vu = unit_of(profile)
-    points = [*kept, *(p for run in runs for p in run_points(run.records, unit_suite=unit))]
+    # A run's points only where a store did not keep them, and none for one run alone:
+    # its own estimates are its verdict (as `check --from` without a store).
+    have = {p.run_id for _k, p in kept}
+    todo = [run for run in runs if run.meta is None or run.meta.run_id not in have]
+    points = [*kept, *(p for run in todo for p in run_points(run.records, unit_suite=unit))
+              ] if kept or len(runs) > 1 else []
     return judge([m for run in runs for m in run.measurements], profile, points,
                  cores=cores_from_records(r for run in runs for r in run.records))
 

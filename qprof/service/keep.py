@@ -4,7 +4,6 @@ every later verdict read. A store that cannot take it is said once, never fatal.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from pathlib import Path
 
@@ -14,8 +13,6 @@ from qprof.measure.records import Meta, Record, RecordError
 from qprof.service.store import Store
 from qprof.service.store_file import StoreError
 from qprof.service.store_paths import StoreLocation, read_store, user_stores
-
-log = logging.getLogger("qprof.keep")
 
 
 class RunKeeper:
@@ -46,30 +43,15 @@ class RunKeeper:
             self.error = f"run not kept in {self.location.path}: {exc}"
             self._close()
 
-    def finish(self) -> list[tuple[SeriesKey, RunPoint]]:
-        """The run's points, stored beside its records; the store closed."""
-        points = run_points(self._records, unit_suite=self.unit_suite)
-        meta = next((r for r in self._records if isinstance(r, Meta)), None)
-        if self._store is not None and meta is not None and points:
+    def finish(self) -> None:
+        """The run's points stored beside its records (none computed for a store that
+        could not take the run); the store closed."""
+        if self._store is not None:
             try:
-                self._store.points.add(meta.run_id, points)
+                keep_points(self._store, self._records, self.unit_suite)
             except (StoreError, sqlite3.Error, OSError, ValueError) as exc:
                 self.error = f"run points not kept in {self.location.path}: {exc}"
         self._close()
-        return points
-
-    def stored_points(self) -> list[tuple[SeriesKey, RunPoint]]:
-        """Every run point the store holds (this run's included, once finished)."""
-        try:
-            store = Store(self.location.path, readonly=True)
-        except (StoreError, sqlite3.Error, OSError, RecordError, ValueError):
-            return []
-        try:
-            return store.points.run_points()
-        except (sqlite3.Error, ValueError):
-            return []
-        finally:
-            store.close()
 
     def _close(self) -> None:
         if self._store is not None:
@@ -77,6 +59,17 @@ class RunKeeper:
                 self._store.close()
             finally:
                 self._store = None
+
+
+def keep_points(store: Store, records: list[Record], unit_suite: str
+                ) -> list[tuple[SeriesKey, RunPoint]]:
+    """A finished run's points (the estimator, as check runs it) into ``store`` beside
+    its records: what every later judgement stands on. Returns them."""
+    points = run_points(records, unit_suite=unit_suite)
+    meta = next((r for r in records if isinstance(r, Meta)), None)
+    if meta is not None and points:
+        store.points.add(meta.run_id, points)
+    return points
 
 
 def keeper(state_dir: Path | None, unit_suite: str) -> RunKeeper:

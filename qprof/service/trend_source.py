@@ -53,14 +53,14 @@ def store_points(store: Store, unit_suite: str | None = None, operation: str = "
         except KeyError:
             continue  # dropped by the daemon's retention meanwhile
         points += run_points(records, operation=operation,
-                             unit_suite=unit_suite or _run_unit(records))
+                             unit_suite=unit_suite or run_unit(records))
         computed += 1
     profiles = list(dict.fromkeys(r.profile for r in runs if r.profile))
     return StorePoints(points=points, stored=len(have), computed=computed,
                        left_out=max(len(missing) - max_computed, 0), profiles=profiles)
 
 
-def _run_unit(records: list[Record]) -> str:
+def run_unit(records: list[Record]) -> str:
     """The unit suite the run was measured against (its settings)."""
     meta = next((r for r in records if isinstance(r, Meta)), None)
     unit = meta.settings.get("unit_suite") if meta is not None else None

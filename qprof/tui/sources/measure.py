@@ -18,7 +18,9 @@ from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, ProgressEvent
 from qprof.measure.first_look import MESSAGE as FIRST_LOOK
 from qprof.measure.records import Record
 from qprof.measure.units import medians_text
+from qprof.service.keep import keep_points
 from qprof.service.store import Store
+from qprof.service.trend_source import run_unit
 from qprof.tui.model import Progress
 
 # The engine's "check" mode: valid-signature verify only, adaptive A/B/A rounds until the
@@ -61,19 +63,6 @@ def bench_config(cpu: int, suites: Iterable[str], backend: str, profile: str, ro
                        root=str(root), mode=mode or MONITOR_MODE,
                        operations=list(MONITOR_OPERATIONS), time_limit_s=CHECK_TIME_LIMIT_S,
                        grow_pools=True)  # while the monitor is open
-
-
-def keep_points(store: Store, records: list[Record]) -> None:
-    """The run's points beside its records, as check and the daemon keep them: what the
-    judgement of every later view stands on."""
-    from qprof.consensus.trend.from_records import run_points
-    from qprof.measure.records import Meta
-
-    meta = next((r for r in records if isinstance(r, Meta)), None)
-    unit = meta.settings.get("unit_suite") if meta is not None else None
-    points = run_points(records, unit_suite=unit if isinstance(unit, str) else "ML-DSA-44")
-    if meta is not None and points:
-        store.points.add(meta.run_id, points)
 
 
 class MeasurementAborted(RuntimeError):
@@ -128,7 +117,7 @@ class MeasureSource:
                     progress(progress_of(event, latest, looked))
 
             summary = run_bench(config, add, progress=on_progress, stop=stop, rule=rule)
-            keep_points(store, records)
+            keep_points(store, records, run_unit(records))
         finally:
             store.close()
         if summary.status == "aborted" and not (stop and stop.is_set()):
