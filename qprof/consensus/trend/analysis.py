@@ -223,15 +223,16 @@ def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequen
     aseries, b = adj
     found = _retro(aseries, suite, lo, hi, replace(cfg, keep_p=cfg.sibling_keep_p))
     if found:
-        theirs = _retro(series, other, lo, hi, cfg)
-        found = [k for k in found if all(abs(k - j) > 2 for j in (*plain, *theirs))]
+        sib = _retro(series, other, lo, hi, cfg)
+        found = [k for k in found if all(abs(k - j) > 2 for j in (*plain, *sib))]
     out = []
     for k in found:
         a = max([lo, *[j for j in (*plain, *found) if j < k]])
         z = min([hi, *[j for j in (*plain, *found) if j > k]])
-        steps = [_log_step(x, n, a, k, z)
-                 for x, n in ((aseries, suite), (series, suite), (series, other))]
-        if None not in steps and attributed(steps[1], steps[2], steps[0], b):  # type: ignore[arg-type]
+        d = _log_step(aseries, suite, a, k, z)
+        mine, theirs = _log_step(series, suite, a, k, z), _log_step(series, other, a, k, z)
+        if d is not None and mine is not None and theirs is not None and attributed(
+                mine, theirs, d, b):
             out.append(k)
     return out
 

@@ -15,7 +15,7 @@ from qprof.consensus.trend.changepoints import noise_var
 from qprof.consensus.trend.model import Series, SuiteRun
 from qprof.consensus.trend.segment import Z95, measurement_var, run_se
 
-MIN_RUNS = 8  # runs decided in both suites before a slope can be told
+MIN_RUNS = 16  # runs decided in both: 8 a side, as the 1 % steps it is for (the slope too)
 MAX_SLOPE = 1.5
 
 
@@ -27,6 +27,11 @@ def sibling(suite: str, names: Sequence[str]) -> str | None:
     family = suite.rsplit("-", 1)[0]
     others = [n for n in names if n != suite and n.rsplit("-", 1)[0] == family]
     return others[0] if len(others) == 1 else None
+
+
+def _log(s: SuiteRun) -> float:
+    assert s.ratio is not None  # decided
+    return math.log(s.ratio)
 
 
 def _both(series: Series, suite: str, other: str, lo: int, hi: int
@@ -49,9 +54,8 @@ def slope(pairs: Sequence[tuple[int, SuiteRun, SuiteRun]]) -> float | None:
     from statsmodels.robust.norms import TukeyBiweight
     from statsmodels.robust.robust_linear_model import RLM
 
-    ya = np.log([a.ratio for _i, a, _b in pairs])
-    yb = np.log([b.ratio for _i, _a, b in pairs])
-    da, db = np.diff(ya), np.diff(yb)
+    da = np.diff([_log(a) for _i, a, _b in pairs])
+    db = np.diff([_log(b) for _i, _a, b in pairs])
     if not np.any(db):
         return None
     b = float(RLM(da, db, M=TukeyBiweight()).fit().params[0])
@@ -71,14 +75,13 @@ def adjusted(series: Series, suite: str, other: str, lo: int, hi: int
     b = slope(pairs)
     if b is None or b == 0:
         return None
-    mid = sorted(math.log(s.ratio) for _i, _a, s in pairs if s.ratio)[len(pairs) // 2]
+    mid = sorted(_log(s) for _i, _a, s in pairs)[len(pairs) // 2]
     at = {i: (a, s) for i, a, s in pairs}
-    z = {i: math.log(a.ratio) - b * (math.log(s.ratio) - mid)
-         for i, a, s in pairs if a.ratio and s.ratio}
+    z = {i: _log(a) - b * (_log(s) - mid) for i, a, s in pairs}
     var = {i: run_se(a) ** 2 + b * b * (measurement_var(s) + (s.pool_se or 0.0) ** 2)
            for i, a, s in pairs}
     # A run's own error holds the wander the two share within the run too: scaled down
-    # to the adjusted runs' own run-to-run noise where that is smaller.
+    # (its pool's share with it) to the adjusted runs' run-to-run noise where smaller.
     shrink = min(1.0, noise_var([z[i] for i in z], [1 / var[i] for i in z]))
     runs = []
     for i, p in enumerate(series.runs):
@@ -91,8 +94,8 @@ def adjusted(series: Series, suite: str, other: str, lo: int, hi: int
         else:
             a, s = at[i]
             ratio = math.exp(z[i])
-            pool = math.hypot(a.pool_se or 0.0, b * (s.pool_se or 0.0))
-            se = math.sqrt(max(shrink * var[i], pool ** 2 / 0.81))
+            pool = math.sqrt(shrink) * math.hypot(a.pool_se or 0.0, b * (s.pool_se or 0.0))
+            se = math.sqrt(shrink * var[i])
             new = replace(a, ratio=ratio, pool_se=pool,
                           ratio_ci=(ratio * math.exp(-Z95 * se), ratio * math.exp(Z95 * se)))
         runs.append(replace(p, suites=tuple(new if s.suite == suite else s for s in p.suites)))
