@@ -16,6 +16,7 @@ docs/TREND.md ("Retrospective changes") has the table.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -143,13 +144,21 @@ class Tally:
     located: int = 0
     covered: int = 0
     contradicted: int = 0
-    wrong: int = 0  # changes near the step in a suite whose ratio it did not move
+    wrong: int = 0  # changes the step made in a suite whose ratio it did not move
     examples: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
         for name in ("cases", "found", "located", "covered", "contradicted", "wrong"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.examples += other.examples
+
+
+@functools.lru_cache(maxsize=64)
+def recorded(series: Series, suite: str, cfg: TrendConfig) -> tuple[int, ...]:
+    """Where ``suite`` changes in ``series`` as recorded (a wrong suite's change is one
+    the step made, not one the window had)."""
+    return tuple(c.run_index for c in suite_trend(series, suite, known_changes(series),
+                                                  cfg).changes)
 
 
 def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
@@ -159,8 +168,9 @@ def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
     s2 = stepped(series, who, step, k)
     known = known_changes(s2)
     for other in () if who == UNIT else (x for x in SUITES if x != who):
+        base = recorded(series, other, cfg)
         wrong = [c for c in suite_trend(s2, other, known, cfg).changes
-                 if abs(c.run_index - k) <= 5]
+                 if abs(c.run_index - k) <= 5 and all(abs(c.run_index - j) > 2 for j in base)]
         t.wrong += len(wrong)
         t.examples += [f"wrong suite {label} {other} {who} {step:+.0%}" for _c in wrong]
     for suite in (SUITES if who == UNIT else (who,)):
