@@ -263,6 +263,17 @@ class Store(OnConnection):
         for (text,) in rows:
             yield record_from_dict(json.loads(text))
 
+    def newest_runs_records(self, record_type: str, runs: int) -> list[Record]:
+        """The records of one type of the newest ``runs`` runs with results, oldest
+        first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT rec.json FROM records rec JOIN (SELECT run_id, started_at FROM runs "
+                f"WHERE status IN {_RESULT_SQL} ORDER BY started_at DESC LIMIT ?) r "
+                "ON r.run_id=rec.run_id WHERE rec.type=? ORDER BY r.started_at, rec.id",
+                (runs, record_type)).fetchall()
+        return [record_from_dict(json.loads(text)) for (text,) in rows]
+
     def latest_measurements(self, cpu: int | None = None,
                             backend: str | None = None) -> list[Measurement]:
         """Newest measurement per (cpu, suite, backend, operation) of finished/partial runs."""
