@@ -314,12 +314,14 @@ class Store(OnConnection):
         return _measurements(rows)
 
     def newest_meta(self) -> Meta | None:
-        """The Meta of the newest run with results (what it was measured with: the
-        daemon compares its libraries, kernel and microcode with today's)."""
+        """The Meta of the newest run with results, measurements among them (what it was
+        measured with: the daemon compares its libraries, kernel and microcode with
+        today's)."""
         with self._lock:
             row = self._db.execute(
                 "SELECT rec.json FROM records rec JOIN runs r ON r.run_id=rec.run_id "
-                f"WHERE rec.type='meta' AND r.status IN {_RESULT_SQL} "
+                f"WHERE rec.type='meta' AND r.status IN {_RESULT_SQL} AND EXISTS (SELECT 1 "
+                "FROM measurements m WHERE m.run_id=r.run_id) "
                 "ORDER BY r.started_at DESC, rec.id DESC LIMIT 1").fetchone()
         if row is None:
             return None
