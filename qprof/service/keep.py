@@ -116,6 +116,7 @@ class KeptNode:
 
 
 def kept_node(state_dir: Path | None, profile: Profile) -> KeptNode:
+    """What `qprof calibrate --state-dir` takes of this node."""
     coverage: tuple[CoverageResult, ...] = ()
     factors: list[AdversaryFactors] = []
     problems: list[str] = []
@@ -128,4 +129,5 @@ def kept_node(state_dir: Path | None, profile: Profile) -> KeptNode:
             continue
         coverage = coverage or tuple(judged)
         factors += kept
-    return KeptNode(coverage, tuple(factors), tuple(problems))
+    return KeptNode(coverage, tuple(sorted(factors, key=lambda f: f.measured_at)),
+                    tuple(problems))
