@@ -334,7 +334,9 @@ def test_finding_14_a_fifo_as_grow_lock_does_not_hang(tmp_path: Path) -> None:
     from qprof.measure.poolgrow import grower_pid
 
     os.mkfifo(tmp_path / "grow.lock")
-    reader = threading.Thread(target=grower_pid, args=(tmp_path,), daemon=True)
+    found: list[int | None] = []
+    reader = threading.Thread(target=lambda: found.append(grower_pid(tmp_path)),
+                              daemon=True)
     reader.start()
     reader.join(30)
     hung = reader.is_alive()
@@ -342,3 +344,9 @@ def test_finding_14_a_fifo_as_grow_lock_does_not_hang(tmp_path: Path) -> None:
         with open(tmp_path / "grow.lock", "w"):
             pass
     assert not hung
+    assert found == [None]  # no grower, and the FIFO left as it was
+    assert stat.S_ISFIFO((tmp_path / "grow.lock").lstat().st_mode)
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "grow.lock").write_bytes(str(os.getpid()).encode() + b" " * (1 << 20))
+    assert grower_pid(big) is None  # read bounded: too large is no grower
