@@ -1,16 +1,12 @@
 """`qprof adversary SUITE`: what the costliest signatures an adversary can bring cost.
 
-With a key qprof generates: 16 fresh random signatures, the costliest of a cached pool,
-valid signatures ground by the key owner and signed by liboqs, and invalid ones crafted
-so that every layer walks long chains (ML-DSA: the rejections that fail last), all
-timed together on one pinned core (liboqs; numba too, for dual mode).  Prints each
-kind's cost over the median of the random ones measured in the same run, the pool's
-distribution and the time-per-Keccak-permutation fit (with its largest error over each
-kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
-in hex) so that anyone can check them with another verifier.  ``--minutes`` bounds the whole
-command, shared by the suites (default: the profile's SLH-DSA ones).  The run is kept in
-the user's store as check's are (``--no-store``: not), its factors as a check run carries
-them.  Exit 0, 2 on errors.
+Random, pooled, ground valid and crafted invalid signatures of a fresh key, timed
+together on one pinned core: each kind's cost over the median random one, the pool's
+distribution and the time-per-Keccak-permutation fit; ``--out`` writes the signatures
+(JSON, hex) for any other verifier. ``--minutes`` bounds the whole command, shared by the
+suites (default: the profile's SLH-DSA ones). The run is kept in the user's store as
+check's are (``--no-store``: not), its factors as check runs carry them. Exit 0, 2 on
+errors.
 """
 
 from __future__ import annotations
