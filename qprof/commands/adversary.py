@@ -19,15 +19,22 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from qprof.commands.options import Number
 from qprof.commands.output import OutputError, check_output, shown, write_file
-from qprof.measure.sigtime import DEFAULT_ROUNDS
-
-if TYPE_CHECKING:
-    from qprof.measure.adversary import AdversaryRun
+from qprof.consensus import ProfileError, load_profile
+from qprof.hw.format import table
+from qprof.measure.adversary import (
+    AdversaryError,
+    AdversaryRun,
+    run_adversary,
+    save_last,
+    summary_path,
+)
+from qprof.measure.sigtime import DEFAULT_ROUNDS, SigTimeError
+from qprof.verify import SUITES
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -60,8 +67,6 @@ def _us(ns: float | None) -> str:
 
 def _suites(args: argparse.Namespace) -> list[str] | None:
     """SUITE, else the profile's SLH-DSA suites (None: said why on stderr)."""
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.verify import SUITES
 
     if args.suite is not None:
         if args.suite in SUITES:
@@ -82,8 +87,6 @@ def _suites(args: argparse.Namespace) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
     suites = _suites(args)
     if suites is None:
         return 2
@@ -109,8 +112,6 @@ def run(args: argparse.Namespace) -> int:
             write_file(args.out, json.dumps([s for r in results for s in r.to_json_list()],
                                             indent=1) + "\n")
         except OutputError as exc:
-            from qprof.measure.adversary import summary_path
-
             kept = ", ".join(str(summary_path(r.suite)) for r in results)
             print(f"qprof adversary: --out: {exc}; the run is kept in {kept}",
                   file=sys.stderr)
@@ -130,8 +131,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(args: argparse.Namespace, suite: str, cpu: int, deadline: float) -> AdversaryRun | None:
     """One suite's run by ``deadline``, kept in the cache (None: said why on stderr)."""
-    from qprof.measure.adversary import AdversaryError, run_adversary, save_last
-    from qprof.measure.sigtime import SigTimeError
 
     say = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
     try:
@@ -152,8 +151,6 @@ def _one(args: argparse.Namespace, suite: str, cpu: int, deadline: float) -> Adv
 
 
 def _print(run: AdversaryRun) -> None:
-    from qprof.hw.format import table
-
     base = run.baseline_ns
     nb_base = run.numba_baseline_ns
     print(f"{run.suite} on CPU {run.cpu} ({run.cpu_model}), {run.rounds} rounds interleaved; "

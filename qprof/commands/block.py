@@ -22,15 +22,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
+from qprof.commands.bench import resolve_cpus
+from qprof.commands.block_adversarial import run_adversarial
 from qprof.commands.options import Number, add_backend, add_cpus, add_suites
 from qprof.commands.output import emit
-from qprof.measure.block import MODES
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.measure.block import Block, BlockResult
+from qprof.consensus import Profile, ProfileError, load_profile
+from qprof.consensus.vu import block_signatures
+from qprof.consensus.worst_block import BlockLimits, worst_block
+from qprof.hw import read_topology
+from qprof.hw.sysfs import format_cpulist
+from qprof.measure.block import (
+    MODES,
+    Block,
+    BlockError,
+    BlockResult,
+    build_block,
+    build_mixed_block,
+    median_run,
+    node_verifier,
+    single_core_median_s,
+    verify_block,
+)
+from qprof.verify import SUITES, backend_status
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +103,6 @@ MAX_SIGNATURES = 100_000
 def _signature_limit(profile: Profile) -> int:
     """The most spends a block of ``profile`` can hold, of any priced suite, under every
     limit it states (its VU budget, its auth bytes)."""
-    from qprof.consensus.vu import block_signatures
 
     return max((block_signatures(profile, s) for s in profile.verify_units), default=1)
 
@@ -97,7 +110,6 @@ def _signature_limit(profile: Profile) -> int:
 def _unavailable(suites: list[str], backends: list[str]) -> str | None:
     """Why a verifier this block needs cannot run here (None: all can), found before any
     signing: a missing backend was a BackendUnavailable traceback after it."""
-    from qprof.verify import backend_status
 
     for name in dict.fromkeys(backends):
         try:
@@ -114,7 +126,6 @@ def _unavailable(suites: list[str], backends: list[str]) -> str | None:
 
 def _scopes(cpus: list[int], root: str) -> list[tuple[str, list[int]]]:
     """("all", cpus), each cluster's share when the CPUs span several, one core alone."""
-    from qprof.hw import read_topology
 
     scopes = [("all", cpus)]
     try:
@@ -131,18 +142,10 @@ def _scopes(cpus: list[int], root: str) -> list[tuple[str, list[int]]]:
 
 
 def _default_backend() -> str:
-    from qprof.verify import backend_status
-
     return "liboqs" if backend_status("liboqs").available else "numba"
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.commands.bench import resolve_cpus
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.vu import block_signatures
-    from qprof.measure.block import BlockError, build_block, node_verifier, single_core_median_s
-    from qprof.verify import SUITES
-
     def fail(text: str) -> int:
         if args.json:
             print(json.dumps({"error": text, "results": []}))
@@ -179,8 +182,6 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         return fail(refused)
     if args.adversarial:
-        from qprof.commands.block_adversarial import run_adversarial
-
         return run_adversarial(args, profile, suites, cpus, backend)
     scopes = _scopes(cpus, args.root)
     results: list[BlockResult] = []
@@ -221,7 +222,6 @@ def _repeat(args: argparse.Namespace, profile: Profile, block: Block, per_sig: f
             scopes: list[tuple[str, list[int]]], backend: str) -> list[BlockResult]:
     """Every scope ``--repeat`` times, in turns, the order reversed every other repeat;
     each scope's median run, paired with the single-CPU runs of the same repeats."""
-    from qprof.measure.block import median_run, verify_block
 
     runs: dict[str, list[BlockResult]] = {scope: [] for scope, _ in scopes}
     for k in range(max(1, args.repeat)):
@@ -238,13 +238,6 @@ def _worst_block(args: argparse.Namespace, profile: Profile, suites: list[str], 
                  backend: str) -> tuple[Block, float, dict[str, object]]:
     """The costliest mixture under the profile's limits, from per-signature medians
     measured here on ``cpu`` (a pool of each suite), built as a real block."""
-    from qprof.consensus.worst_block import BlockLimits, worst_block
-    from qprof.measure.block import (
-        build_block,
-        build_mixed_block,
-        node_verifier,
-        single_core_median_s,
-    )
 
     times = {}
     for suite in suites:
@@ -268,8 +261,6 @@ def _worst_block(args: argparse.Namespace, profile: Profile, suites: list[str], 
 
 
 def _print_table(results: list, profile: str) -> None:
-    from qprof.hw.sysfs import format_cpulist
-
     print(f"worst-case blocks of profile {profile} (one pinned thread per CPU; median "
           "wall time of the repeats, [95 % interval])")
     print(

@@ -33,23 +33,43 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from qprof.atomicfile import AtomicFile
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+from qprof.commands.check_adversarial import reference_json, worst_json
+from qprof.commands.check_invalid_block import invalid_block_json
+from qprof.commands.check_policy import policy_json
+from qprof.commands.check_preflight import (
+    decision_with_checks,
+    functional_lines,
+    mismatched,
+    preflight_json,
+)
+from qprof.commands.check_text import meta as run_meta
+from qprof.commands.check_text import notes, print_text, unit_rows
 from qprof.commands.options import Number, add_backend, add_node_cgroup
 from qprof.commands.output import OutputError, check_output
+from qprof.consensus import Profile, ProfileError, load_profile
+from qprof.consensus.basis import comparison_only_reason, verdict_basis
 from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
-from qprof.consensus.verdict import UNSURE_ADVICE
-from qprof.measure.config import CHECK_TIME_LIMIT_S
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.judgement import Judgement
-    from qprof.consensus.trend.model import RunPoint, SeriesKey
-    from qprof.consensus.verdict import CoverageResult, Decision
-    from qprof.measure.config import RunSummary
-    from qprof.measure.records import Record
-    from qprof.service.keep import RunKeeper
+from qprof.consensus.estimate.statistic import STATISTIC_TEXT
+from qprof.consensus.estimate.stopping import rule_for
+from qprof.consensus.judgement import Judgement, judge
+from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
+from qprof.consensus.profiles import run_profile, run_profile_note
+from qprof.consensus.trend.model import RunPoint, SeriesKey
+from qprof.consensus.verdict import UNSURE_ADVICE, CoverageResult, Decision
+from qprof.hw.cgroup import NodeCgroupError, node_of
+from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, RunSummary
+from qprof.measure.engine import EngineError, run_bench
+from qprof.measure.jsonl import read_run
+from qprof.measure.markdown import one_line
+from qprof.measure.records import Record, Throttled
+from qprof.measure.units import fmt_ns
+from qprof.service.keep import RunKeeper, kept_points
+from qprof.service.keep import keeper as user_keeper
+from qprof.verify import available_backends
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -102,8 +122,6 @@ EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "no_estimate": 3, "co
 
 def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -> str | None:
     """Why this run could give no verdict and is refused (None: go ahead)."""
-    from qprof.consensus.basis import comparison_only_reason, verdict_basis
-    from qprof.verify import available_backends
 
     if comparison:
         return None
@@ -122,8 +140,6 @@ def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -
 
 
 def _ms(ns: float) -> str:
-    from qprof.measure.units import fmt_ns
-
     return fmt_ns(ns)
 
 
@@ -135,7 +151,6 @@ MAX_LINE = 2000
 
 def _shown(text: str, limit: int = MAX_SHOWN) -> str:
     """``text`` (from a recorded run) as one bounded line of plain text."""
-    from qprof.measure.markdown import one_line
 
     line = one_line(text)
     return line if len(line) <= limit else line[:limit] + "..."
@@ -153,10 +168,6 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
              records: list[Record], keeper: RunKeeper | None) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl`` and the
     user's store."""
-    from qprof.atomicfile import AtomicFile
-    from qprof.consensus.estimate.stopping import rule_for
-    from qprof.measure.config import BenchConfig
-    from qprof.measure.engine import run_bench
 
     # The run is written line by line to a temporary file beside -o (a crash keeps it
     # there) and renamed over -o at the end, as every file qprof writes.
@@ -192,9 +203,6 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.measure.engine import EngineError
-
     if args.from_run is not None:
         return _judge_recorded(args)
     try:
@@ -212,7 +220,6 @@ def run(args: argparse.Namespace) -> int:
     refused = _verifier_refusal(profile, args.backend, args.comparison)
     if refused:
         return _fail(args, refused)
-    from qprof.hw.cgroup import NodeCgroupError, node_of
 
     try:
         node_of(args.root, args.node_cgroup, args.node_unit)  # named wrong: before measuring
@@ -221,8 +228,6 @@ def run(args: argparse.Namespace) -> int:
     records: list[Record] = []
     keeper = None
     if not args.no_store:
-        from qprof.service.keep import keeper as user_keeper
-
         keeper = user_keeper(args.state_dir, profile.unit_suite)
     try:
         summary = _measure(args, profile, cpus, records, keeper)
@@ -236,8 +241,6 @@ def run(args: argparse.Namespace) -> int:
         if keeper.error:
             print(f"qprof check: warning: {_shown(keeper.error, MAX_LINE)}", file=sys.stderr)
         else:
-            from qprof.service.keep import kept_points
-
             points = kept_points(args.state_dir)[0]
     return conclude(args, profile, summary, records, points)
 
@@ -248,10 +251,6 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     """A run's records (and the kept runs' ``points`` behind it) -> the judgement printed
     (text, or JSON with ``--json``) and the exit code: the one path of a live check and
     of ``--from``. The rows are the run's own; the verdict stands on the segment."""
-    from qprof.consensus.judgement import judge
-    from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
-    from qprof.hw.cgroup import NodeCgroupError, node_of
-    from qprof.measure.records import Throttled
 
     try:
         node = node_of(getattr(args, "root", "/"), args.node_cgroup, args.node_unit)
@@ -267,7 +266,6 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
-    from qprof.commands.check_preflight import decision_with_checks, functional_lines, mismatched
 
     results = judgement.run_coverage
     if not results:
@@ -283,8 +281,6 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         print(json.dumps(_json(args, profile, summary, records, judgement, decision),
                          indent=2))
     else:
-        from qprof.commands.check_text import print_text
-
         # The known answers, the memory table and the invalid block are said there too,
         # within 100 columns and before the verdict (the last line).
         print_text(profile, summary, records, judgement, decision,
@@ -301,9 +297,6 @@ _MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "
 
 def _judge_recorded(args: argparse.Namespace) -> int:
     """``--from RUN.jsonl``: the recorded run's records through :func:`conclude`."""
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.profiles import run_profile, run_profile_note
-    from qprof.measure.jsonl import read_run
 
     given = [flag for dest, flag in _MEASURING_OPTIONS if getattr(args, dest) is not None]
     if given or args.comparison:
@@ -342,7 +335,6 @@ def _judge_recorded(args: argparse.Namespace) -> int:
         print(f"qprof check: {path}: {_shown(note, MAX_LINE)}", file=sys.stderr)
     points = None
     if args.state_dir is not None:  # judged with the kept runs of that store
-        from qprof.service.keep import kept_points
 
         points, problems = kept_points(args.state_dir)
         for problem in problems:
@@ -352,9 +344,6 @@ def _judge_recorded(args: argparse.Namespace) -> int:
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
-    from qprof.commands.check_adversarial import worst_json
-    from qprof.commands.check_policy import policy_json
-    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     e = r.estimate
     return {
@@ -405,15 +394,6 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], judgement: Judgement, decision: Decision
           ) -> dict[str, object]:
-    from qprof.commands.check_adversarial import reference_json
-    from qprof.commands.check_invalid_block import invalid_block_json
-    from qprof.commands.check_preflight import preflight_json
-    from qprof.commands.check_text import meta as run_meta
-    from qprof.commands.check_text import notes, unit_rows
-    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
-    from qprof.consensus.judgement_codec import judgement_json
-    from qprof.consensus.policy import run_gaps
-
     results = judgement.run_coverage
     meta = run_meta(records)
     return {

@@ -7,12 +7,20 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from qprof.commands.history_trend import history_trend
 from qprof.commands.options import Number
 from qprof.commands.output import shown
+from qprof.consensus import ProfileError, load_profile
+from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.verdict import TIME_WORDS, CoverageResult
 from qprof.measure.units import fmt_ns
+from qprof.service.judged import store_judgement
+from qprof.service.store_file import StoreError
+from qprof.service.store_paths import read_store, user_stores
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +42,6 @@ def _when(ts: float | None) -> str:
 
 def _profile(runs: list[Any]) -> Any:
     """The profile the newest runs were measured against (else qanum), or None."""
-    from qprof.consensus import ProfileError, load_profile
 
     name = next((r.profile for r in runs if r.profile), None) or "qanum"
     try:
@@ -47,11 +54,6 @@ MAX_LINE = 2000  # one line of the text, whatever a stored string holds
 
 
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from qprof.commands.history_trend import history_trend
-    from qprof.consensus.judgement_codec import judgement_json
-    from qprof.service.judged import store_judgement
 
     runs = store.runs(max(n_runs, 20))
     profile = _profile(runs)
@@ -76,7 +78,6 @@ def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[s
     """One verdict as `qprof check` gives it: its headline (the word first, the estimate
     with its 95 % interval), the seeds' median rule beside it when the estimate used
     another statistic, and the segment it stands on where one holds several runs."""
-    from qprof.consensus.verdict import CoverageResult
 
     r = CoverageResult.from_dict(c)
     unit = r.estimate.is_unit
@@ -91,7 +92,6 @@ def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[s
 
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
     """Each CPU's time bound, as consensus decided it (qprof.consensus.policy)."""
-    from qprof.consensus.verdict import TIME_WORDS
 
     lines, seen = [], set()
     for c in coverage:
@@ -109,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
     """Every store of the user's (the daemon's, the monitor's: qprof.service.store_paths),
     each in its own section; JSON: the first store's keys at the top (as before) and every
     store under "stores"."""
-    from qprof.service.store_paths import user_stores
 
     stores = user_stores(args.state_dir)
     found = stores.existing()
@@ -139,8 +138,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _read(path: Path, n_runs: int, n_alerts: int) -> dict[str, Any] | None:
     """One store's runs, results and alerts; None (said on stderr) when it cannot be read."""
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import read_store
 
     try:
         data, note = read_store(path, lambda s: (collect(s, n_runs, n_alerts), s.note))

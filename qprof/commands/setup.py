@@ -22,6 +22,10 @@ from typing import TextIO
 
 from qprof.commands.options import Number
 from qprof.commands.output import own_terminal
+from qprof.verify import liboqs_build as lb
+from qprof.verify.availability import find_liboqs
+from qprof.verify.liboqs_build import STEP_LINE
+from qprof.verify.liboqs_lib import open_named
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -61,8 +65,6 @@ class BuildScreen:
               file=self.out, flush=True)
 
     def step(self, line: str) -> None:
-        from qprof.verify.liboqs_build import STEP_LINE
-
         if STEP_LINE.match(line) and self.tty:
             cols = shutil.get_terminal_size((100, 20)).columns
             print(f"\r\033[K  {line[:cols - 3]}", end="", file=self.out, flush=True)
@@ -76,10 +78,6 @@ class BuildScreen:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.verify import liboqs_build as lb
-    from qprof.verify.availability import find_liboqs
-    from qprof.verify.liboqs_lib import open_named
-
     prefix = (args.prefix or lb.default_prefix()).expanduser()
     if lb.setup_disabled():
         print(f"qprof setup liboqs: not built ({lb.SETUP_ENV}=off)", file=sys.stderr)

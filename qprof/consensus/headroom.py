@@ -41,6 +41,7 @@ from qprof.consensus.profiles import Profile
 from qprof.consensus.verdict import CoverageResult
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
 from qprof.measure.records import AdversaryFactors
+from qprof.measure.units import fmt_ns
 
 Headroom = Literal["median", "ground", "crafted"]
 HEADROOMS: tuple[Headroom, ...] = ("median", "ground", "crafted")
@@ -151,8 +152,6 @@ class InvalidBlock:
         return self.time_ns / (self.interval_s * 1e9) if self.interval_s else None
 
     def text(self) -> str:
-        from qprof.measure.units import fmt_ns
-
         share = (f", {100 * self.interval_fraction:.2g} % of the {self.interval_s:g} s block "
                  "interval" if self.interval_fraction is not None else "")
         factors = ", ".join(f"{s} x{f:.3f}" for s, f in sorted(self.crafted.items()))

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from qprof.consensus.profiles import Profile, ReferenceCore
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
+from qprof.measure.records import Meta
+from qprof.measure.units import fmt_ns
 
 if TYPE_CHECKING:
     from qprof.consensus.verdict import CoverageResult, Decision
@@ -88,7 +90,6 @@ def cores_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[int, CoreDesign]:
 def cores_from_records(records: Iterable[object]) -> dict[int, CoreDesign]:
     """What each measured CPU is, from the runs' Meta records (a run records the topology
     rows of the CPUs it measured), newest run last."""
-    from qprof.measure.records import Meta
 
     cores: dict[int, CoreDesign] = {}
     for r in records:
@@ -196,8 +197,6 @@ class BlockTimeVerdict:
 
 
 def _ms(ns: float) -> str:
-    from qprof.measure.units import fmt_ns
-
     return fmt_ns(ns)
 
 

@@ -21,6 +21,7 @@ from qprof.consensus.adversarial import (
 from qprof.consensus.basis import Basis, basis_label, verdict_basis
 from qprof.consensus.estimate.estimator import REPLICATES, SuiteEstimate, estimate
 from qprof.consensus.estimate.statistic import Statistic
+from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.policy import BlockTimeVerdict, CoreDesign, apply_policy
 from qprof.consensus.profiles import Profile, ReferenceCore
 from qprof.consensus.vu import block_signatures
@@ -304,7 +305,6 @@ def evaluate(profile: Profile, measurements: Iterable[Measurement],
     """The verdict over ``measurements``: :func:`~qprof.consensus.estimate.estimator.estimate`
     with the profile's unit, then each constant against its estimate (never decided where
     the backend failed its functional check: qprof.consensus.functional)."""
-    from qprof.consensus.functional import undecided_where_mismatched
 
     measurements = list(measurements)
     return coverage(profile, undecided_where_mismatched(estimate(

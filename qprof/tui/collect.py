@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.atomicfile import OutputError, private_dir
+from qprof.consensus.basis import verdict_basis
 from qprof.hw.caps import CapSeen, CapTracker
 from qprof.hw.cgroup import own_limit
 from qprof.service.store_paths import user_stores
@@ -53,6 +54,7 @@ from qprof.tui.sources.consensus import (
 from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource
 from qprof.tui.sources.load import LoadSource
 from qprof.tui.sources.store import StoreSource
+from qprof.verify.liboqs_build import qprof_command
 
 STANDALONE = "standalone"
 DAEMON = "daemon"
@@ -346,8 +348,6 @@ class Collector:
     def verdict_note(self) -> str | None:
         """One line when the backend can give no verdict (numba alone is comparison only,
         qprof.consensus.basis): why, and what to run for one."""
-        from qprof.consensus.basis import verdict_basis
-        from qprof.verify.liboqs_build import qprof_command
 
         profile = self.profile.profile
         if profile is None or self.backend is None or self.sources.store is None:

@@ -18,13 +18,16 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
+from qprof.consensus.trend.report import alarm_text, change_text
+from qprof.consensus.trend.verdict import ratio_vu, segment_vu
+from qprof.service.judged import store_judgement
+from qprof.service.store import Store
 from qprof.tui.model import TrendView
-
-if TYPE_CHECKING:
-    from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
-    from qprof.tui.sources.consensus import ProfileInfo
+from qprof.tui.sources.child import run_child
+from qprof.tui.sources.consensus import ProfileInfo
 
 # Runs without stored points (the monitor's own measurements, a daemon's runs from before
 # the points table) are read back from their records through the estimator, ~3 s of CPU
@@ -39,9 +42,6 @@ class TrendResult:
 
 
 def suite_view(t: SeriesTrend, s: SuiteTrend, unit_vu: int) -> TrendView:
-    from qprof.consensus.trend.report import alarm_text, change_text
-    from qprof.consensus.trend.verdict import ratio_vu, segment_vu
-
     runs = [r.suite(s.suite) for r in t.runs]
     estimates = tuple(unit_vu * x.ratio if x is not None and x.decided and x.ratio
                       else None for x in runs)
@@ -117,9 +117,6 @@ def evaluate_trend(path: Path, info: ProfileInfo, backend: str | None,
     if info.profile is None:
         return TrendResult()
     try:
-        from qprof.service.judged import store_judgement
-        from qprof.service.store import Store
-
         store = Store(path, readonly=True)
         try:  # the judgement's series: the ones check, history and the daemon judge on
             judgement = store_judgement(store, info.profile,
@@ -159,7 +156,6 @@ def evaluate_trend_in_child(path: Path, info: ProfileInfo, backend: str | None,
                             timeout_s: float = 900.0) -> TrendResult:
     """:func:`evaluate_trend` in a child process (blocking: from a worker; ``stop`` kills
     the child and raises ChildStopped)."""
-    from qprof.tui.sources.child import run_child
 
     cmd = [sys.executable, "-m", "qprof.tui.sources.trend", str(path), info.location,
            backend or ""]
