@@ -59,7 +59,8 @@ from qprof.consensus.judgement_codec import judgement_json
 from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
 from qprof.consensus.profiles import run_profile, run_profile_note
 from qprof.consensus.trend.model import RunPoint, SeriesKey
-from qprof.consensus.verdict import UNSURE_ADVICE, CoverageResult, Decision
+from qprof.consensus.verdict import UNSURE_ADVICE
+from qprof.consensus.verdict_types import CoverageResult, Decision
 from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, RunSummary
 from qprof.measure.engine import EngineError, run_bench
@@ -356,7 +357,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "worst_block_signatures": r.worst_block_signatures,
         "worst_block_ns": r.worst_block_ns, "reference_block_ns": r.reference_block_ns,
         "verdict": r.verdict,
-        # The row's word (qprof.consensus.verdict.WORDS) and its one-line verdict.
+        # The row's word (qprof.consensus.verdict_types.WORDS) and its one-line verdict.
         "state": r.state, "headline": r.headline,
         "statistic": asked, "statistic_used": r.statistic,
         "statistic_text": STATISTIC_TEXT[r.statistic], "statistic_why": e.statistic_why,

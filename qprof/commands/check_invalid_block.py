@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from qprof.consensus import Profile
 from qprof.consensus.headroom import invalid_blocks
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 
 
 def invalid_block_json(profile: Profile, results: list[CoverageResult]) -> dict[str, object]:

@@ -5,8 +5,7 @@ decision that counts; and the CPUs over their time bound, for the text's verdict
 
 from __future__ import annotations
 
-from qprof.consensus.policy import BlockTimeVerdict
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult
 from qprof.measure.units import fmt_ns
 
 

@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from qprof.consensus import Profile
-from qprof.consensus.verdict import Decision
+from qprof.consensus.verdict_types import Decision
 from qprof.hw.format import table
 from qprof.measure.native_memory import stack_text
 from qprof.measure.records import FunctionalCheck, Record, ResourceUse

@@ -2,7 +2,7 @@
 
 By default: the run in one line, the warnings (each once), the timer when it is not the
 wall clock, one short line per suite and CPU (the verdict's headline, its word first:
-``qprof.consensus.verdict.WORDS``), where the ratio does not bind and why (its own short
+``qprof.consensus.verdict_types.WORDS``), where the ratio does not bind and why (its own short
 line), the worst signature beside the median (a line per SLH-DSA suite), each CPU's time
 bound in a line, and the run's verdict last. ``--verbose`` adds the method and timer, the
 statistic and why, each suite's rounds and full verdict, the other statistics, the
@@ -24,14 +24,8 @@ from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
 from qprof.consensus.headroom import invalid_blocks
 from qprof.consensus.judgement import Judgement
 from qprof.consensus.policy import run_gaps
-from qprof.consensus.verdict import (
-    TIME_WORDS,
-    UNSURE_ADVICE,
-    WORDS,
-    CoverageResult,
-    Decision,
-    contended_text,
-)
+from qprof.consensus.verdict import TIME_WORDS, UNSURE_ADVICE
+from qprof.consensus.verdict_types import WORDS, CoverageResult, Decision, contended_text
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.measure.config import RunSummary
 from qprof.measure.markdown import one_line

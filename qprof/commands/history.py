@@ -16,7 +16,8 @@ from qprof.commands.options import Number
 from qprof.commands.output import shown
 from qprof.consensus import ProfileError, load_profile
 from qprof.consensus.judgement_codec import judgement_json
-from qprof.consensus.verdict import TIME_WORDS, CoverageResult
+from qprof.consensus.verdict import TIME_WORDS
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.units import fmt_ns
 from qprof.service.judged import store_judgement
 from qprof.service.store_file import StoreError

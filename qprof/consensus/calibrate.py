@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qprof.consensus.policy import BlockTimeVerdict, block_time_verdict
+from qprof.consensus.policy import block_time_verdict
 from qprof.consensus.profiles import Profile
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult
 from qprof.untrusted import one_line
 
 # No Verify-Unit constant is this large (SLH-DSA-SHAKE-256s: 3600); an estimate beyond it

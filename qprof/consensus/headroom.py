@@ -38,7 +38,7 @@ from qprof.consensus.adversarial import (
 )
 from qprof.consensus.calibrate import NodeEstimate, Projection, reference_median_vu
 from qprof.consensus.profiles import Profile
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
 from qprof.measure.records import AdversaryFactors
 from qprof.measure.units import fmt_ns

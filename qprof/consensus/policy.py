@@ -25,20 +25,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qprof.consensus.profiles import Profile, ReferenceCore
+from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult, Decision
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
+from qprof.hw.topology import Topology
 from qprof.measure.records import Meta
 from qprof.measure.units import fmt_ns
 
-if TYPE_CHECKING:
-    from qprof.consensus.verdict import CoverageResult, Decision
-    from qprof.hw.topology import Topology
-
 UNSURE_TIME_ADVICE = ("to decide, measure longer or on a quieter host (nothing else "
                       "running on that core)")
-# The not-binding rows' first words (qprof.consensus.verdict.WORDS["not_binding"]).
+# The not-binding rows' first words (qprof.consensus.verdict_types.WORDS["not_binding"]).
 NOT_BINDING = "not binding here: the constants follow the slowest reference core"
 # The ratio against the constant on a core where it does not bind: no covered/NOT covered.
 _RATIO_SIDE = {"covered": "within", "not_covered": "above", "unsure": "straddling"}
@@ -159,41 +157,6 @@ def ratio_binding(profile: Profile, core: CoreDesign | None) -> RatioBinding:
               f"({refs})")
     return RatioBinding(False, None, f"not binding here: {detail}; the constants follow "
                         "the slowest reference core", detail)
-
-
-@dataclass(frozen=True)
-class BlockTimeVerdict:
-    """The time bound on one core (one backend and operation)."""
-
-    covered: bool | None  # None: unsure, no bound stated, or nothing to compare with
-    worst: WorstBlock  # this core's worst-case block, from its own times
-    time_ns: float  # that block here
-    reference_core: str | None  # the slowest reference core for that very block
-    reference_ns: float | None  # the same block there
-    max_vs_reference: float | None  # the bound's factor (None: no reference bound)
-    vs_reference: float | None  # time_ns / reference_ns
-    interval_fraction: float | None  # time_ns / the target block interval
-    max_interval_fraction: float | None
-    why: str
-    # "covered" / "not_covered": the bound holds / fails over the whole range of the
-    # block's time (the estimate and every round's block time); "unsure": the range
-    # straddles it; "none": no bound stated or nothing to compare with.
-    decision: str = "none"
-    time_range_ns: tuple[float, float] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> BlockTimeVerdict:
-        w = dict(data["worst"])
-        for key in ("composition",):
-            w[key] = tuple(tuple(x) for x in w[key])
-        for key in ("binding", "unsized", "left_out"):
-            w[key] = tuple(w.get(key) or ())
-        time_range = data.get("time_range_ns")
-        return cls(**{**data, "worst": WorstBlock(**w),
-                      "time_range_ns": tuple(time_range) if time_range else None})
 
 
 def _ms(ns: float) -> str:

@@ -109,7 +109,7 @@ class CoverageView:
     worst_ci: tuple[int, int] | None = None
     worst_kind: str | None = None
     worst_binds: bool = False
-    # The verdict's word (qprof.consensus.verdict.WORDS key, CoverageResult.state) and
+    # The verdict's word (qprof.consensus.verdict_types.WORDS key, CoverageResult.state) and
     # its one-line verdict, as `qprof check` prints them.
     state: str | None = None
     headline: str | None = None
@@ -219,7 +219,7 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-# The Covered cell in the verdict's words (qprof.consensus.verdict.WORDS): a figure that
+# The Covered cell in the verdict's words (qprof.consensus.verdict_types.WORDS): a figure that
 # carries no verdict (a verifier no node runs alone); a 95 % interval straddling a binding
 # constant (no ✓/✗ until measured longer); a run too contended to estimate (no figure);
 # a ratio that does not bind on this core, "not binding here" first.

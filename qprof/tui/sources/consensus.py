@@ -16,7 +16,7 @@ from pathlib import Path
 
 from qprof.consensus import Profile, available_profiles, load_profile
 from qprof.consensus.judgement import VERIFY_OPERATIONS, Judgement
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.service.cores import topology_cores
 from qprof.service.judged import store_judgement
 from qprof.service.store import Store

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from qprof.consensus.adversarial import KIND_WORDS
-from qprof.consensus.verdict import WORDS
+from qprof.consensus.verdict_types import WORDS
 from qprof.measure.units import fmt_ns
 from qprof.report.headroom import held_words, worst_word
 from qprof.tui.fit import column_widths, fitting
