@@ -9,14 +9,11 @@ their command runs (the parser is built from the light ``qprof.commands.COMMANDS
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
+import importlib
 import sys
 
 from qprof import __version__
 from qprof.commands import COMMANDS, command_module
-from qprof.commands.output import OutputError, guarded_stdout
-from qprof.measure.machine_lock import Holder, machine_lock
 
 # The exit codes, as README.md's table gives them (`qprof --help`, `qprof check --help`).
 EXIT_CODES_HELP = """\
@@ -48,25 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Commands that time or sign outside the engine (which takes the machine lock itself).
-MEASURING = ("block", "adversary")
-
-
-def _measuring(name: str) -> contextlib.AbstractContextManager[object]:
-    """The machine lock for ``name`` when it measures (qprof.measure.machine_lock)."""
-    if name not in MEASURING:
-        return contextlib.nullcontext()
-
-    said: list[int] = []
-
-    def waiting(holder: Holder) -> None:
-        if not said:
-            said.append(1)
-            print(f"qprof {name}: {holder.text()}", file=sys.stderr, flush=True)
-
-    return machine_lock(on_wait=waiting)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
@@ -85,19 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     module.add_parser(parser)
     args = parser.parse_args(rest)
 
-    try:
-        if name == "monitor":  # the terminal UI draws on stdout itself
-            return int(module.run(args) or 0)
-        with guarded_stdout(), _measuring(name):
-            return int(module.run(args) or 0)
-    except OutputError as exc:
-        print(f"qprof {name}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # `qprof topology | head`: the reader left; exit quietly like coreutils do.
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    # The runner is imported like the command: `qprof --help` loads neither.
+    running = importlib.import_module("qprof.commands.running")
+    return int(running.run_command(name, module, args))

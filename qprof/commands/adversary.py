@@ -1,15 +1,9 @@
 """`qprof adversary SUITE`: what the costliest signatures an adversary can bring cost.
 
-With a key qprof generates: 16 fresh random signatures, the costliest of a cached pool,
-valid signatures ground by the key owner and signed by liboqs, and invalid ones crafted
-so that every layer walks long chains (ML-DSA: the rejections that fail last), all
-timed together on one pinned core (liboqs; numba too, for dual mode).  Prints each
-kind's cost over the median of the random ones measured in the same run, the pool's
-distribution and the time-per-Keccak-permutation fit (with its largest error over each
-kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
-in hex) so that anyone can check them with another verifier.  ``--minutes`` bounds the whole
-command (signing, grinding and timing, with a progress bar), shared by the suites; the
-default suites are the profile's SLH-DSA ones.  Exit 0, 2 on errors.
+Fresh random, pooled, ground valid and crafted invalid signatures of one key, timed
+together on one pinned core; prints each kind's cost over the random ones' median and
+writes the signatures (``--out``) for anyone to check. ``--minutes`` bounds the whole
+command. Exit 0, 2 on errors. What it times: docs/ADVERSARY.md.
 """
 
 from __future__ import annotations

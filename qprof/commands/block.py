@@ -1,20 +1,10 @@
 """`qprof block`: verify a real worst-case block, spread over cores as a node does.
 
-For each suite: as many spends as every limit of the profile allows (its
-MAX_BLOCK_VERIFY_UNITS and its auth bytes, ``qprof.consensus.worst_block``), fresh keys,
-verified by one pinned thread per CPU (``qprof.measure.block``). ``--worst`` measures
-the worst-case block instead: the costliest mixture of suites under all the limits, from
-the per-signature times measured here on the first CPU, with its composition and the
-limits that bind. Printed per scope (all the CPUs given, each cluster among them when
-there are several, and one core alone): the median wall time and its 95 % interval, the
-single-core estimate (signatures x the median per-signature time on the first CPU, the
-figure ``qprof check`` uses), the speed-up, the ratio to the single-CPU runs (paired
-repeat by repeat) and the share of the profile's block interval.
-Each block is verified ``--repeat`` times per scope (default 9: a distribution-free 95 %
-interval of a median needs at least 6), the scopes in turns and in reversed order every
-other repeat, so the single-CPU and all-CPU runs share the host's phases (one short
-block is easily slowed by a neighbour); the JSON keeps every run's wall time in
-``wall_runs_s``. Exit 0 when every verdict was right, 1 otherwise, 2 on errors.
+Per suite (or ``--worst``: the costliest mixture under every limit) as many spends as
+the profile's limits allow, verified by one pinned thread per CPU, ``--repeat`` times
+per scope in alternating order; prints the median wall time with its interval against
+the single-core estimate `qprof check` uses. Exit 0 when every verdict was right, 1
+otherwise, 2 on errors. What each figure is: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """`qprof check --profile NAME`: do the profile's Verify-Unit constants cover this machine?
 
-Measures the profile's suites (verify only) on the chosen CPUs through the engine's
-"check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
-straddles its constant, within a time limit. Each suite and CPU gets both verdicts of
-the chain's rule (``qprof.consensus.policy``): the ratio coverage, which counts only where
-the profile's ``ratio_binds`` makes it bind (qanum: on its reference cores), and the time
-bound (the CPU's worst-case block against the same block on the slowest reference core).
-Exit 0: every binding verdict holds (each whole 95 % interval at or below its constant
-where the ratio binds, every time bound kept); 1: some suite not covered where its ratio
-binds, or a worst-case block over its time bound; 2: error
-(nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
-3: unsure or no reliable estimate: no suite surely over its constant, but some interval
-straddles it, or the host was too contended to estimate (the output says what to do);
-4: comparison figures only (``--comparison`` with a verifier no node runs alone): no
-verdict. The text fits 100 columns (``qprof.commands.check_text``); ``--verbose`` adds
-the details.
-
-A verdict is given only for the verifier the profile's constants are held to
-(``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
-unless ``--comparison`` asks for another verifier's figures, which then carry no verdict.
-
-``--from RUN.jsonl`` measures nothing: it judges a recorded run (``check -o``, ``bench -o``,
-``qprof export``) with today's estimator and the profile given (else the run's own), and
-prints what a live check of those records prints, with the same exit codes: both paths
-end in :func:`conclude`. A file that cannot be judged is exit 2 with one line saying why;
-bad lines are reported as ``file:line: reason`` and skipped, as `qprof report` does.
+Measures the profile's suites on the chosen CPUs through the engine's "check" mode
+(pairs added while an interval straddles its constant, within a time limit), or judges
+a recorded run (``--from``); both end in :func:`conclude`. Each suite and CPU gets both
+verdicts of :mod:`qprof.consensus.policy`. A verdict only for the profile's verifier
+(``--comparison``: figures only). Exit codes as `qprof --help` gives them (0 covered,
+1 not, 2 error, 3 unsure, 4 comparison); the details: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``qprof monitor``: the live terminal UI (per-core costs, caps, Verify-Unit coverage).
 
-Only argparse and the light data layer are imported before the first frame; Textual is
-imported when the app starts, numba/oqs/pyperf only when something is measured.
+numba, oqs and pyperf are imported only when something is measured (they stay lazy in
+the modules below), so the first frame waits for Textual and the data layer only.
 """
 
 from __future__ import annotations

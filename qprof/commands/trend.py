@@ -1,20 +1,9 @@
-"""`qprof trend RUN.jsonl... | --state-dir DIR | --prometheus URL [--profile P] [--json]`:
-the verdict over time.
+"""`qprof trend RUN.jsonl... | --state-dir DIR | --prometheus URL`: the verdict over time.
 
-The runs of each series (one node's CPU, core model, backend and method; runs ordered by
-their start) are combined into segment estimates, and every change of a suite's ratio is
-found, sized and explained (:func:`qprof.consensus.trend.analysis.analyze`, what the daemon,
-its metrics and the monitor use too). The runs come from recorded JSONL files (``.xz`` and
-``.gz`` too; :mod:`qprof.consensus.trend.from_jsonl`), the daemon's and the monitor's
-stores (:mod:`qprof.service.trend_source`; without another source, those of the default
-state dir) or a Prometheus server's history of a fleet's qprof
-metrics (:mod:`qprof.service.fleet_trend`); across nodes, changes close in time are one
-fleet-wide change (:func:`qprof.consensus.trend.fleet.fleet_changes`).
-
-Estimates are in Verify Units of the profile (``--profile``, else the runs' own, else
-qanum), as `qprof check` gives them. Exit 0: analysed (a change found is no error);
-2: error (a file that gives no run, a store or server that cannot be read, a bad
-profile), one line naming what.
+The runs of each series (JSONL files, the stores, or a fleet's Prometheus) go through
+:func:`qprof.consensus.trend.analysis.analyze`, as the daemon and the monitor do, in
+Verify Units of ``--profile`` (else the runs' own, else qanum). Exit 0: analysed (a
+change found is no error); 2: error, one line naming what. Sources: docs/TREND.md.
 """
 
 from __future__ import annotations

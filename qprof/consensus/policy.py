@@ -1,23 +1,10 @@
 """The chain's own rule: where the ratio binds, and the block-time bound everywhere.
 
-A profile's constants follow its slowest reference core (seed 2026-10-14_x86-64: "The
-Verify-Unit budgets bound the wall-clock time of a block. The constants follow the slowest
-reference core, where that time is largest ... The constants are not raised to the x86-64
-ratios"). So each suite on each core gets two verdicts, decided here and nowhere else:
-
-- the ratio coverage (``qprof.consensus.verdict``), always shown, which *binds* only
-  where the profile says (``ratio_binds``: on its reference cores, matched by design or
-  part, or on every core). Elsewhere a ratio above the constant is shown as such, "not
-  binding here";
-- the time bound (``[block_time]``), on every core: this core's worst-case block (the
-  costliest mixture the limits allow, ``qprof.consensus.worst_block``, from this core's
-  verify times) takes no longer than the same block on the slowest reference core (times
-  ``max_vs_reference``) and, when stated, than ``max_interval_fraction`` of the target
-  block interval.
-
-:func:`apply_policy` puts both on the verdict's results; ``policy_decision`` is what
-check's exit code, the daemon's alerts and metrics, history, the report and the monitor
-act on.
+The constants follow the profile's slowest reference core, so each suite on each core
+gets two verdicts, decided here and nowhere else: the ratio coverage, binding only where
+``ratio_binds`` says, and the time bound (this core's worst-case block against the same
+block on the slowest reference core). :func:`apply_policy` puts both on the results;
+``policy_decision`` is what every view acts on. The seed's words: docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations

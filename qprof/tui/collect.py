@@ -1,17 +1,10 @@
-"""Builds one :class:`~qprof.tui.model.Frame` per refresh from the data sources.
+"""Builds one :class:`~qprof.tui.model.Frame` per refresh from the data sources, and
+decides where the data come from (:func:`resolve_sources`: a ``--root`` snapshot, a
+daemon's store attached live, or standalone with the monitor's own store).
 
-Also decides where the data come from (:func:`resolve_sources`):
-
-- ``--root DIR`` without a store: another machine's snapshot; topology and frequencies
-  from DIR, costs "not measured here", nothing can be measured;
-- a daemon's store in the state dir (``qprof.db``): attached, read live; measurements
-  asked for with ``b`` are written to it too (SQLite WAL takes both writers);
-- otherwise standalone: the monitor's own store ``monitor.db`` in the state dir (a temp
-  dir when that is not writable), filled by on-demand and scheduled measurements.
-
-No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer. The coverage
-is `qprof check`'s verdict of the store's newest runs (:meth:`Collector.evaluate`,
-slow), recomputed by the app off the UI process only when a new result lands.
+No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer; the coverage
+(:meth:`Collector.evaluate`, slow) is recomputed off the UI process when a result lands.
+The sources in detail: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations

@@ -81,8 +81,9 @@ class CoverageView:
     worst_block_ns: float | None = None
     measured_at: float | None = None
     note: str | None = None  # why there is no figure ("not measured yet", ...)
-    # `qprof check`'s statistic for this core: "median", or "paired" when the ML-DSA
-    # rounds disagree (a busy host); time_ns is by that statistic.
+    # `qprof check`'s statistic for this core: "paired" for interleaved rounds, "median"
+    # for rounds timed one suite after the other, "p10" only when asked for (as
+    # qprof.consensus.estimate.statistic chooses); time_ns is by that statistic.
     statistic: str | None = None
     statistic_why: str | None = None
     confidence: str | None = None  # "high" | "uncertain" (CI straddles the constant)
