@@ -14,6 +14,8 @@ import importlib
 import sys
 
 from qprof import __version__
+from qprof.commands.output import OutputError, guarded_stdout
+from qprof.measure.machine_lock import Holder, machine_lock
 
 # name -> (module under qprof.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -88,7 +90,6 @@ def _measuring(name: str) -> contextlib.AbstractContextManager[object]:
     """The machine lock for ``name`` when it measures (qprof.measure.machine_lock)."""
     if name not in MEASURING:
         return contextlib.nullcontext()
-    from qprof.measure.machine_lock import Holder, machine_lock
 
     said: list[int] = []
 
@@ -117,7 +118,6 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     module.add_parser(parser)
     args = parser.parse_args(rest)
-    from qprof.commands.output import OutputError, guarded_stdout
 
     try:
         if name == "monitor":  # the terminal UI draws on stdout itself

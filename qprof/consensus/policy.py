@@ -32,7 +32,7 @@ from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
 
 if TYPE_CHECKING:
     from qprof.consensus.verdict import CoverageResult, Decision
-    from qprof.hw.topology import Topology
+    from qprof.hw.model import Topology
 
 UNSURE_TIME_ADVICE = ("to decide, measure longer or on a quieter host (nothing else "
                       "running on that core)")

@@ -20,9 +20,10 @@ from qprof.hw.cgroup import own_limit
 from qprof.hw.format import merge_problems
 from qprof.hw.freq import read_frequencies
 from qprof.hw.load import parse_loadavg, parse_proc_stat
+from qprof.hw.model import Topology
 from qprof.hw.sysfs import SysRoot
 from qprof.hw.thermal import read_hwmon
-from qprof.hw.topology import Topology, read_topology
+from qprof.hw.topology import read_topology
 
 
 def _loadavg(sr: SysRoot) -> dict[str, Any] | None:

@@ -24,9 +24,10 @@ from typing import Any
 from qprof.hw.caps import CapSeen, CapTracker
 from qprof.hw.cpudir import CPU_DIR, PolicyMap
 from qprof.hw.estimate import estimate_cpu_khz
+from qprof.hw.model import Topology
 from qprof.hw.sysfs import SysRoot, problems_by_cpu
 from qprof.hw.thermal import ThermalState, read_thermal
-from qprof.hw.topology import Topology, read_topology
+from qprof.hw.topology import read_topology
 
 # Allowed max within this fraction of the hardware max is not a cap (driver rounding).
 CAP_TOLERANCE = 0.005

@@ -42,6 +42,12 @@ from qprof.measure.sigpool import (
     signature_pool,
 )
 from qprof.measure.sigtime import DEFAULT_ROUNDS, SigItem, SigTiming, time_signatures
+from qprof.verify import backend_status, get_signer, get_verifier
+from qprof.verify.adversary.crafted import craft_invalid
+from qprof.verify.adversary.ground import ValidGrinder, sign_candidate
+from qprof.verify.adversary.keys import SlhSecret
+from qprof.verify.adversary.mldsa import rejections
+from qprof.verify.slhdsa_calls import walk
 
 KINDS = ("random", "costliest", "ground", "crafted_invalid")
 RANDOM_SIGNATURES = 16
@@ -222,12 +228,6 @@ def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
     """The random, costliest, ground and crafted signatures and the pool, all done by
     ``deadline`` (time.monotonic) but for the least a figure needs (``MIN_RANDOM``
     random signatures, ``MIN_POOL`` of the pool), the timing's share kept for it."""
-    from qprof.verify import get_signer, get_verifier
-    from qprof.verify.adversary.crafted import craft_invalid
-    from qprof.verify.adversary.ground import ValidGrinder, sign_candidate
-    from qprof.verify.adversary.keys import SlhSecret
-    from qprof.verify.slhdsa_calls import walk
-
     t0 = time.monotonic()
     budget = max(deadline - t0, 0.0)
     signer = get_signer("liboqs", suite)
@@ -297,9 +297,6 @@ def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
 
 
 def _mldsa_signatures(suite: str, pool_size: int, say: Say) -> list[tuple[str, SigItem, str]]:
-    from qprof.verify import get_signer
-    from qprof.verify.adversary.mldsa import rejections
-
     signer = get_signer("liboqs", suite)
     pk, sk = signer.keypair()
     say(f"signing {RANDOM_SIGNATURES} random signatures (liboqs) ...")
@@ -319,8 +316,6 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
                   stream: TextIO | None = None) -> AdversaryRun:
     """One suite's run, done by ``deadline`` (time.monotonic; default ``minutes`` from
     now) but for the least a figure needs; progress bars on ``stream`` (None: stderr)."""
-    from qprof.verify import backend_status
-
     status = backend_status("liboqs")
     if not status.available or suite not in status.suites:
         raise AdversaryError(f"{suite}: liboqs is needed to sign and time ({status.reason})")

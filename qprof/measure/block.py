@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from qprof.measure.fixtures import CONTEXT, candidate_signers, flip_one_byte
+from qprof.verify import SUITES, get_signer, get_verifier
 
 MODES = ("single", "enforce", "shadow")
 # SLH-DSA "s" signing takes about a second a signature: such blocks repeat a pool of
@@ -181,8 +182,6 @@ def build_block(
     own message (default: all distinct for ML-DSA, a pool of SLOW_SIGNING_POOL for
     SLH-DSA), repeated in turn to fill the block; items at ``invalid`` indexes get one
     byte of the signature flipped. Signing is spread over threads like verification."""
-    from qprof.verify import SUITES, get_signer
-
     if signatures < 1:
         raise BlockError("a block needs at least one signature")
     if distinct is None:
@@ -253,8 +252,6 @@ def node_verifier(
     suite: str, backend: str, mode: str, second: str | None
 ) -> Callable[[BlockItem], tuple[bool, bool]]:
     """item -> (node accepts, the two verifiers disagreed); fresh verifier objects."""
-    from qprof.verify import get_verifier
-
     first = get_verifier(backend, suite)
     first.warm_up()
     if mode == "single":

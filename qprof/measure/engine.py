@@ -79,7 +79,7 @@ from qprof.measure.machine_lock import Holder
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
 from qprof.measure.poolcost import PoolCost, pool_cost
 from qprof.measure.poolgrow import measuring, start_growth
-from qprof.measure.preflight import Preflight
+from qprof.measure.preflight import Preflight, PreflightPlan, run_preflight
 from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
 from qprof.measure.progress import Progress
 from qprof.measure.protocol import Job, Task, WorkerEvent, WorkerResult
@@ -504,8 +504,6 @@ class _Run:
         """Known answers and memory per operation of every backend, before any timing
         (qprof.measure.preflight); a MISMATCH leaves that backend's suite untimed unless
         the config allows it."""
-        from qprof.measure.preflight import PreflightPlan, run_preflight
-
         plan = self.plan
         self.warmup.keep_off(cpu)
         self.warmup.wait(self.warmup.before_timing(), self.stop, lambda left, waited:

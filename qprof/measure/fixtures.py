@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.atomicfile import OutputError, write_private
+from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.userfile import read_json
+from qprof.verify import SIGNING_BACKENDS, available_backends, get_signer, get_verifier
 
 if TYPE_CHECKING:
     from qprof.verify import Signer
@@ -140,8 +142,6 @@ def candidate_signers(
 ) -> tuple[list[tuple[str, Signer]], list[str]]:
     """(backend, signer) for every backend that can sign ``suite`` here, preferred
     first, and why each of the others cannot."""
-    from qprof.verify import SIGNING_BACKENDS, available_backends, get_signer
-
     statuses = available_backends()
     order = [b for b in preferred if b in SIGNING_BACKENDS] + [
         b for b in SIGNING_BACKENDS if b not in preferred
@@ -210,8 +210,6 @@ def cache_dir() -> Path:
 
 
 def _still_good(fx: Fixture, checker: str) -> bool:
-    from qprof.verify import get_verifier
-
     try:
         v = get_verifier(checker, fx.suite)
     except Exception:
@@ -414,8 +412,6 @@ def _main(argv: list[str]) -> int:
     """``python -m qprof.measure.fixtures [--parent PID] SUITE COUNT [BACKEND...]``: COUNT
     fixtures as JSON, one per line as each is signed (the helpers of :func:`_sign_many`);
     it dies with its parent."""
-    from qprof.measure.lifeline import die_with_parent, parent_gone
-
     die_with_parent()
     # Ctrl-C reaches the whole process group: end quietly (the parent says what happened).
     signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -33,8 +33,11 @@ from typing import Any
 
 from qprof.atomicfile import OutputError, write_private
 from qprof.hw.sysfs import kernel_text
+from qprof.measure.adversary import summary_path
+from qprof.measure.adversary_cache import AdversaryCacheError, read_cache
 from qprof.measure.protocol import PreflightJob, PreflightResult
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
+from qprof.measure.runmeta import kernels_digest, liboqs_build
 from qprof.userfile import read_json
 from qprof.verify import BackendStatus
 
@@ -76,9 +79,6 @@ def _wrong(c: FunctionalCheck) -> str:
 def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFactors]:
     """The node's last ``qprof adversary`` factors of ``suites`` (its cache; a damaged
     or missing one: none), as records of the run."""
-    from qprof.measure.adversary import summary_path
-    from qprof.measure.adversary_cache import AdversaryCacheError, read_cache
-
     out = []
     for suite in suites:
         try:
@@ -95,8 +95,6 @@ def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFacto
 
 def build_of(backend: str, status: BackendStatus | None) -> str:
     """The identity of what ``backend`` runs: a result holds for that build only."""
-    from qprof.measure.runmeta import kernels_digest, liboqs_build
-
     if backend == "liboqs":
         return liboqs_build(status) or "unknown"
     if backend == "numba":

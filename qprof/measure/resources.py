@@ -50,6 +50,11 @@ from qprof.measure.native_memory import (
     deepest_write,
     native_use,
 )
+from qprof.verify import backend_status, get_verifier
+from qprof.verify.availability import find_liboqs
+from qprof.verify.backends.numba_backend import _KERNELS
+from qprof.verify.nb_cache import cache_dir
+from qprof.verify.suites import SUITES
 
 CAVEAT = ("upper-bound proxies, not isolated algorithm memory: baseline and peak RSS "
           "(VmHWM) are the whole measuring process (interpreter, numpy, every library "
@@ -176,10 +181,6 @@ def kernel_modules(module_name: str) -> list[str]:
 def numba_cache_bytes(suite: str) -> tuple[int | None, str]:
     """The numba cache objects (.nbi/.nbc) of the modules ``suite``'s kernel is built
     from, with what they are."""
-    from qprof.verify.backends.numba_backend import _KERNELS
-    from qprof.verify.nb import cache_dir
-    from qprof.verify.suites import SUITES
-
     info = SUITES[suite]
     modules = [m.rsplit(".", 1)[1] for m in kernel_modules(_KERNELS[info.family][0])]
     total, files = 0, 0
@@ -201,8 +202,6 @@ def numba_cache_bytes(suite: str) -> tuple[int | None, str]:
 def code_size(backend: str, suite: str) -> tuple[int | None, str]:
     """(bytes, what they are) of the code ``backend`` loads to verify ``suite``."""
     if backend == "liboqs":
-        from qprof.verify.availability import find_liboqs
-
         where = find_liboqs()
         if isinstance(where, str):
             return None, "liboqs not found"
@@ -341,12 +340,8 @@ def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation
     """Every (suite, operation) of ``backend`` in this process: ``operations(suite)``
     makes the suite's verifier (after the runtime is loaded) and its calls; ``proc`` is
     where the operation's stack is read (``proc``/self/mem)."""
-    from qprof.verify import backend_status
-
     before = status_kib().get("VmRSS", 0)
     backend_status(backend)  # the runtime: numba + LLVM, or the liboqs library
-    if backend == "numba":
-        import qprof.verify.nb  # noqa: F401  (the cache and vector settings)
     runtime = status_kib().get("VmRSS", 0) - before
     rows: list[tuple[Operation, int, tuple[int | None, str]]] = []
     for suite in suites:
@@ -384,8 +379,6 @@ def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation
 def verify_operations(backend: str, fixtures: dict[str, Any], operations: Sequence[str]
                       ) -> Callable[[str], list[Operation]]:
     """The verify operations (valid, one byte flipped) of a run's fixtures, as calls."""
-    from qprof.verify import get_verifier
-
     def make(suite: str) -> list[Operation]:
         pool = fixtures.get(suite)
         if not pool:

@@ -24,6 +24,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from qprof.measure.lifeline import die_with_parent
+from qprof.measure.processes import parent_off_cpu
+from qprof.measure.timing import Clock
+from qprof.measure.worker import _pin, _set_nice
+from qprof.verify import get_verifier
+
 MIN_VALUE_S = 0.004  # calls per value fill at least this long
 # A signature's quickest round is what the cost model predicts, so each must get a
 # quiet one: on the AMD EPYC guest the core runs contended 70-90 % of the time, and with
@@ -95,8 +101,6 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
                     backends: Sequence[str] = ("liboqs",), timer: str = "cpu",
                     nice: int = NICE) -> list[list[SigTiming]]:
     """Per item, one ``SigTiming`` per backend (in ``backends`` order)."""
-    from qprof.measure.processes import parent_off_cpu
-
     if not items:
         return []
     with tempfile.TemporaryDirectory(prefix="qprof-sigtime-") as tmp:
@@ -117,9 +121,6 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
 
 def _run(job: SigJob) -> list[list[dict[str, object]]]:
     import time
-
-    from qprof.measure.timing import Clock
-    from qprof.verify import get_verifier
 
     clock = Clock.of(job.timer)
     verifiers = {(b, s): get_verifier(b, s) for b in job.backends
@@ -156,9 +157,6 @@ def _run(job: SigJob) -> list[list[dict[str, object]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from qprof.measure.lifeline import die_with_parent
-    from qprof.measure.worker import _pin, _set_nice
-
     die_with_parent()
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.sigtime")
     parser.add_argument("--job", required=True)

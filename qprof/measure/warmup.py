@@ -31,7 +31,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from qprof.measure.fixtures import slow_to_sign
+from qprof.measure.fixtures import MESSAGE, slow_to_sign
+from qprof.measure.lifeline import die_with_parent, parent_gone
+from qprof.verify import available_backends, get_verifier
+from qprof.verify.functional import fresh_cases
+from qprof.verify.slhdsa_calls import params_of, walk
 
 ANSWERS = "answers"  # the second implementation's SLH-DSA signatures, kept
 WALK = "walk"  # the SLH-DSA walk kernel (pool counts)
@@ -186,12 +190,7 @@ def describe(left: list[str], waited_s: float) -> str:
 
 
 def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Path) -> None:
-    from qprof.measure.fixtures import MESSAGE
-    from qprof.verify import available_backends, get_verifier
-
     if step == ANSWERS:
-        from qprof.verify.functional import fresh_cases
-
         statuses = available_backends()
         for backend in backends:
             st = statuses.get(backend)
@@ -200,8 +199,6 @@ def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Pa
                         and suite in st.suites):
                     fresh_cases(backend, suite, cache)  # signs and keeps it once
     elif step == WALK:
-        from qprof.verify.slhdsa_calls import params_of, walk
-
         suite = "SLH-DSA-SHAKE-128s"  # one compile serves every parameter set
         p = params_of(suite)
         walk(suite, bytes(p.public_key_bytes), MESSAGE, bytes(p.signature_bytes))
@@ -212,7 +209,6 @@ def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Pa
 def _main(argv: list[str]) -> int:
     import argparse
 
-    from qprof.measure.lifeline import die_with_parent, parent_gone
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says

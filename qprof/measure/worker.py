@@ -62,6 +62,7 @@ from qprof.measure.protocol import (
     WorkerResult,
     decode_more,
 )
+from qprof.measure.resources import measure_backend, verify_operations
 from qprof.measure.timing import (
     CLOCKS,
     Clock,
@@ -72,6 +73,7 @@ from qprof.measure.timing import (
     make_time_func,
     warmups_for,
 )
+from qprof.verify.functional import check_suite
 
 EXIT_AFFINITY = 3
 EXIT_BAD_JOB = 4
@@ -289,9 +291,6 @@ def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
     then its known answers, the result file written after each step (a backend that
     crashes the process keeps what it finished). Nothing here is timed for a verdict."""
     from dataclasses import asdict
-
-    from qprof.measure.resources import measure_backend, verify_operations
-    from qprof.verify.functional import check_suite
 
     out = PreflightResult(job.backend)
     if job.resources:

@@ -38,10 +38,18 @@ from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.vu import block_signatures
 from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
-from qprof.measure.block import Block, BlockResult
+from qprof.measure.block import (
+    Block,
+    BlockError,
+    BlockResult,
+    build_block,
+    build_mixed_block,
+    verify_block,
+)
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.machine_lock import machine_lock
@@ -60,6 +68,7 @@ from qprof.measure.records import (
 from qprof.service import coverage_alerts
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
+from qprof.service.cores import recorded_cores, topology_cores
 from qprof.service.metrics import DegradedReason, MetricsState
 from qprof.service.store import Store
 from qprof.service.store_held import HeldWrites
@@ -216,8 +225,6 @@ class CycleRunner:
     def cores(self, measurements: list[Measurement]) -> dict[int, CoreDesign]:
         """What each CPU is (the profile's policy matches reference cores by design or
         part): the daemon's topology, read once, under what the runs recorded."""
-        from qprof.service.cores import recorded_cores, topology_cores
-
         if self._cores is None:
             self._cores = topology_cores(str(self.cfg.root))
         cores = {**self._cores, **recorded_cores(self.store, measurements)}
@@ -351,9 +358,6 @@ class CycleRunner:
         """Verify each profile suite's worst-case block on every online CPU this process
         may use (``qprof block``): single with the cycle's backend, and enforce (liboqs
         + numba) when the daemon runs dual. Results replace the previous ones."""
-        from qprof.consensus.vu import block_signatures
-        from qprof.measure.block import BlockError, build_block, verify_block
-
         profile = self.state.profile
         if profile is None:
             return
@@ -380,8 +384,6 @@ class CycleRunner:
         """The worst-case block when it mixes suites (consensus's, from the newest
         verdict's times on the first judged CPU), built for real and verified as the
         single-suite blocks are; ``suite`` "worst", its composition in the result."""
-        from qprof.measure.block import BlockError, build_mixed_block, verify_block
-
         profile = self.state.profile
         with self.state.lock:
             coverage: list[CoverageResult] = list(self.state.coverage)

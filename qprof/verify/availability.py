@@ -21,7 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from qprof.verify.base import BACKEND_NAMES, BackendStatus, UnknownBackendError
+from qprof.verify.base import (
+    BACKEND_NAMES,
+    BackendStatus,
+    BackendUnavailable,
+    UnknownBackendError,
+)
 from qprof.verify.liboqs_lib import (
     NamedLibrary,
     elf_problem,
@@ -123,8 +128,6 @@ def import_oqs() -> ModuleType:
 
     Raises ``BackendUnavailable`` with the reason when there is no such library.
     """
-    from qprof.verify.base import BackendUnavailable
-
     global _named, _refused
     with _oqs_lock:
         import sys

@@ -34,6 +34,7 @@ from typing import Literal
 
 from qprof.atomicfile import OutputError, write_private
 from qprof.userfile import read_json
+from qprof.verify import available_backends, get_signer, get_verifier
 from qprof.verify.vectors import ShippedVectorsError, VerifyCase, shipped_cases
 
 Status = Literal["PASS", "MISMATCH"]
@@ -58,8 +59,6 @@ class SuiteCheck:
 
 def second_signer(backend: str, suite: str) -> str | None:
     """The signing backend that makes the fresh cases for ``backend`` (None: none here)."""
-    from qprof.verify import available_backends
-
     statuses = available_backends()
     for name in SECOND_SIGNERS:
         st = statuses.get(name)
@@ -91,8 +90,6 @@ def _tampered(valid: VerifyCase, tag: str) -> list[VerifyCase]:
 
 
 def _signed(signer_name: str, suite: str) -> VerifyCase:
-    from qprof.verify import get_signer
-
     signer = get_signer(signer_name, suite)
     pk, sk = signer.keypair()
     message, context = os.urandom(32), os.urandom(8)
@@ -138,8 +135,6 @@ def check_suite(backend: str, suite: str, cache: Path | None = None,
     """Every known answer of ``suite`` (shipped and fresh, unless ``cases`` are given)
     verified with ``backend``. A valid case whose context exceeds the backend's
     documented limit (``Verifier.max_context_len``) is left out, as in the tests."""
-    from qprof.verify import get_verifier
-
     started = time.perf_counter()
     failed: list[str] = []
     if cases is None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qprof.verify.adversary.keys import SlhSecret, message_prime, one_block_template, words
+from qprof.verify.adversary.oqs_rng import sign_with_opt_rand
 from qprof.verify.slhdsa_calls import nb_module, params_of, random_layer_steps
 
 LANDING_BITS = 18  # landing may need about 2^18 tries a hit (0.1 s)
@@ -232,8 +233,6 @@ class ValidGrinder:
 def sign_candidate(secret: SlhSecret, message: bytes, context: bytes,
                    candidate: GroundCandidate) -> bytes:
     """liboqs's signature at the candidate's address (its opt_rand as the randomness)."""
-    from qprof.verify.adversary.oqs_rng import sign_with_opt_rand
-
     return sign_with_opt_rand(secret.suite, secret.secret_key, message, context,
                               candidate.opt_rand)
 
