@@ -91,8 +91,8 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
     """JSON-able snapshot: load, per-CPU frequency/governor/cap, temperatures, CPU times.
 
     ``busy_window_s`` > 0 on the live machine also measures per-CPU busy/steal % over
-    that window (blocks that long). Raises :class:`NotLinuxRoot` for a root that is
-    not a Linux tree.
+    that window (blocks that long). Raises :class:`~qprof.hw.topology.NotLinuxRoot` for a
+    root that is not a Linux tree.
     """
     topology = topology or read_topology(root)
     freq = read_frequencies(root, topology, estimate=estimate)

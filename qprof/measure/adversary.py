@@ -1,20 +1,12 @@
 """One adversary run: random, costliest, ground and crafted signatures, timed together.
 
-For an SLH-DSA suite, with a key qprof generates: 16 fresh random signatures (the
-baseline: their median), the costliest of the cached pool (by exact hash calls), valid
-signatures ground by the key owner (``verify.adversary.ground``, signed by liboqs) and an
-invalid one crafted layer by layer (``verify.adversary.crafted``); for ML-DSA the
-rejections that fail last (``verify.adversary.mldsa``).  All of them are timed in one
-pinned worker, interleaved round by round (``sigtime``), with liboqs and, for what dual
-mode costs, qprof's numba verifier; the pool is timed there too and fitted
-(``costmodel``).  Ratios are paired per round: a signature's round time over the median
-of the random signatures in that round, so a contention phase falls on both.
-
-The cost model is fitted and judged on each signature's quickest round, not its median:
-on a shared host whole phases run 10-50 % slower (a busy SMT sibling, another process on
-the core) and switch within a round, so a median of 15 rounds is a mixture of phases
-that no count can predict; contention only ever adds time, and each round's value is
-already a mean of calls over 4 ms or more.
+For an SLH-DSA suite: fresh random signatures (the baseline), the pool's costliest,
+valid ones ground by the key owner (:mod:`qprof.verify.adversary.ground`) and an invalid
+one crafted layer by layer (:mod:`qprof.verify.adversary.crafted`); for ML-DSA the
+rejections that fail last. All are timed in one pinned worker, round by round
+(:mod:`qprof.measure.sigtime`), and each ratio is paired per round against the random
+signatures' median, so contention falls on both. The cost model is fitted on each
+signature's quickest round (contention only adds time; why: docs/ADVERSARY.md).
 """
 
 from __future__ import annotations

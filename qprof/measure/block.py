@@ -1,21 +1,11 @@
 """A real worst-case block, verified the way a node does: signatures spread over cores.
 
-The estimate elsewhere (``consensus.vu.coverage``) is signatures x median on one core.
-Here the block is built (fresh keys; as many signatures of one suite as
-MAX_BLOCK_VERIFY_UNITS allows) and verified by one thread per CPU, each pinned to its
-CPU and holding its own verifier objects (they are not thread-safe). numba's kernels
-are ``nogil`` and liboqs is called through ctypes, which releases the GIL, so the
-threads run in parallel. Each thread records when it started and ended its share, so
-a caller can see that they overlapped; every signature's verdict is kept.
-
-A block may mix suites (the worst-case block under every limit of a profile can be a
-mixture, ``qprof.consensus.worst_block``): :func:`build_mixed_block` interleaves each
-suite's spends evenly, and every thread verifies each item with its suite's verifier.
-
-Modes follow the measurement engine's dual operations: ``single`` verifies with one
-backend; ``enforce`` runs the second verifier only on what the first accepted and
-accepts when both do; ``shadow`` runs both always and accepts on the first (the
-second only reports disagreements).
+The block is built (fresh keys, one suite or a mixture: :func:`build_mixed_block`) and
+verified by one thread per CPU, each pinned and with its own verifiers (they are not
+thread-safe); numba's kernels are ``nogil`` and liboqs's ctypes calls release the GIL,
+so the threads run in parallel. Each thread records its span, every verdict is kept.
+Modes as the engine's: ``single``, ``enforce`` (the second verifier on what the first
+accepted) and ``shadow`` (both always; the second only reports disagreements).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Signature by signature: what each one costs to verify, on one pinned core.
 
-The engine times a suite over its pool; what an adversary brings is single signatures,
-so this times a list of them one by one, interleaved round-robin (every round visits
-every signature, starting one further each round, so drift and contention phases fall
-on all of them alike) in a worker process pinned to the CPU at the workers' niceness,
-on the job's clock (``measure.timing.Clock``; "cpu" by default: on a shared machine a
-niced worker's wall time measures the run queue).  The parent keeps its threads off
-that CPU meanwhile (``processes.parent_off_cpu``).  A value is the mean of enough calls
-to fill ``MIN_VALUE_S``; a signature's figure is the median of its rounds.
+A list of signatures is timed round-robin (each round visits every signature, starting
+one further each round, so drift falls on all alike) in a worker process pinned to the
+CPU, on the job's clock (:class:`qprof.measure.timing.Clock`, CPU time by default); the
+parent keeps off that CPU meanwhile. A value is the mean of calls filling
+:data:`MIN_VALUE_S`; a signature's figure is the median of its rounds.
 
     python -m qprof.measure.sigtime --job JOB.json   (JOB: items, cpu, rounds ...)
 """

@@ -1,22 +1,12 @@
 """What a run in a new HOME makes once, made beside the signing of its first pools.
 
-A run that must sign its first SLH-DSA pools (:mod:`qprof.measure.fixtures`, ~10-15 s
-on two CPUs) would then, one after the other: sign the second implementation's SLH-DSA
-signatures for the known answers (:mod:`qprof.verify.functional`, ~4 s with pqcrypto),
-compile numba's verify kernels when numba is a backend of the run (~25 s of CPU, the
-preflight's worker), and compile the SLH-DSA walk that counts the pools' hash calls
-(~17 s, :mod:`qprof.measure.poolcost`, which the first round's records wait for). All of
-it lands in caches (the fixture cache, numba's cache), so it is done here instead, in
-helper processes started when the signing starts: they share the CPUs with the signing
-helpers, and the preflight and the counting find it done (``Warmup.wait``). Nothing here
-is timed. A step that fails is done again by whoever needs it, as before. When the first
-look waits for numba's ML-DSA kernels, the other helper and the signing yield to their
-helper (nice ``YIELD_NICE``) until they are compiled.
-
-Helpers: ``python -m qprof.measure.warmup --parent PID --cache DIR --backends B,..
---suites S,.. STEP..``
-prints each step's name when it is done; they die with their parent (PR_SET_PDEATHSIG)
-and are killed at the end of the run.
+The second implementation's SLH-DSA signatures for the known answers, numba's verify
+kernels and the pools' walk kernel all land in caches, so helper processes make them
+while the first pools are signed, and the preflight and the counting find them done
+(:meth:`Warmup.wait`). Nothing here is timed; a failed step is redone by whoever needs it.
+Helpers (``python -m qprof.measure.warmup --parent PID --cache DIR --backends B,..
+--suites S,.. STEP..``) print each step done, die with their parent and are killed at
+the end of the run. Figures: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations

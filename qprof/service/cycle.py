@@ -1,19 +1,11 @@
 """One measurement cycle: each chosen CPU in turn through the engine ``qprof bench`` uses.
 
-Each CPU is its own run in the store (begun by the engine's Meta, closed by its End), so
-a stop or crash mid-cycle loses only the CPU in flight: the runs before it are finished,
-and the run cut short is marked aborted (at once on SIGTERM, at the next start after a
-kill -9). After each run the results are re-read from the store and compared: a lost or
-regained Verify-Unit coverage (only where the profile's ratio binds), a worst-case block
-over or back within its time bound (both on their state: qprof.service.coverage_alerts),
-a verifier disagreement, a result taken under a cap all raise alerts.
-
-The verdict is over time (issue 29): each finished run's estimates go into the store as
-run points (``store_points``), and the verdict, its alerts and the qprof_vu_* metrics are
-on each suite's current segment, every comparable run since the last change
-(qprof.service.trend), the newest run shown beside it. A confirmed change of a ratio
-raises ``ratio_changed``; a pending alarm of the detector asks for a short burst of runs
-(``burst_cpus``), which the daemon measures at once.
+Each CPU is its own run in the store, so a stop or crash loses only the CPU in flight
+(marked aborted). After each run its results are read back from the store; the verdict,
+its alerts and the ``qprof_vu_*`` metrics stand on each suite's current segment
+(:mod:`qprof.service.trend`), lost or regained coverage, a block over its bound, a
+disagreement or a capped result raise alerts, a confirmed change ``ratio_changed``, and
+a pending detector alarm asks for a burst of runs.
 """
 
 from __future__ import annotations

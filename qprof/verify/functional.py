@@ -1,25 +1,11 @@
 """The functional check before timing: does a backend give the known answers?
 
-The SQIsign report checks every build against its KAT vectors before timing and reports
-PASS or MISMATCH per instance; a broken or mis-built liboqs, or a numba kernel compiled
-wrong for a new CPU, would otherwise be timed and judged without a word. Each backend
-verifies, per suite:
-
-- the vectors shipped in the package (:func:`qprof.verify.vectors.shipped_cases`:
-  Wycheproof ML-DSA-44/65; NIST ACVP sigVer cases for ML-DSA-87, SLH-DSA-SHAKE-128s and
-  SLH-DSA-SHAKE-256s, external interface, pure, with contexts; qprof's SLH-DSA files; see
-  qprof/data/KAT-SOURCES.txt);
-- fresh signatures of a second implementation (another signing backend), valid and
-  tampered (a byte of the signature, of the message, the context changed). ML-DSA signs
-  in milliseconds, so they are new on every check; an SLH-DSA "s" signature takes
-  seconds, so the second implementation's SLH-DSA signature is made once per machine and
-  kept in the cache directory given (its tampered variants are derived from it).
-
-A wrong answer is a MISMATCH with the case's source and label (``acvp
-SLH-DSA-sigVer-FIPS205 tg29 tc399: expected valid, got invalid``). A damaged shipped file
-is a MISMATCH too, with one line naming it: the check could not vouch for the backend.
-Nothing here times anything; the
-engine caches the result per library build and CPU (:mod:`qprof.measure.preflight`).
+A broken liboqs build or a numba kernel compiled wrong for a new CPU would otherwise be
+timed and judged without a word. Per suite each backend verifies the vectors shipped in
+the package (:func:`qprof.verify.vectors.shipped_cases`) and a second implementation's
+fresh signatures, valid and tampered (an SLH-DSA one made once per machine and cached).
+A wrong answer, or a damaged shipped file, is a MISMATCH naming the case. Nothing here
+is timed; the engine caches the result (:mod:`qprof.measure.preflight`).
 """
 
 from __future__ import annotations
