@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 
 from qprof import __version__
@@ -131,8 +132,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `qprof topology | head`: the reader left; exit quietly like coreutils do.
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141

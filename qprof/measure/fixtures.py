@@ -24,20 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from qprof.atomicfile import OutputError, write_private
 from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.userfile import read_json
-from qprof.verify import SIGNING_BACKENDS, available_backends, get_signer, get_verifier
-
-if TYPE_CHECKING:
-    from qprof.verify import Signer
+from qprof.verify import SIGNING_BACKENDS, Signer, available_backends, get_signer, get_verifier
 
 # A transaction sighash is 32 bytes: verify what a node verifies.
 MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
 CONTEXT = b""
-# Per SLH-DSA suite: unheld, its share of the error ~25 bp (see above); held to every
+# Per SLH-DSA suite: unheld, its share of the error ~25 bp (docs/FIRST_MINUTES.md); held to every
 # signature's mix (poolmix), what the count leaves: under 5 bp.
 SLH_DSA_POOL_SIZE = 256
 ML_DSA_POOL_SIZE = 32  # ML-DSA: ~1 % between signatures, signing takes a millisecond

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -117,8 +118,6 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
 
 
 def _run(job: SigJob) -> list[list[dict[str, object]]]:
-    import time
-
     clock = Clock.of(job.timer)
     verifiers = {(b, s): get_verifier(b, s) for b in job.backends
                  for s in {i.suite for i in job.items}}

@@ -11,6 +11,7 @@ the end of the run. Figures: docs/FIRST_MINUTES.md.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -197,9 +198,6 @@ def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Pa
 
 
 def _main(argv: list[str]) -> int:
-    import argparse
-
-
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.warmup")

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -263,8 +264,6 @@ def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
     has loaded nothing of the backend yet: the memory pass sees what loading it adds),
     then its known answers, the result file written after each step (a backend that
     crashes the process keeps what it finished). Nothing here is timed for a verdict."""
-    from dataclasses import asdict
-
     out = PreflightResult(job.backend)
     if job.resources:
         try:

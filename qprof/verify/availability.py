@@ -16,6 +16,7 @@ import importlib
 import importlib.metadata
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,8 +131,6 @@ def import_oqs() -> ModuleType:
     """
     global _named, _refused
     with _oqs_lock:
-        import sys
-
         if _refused is not None:
             raise BackendUnavailable(_refused)
         if "oqs" in sys.modules and _named is not None:
