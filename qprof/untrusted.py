@@ -1,19 +1,11 @@
 """Strings qprof did not write: the one rule for showing them.
 
-A run's records, a profile, a Prometheus server and ``/sys`` all hand qprof strings that
-anyone may have written (a hostname, a note, a part name, an ``instance`` label). Wherever
-one is shown it is first :func:`one_line`: bounded to ``limit`` characters, every run of
-control characters one space (C0/C1 controls such as ESC, CR and newlines, DEL, the
-Unicode line/paragraph separators and bidirectional overrides, lone surrogates and
-non-characters, which no UTF-8 writer or XML reader takes). Then each destination escapes
-it in its own one place:
-
-- terminal: ``qprof.commands.output`` (``shown``; stdout itself never passes a control
-  character but newline and tab, whatever a command prints);
-- Markdown: ``qprof.measure.markdown`` (``md_text``, ``md_code``, ``md_table``);
-- HTML and SVG: ``qprof.report.html_svg`` (``esc``: also valid XML);
-- TOML: ``qprof.consensus.calibrate`` (``profile_toml``: strings as TOML escapes, comment
-  lines one line each).
+Runs, profiles, a Prometheus server and ``/sys`` hand qprof strings anyone may have
+written. Wherever one is shown it is first :func:`one_line`: bounded, every run of
+control characters (C0/C1, DEL, Unicode separators and bidi overrides, lone surrogates,
+non-characters) one space. Then each destination escapes it in its one place: terminal
+``qprof.commands.output``, Markdown :mod:`qprof.measure.markdown`, HTML/SVG
+``qprof.report.html_svg``, TOML ``qprof.consensus.calibrate``.
 """
 
 from __future__ import annotations

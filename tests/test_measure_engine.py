@@ -132,7 +132,6 @@ def test_auto_timer_follows_load(tmp_path):
 
 def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
     """Two verifiers that disagree (a stand-in: real ones never have in our runs)."""
-    import qprof.verify
     from qprof.measure.fixtures import MESSAGE, Fixture, flip_one_byte
     from qprof.measure.protocol import Task
     from qprof.measure.timing import Clock, TaskState, make_time_func
@@ -145,7 +144,7 @@ def test_worker_counts_disagreements_and_keeps_inputs(monkeypatch):
             return self.answer
 
     answers = {"liboqs": True, "numba": False}
-    monkeypatch.setattr(qprof.verify, "get_verifier", lambda b, s: Always(answers[b]))
+    monkeypatch.setattr("qprof.measure.timing.get_verifier", lambda b, s: Always(answers[b]))
     fx = Fixture("ML-DSA-44", b"p", MESSAGE, b"sig", flip_one_byte(b"sig"), b"", "test")
     for op, calls, checks in (("dual_shadow", 4, 4), ("dual_enforce", 4, 4)):
         state = TaskState()
@@ -454,7 +453,6 @@ def test_the_parent_keeps_off_the_measured_cpu_while_a_worker_runs_there():
 def test_each_timed_call_takes_the_next_signature_of_the_pool(monkeypatch):
     """What one signature costs to verify depends on it (SLH-DSA: 10 % between 8 fresh
     ones): a task's values take the pool's keys and signatures in turn."""
-    import qprof.verify
     from qprof.measure.fixtures import MESSAGE, Fixture, flip_one_byte
     from qprof.measure.protocol import Task
     from qprof.measure.timing import Clock, TaskState, make_time_func
@@ -466,7 +464,7 @@ def test_each_timed_call_takes_the_next_signature_of_the_pool(monkeypatch):
             seen.append(pk)
             return True
 
-    monkeypatch.setattr(qprof.verify, "get_verifier", lambda b, s: Recording())
+    monkeypatch.setattr("qprof.measure.timing.get_verifier", lambda b, s: Recording())
     pool = tuple(Fixture("ML-DSA-44", bytes([k]), MESSAGE, b"sig", flip_one_byte(b"sig"),
                          b"", "test") for k in range(3))
     state = TaskState()

@@ -14,7 +14,8 @@ from qprof.commands.options import Number
 from qprof.commands.output import emit
 from qprof.hw.format import cap_cell, ghz, problems_text, table
 from qprof.hw.freq import CapWatch, FreqReading, read_frequencies
-from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
+from qprof.hw.model import Topology
+from qprof.hw.topology import NotLinuxRoot, read_topology
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:

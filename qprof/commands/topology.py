@@ -21,8 +21,9 @@ from qprof.hw.format import (
     table,
 )
 from qprof.hw.freq import FreqReading, read_frequencies
+from qprof.hw.model import Topology
 from qprof.hw.sysfs import format_cpulist, parse_cpulist, problems_by_cpu
-from qprof.hw.topology import NotLinuxRoot, Topology, read_topology
+from qprof.hw.topology import NotLinuxRoot, read_topology
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from qprof.consensus.profiles import Profile, ReferenceCore
 from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult, Decision
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
-from qprof.hw.topology import Topology
+from qprof.hw.model import Topology
 from qprof.measure.records import Meta
 from qprof.measure.units import fmt_ns
 

@@ -15,8 +15,9 @@ from qprof.hw.freq import (
     cap_factor,
     read_frequencies,
 )
+from qprof.hw.model import ClusterTopo, CpuTopo, Topology
 from qprof.hw.snapshot import take_snapshot
-from qprof.hw.topology import ClusterTopo, CpuTopo, NotLinuxRoot, Topology, read_topology
+from qprof.hw.topology import NotLinuxRoot, read_topology
 
 __all__ = [
     "CapEvent",

@@ -20,9 +20,10 @@ from qprof.hw.cgroup import own_limit
 from qprof.hw.format import merge_problems
 from qprof.hw.freq import read_frequencies
 from qprof.hw.load import parse_loadavg, parse_proc_stat
+from qprof.hw.model import Topology
 from qprof.hw.sysfs import SysRoot
 from qprof.hw.thermal import read_hwmon
-from qprof.hw.topology import Topology, read_topology
+from qprof.hw.topology import read_topology
 
 
 def _loadavg(sr: SysRoot) -> dict[str, Any] | None:
@@ -90,8 +91,8 @@ def take_env_snapshot(root: str | Path = "/", topology: Topology | None = None,
     """JSON-able snapshot: load, per-CPU frequency/governor/cap, temperatures, CPU times.
 
     ``busy_window_s`` > 0 on the live machine also measures per-CPU busy/steal % over
-    that window (blocks that long). Raises :class:`NotLinuxRoot` for a root that is
-    not a Linux tree.
+    that window (blocks that long). Raises :class:`~qprof.hw.topology.NotLinuxRoot` for a
+    root that is not a Linux tree.
     """
     topology = topology or read_topology(root)
     freq = read_frequencies(root, topology, estimate=estimate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 from qprof.hw.freq import ClusterFreq, CpuFreq
@@ -46,8 +47,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]],
           right: Sequence[int] = ()) -> str:
     """A plain-text table (rich.table, no borders or colour): columns two spaces apart,
     numbers right-aligned in the columns listed in ``right``, never wrapped."""
-    import io
-
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

@@ -5,11 +5,9 @@ already includes thermal and QoS limits on current kernels) is below what the ha
 can do (``cpuinfo_max_freq``). The cause is named only when the system says so: an
 active cpufreq cooling device for that CPU means ``thermal``; boost/turbo switched off
 means ``boost-off``; otherwise the policy maximum was lowered (``policy``). The factor
-is hardware max / allowed max (2.42 GHz / 1.08 GHz -> 2.24).
-
-:class:`CapWatch` samples readings over a time window (``qprof freq --watch``) and says
-per CPU and per cluster whether a cap is on, since when, and when the last one ended; its
-start/end events come from the one cap tracker (:mod:`qprof.hw.caps`).
+is hardware max / allowed max. :class:`CapWatch` samples readings over a window (``qprof
+freq --watch``): per CPU and cluster whether a cap is on, since when, when the last ended
+(events from :mod:`qprof.hw.caps`).
 """
 
 from __future__ import annotations
@@ -25,9 +23,11 @@ from typing import Any
 
 from qprof.hw.caps import CapSeen, CapTracker
 from qprof.hw.cpudir import CPU_DIR, PolicyMap
+from qprof.hw.estimate import estimate_cpu_khz
+from qprof.hw.model import Topology
 from qprof.hw.sysfs import SysRoot, problems_by_cpu
 from qprof.hw.thermal import ThermalState, read_thermal
-from qprof.hw.topology import Topology, read_topology
+from qprof.hw.topology import read_topology
 
 # Allowed max within this fraction of the hardware max is not a cap (driver rounding).
 CAP_TOLERANCE = 0.005
@@ -286,8 +286,6 @@ def _clusters(topology: Topology, cpus: list[CpuFreq]) -> list[ClusterFreq]:
 
 
 def _estimate_missing(cpus: list[CpuFreq], sr: SysRoot) -> None:
-    from qprof.hw.estimate import estimate_cpu_khz
-
     for f in cpus:
         if f.online is False or f.cur_khz is not None:
             continue

@@ -9,13 +9,11 @@ lists (x86 ``flags``, ARM ``Features`` in /proc/cpuinfo) and which it does not.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qprof.hw.cpuinfo import CpuinfoData
+from qprof.hw.model import CpuTopo
 from qprof.hw.sysfs import SysRoot
-
-if TYPE_CHECKING:  # topology imports this module
-    from qprof.hw.topology import CpuTopo
 
 # In display order. Only features that some verifier or hash backend uses.
 X86_FEATURES = ("avx2", "bmi2", "adx", "avx512f", "avx512bw", "avx512vl", "sha_ni", "aes",

@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from qprof.hw import parts
 from qprof.hw.cpuinfo import CpuinfoData, MidrParts
+from qprof.hw.model import CpuTopo
 from qprof.hw.sysfs import SysRoot, format_cpulist
-
-if TYPE_CHECKING:  # topology imports this module
-    from qprof.hw.topology import CpuTopo
 
 Assigned = dict[int, tuple[int, str]]  # cpu -> (midr, where it came from)
 

@@ -5,14 +5,10 @@ labelled as the hypervisor reports it (or as the flags suggest, when they contra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from qprof.hw import parts
 from qprof.hw.cpuinfo import CpuinfoData
+from qprof.hw.model import CpuTopo
 from qprof.hw.sysfs import SysRoot
-
-if TYPE_CHECKING:  # topology imports this module
-    from qprof.hw.topology import CpuTopo
 
 Fields = dict[str, str]  # one /proc/cpuinfo processor block
 

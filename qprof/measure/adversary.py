@@ -1,20 +1,12 @@
 """One adversary run: random, costliest, ground and crafted signatures, timed together.
 
-For an SLH-DSA suite, with a key qprof generates: 16 fresh random signatures (the
-baseline: their median), the costliest of the cached pool (by exact hash calls), valid
-signatures ground by the key owner (``verify.adversary.ground``, signed by liboqs) and an
-invalid one crafted layer by layer (``verify.adversary.crafted``); for ML-DSA the
-rejections that fail last (``verify.adversary.mldsa``).  All of them are timed in one
-pinned worker, interleaved round by round (``sigtime``), with liboqs and, for what dual
-mode costs, qprof's numba verifier; the pool is timed there too and fitted
-(``costmodel``).  Ratios are paired per round: a signature's round time over the median
-of the random signatures in that round, so a contention phase falls on both.
-
-The cost model is fitted and judged on each signature's quickest round, not its median:
-on a shared host whole phases run 10-50 % slower (a busy SMT sibling, another process on
-the core) and switch within a round, so a median of 15 rounds is a mixture of phases
-that no count can predict; contention only ever adds time, and each round's value is
-already a mean of calls over 4 ms or more.
+For an SLH-DSA suite: fresh random signatures (the baseline), the pool's costliest,
+valid ones ground by the key owner (:mod:`qprof.verify.adversary.ground`) and an invalid
+one crafted layer by layer (:mod:`qprof.verify.adversary.crafted`); for ML-DSA the
+rejections that fail last. All are timed in one pinned worker, round by round
+(:mod:`qprof.measure.sigtime`), and each ratio is paired per round against the random
+signatures' median, so contention falls on both. The cost model is fitted on each
+signature's quickest round (contention only adds time; why: docs/ADVERSARY.md).
 """
 
 from __future__ import annotations
@@ -42,6 +34,12 @@ from qprof.measure.sigpool import (
     signature_pool,
 )
 from qprof.measure.sigtime import DEFAULT_ROUNDS, SigItem, SigTiming, time_signatures
+from qprof.verify import backend_status, get_signer, get_verifier
+from qprof.verify.adversary.crafted import craft_invalid
+from qprof.verify.adversary.ground import ValidGrinder, sign_candidate
+from qprof.verify.adversary.keys import SlhSecret
+from qprof.verify.adversary.mldsa import rejections
+from qprof.verify.slhdsa_calls import walk
 
 KINDS = ("random", "costliest", "ground", "crafted_invalid")
 RANDOM_SIGNATURES = 16
@@ -222,12 +220,6 @@ def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
     """The random, costliest, ground and crafted signatures and the pool, all done by
     ``deadline`` (time.monotonic) but for the least a figure needs (``MIN_RANDOM``
     random signatures, ``MIN_POOL`` of the pool), the timing's share kept for it."""
-    from qprof.verify import get_signer, get_verifier
-    from qprof.verify.adversary.crafted import craft_invalid
-    from qprof.verify.adversary.ground import ValidGrinder, sign_candidate
-    from qprof.verify.adversary.keys import SlhSecret
-    from qprof.verify.slhdsa_calls import walk
-
     t0 = time.monotonic()
     budget = max(deadline - t0, 0.0)
     signer = get_signer("liboqs", suite)
@@ -297,9 +289,6 @@ def _slh_signatures(suite: str, deadline: float, pool_size: int, say: Say,
 
 
 def _mldsa_signatures(suite: str, pool_size: int, say: Say) -> list[tuple[str, SigItem, str]]:
-    from qprof.verify import get_signer
-    from qprof.verify.adversary.mldsa import rejections
-
     signer = get_signer("liboqs", suite)
     pk, sk = signer.keypair()
     say(f"signing {RANDOM_SIGNATURES} random signatures (liboqs) ...")
@@ -319,8 +308,6 @@ def run_adversary(suite: str, minutes: float, cpu: int, *, pool_size: int = DEFA
                   stream: TextIO | None = None) -> AdversaryRun:
     """One suite's run, done by ``deadline`` (time.monotonic; default ``minutes`` from
     now) but for the least a figure needs; progress bars on ``stream`` (None: stderr)."""
-    from qprof.verify import backend_status
-
     status = backend_status("liboqs")
     if not status.available or suite not in status.suites:
         raise AdversaryError(f"{suite}: liboqs is needed to sign and time ({status.reason})")

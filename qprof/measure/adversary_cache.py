@@ -17,6 +17,7 @@ from pathlib import Path
 
 from qprof.measure.fields import FieldError, Fields
 from qprof.userfile import UserFileError, read_json
+from qprof.verify.slhdsa_calls import fixed_permutations, median_chain_steps, most_chain_steps
 
 # A run keeps a few dozen signatures of at most 50 kB each (hex: twice that).
 MAX_BYTES = 64 << 20
@@ -74,12 +75,6 @@ def most_factor(suite: str) -> float:
     """What the costliest signature of ``suite`` can cost over the median one: for
     SLH-DSA-SHAKE the permutations of every chain step over the median's; else
     :data:`MAX_RATIO`."""
-    from qprof.verify.slhdsa_calls import (
-        fixed_permutations,
-        median_chain_steps,
-        most_chain_steps,
-    )
-
     try:
         fixed = fixed_permutations(suite, 0, 0)
         return (fixed + most_chain_steps(suite)) / (fixed + median_chain_steps(suite))

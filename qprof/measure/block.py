@@ -1,21 +1,11 @@
 """A real worst-case block, verified the way a node does: signatures spread over cores.
 
-The estimate elsewhere (``consensus.vu.coverage``) is signatures x median on one core.
-Here the block is built (fresh keys; as many signatures of one suite as
-MAX_BLOCK_VERIFY_UNITS allows) and verified by one thread per CPU, each pinned to its
-CPU and holding its own verifier objects (they are not thread-safe). numba's kernels
-are ``nogil`` and liboqs is called through ctypes, which releases the GIL, so the
-threads run in parallel. Each thread records when it started and ended its share, so
-a caller can see that they overlapped; every signature's verdict is kept.
-
-A block may mix suites (the worst-case block under every limit of a profile can be a
-mixture, ``qprof.consensus.worst_block``): :func:`build_mixed_block` interleaves each
-suite's spends evenly, and every thread verifies each item with its suite's verifier.
-
-Modes follow the measurement engine's dual operations: ``single`` verifies with one
-backend; ``enforce`` runs the second verifier only on what the first accepted and
-accepts when both do; ``shadow`` runs both always and accepts on the first (the
-second only reports disagreements).
+The block is built (fresh keys, one suite or a mixture: :func:`build_mixed_block`) and
+verified by one thread per CPU, each pinned and with its own verifiers (they are not
+thread-safe); numba's kernels are ``nogil`` and liboqs's ctypes calls release the GIL,
+so the threads run in parallel. Each thread records its span, every verdict is kept.
+Modes as the engine's: ``single``, ``enforce`` (the second verifier on what the first
+accepted) and ``shadow`` (both always; the second only reports disagreements).
 """
 
 from __future__ import annotations
@@ -31,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from qprof.measure.fixtures import CONTEXT, candidate_signers, flip_one_byte
+from qprof.verify import SUITES, get_signer, get_verifier
 
 MODES = ("single", "enforce", "shadow")
 # SLH-DSA "s" signing takes about a second a signature: such blocks repeat a pool of
@@ -181,8 +172,6 @@ def build_block(
     own message (default: all distinct for ML-DSA, a pool of SLOW_SIGNING_POOL for
     SLH-DSA), repeated in turn to fill the block; items at ``invalid`` indexes get one
     byte of the signature flipped. Signing is spread over threads like verification."""
-    from qprof.verify import SUITES, get_signer
-
     if signatures < 1:
         raise BlockError("a block needs at least one signature")
     if distinct is None:
@@ -253,8 +242,6 @@ def node_verifier(
     suite: str, backend: str, mode: str, second: str | None
 ) -> Callable[[BlockItem], tuple[bool, bool]]:
     """item -> (node accepts, the two verifiers disagreed); fresh verifier objects."""
-    from qprof.verify import get_verifier
-
     first = get_verifier(backend, suite)
     first.warm_up()
     if mode == "single":

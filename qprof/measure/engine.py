@@ -1,46 +1,12 @@
 """The one measurement engine (``qprof bench``, ``qprof check``, the daemon, the monitor).
 
-``run_bench(config, sink, progress, stop)``: for each selected CPU, one after the other
-(one heavy job at a time), run A/B/A/B/A rounds - A the unit suite, B the other suites -
-in worker processes pinned to that CPU under nice 10 (:mod:`qprof.measure.worker`; by
-default the base rounds share one process, so the process start-up, ~0.5-1 s with numba
-and liboqs, is paid once; ``check`` starts one per round, see its mode settings). One
-``Measurement`` per (suite, backend, operation, round) goes
-to ``sink`` as soon as its worker finishes. After the base rounds, B/A pairs are added
-while the stopping rule it is handed (:mod:`qprof.measure.adaptive`) says the verdict is
-not sure yet, up to ``max_rounds`` or the time limit (the rule is the caller's, built by
-:mod:`qprof.consensus.estimate.stopping`; without one no pairs are added); they time only
-what the verdict needs. The progress ETA counts the pairs still likely
-(:mod:`qprof.measure.progress`).
-
-Interleaved rounds (``interleave_block_s`` > 0; ``check`` mode's default, 4 ms): every
-round times the unit and all suites together, in turns (A B1 B2 B3 A B1 B2 B3 ...), the
-A/B/A/B/A method at the scale of milliseconds, so a host that slows the core for 0.1-2 s
-(a neighbour on a VM, invisible from the guest) slows the unit and the suites of a round
-alike; each record carries ``turn_size`` for the quiet-turn statistic. Interleaved extra
-rounds are timed in the base rounds' worker when those shared one (``Plan.serves``).
-Keygen/sign/KEM timings run in one more worker after the rounds. pyperf's JSON: one file
-per run and CPU (``<pyperf_dir>/<run_id>-cpu<N>.json``).
-
-The modules, by seam: :mod:`~qprof.measure.plan` (what to measure),
-:mod:`~qprof.measure.protocol` (engine <-> worker), :mod:`~qprof.measure.processes`
-(start/follow/stop workers), :mod:`~qprof.measure.collect` (results -> records),
-:mod:`~qprof.measure.freqwatch` (caps per round), :mod:`~qprof.measure.runmeta` (Meta).
-
-While a new HOME's first SLH-DSA pools are signed, :mod:`~qprof.measure.first_look`
-times the ML-DSA pools (signed first) once on the first CPU, for a first figure on the
-progress line; the rounds start after it.
-
-Before the first round, :mod:`~qprof.measure.preflight` checks each backend's known
-answers and measures its memory per operation (``FunctionalCheck`` and ``ResourceUse``
-records); a backend's suite that gives a wrong answer is not timed unless
-``allow_mismatch``, and what is timed anyway is marked (never decided).
-
-``stop`` set: the running worker is stopped at once (SIGTERM, SIGKILL after
-``STOP_GRACE_S``), the tasks it had finished are kept (the worker rewrites its result file
-after each task), nothing new starts, ``End(status="aborted")``.
-A CPU that does not exist, is offline or refuses affinity is skipped with an error
-``Note`` (kind ``cpu_aborted``); the other CPUs are still measured.
+:func:`run_bench` measures each selected CPU in turn: A/B/A/B/A rounds (A the unit
+suite) in niced worker processes pinned to the CPU (:mod:`qprof.measure.worker`), each
+``Measurement`` to the sink as its worker finishes, then B/A pairs while the stopping
+rule it is handed says the verdict is not sure. Interleaved rounds time the unit and
+the suites in millisecond turns so host slowdowns fall on both. The preflight
+(:mod:`qprof.measure.preflight`) runs first; ``stop`` ends the running worker and keeps
+what it finished; a CPU that cannot be measured is skipped with a note.
 """
 
 from __future__ import annotations
@@ -79,7 +45,7 @@ from qprof.measure.machine_lock import Holder
 from qprof.measure.plan import SPAWN_COST_S, EngineError, Plan, rounds_verify
 from qprof.measure.poolcost import PoolCost, pool_cost
 from qprof.measure.poolgrow import measuring, start_growth
-from qprof.measure.preflight import Preflight
+from qprof.measure.preflight import Preflight, PreflightPlan, run_preflight
 from qprof.measure.processes import SpawnError, WorkerProcess, parent_off_cpu
 from qprof.measure.progress import Progress
 from qprof.measure.protocol import Job, Task, WorkerEvent, WorkerResult
@@ -504,8 +470,6 @@ class _Run:
         """Known answers and memory per operation of every backend, before any timing
         (qprof.measure.preflight); a MISMATCH leaves that backend's suite untimed unless
         the config allows it."""
-        from qprof.measure.preflight import PreflightPlan, run_preflight
-
         plan = self.plan
         self.warmup.keep_off(cpu)
         self.warmup.wait(self.warmup.before_timing(), self.stop, lambda left, waited:

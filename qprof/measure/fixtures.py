@@ -1,26 +1,12 @@
 """Keys and signatures prepared once per run and shared by its workers.
 
-Signing an SLH-DSA "s" signature takes about a second; doing it in every worker process
-would cost more than the measurement. Public keys and signatures are FIPS encodings, so a
-signature made by one backend verifies with every other; the invalid signature is the
-valid one with one byte flipped (the seeds' rule).
-
-Each suite has a pool of keys and signatures (:func:`pool_size`), and the timed loop takes
-them in turn from a start that moves round by round (:func:`pool_start`; value j:
-signature (start + j) % pool size; the records say so, and the estimator's interval
-resamples the signatures): what one signature costs to verify depends on it.
-SLH-DSA verify walks WOTS+ chains whose lengths follow the message digest: 48 fresh
-SLH-DSA-SHAKE-128s signatures verified in 0.92-1.14x their median (liboqs 0.16, Intel
-Xeon guest; standard deviation 420 bp per signature, SLH-DSA-SHAKE-256s 410 bp), ML-DSA
-within ~1 %. A pool of N signatures leaves the estimate an error of about 420/sqrt(N) bp
-(one standard deviation): 8 gave +-150 bp, 256 gives ~26 bp. Signing one SLH-DSA "s"
-signature takes 0.7-1.1 s of CPU here (0.9 s SLH-DSA-SHAKE-128s, 1.45 s -256s, liboqs
-0.16, AMD EPYC Zen 5 guest), so the pool is signed once and cached. A run does not wait
-for all of it: with fewer than :data:`FIRST_POOL_SIZE` cached it signs that many (on every
-CPU this process may use, in helper processes that die with it, with a per-signature
-rate to show), measures with them, and the interval carries the small pool's share (the
-estimator resamples the pool's signatures); :mod:`qprof.measure.poolgrow` signs the rest
-while a long-lived qprof runs (the monitor, the daemon) or in ``qprof pool grow``.
+Signing an SLH-DSA "s" signature takes about a second, so each suite's pool of keys and
+signatures (:func:`pool_size`) is signed once and cached; FIPS encodings make one
+backend's signature verify with every other, and the invalid one is the valid one with a
+byte flipped. The timed loop takes the pool in turn from a start that moves each round
+(:func:`pool_start`), since a signature's cost depends on it. A run with fewer than
+:data:`FIRST_POOL_SIZE` cached signs that many in helpers and starts;
+:mod:`qprof.measure.poolgrow` signs the rest. Figures: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
@@ -38,18 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from qprof.atomicfile import OutputError, write_private
+from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.userfile import read_json
-
-if TYPE_CHECKING:
-    from qprof.verify import Signer
+from qprof.verify import SIGNING_BACKENDS, Signer, available_backends, get_signer, get_verifier
 
 # A transaction sighash is 32 bytes: verify what a node verifies.
 MESSAGE = hashlib.sha256(b"qprof verify-unit measurement").digest()
 CONTEXT = b""
-# Per SLH-DSA suite: unheld, its share of the error ~25 bp (see above); held to every
+# Per SLH-DSA suite: unheld, its share of the error ~25 bp (docs/FIRST_MINUTES.md); held to every
 # signature's mix (poolmix), what the count leaves: under 5 bp.
 SLH_DSA_POOL_SIZE = 256
 ML_DSA_POOL_SIZE = 32  # ML-DSA: ~1 % between signatures, signing takes a millisecond
@@ -140,8 +124,6 @@ def candidate_signers(
 ) -> tuple[list[tuple[str, Signer]], list[str]]:
     """(backend, signer) for every backend that can sign ``suite`` here, preferred
     first, and why each of the others cannot."""
-    from qprof.verify import SIGNING_BACKENDS, available_backends, get_signer
-
     statuses = available_backends()
     order = [b for b in preferred if b in SIGNING_BACKENDS] + [
         b for b in SIGNING_BACKENDS if b not in preferred
@@ -210,8 +192,6 @@ def cache_dir() -> Path:
 
 
 def _still_good(fx: Fixture, checker: str) -> bool:
-    from qprof.verify import get_verifier
-
     try:
         v = get_verifier(checker, fx.suite)
     except Exception:
@@ -414,8 +394,6 @@ def _main(argv: list[str]) -> int:
     """``python -m qprof.measure.fixtures [--parent PID] SUITE COUNT [BACKEND...]``: COUNT
     fixtures as JSON, one per line as each is signed (the helpers of :func:`_sign_many`);
     it dies with its parent."""
-    from qprof.measure.lifeline import die_with_parent, parent_gone
-
     die_with_parent()
     # Ctrl-C reaches the whole process group: end quietly (the parent says what happened).
     signal.signal(signal.SIGINT, signal.SIG_DFL)

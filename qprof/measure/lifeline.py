@@ -7,7 +7,9 @@ A helper that outlived a ``kill -9`` of its parent would go on using a CPU for n
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import signal
 import sys
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -21,9 +23,6 @@ def die_with_parent() -> None:
     """
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
-    import signal
-
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)

@@ -1,15 +1,11 @@
 """Markdown from strings qprof did not write: the one place they are escaped.
 
-Hostnames, CPU models, governors, suite and backend names, notes and file names come
-from JSONL runs, stores and ``/sys``; a reader of the report (a Markdown viewer, a
-wiki, a chat that renders it) must see them as text. ``md_text`` makes any value one
-bounded line of literal text (``qprof.untrusted``: control characters such as newlines
-and ANSI escapes become spaces, at most ``MAX_TEXT`` characters), and
-every character that Markdown or the HTML it may carry gives a meaning is
-backslash-escaped (``<script>``, ``<img onerror>``, links, emphasis, table pipes).
-``md_code`` is the same as a code span. Both return :class:`Md`, text already safe,
-which ``md_text`` and ``md_table`` leave as it is, so a cell built from escaped pieces
-is not escaped twice.
+Hostnames, CPU models, notes and file names come from runs, stores and ``/sys``; a
+report's reader must see them as text. :func:`md_text` makes any value one bounded line
+(:func:`qprof.untrusted.one_line`) with every character Markdown or HTML gives a meaning
+backslash-escaped; :func:`md_code` does the same as a code span. Both return :class:`Md`,
+already safe text that :func:`md_text` and :func:`md_table` leave as it is, so a cell
+built from escaped pieces is not escaped twice.
 """
 
 from __future__ import annotations

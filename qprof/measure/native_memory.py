@@ -1,20 +1,11 @@
-"""What an operation's C call uses of its thread's stack and of malloc's heap, read from
-the C library (ctypes) and ``/proc/self/mem`` (qprof.measure.resources runs the calls).
+"""What an operation's C call uses of its thread's stack and of malloc's heap.
 
-The stack: a thread started with a stack size no thread had before gets a fresh mapping,
-whose untouched bytes are zeros. The deepest non-zero byte after the calls is as deep as
-they reached; the stack pointer a C function called through ctypes sees at its entry
-(``getcontext``, x86-64 glibc) is where the call started. The difference is the stack the
-operation's C call used, byte-granular (a lower bound only by zeros its deepest frame may
-have written). Where the entry cannot be read, the start is the deepest point the thread
-reached before the calls (its start, its waits, a trivial C call): on x86-64 CPython 3.11
-that is about 1-2 KiB below the entry, so the figure is a lower bound by as much. A call
-that reaches no deeper than that point gets the distance to it as an upper bound.
-
-The heap: malloc's bytes in use (glibc's ``mallinfo2``: its arenas and mapped chunks)
-after the calls less before them: what the calls left allocated, per-thread state (the
-thread's malloc cache, OpenSSL's) included. Not the peak during a call, which needs
-malloc traced (docs/MEMORY.md gives valgrind's)."""
+The stack: the calls run on a thread with a fresh stack mapping (zeros); the deepest
+non-zero byte after them, read through ``/proc/self/mem``, against the stack pointer at
+the C call's entry, is the stack it used. The heap: malloc's bytes in use
+(``mallinfo2``) after the calls less before, i.e. what they left, not the peak.
+:mod:`qprof.measure.resources` runs the calls; bounds and method: docs/MEMORY.md.
+"""
 
 from __future__ import annotations
 

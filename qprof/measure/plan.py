@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from qprof.measure.config import DUAL_OPS, KEM_OPS, QANUM_SUITES, WALLET_OPS, BenchConfig
 from qprof.measure.protocol import Task
-from qprof.verify import BackendStatus
+from qprof.verify import KEMS, SUITES, BackendStatus, available_backends
 
 SPAWN_COST_S = 1.0  # python + pyperf + backend imports per worker, for the ETA
 SECOND_VERIFIERS = ("numba", "rustcrypto", "openssl", "reference")
@@ -30,8 +30,6 @@ class Plan:
     """Resolved names: what to measure with which backends on which CPUs."""
 
     def __init__(self, config: BenchConfig) -> None:
-        from qprof.verify import KEMS, SUITES, available_backends
-
         self.config = config
         self.mode = config.settings()
         self.statuses: dict[str, BackendStatus] = available_backends()

@@ -20,6 +20,7 @@ from pathlib import Path
 from qprof.atomicfile import OutputError, write_private
 from qprof.measure.fixtures import CACHE_TAG, Fixture, Pool, cache_dir
 from qprof.userfile import read_json
+from qprof.verify.slhdsa_calls import fixed_permutations, impossible_counts, walk
 
 COUNTS_MAX_BYTES = 4 << 20  # a file of counts larger than this is not ours
 
@@ -60,8 +61,6 @@ def _read(path: Path) -> dict[str, tuple[int, int]]:
 
 def _possible(suite: str, fx: Fixture, count: tuple[int, int]) -> bool:
     """Can verifying ``fx`` make ``count`` (permutations, chain steps)?"""
-    from qprof.verify.slhdsa_calls import fixed_permutations, impossible_counts
-
     perms, steps = count
     try:
         fixed = fixed_permutations(suite, len(fx.message), len(fx.context))
@@ -75,7 +74,6 @@ def pool_cost(suite: str, pool: Pool, directory: Path | None = None) -> PoolCost
     SLH-DSA pool, or a signature the walk cannot take (then nothing is held to counts)."""
     if not counted(suite) or not pool:
         return None
-    from qprof.verify.slhdsa_calls import walk
 
     path = counts_path(suite, directory)
     known = _read(path) if path.is_file() else {}

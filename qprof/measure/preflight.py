@@ -1,20 +1,11 @@
 """Before a run times anything: each backend's known answers and memory per operation.
 
-The engine calls :func:`run_preflight` once per run, after the fixtures and before the
-first round: one worker process per backend (``python -m qprof.measure.worker
---preflight``, pinned to the first CPU measured, at the run's niceness) checks the
-backend's known answers per suite (:mod:`qprof.verify.functional`) and measures its memory
-per operation (:mod:`qprof.measure.resources`). The known answers are kept per library
-build and CPU (:func:`cache_path`: the digest of the loaded liboqs, of the numba kernels,
-or the backend's version, and the CPU's model and flags): a build already checked on this
-CPU is not checked again, and its records say ``cached``.
-
-A backend that gives a wrong answer for a suite is a MISMATCH there: its tasks for that
-suite (for the unit suite: all of its tasks) are left out of the run unless
-``allow_mismatch``, and what is timed anyway carries ``Measurement.functional_mismatch``,
-so no verdict is ever decided from it (:mod:`qprof.consensus.functional`). So is a suite
-whose check did not complete (the worker crashed, was killed or timed out, or its answer
-is malformed): a check that could not vouch for the backend (docs/FUNCTIONAL.md).
+:func:`run_preflight` runs once per run, after the fixtures: one worker per backend
+(``worker --preflight``, pinned to the first CPU measured) checks its known answers per
+suite (:mod:`qprof.verify.functional`) and measures its memory
+(:mod:`qprof.measure.resources`). The answers are cached per library build and CPU
+(:func:`cache_path`). A suite with a wrong answer, or whose check did not complete, is a
+MISMATCH: left out unless ``allow_mismatch``, and never decided (docs/FUNCTIONAL.md).
 """
 
 from __future__ import annotations
@@ -33,8 +24,11 @@ from typing import Any
 
 from qprof.atomicfile import OutputError, write_private
 from qprof.hw.sysfs import kernel_text
+from qprof.measure.adversary import summary_path
+from qprof.measure.adversary_cache import AdversaryCacheError, read_cache
 from qprof.measure.protocol import PreflightJob, PreflightResult
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
+from qprof.measure.runmeta import kernels_digest, liboqs_build
 from qprof.userfile import read_json
 from qprof.verify import BackendStatus
 
@@ -76,9 +70,6 @@ def _wrong(c: FunctionalCheck) -> str:
 def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFactors]:
     """The node's last ``qprof adversary`` factors of ``suites`` (its cache; a damaged
     or missing one: none), as records of the run."""
-    from qprof.measure.adversary import summary_path
-    from qprof.measure.adversary_cache import AdversaryCacheError, read_cache
-
     out = []
     for suite in suites:
         try:
@@ -95,8 +86,6 @@ def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFacto
 
 def build_of(backend: str, status: BackendStatus | None) -> str:
     """The identity of what ``backend`` runs: a result holds for that build only."""
-    from qprof.measure.runmeta import kernels_digest, liboqs_build
-
     if backend == "liboqs":
         return liboqs_build(status) or "unknown"
     if backend == "numba":

@@ -1,16 +1,11 @@
 """Progress and ETA of a run: the pool being signed, the rounds, and the B/A pairs the
 stopping rule said it still needs.
 
-The ETA is wall seconds. The planned work (time budgets plus worker start-ups) is scaled
-by how fast the measurement went so far (from its first round, not from the start of
-the run: the signing before it is not measuring work). A CPU's adaptive pairs are those
-the stopping rule last said it needs (:class:`~qprof.measure.adaptive.PairCredit`,
-through :meth:`Progress.rule_says`); before it has been asked, the CPU is expected to run
-until the rule may be asked (its floor, ``floor_s``), and no longer. So the ETA moves when
-the rule answers, by what it answered, never by a guess at the allowed maximum (which made
-an ETA jump 97 s -> 2476 s -> 876 s). It never runs past the time limit.
-
-The bar is elapsed / (elapsed + ETA), and never goes back.
+The ETA (wall seconds) scales the planned work by how fast measuring went since the
+first round. A CPU's adaptive pairs are those the rule last said it needs
+(:meth:`Progress.rule_says`); before it is asked, the CPU is expected to run to its
+floor and no longer, so the ETA moves only when the rule answers and never past the time
+limit. The bar is elapsed / (elapsed + ETA) and never goes back.
 """
 
 from __future__ import annotations

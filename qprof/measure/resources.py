@@ -1,31 +1,12 @@
 """Memory per operation, measured off the timing path (the SQIsign report's resource table).
 
-Per backend, in a process of its own (the engine's preflight,
-:mod:`qprof.measure.preflight`), pinned to the measured CPU:
-
-- what the backend's code is: the loadable ELF segments of liboqs's shared object (the
-  report's "static: ELF image"), or the numba cache objects of the kernel modules a
-  suite's verifier is built from;
-- what loading it adds to the process: importing the backend's runtime (numba and LLVM,
-  the liboqs library) and, per suite, making its verifier and one warm-up call (for numba
-  the kernels' machine code loaded or compiled: what its JIT adds);
-- around the operations: the RSS before them (after the backend, its fixtures and one
-  warm-up call) and the high-water mark (VmHWM) over ``calls`` operations, reset to the
-  current RSS first through ``/proc/self/clear_refs`` ("5", Linux 4.0+); where the kernel
-  refuses, each measurement runs in a forked child, whose high-water mark starts at the
-  RSS it was forked with (a fresh process per measurement);
-- the operation's own native stack and heap, in the same calls, which run on a thread of
-  their own (:mod:`qprof.measure.native_memory`): what its C call wrote below its entry
-  on the thread's fresh stack, byte-granular, and malloc's bytes in use the calls left
-  (mallinfo2), which is not the heap's peak (docs/MEMORY.md has valgrind's and mtrace's);
-- in a separate pass under tracemalloc (it slows every allocation, so never with the
-  RSS pass): the largest Python-level allocation during one operation and what stays
-  allocated per operation.
-
-The RSS figures are upper-bound proxies, not isolated algorithm memory: they include the
-interpreter, numpy and every library loaded (as the report's VmHWM includes the driver
-and libc), and an increment of 0 KiB means the operation touched no page the process
-had not already touched.
+Per backend, in a process of its own (:mod:`qprof.measure.preflight`) pinned to the
+measured CPU: the backend's code size, what loading its runtime and each suite's
+verifier adds, the RSS before the operations and their high-water mark (reset through
+``/proc/self/clear_refs``, else a forked child per measurement), their own native stack
+and heap (:mod:`qprof.measure.native_memory`), and in a separate tracemalloc pass their
+Python allocations. RSS figures are upper-bound proxies of the whole process, not
+isolated algorithm memory (:data:`CAVEAT`; the method: docs/MEMORY.md).
 """
 
 from __future__ import annotations
@@ -50,6 +31,11 @@ from qprof.measure.native_memory import (
     deepest_write,
     native_use,
 )
+from qprof.verify import backend_status, get_verifier
+from qprof.verify.availability import find_liboqs
+from qprof.verify.backends.numba_backend import _KERNELS
+from qprof.verify.nb_cache import cache_dir
+from qprof.verify.suites import SUITES
 
 CAVEAT = ("upper-bound proxies, not isolated algorithm memory: baseline and peak RSS "
           "(VmHWM) are the whole measuring process (interpreter, numpy, every library "
@@ -176,10 +162,6 @@ def kernel_modules(module_name: str) -> list[str]:
 def numba_cache_bytes(suite: str) -> tuple[int | None, str]:
     """The numba cache objects (.nbi/.nbc) of the modules ``suite``'s kernel is built
     from, with what they are."""
-    from qprof.verify.backends.numba_backend import _KERNELS
-    from qprof.verify.nb import cache_dir
-    from qprof.verify.suites import SUITES
-
     info = SUITES[suite]
     modules = [m.rsplit(".", 1)[1] for m in kernel_modules(_KERNELS[info.family][0])]
     total, files = 0, 0
@@ -201,8 +183,6 @@ def numba_cache_bytes(suite: str) -> tuple[int | None, str]:
 def code_size(backend: str, suite: str) -> tuple[int | None, str]:
     """(bytes, what they are) of the code ``backend`` loads to verify ``suite``."""
     if backend == "liboqs":
-        from qprof.verify.availability import find_liboqs
-
         where = find_liboqs()
         if isinstance(where, str):
             return None, "liboqs not found"
@@ -341,12 +321,8 @@ def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation
     """Every (suite, operation) of ``backend`` in this process: ``operations(suite)``
     makes the suite's verifier (after the runtime is loaded) and its calls; ``proc`` is
     where the operation's stack is read (``proc``/self/mem)."""
-    from qprof.verify import backend_status
-
     before = status_kib().get("VmRSS", 0)
     backend_status(backend)  # the runtime: numba + LLVM, or the liboqs library
-    if backend == "numba":
-        import qprof.verify.nb  # noqa: F401  (the cache and vector settings)
     runtime = status_kib().get("VmRSS", 0) - before
     rows: list[tuple[Operation, int, tuple[int | None, str]]] = []
     for suite in suites:
@@ -384,8 +360,6 @@ def measure_backend(backend: str, operations: Callable[[str], Sequence[Operation
 def verify_operations(backend: str, fixtures: dict[str, Any], operations: Sequence[str]
                       ) -> Callable[[str], list[Operation]]:
     """The verify operations (valid, one byte flipped) of a run's fixtures, as calls."""
-    from qprof.verify import get_verifier
-
     def make(suite: str) -> list[Operation]:
         pool = fixtures.get(suite)
         if not pool:

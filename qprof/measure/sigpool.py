@@ -22,6 +22,8 @@ from qprof.atomicfile import OutputError, write_private
 from qprof.measure.fixtures import CACHE_MAX_BYTES, CONTEXT, MESSAGE, cache_dir
 from qprof.measure.sigtime import SigItem
 from qprof.userfile import read_json
+from qprof.verify import get_signer, get_verifier
+from qprof.verify.slhdsa_calls import walk
 
 PER_KEY = 16
 DEFAULT_SIZE = 64
@@ -47,7 +49,6 @@ def sig_counts(item: SigItem) -> SigCounts | None:
     """None for a suite that is not SLH-DSA."""
     if not item.suite.startswith("SLH-DSA"):
         return None
-    from qprof.verify.slhdsa_calls import walk
 
     w = walk(item.suite, item.public_key, item.message, item.signature, item.context)
     return SigCounts(w.calls.total, w.permutations.total)
@@ -65,8 +66,6 @@ def pool_path(suite: str, directory: Path | None = None) -> Path:
 
 
 def _load(path: Path, suite: str) -> list[SigItem]:
-    from qprof.verify import get_verifier
-
     items: list[SigItem] = []
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         raw = read_json(path, CACHE_MAX_BYTES, "signature pool cache")  # bounded
@@ -85,8 +84,6 @@ def signature_pool(suite: str, size: int = DEFAULT_SIZE,
                    ) -> list[PoolSignature]:
     """``size`` liboqs signatures of ``suite`` (cached ones first, topped up; no new one
     begun after ``deadline``, time.monotonic; ``on_signed(count, size)`` after each)."""
-    from qprof.verify import get_signer
-
     path = pool_path(suite, directory)
     items = _load(path, suite)[:size] if path.is_file() else []
     if len(items) < size:

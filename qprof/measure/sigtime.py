@@ -1,13 +1,10 @@
 """Signature by signature: what each one costs to verify, on one pinned core.
 
-The engine times a suite over its pool; what an adversary brings is single signatures,
-so this times a list of them one by one, interleaved round-robin (every round visits
-every signature, starting one further each round, so drift and contention phases fall
-on all of them alike) in a worker process pinned to the CPU at the workers' niceness,
-on the job's clock (``measure.timing.Clock``; "cpu" by default: on a shared machine a
-niced worker's wall time measures the run queue).  The parent keeps its threads off
-that CPU meanwhile (``processes.parent_off_cpu``).  A value is the mean of enough calls
-to fill ``MIN_VALUE_S``; a signature's figure is the median of its rounds.
+A list of signatures is timed round-robin (each round visits every signature, starting
+one further each round, so drift falls on all alike) in a worker process pinned to the
+CPU, on the job's clock (:class:`qprof.measure.timing.Clock`, CPU time by default); the
+parent keeps off that CPU meanwhile. A value is the mean of calls filling
+:data:`MIN_VALUE_S`; a signature's figure is the median of its rounds.
 
     python -m qprof.measure.sigtime --job JOB.json   (JOB: items, cpu, rounds ...)
 """
@@ -20,9 +17,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from qprof.measure.lifeline import die_with_parent
+from qprof.measure.processes import parent_off_cpu
+from qprof.measure.timing import Clock
+from qprof.measure.worker import _pin, _set_nice
+from qprof.verify import get_verifier
 
 MIN_VALUE_S = 0.004  # calls per value fill at least this long
 # A signature's quickest round is what the cost model predicts, so each must get a
@@ -95,8 +99,6 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
                     backends: Sequence[str] = ("liboqs",), timer: str = "cpu",
                     nice: int = NICE) -> list[list[SigTiming]]:
     """Per item, one ``SigTiming`` per backend (in ``backends`` order)."""
-    from qprof.measure.processes import parent_off_cpu
-
     if not items:
         return []
     with tempfile.TemporaryDirectory(prefix="qprof-sigtime-") as tmp:
@@ -116,11 +118,6 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
 
 
 def _run(job: SigJob) -> list[list[dict[str, object]]]:
-    import time
-
-    from qprof.measure.timing import Clock
-    from qprof.verify import get_verifier
-
     clock = Clock.of(job.timer)
     verifiers = {(b, s): get_verifier(b, s) for b in job.backends
                  for s in {i.suite for i in job.items}}
@@ -156,9 +153,6 @@ def _run(job: SigJob) -> list[list[dict[str, object]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from qprof.measure.lifeline import die_with_parent
-    from qprof.measure.worker import _pin, _set_nice
-
     die_with_parent()
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.sigtime")
     parser.add_argument("--job", required=True)

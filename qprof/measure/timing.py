@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from qprof.measure.fixtures import Fixture, Pool, pool_start
 from qprof.measure.protocol import Task
+from qprof.verify import get_kem, get_signer, get_verifier
 
 TimeFunc = Callable[[int], float]
 MAX_EXAMPLES = 5  # disagreement inputs kept per task
@@ -93,8 +94,6 @@ def _verify_func(task: Task, pool: Pool, state: TaskState, clock: Clock) -> Time
     """Verify (or a dual pair) timed over ``pool``: each timed call takes the next key and
     signature, so a task's values mix the pool's signatures (what one costs depends on
     it: qprof.measure.fixtures) without a lookup inside the timed loop."""
-    from qprof.verify import get_verifier
-
     perf, overhead = clock.now, clock.overhead_s
     invalid = task.operation.endswith("invalid")
     cases = [(fx.public_key, fx.message, fx.invalid_signature if invalid else fx.signature,
@@ -183,8 +182,6 @@ def _loop(op: Callable[[], object], clock: Clock) -> TimeFunc:
 
 
 def _wallet_func(task: Task, fx: Fixture | None, clock: Clock) -> TimeFunc:
-    from qprof.verify import get_signer
-
     signer = get_signer(task.backend, task.suite)
     if task.operation == "keygen":
         return _loop(signer.keypair, clock)
@@ -194,8 +191,6 @@ def _wallet_func(task: Task, fx: Fixture | None, clock: Clock) -> TimeFunc:
 
 
 def _kem_func(task: Task, clock: Clock) -> TimeFunc:
-    from qprof.verify import get_kem
-
     kem = get_kem(task.backend, task.suite or "ML-KEM-1024")
     pk, sk = kem.keypair()
     ct, _ss = kem.encaps(pk)

@@ -1,26 +1,17 @@
 """What a run in a new HOME makes once, made beside the signing of its first pools.
 
-A run that must sign its first SLH-DSA pools (:mod:`qprof.measure.fixtures`, ~10-15 s
-on two CPUs) would then, one after the other: sign the second implementation's SLH-DSA
-signatures for the known answers (:mod:`qprof.verify.functional`, ~4 s with pqcrypto),
-compile numba's verify kernels when numba is a backend of the run (~25 s of CPU, the
-preflight's worker), and compile the SLH-DSA walk that counts the pools' hash calls
-(~17 s, :mod:`qprof.measure.poolcost`, which the first round's records wait for). All of
-it lands in caches (the fixture cache, numba's cache), so it is done here instead, in
-helper processes started when the signing starts: they share the CPUs with the signing
-helpers, and the preflight and the counting find it done (``Warmup.wait``). Nothing here
-is timed. A step that fails is done again by whoever needs it, as before. When the first
-look waits for numba's ML-DSA kernels, the other helper and the signing yield to their
-helper (nice ``YIELD_NICE``) until they are compiled.
-
-Helpers: ``python -m qprof.measure.warmup --parent PID --cache DIR --backends B,..
---suites S,.. STEP..``
-prints each step's name when it is done; they die with their parent (PR_SET_PDEATHSIG)
-and are killed at the end of the run.
+The second implementation's SLH-DSA signatures for the known answers, numba's verify
+kernels and the pools' walk kernel all land in caches, so helper processes make them
+while the first pools are signed, and the preflight and the counting find them done
+(:meth:`Warmup.wait`). Nothing here is timed; a failed step is redone by whoever needs it.
+Helpers (``python -m qprof.measure.warmup --parent PID --cache DIR --backends B,..
+--suites S,.. STEP..``) print each step done, die with their parent and are killed at
+the end of the run. Figures: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -31,7 +22,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from qprof.measure.fixtures import slow_to_sign
+from qprof.measure.fixtures import MESSAGE, slow_to_sign
+from qprof.measure.lifeline import die_with_parent, parent_gone
+from qprof.verify import available_backends, get_verifier
+from qprof.verify.functional import fresh_cases
+from qprof.verify.slhdsa_calls import params_of, walk
 
 ANSWERS = "answers"  # the second implementation's SLH-DSA signatures, kept
 WALK = "walk"  # the SLH-DSA walk kernel (pool counts)
@@ -186,12 +181,7 @@ def describe(left: list[str], waited_s: float) -> str:
 
 
 def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Path) -> None:
-    from qprof.measure.fixtures import MESSAGE
-    from qprof.verify import available_backends, get_verifier
-
     if step == ANSWERS:
-        from qprof.verify.functional import fresh_cases
-
         statuses = available_backends()
         for backend in backends:
             st = statuses.get(backend)
@@ -200,8 +190,6 @@ def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Pa
                         and suite in st.suites):
                     fresh_cases(backend, suite, cache)  # signs and keeps it once
     elif step == WALK:
-        from qprof.verify.slhdsa_calls import params_of, walk
-
         suite = "SLH-DSA-SHAKE-128s"  # one compile serves every parameter set
         p = params_of(suite)
         walk(suite, bytes(p.public_key_bytes), MESSAGE, bytes(p.signature_bytes))
@@ -210,10 +198,6 @@ def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Pa
 
 
 def _main(argv: list[str]) -> int:
-    import argparse
-
-    from qprof.measure.lifeline import die_with_parent, parent_gone
-
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says
     parser = argparse.ArgumentParser(prog="python -m qprof.measure.warmup")

@@ -1,39 +1,12 @@
 """Worker process: one per (CPU, block of rounds), timing several suites.
 
-The engine writes a :class:`~qprof.measure.protocol.Job` file and starts::
-
-    python -m qprof.measure.worker --job JOB.json
-
-Every value is one operation timed on its own (loops = 1), so medians and p95 are per
-operation as in the seeds; the number of values is chosen per task from a time budget
-(:mod:`qprof.measure.timing`). Keys and signatures are loaded once from the run's fixtures.
-
-pyperf format, owned openly: pyperf's ``Runner`` times one benchmark per process and
-name, while a worker here times many rounds of many benchmarks, in turns. So the worker
-builds the runs itself with pyperf's public classes (``pyperf.Run`` with the metadata
-pyperf collects in this pinned process, plus ``loops``, the ``timer`` that really timed
-the values, and ``qprof_*`` keys), one run per task and round, added to the CPU's pyperf
-file (``Job.pyperf``: one file per run and CPU, so ``python -m pyperf stats`` and
-``compare_to a.json b.json`` work on it and between two runs).
-
-Besides pyperf's JSON the worker writes a :class:`~qprof.measure.protocol.WorkerResult`
-with what pyperf cannot hold: verifier agreement checks, disagreements (with the inputs),
-wrong verdicts. Both files are rewritten atomically after every task, so when the engine
-stops the worker (SIGTERM) the tasks finished so far are still read back. Progress goes
-to stderr as :class:`~qprof.measure.protocol.WorkerEvent` lines. On Linux the worker asks
-the kernel for SIGTERM when its parent dies (a daemon killed with -9 must not leave a
-worker timing on). Exit codes: 0 ok, 3 cannot pin to the CPU, 4 bad job, 6 the engine
-that started it is gone.
-
-``--preflight JOB`` (:class:`~qprof.measure.protocol.PreflightJob`): once per run and
-backend, before any timing, the backend's known answers (:mod:`qprof.verify.functional`)
-and its memory per operation (:mod:`qprof.measure.resources`), in a process that has
-loaded nothing of the backend yet.
-
-A job with ``serve`` (interleaved rounds, adaptive run) keeps the worker for the engine's
-extra rounds: after its tasks it reports ``idle`` and reads one line on stdin
-(:func:`~qprof.measure.protocol.decode_more`: more tasks, their indices following the
-job's, or ``done`` / EOF: exit).
+Started as ``python -m qprof.measure.worker --job JOB.json`` (a
+:class:`~qprof.measure.protocol.Job`). Each value is one operation timed on its own; the
+values are written as pyperf runs built with pyperf's public classes (one file per run
+and CPU), and a :class:`~qprof.measure.protocol.WorkerResult` keeps what pyperf cannot
+(agreement checks, disagreements). Both are rewritten after every task, so a stopped
+worker's finished tasks are kept. ``--preflight`` checks a backend's known answers and
+its memory per operation. Exit codes: 0 ok, 3 cannot pin, 4 bad job, 6 parent gone.
 """
 
 from __future__ import annotations
@@ -45,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +36,7 @@ from qprof.measure.protocol import (
     WorkerResult,
     decode_more,
 )
+from qprof.measure.resources import measure_backend, verify_operations
 from qprof.measure.timing import (
     CLOCKS,
     Clock,
@@ -72,6 +47,7 @@ from qprof.measure.timing import (
     make_time_func,
     warmups_for,
 )
+from qprof.verify.functional import check_suite
 
 EXIT_AFFINITY = 3
 EXIT_BAD_JOB = 4
@@ -288,11 +264,6 @@ def preflight(job: PreflightJob, fixtures: dict[str, Pool]) -> PreflightResult:
     has loaded nothing of the backend yet: the memory pass sees what loading it adds),
     then its known answers, the result file written after each step (a backend that
     crashes the process keeps what it finished). Nothing here is timed for a verdict."""
-    from dataclasses import asdict
-
-    from qprof.measure.resources import measure_backend, verify_operations
-    from qprof.verify.functional import check_suite
-
     out = PreflightResult(job.backend)
     if job.resources:
         try:

@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from qprof.consensus.policy import CoreDesign, cores_from_rows, cores_from_topology
+from qprof.hw.topology import read_topology
 from qprof.measure.records import Measurement, Meta, Throttled
 from qprof.service.store import Store
 
@@ -16,8 +17,6 @@ from qprof.service.store import Store
 def topology_cores(root: str) -> dict[int, CoreDesign]:
     """The root's CPUs; empty when the topology cannot be read (the CPUs are then held to
     the ratio everywhere, as cores of unknown design)."""
-    from qprof.hw.topology import read_topology
-
     try:
         return cores_from_topology(read_topology(root))
     except Exception:  # a damaged or foreign root: no design known, nothing lost

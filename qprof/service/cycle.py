@@ -1,19 +1,11 @@
 """One measurement cycle: each chosen CPU in turn through the engine ``qprof bench`` uses.
 
-Each CPU is its own run in the store (begun by the engine's Meta, closed by its End), so
-a stop or crash mid-cycle loses only the CPU in flight: the runs before it are finished,
-and the run cut short is marked aborted (at once on SIGTERM, at the next start after a
-kill -9). After each run the results are re-read from the store and compared: a lost or
-regained Verify-Unit coverage (only where the profile's ratio binds), a worst-case block
-over or back within its time bound (both on their state: qprof.service.coverage_alerts),
-a verifier disagreement, a result taken under a cap all raise alerts.
-
-The verdict is over time (issue 29): each finished run's estimates go into the store as
-run points (``store_points``), and the verdict, its alerts and the qprof_vu_* metrics are
-on each suite's current segment, every comparable run since the last change
-(qprof.service.trend), the newest run shown beside it. A confirmed change of a ratio
-raises ``ratio_changed``; a pending alarm of the detector asks for a short burst of runs
-(``burst_cpus``), which the daemon measures at once.
+Each CPU is its own run in the store, so a stop or crash loses only the CPU in flight
+(marked aborted). After each run its results are read back from the store; the verdict,
+its alerts and the ``qprof_vu_*`` metrics stand on each suite's current segment
+(:mod:`qprof.service.trend`), lost or regained coverage, a block over its bound, a
+disagreement or a capped result raise alerts, a confirmed change ``ratio_changed``, and
+a pending detector alarm asks for a burst of runs.
 """
 
 from __future__ import annotations
@@ -38,10 +30,18 @@ from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
 from qprof.consensus.verdict_types import CoverageResult
+from qprof.consensus.vu import block_signatures
 from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
-from qprof.measure.block import Block, BlockResult
+from qprof.measure.block import (
+    Block,
+    BlockError,
+    BlockResult,
+    build_block,
+    build_mixed_block,
+    verify_block,
+)
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.machine_lock import machine_lock
@@ -60,6 +60,7 @@ from qprof.measure.records import (
 from qprof.service import coverage_alerts
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
+from qprof.service.cores import recorded_cores, topology_cores
 from qprof.service.metrics import DegradedReason, MetricsState
 from qprof.service.store import Store
 from qprof.service.store_held import HeldWrites
@@ -216,8 +217,6 @@ class CycleRunner:
     def cores(self, measurements: list[Measurement]) -> dict[int, CoreDesign]:
         """What each CPU is (the profile's policy matches reference cores by design or
         part): the daemon's topology, read once, under what the runs recorded."""
-        from qprof.service.cores import recorded_cores, topology_cores
-
         if self._cores is None:
             self._cores = topology_cores(str(self.cfg.root))
         cores = {**self._cores, **recorded_cores(self.store, measurements)}
@@ -351,9 +350,6 @@ class CycleRunner:
         """Verify each profile suite's worst-case block on every online CPU this process
         may use (``qprof block``): single with the cycle's backend, and enforce (liboqs
         + numba) when the daemon runs dual. Results replace the previous ones."""
-        from qprof.consensus.vu import block_signatures
-        from qprof.measure.block import BlockError, build_block, verify_block
-
         profile = self.state.profile
         if profile is None:
             return
@@ -380,8 +376,6 @@ class CycleRunner:
         """The worst-case block when it mixes suites (consensus's, from the newest
         verdict's times on the first judged CPU), built for real and verified as the
         single-suite blocks are; ``suite`` "worst", its composition in the result."""
-        from qprof.measure.block import BlockError, build_mixed_block, verify_block
-
         profile = self.state.profile
         with self.state.lock:
             coverage: list[CoverageResult] = list(self.state.coverage)

@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from qprof.atomicfile import OutputError, open_private, private_dir
+from qprof.consensus import ProfileError, load_profile
+from qprof.hw.cgroup import NodeCgroupError, limit_lines, node_of, own_limit
+from qprof.hw.topology import NotLinuxRoot
 from qprof.service.alerts import Alert, AlertCommand, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.coverage_alerts import verdict_line
@@ -33,6 +36,8 @@ from qprof.service.notify import Notifier
 from qprof.service.store import Store
 from qprof.service.store_file import DB_NAME, StoreBusy, StoreError, default_state_dir, is_busy
 from qprof.service.store_held import HeldWrites
+from qprof.service.watch import Watcher
+from qprof.verify import availability
 
 log = logging.getLogger("qprof.daemon")
 
@@ -128,8 +133,6 @@ class Daemon:
     def _report_cgroup(self) -> None:
         """Log the daemon's and the node's CPU quota (qprof.hw.cgroup); a node option that
         names no cgroup is the user's to fix."""
-        from qprof.hw.cgroup import NodeCgroupError, limit_lines, node_of, own_limit
-
         root = str(self.cfg.root)
         try:
             node = node_of(root, self.cfg.node_cgroup, self.cfg.node_unit)
@@ -149,8 +152,6 @@ class Daemon:
             log.info("could not lower priority to nice 10: %s", exc)
 
     def _load_profile(self) -> None:
-        from qprof.consensus import ProfileError, load_profile
-
         name = self.cfg.profile or "qanum"
         try:
             self.state.profile = load_profile(name)
@@ -161,9 +162,6 @@ class Daemon:
                          f"default profile unavailable: {exc}")
 
     def _open_watcher(self) -> None:
-        from qprof.hw.topology import NotLinuxRoot
-        from qprof.service.watch import Watcher
-
         try:
             self.watcher = Watcher(self.cfg.root, self.alerts, self.cfg.cap_hold_samples,
                                    self.cfg.cap_hold_seconds)
@@ -268,8 +266,6 @@ class Daemon:
                      removed["run_points"])
 
     def _choose_backend(self) -> None:
-        from qprof.verify import availability
-
         wanted = self.cfg.backend
         statuses = availability.available_backends()
         if wanted == "auto":

@@ -1,17 +1,10 @@
 """A fleet's estimates from its Prometheus (`qprof calibrate --prometheus URL`).
 
-Every node's daemon exports, per CPU and suite, the estimate of the verifier the profile
-is held to (``qprof_vu_estimate`` with ``qprof_vu_estimate_basis_info{basis="node"}``),
-the top of its 95 % interval (``qprof_vu_estimate_ci_high``), the verify time it used
-(``qprof_verify_seconds``) and whether the ratio binds on that CPU as the daemon's profile
-decided it (``qprof_vu_covered``'s ``binding`` label). The HTTP API's instant queries
-give them back; a node is its ``instance`` label.
-
-The server is not trusted: each query has one deadline for the whole exchange (a server
-dripping a byte every few seconds is cut off) and a size cap; an answer that is not a
-Prometheus vector, or a sample that is no usable number (NaN, ±Inf, zero, negative, a
-VU beyond any constant, an hour per signature), is one :class:`FleetError` line naming
-the URL and the field. Labels are names from outside: one bounded line each.
+Every node's daemon exports per CPU and suite the estimate of the verifier the profile is
+held to (``qprof_vu_estimate``), its 95 % interval's top, the verify time and whether the
+ratio binds there; instant queries give them back, a node is its ``instance`` label. The
+server is not trusted: one deadline per query and a size cap, and any bad shape or
+unusable number is one :class:`FleetError` line naming the URL and the field.
 """
 
 from __future__ import annotations

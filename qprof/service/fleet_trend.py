@@ -1,19 +1,10 @@
 """A fleet's runs from its Prometheus: the source of `qprof trend --prometheus URL`.
 
-Every node's daemon exports each CPU's newest run as unrounded ratios to the unit suite
-times the unit's VU (``qprof_vu_ratio{cpu, suite, backend, scope="run"}`` with
-``_ci_low``/``_ci_high``, the run's own 95 % interval; the unit's VU is its
-``qprof_vu_constant``). A run is seen in the server's history as the step at which a
-series' ratio changed (``X unless X == X offset STEP``: the server sends back only those
-steps, not every scrape of a week); all suites of one node's CPU and backend that changed
-at one step are one run, dated by that step. The run's verify times
-(``qprof_verify_seconds``), its libraries (``qprof_build_info``: a new liboqs or numba is
-a known change point) and the CPU's cap (``qprof_cpu_capped``) are read at the same steps.
-A node is its ``instance`` label. Each read is one instant query of a subquery over the
-window (``(expr)[WINDOW:STEP]``) through :func:`qprof.service.fleet.query`, the one
-bounded HTTP reader of a Prometheus server (a deadline and a size cap per answer), all of
-them within one deadline. The newest run of a suite left undecided has no figure in the
-metrics: such runs are not seen here (a daemon's store shows them as gaps).
+A run is a step at which a node's ``qprof_vu_ratio{scope="run"}`` series changed (the
+server sends back only those steps); all suites of one node's CPU and backend changing at
+one step are one run, with its verify times, libraries and cap read at the same steps.
+Every read is a subquery through :func:`qprof.service.fleet.query`, within one deadline.
+Runs left undecided have no figure in the metrics and are not seen (docs/TREND.md).
 """
 
 from __future__ import annotations

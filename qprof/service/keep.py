@@ -81,7 +81,7 @@ def keep_points(store: Store, records: list[Record], unit_suite: str
 
 
 def keeper(state_dir: Path | None, unit_suite: str) -> RunKeeper:
-    """A keeper for the user's store (:meth:`UserStores.for_writing`)."""
+    """A keeper for the user's store (:meth:`~qprof.service.store_paths.UserStores.for_writing`)."""
     return RunKeeper(user_stores(state_dir).for_writing(), unit_suite)
 
 

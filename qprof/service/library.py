@@ -14,6 +14,15 @@ from qprof.consensus.trend.explain import known_differences
 from qprof.consensus.trend.from_records import run_context
 from qprof.consensus.trend.model import RunContext
 from qprof.measure.records import Meta
+from qprof.measure.runmeta import (
+    cpuinfo_field,
+    dist_version,
+    kernels_digest,
+    liboqs_build,
+    liboqs_linked_version,
+)
+from qprof.verify import backend_status
+from qprof.verify.availability import find_liboqs
 
 # How often the watch loop compares (a stat of the liboqs shared object, the kernels'
 # sources and /proc/cpuinfo: a few ms; the shared object is hashed only when it changed).
@@ -41,10 +50,6 @@ class SoftwareWatch:
     def _liboqs_build(self) -> str | None:
         """The loaded liboqs's digest (runmeta.liboqs_build), hashed again only when the
         file's identity (path, inode, size, mtime) changed."""
-        from qprof.measure.runmeta import liboqs_build
-        from qprof.verify import backend_status
-        from qprof.verify.availability import find_liboqs
-
         where = find_liboqs()
         if isinstance(where, str):
             return None
@@ -60,13 +65,6 @@ class SoftwareWatch:
     def current(self) -> RunContext:
         """As build_meta records it (qprof.measure.runmeta), for the fields that start a
         new segment."""
-        from qprof.measure.runmeta import (
-            cpuinfo_field,
-            dist_version,
-            kernels_digest,
-            liboqs_linked_version,
-        )
-        from qprof.verify import backend_status
 
         return RunContext(
             liboqs=liboqs_linked_version(backend_status("liboqs")),

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
+from qprof import __version__
 from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.judgement import Judgement, SuiteResult
@@ -30,6 +31,7 @@ from qprof.measure.records import (
     ResourceUse,
     Throttled,
 )
+from qprof.measure.runmeta import liboqs_linked_version
 from qprof.service.alerts import KINDS
 from qprof.service.metrics_adversarial import worst_signature_metrics
 from qprof.service.metrics_cgroup import cgroup_metrics
@@ -38,6 +40,8 @@ from qprof.service.metrics_http import DEFAULT_LIMITS, MetricsServer, ServerLimi
 from qprof.service.metrics_resources import functional_metrics, resource_metrics
 from qprof.service.metrics_trend import trend_metrics
 from qprof.service.trend import TrendSummary
+from qprof.verify import backend_status
+from qprof.verify.availability import distribution_version
 
 log = logging.getLogger("qprof.daemon")
 
@@ -121,11 +125,6 @@ class MetricsState:
 
 def build_info() -> dict[str, str]:
     """qprof_build_info's labels: what this daemon's figures were measured with."""
-    from qprof import __version__
-    from qprof.measure.runmeta import liboqs_linked_version
-    from qprof.verify import backend_status
-    from qprof.verify.availability import distribution_version
-
     return {"version": __version__,
             "numba": distribution_version("numba") or "none",
             "liboqs": liboqs_linked_version(backend_status("liboqs")) or "none"}

@@ -1,14 +1,11 @@
 """The daemon's SQLite store: runs and their records; opening, migrating, retention.
 
-Every record is committed as it arrives: a measurement that finished is on disk before
-the next one starts, and a crash loses at most the one in flight. Each run's records are
-kept verbatim (``records`` table, in arrival order) so an export is the same JSONL
-``qprof bench`` writes; measurements, notes, disagreements also go to their own indexed
-tables for queries. The frequency history and the alerts live in the same database, in
-``Store.freq`` (store_freq.py) and ``Store.alerts`` (store_alerts.py), each run's
-estimates per series in ``Store.points`` (store_points.py: they outlive the run's samples
-and rows); the file and its errors are store_file.py, the schema and its migrations
-schema.py.
+Every record is committed as it arrives, so a crash loses at most the one in flight.
+Each run's records are kept verbatim (an export is the JSONL ``qprof bench`` writes), and
+measurements, notes and disagreements also in indexed tables. The frequency history
+(``Store.freq``), alerts (``Store.alerts``) and run points (``Store.points``) live in
+the same database; the file is :mod:`qprof.service.store_file`, the schema and its
+migrations :mod:`qprof.service.schema`.
 """
 
 from __future__ import annotations

@@ -16,12 +16,18 @@ import importlib
 import importlib.metadata
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from qprof.verify.base import BACKEND_NAMES, BackendStatus, UnknownBackendError
+from qprof.verify.base import (
+    BACKEND_NAMES,
+    BackendStatus,
+    BackendUnavailable,
+    UnknownBackendError,
+)
 from qprof.verify.liboqs_lib import (
     NamedLibrary,
     elf_problem,
@@ -123,12 +129,8 @@ def import_oqs() -> ModuleType:
 
     Raises ``BackendUnavailable`` with the reason when there is no such library.
     """
-    from qprof.verify.base import BackendUnavailable
-
     global _named, _refused
     with _oqs_lock:
-        import sys
-
         if _refused is not None:
             raise BackendUnavailable(_refused)
         if "oqs" in sys.modules and _named is not None:

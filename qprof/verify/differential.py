@@ -1,16 +1,11 @@
 """Differential checking: one signed input, many mutations, every verifier must agree.
 
-Used by tests/test_verify_differential.py (small) and bench/differential.py (long run).
-A *case* is (public key, message, signature, context) plus what the signer's own
-library says about it. Every mutation of a valid signature (flipped bytes in the
-signature, key or message, wrong/empty/256-byte context, truncated or extended
-signature and key) must be rejected; the unmutated one must be accepted. A *check* is
-one verifier's answer on one case; a *disagreement* is an answer that differs from the
-expected one, and is a bug to report with its full input.
-
-A documented backend limit is not a disagreement: a verifier whose ``max_context_len``
-is below 255 (pqcrypto's ML-DSA) rejecting a valid signature over a longer context is
-counted as a *known deviation* and reported separately.
+A *case* is (public key, message, signature, context) and what the signer's library says
+of it; every mutation of a valid signature (bytes flipped, wrong or long contexts,
+truncated or extended fields) must be rejected and the unmutated one accepted. An answer
+that differs is a *disagreement*, a bug to report with its input; a documented backend
+limit (``max_context_len``) is a *known deviation*, reported apart. Used by
+tests/test_verify_differential.py and bench/differential.py.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """The functional check before timing: does a backend give the known answers?
 
-The SQIsign report checks every build against its KAT vectors before timing and reports
-PASS or MISMATCH per instance; a broken or mis-built liboqs, or a numba kernel compiled
-wrong for a new CPU, would otherwise be timed and judged without a word. Each backend
-verifies, per suite:
-
-- the vectors shipped in the package (:func:`qprof.verify.vectors.shipped_cases`:
-  Wycheproof ML-DSA-44/65; NIST ACVP sigVer cases for ML-DSA-87, SLH-DSA-SHAKE-128s and
-  SLH-DSA-SHAKE-256s, external interface, pure, with contexts; qprof's SLH-DSA files; see
-  qprof/data/KAT-SOURCES.txt);
-- fresh signatures of a second implementation (another signing backend), valid and
-  tampered (a byte of the signature, of the message, the context changed). ML-DSA signs
-  in milliseconds, so they are new on every check; an SLH-DSA "s" signature takes
-  seconds, so the second implementation's SLH-DSA signature is made once per machine and
-  kept in the cache directory given (its tampered variants are derived from it).
-
-A wrong answer is a MISMATCH with the case's source and label (``acvp
-SLH-DSA-sigVer-FIPS205 tg29 tc399: expected valid, got invalid``). A damaged shipped file
-is a MISMATCH too, with one line naming it: the check could not vouch for the backend.
-Nothing here times anything; the
-engine caches the result per library build and CPU (:mod:`qprof.measure.preflight`).
+A broken liboqs build or a numba kernel compiled wrong for a new CPU would otherwise be
+timed and judged without a word. Per suite each backend verifies the vectors shipped in
+the package (:func:`qprof.verify.vectors.shipped_cases`) and a second implementation's
+fresh signatures, valid and tampered (an SLH-DSA one made once per machine and cached).
+A wrong answer, or a damaged shipped file, is a MISMATCH naming the case. Nothing here
+is timed; the engine caches the result (:mod:`qprof.measure.preflight`).
 """
 
 from __future__ import annotations
@@ -34,6 +20,7 @@ from typing import Literal
 
 from qprof.atomicfile import OutputError, write_private
 from qprof.userfile import read_json
+from qprof.verify import available_backends, get_signer, get_verifier
 from qprof.verify.vectors import ShippedVectorsError, VerifyCase, shipped_cases
 
 Status = Literal["PASS", "MISMATCH"]
@@ -58,8 +45,6 @@ class SuiteCheck:
 
 def second_signer(backend: str, suite: str) -> str | None:
     """The signing backend that makes the fresh cases for ``backend`` (None: none here)."""
-    from qprof.verify import available_backends
-
     statuses = available_backends()
     for name in SECOND_SIGNERS:
         st = statuses.get(name)
@@ -91,8 +76,6 @@ def _tampered(valid: VerifyCase, tag: str) -> list[VerifyCase]:
 
 
 def _signed(signer_name: str, suite: str) -> VerifyCase:
-    from qprof.verify import get_signer
-
     signer = get_signer(signer_name, suite)
     pk, sk = signer.keypair()
     message, context = os.urandom(32), os.urandom(8)
@@ -138,8 +121,6 @@ def check_suite(backend: str, suite: str, cache: Path | None = None,
     """Every known answer of ``suite`` (shipped and fresh, unless ``cases`` are given)
     verified with ``backend``. A valid case whose context exceeds the backend's
     documented limit (``Verifier.max_context_len``) is left out, as in the tests."""
-    from qprof.verify import get_verifier
-
     started = time.perf_counter()
     failed: list[str] = []
     if cases is None:

@@ -20,28 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from qprof.verify.slhdsa_keccak import KeccakPermutations, permutations_for_calls
+from qprof.verify.slhdsa_keccak import HashCalls, KeccakPermutations, permutations_for_calls
 
 W = 16
-
-
-@dataclass(frozen=True)
-class HashCalls:
-    """Calls of each FIPS 205 hash one verification makes (PRF: none when verifying)."""
-
-    f: int
-    h: int
-    t: int
-    hmsg: int
-    prf: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.f + self.h + self.t + self.hmsg + self.prf
-
-    def to_dict(self) -> dict[str, int]:
-        return {"F": self.f, "H": self.h, "T": self.t, "H_msg": self.hmsg, "PRF": self.prf,
-                "total": self.total}
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,41 @@
-"""Exact Keccak-f[1600] permutations of one SLH-DSA-SHAKE verification.
+"""Exact Keccak-f[1600] permutations of one SLH-DSA-SHAKE verification's hash calls.
 
-Hash calls are not all the same work: every FIPS 205 SHAKE hash is SHAKE256 over
-PK.seed || ADRS (32 bytes, uncompressed for SHAKE) || its message part, so F (one n-byte
-node) and H (two) fill one 136-byte block, while T_len (the len x n bytes of a WOTS+
-public key) and T_k (the k FORS roots) absorb several, and H_msg's input grows with the
-message and context.  A permutation is the unit with one price; counted per hash, from
-the input lengths FIPS 205 (section 11.1) gives and the sponge's padding:
+Calls are not all the same work: each FIPS 205 hash is SHAKE256 over PK.seed || ADRS ||
+its message part, so F and H fill one 136-byte block while T_len, T_k and H_msg absorb
+several. Counted per call from FIPS 205's input lengths (section 11.1) and the padding:
 
     permutations = input // 136 + 1 (+ one per further 136 bytes squeezed)
 
-``pad10*1`` with SHAKE's suffix needs at least one byte, so an input of exactly 136
-bytes takes a second block.  Outputs (n, or m <= 49 bytes for H_msg) fit one block.
+``pad10*1`` needs a byte, so an input of exactly 136 bytes takes a second block.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from qprof.verify.slhdsa_calls import HashCalls
+from typing import Any
 
 SHAKE256_RATE = 136
 ADRS_BYTES = 32
 PURE_PREFIX_BYTES = 2  # M' = 0x00 || len(ctx) || ctx || M (pure signing, FIPS 205 Alg. 24)
+
+
+@dataclass(frozen=True)
+class HashCalls:
+    """Calls of each FIPS 205 hash one verification makes (PRF: none when verifying)."""
+
+    f: int
+    h: int
+    t: int
+    hmsg: int
+    prf: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.f + self.h + self.t + self.hmsg + self.prf
+
+    def to_dict(self) -> dict[str, int]:
+        return {"F": self.f, "H": self.h, "T": self.t, "H_msg": self.hmsg, "PRF": self.prf,
+                "total": self.total}
 
 
 def shake256_permutations(input_bytes: int, output_bytes: int) -> int:

@@ -1,17 +1,11 @@
 """Known-answer verification vectors as typed cases.
 
-Two file formats: Wycheproof's ML-DSA verify tests (``mldsa_<level>_verify_test.json``:
-pure cases with a message, external-mu cases with ``mu``), and qprof's SLH-DSA files
-(tests/data/slhdsa/: one liboqs signature, checked by a second library, plus tampered
-variants given as one XOR at an offset of one field). Read by the tests and by
-scripts/aarch64_kernels.py (the emulated-aarch64 CI run), so both see the same cases.
-
-The functional check before timing (:mod:`qprof.verify.functional`) runs on a user's
-machine, where no ../shared exists: :func:`shipped_cases` reads the vectors shipped in the
-package (``qprof/data/kat-*.json.gz``, gzip'd JSON with their source and licence, listed
-in ``qprof/data/KAT-SOURCES.txt``; built by scripts/make_shipped_vectors.py): Wycheproof
-ML-DSA-44/65, NIST ACVP sigVer cases for ML-DSA-87 and SLH-DSA-SHAKE-128s/256s, qprof's
-SLH-DSA files.
+Two formats: Wycheproof's ML-DSA verify tests (pure and external-mu cases) and qprof's
+SLH-DSA files (one liboqs signature, checked by a second library, and tampered
+variants). The tests and scripts/aarch64_kernels.py read the same cases.
+:func:`shipped_cases` reads the vectors shipped in the package
+(``qprof/data/kat-*.json.gz``, sources and licences in ``qprof/data/KAT-SOURCES.txt``)
+for the functional check on a user's machine (:mod:`qprof.verify.functional`).
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.freq import CpuFreq, read_frequencies
+from qprof.hw.model import CpuTopo, Topology
 from qprof.hw.sysfs import kernel_text
-from qprof.hw.topology import CpuTopo, Topology, read_topology
+from qprof.hw.topology import read_topology
 from qprof.tui.sources.child import run_child
 
 # Run in a child process: numba (the estimate's timing loop) never enters the UI

@@ -1,22 +1,11 @@
 """Valid SLH-DSA signatures whose verification walks long chains: the key owner grinds.
 
-A signature's chain steps depend only on its hypertree address A = idx_tree << h' |
-idx_leaf (and the key): layer j > 0 signs the root of the layer j - 1 tree A >> (h' j),
-layer 0 the FORS public key of keypair A.  The upper layers are shared by many
-addresses, so the search goes top down:
-
-1. greedy: for each of the top ``fixed`` layers, compute the roots of candidate trees
-   under the prefix chosen so far and keep the one whose root makes the layer above
-   walk the most steps (one XMSS tree per candidate); at the last level keep the best
-   ``KEEP_LAST``;
-2. landing: grind opt_rand (two Keccak calls per try) until H_msg puts the address
-   under one of those prefixes (2^(h' fixed) / KEEP_LAST tries a hit);
-3. for each hit, the remaining layers top down, dropped as soon as catching up with the
-   best so far would take its remaining layers ``CATCH_UP_SD`` standard deviations
-   above their mean (or, before any is complete, once it falls below the mean).
-
-The best hits are then signed by liboqs with their opt_rand (``oqs_rng``): real
-signatures, checked with liboqs and counted with ``slhdsa_calls.walk``.
+A signature's chain steps depend only on its hypertree address (and the key), and the
+upper layers are shared by many addresses, so the search goes top down: greedily pick
+the trees whose roots make the layer above walk most, grind opt_rand until H_msg lands
+under one of them, then finish the lower layers, dropping a hit once it cannot catch up
+with the best (``CATCH_UP_SD``). The best hits are signed by liboqs with their opt_rand
+(:mod:`qprof.verify.adversary.oqs_rng`): real signatures. The steps: docs/ADVERSARY.md.
 """
 
 from __future__ import annotations
@@ -28,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qprof.verify.adversary.keys import SlhSecret, message_prime, one_block_template, words
+from qprof.verify.adversary.oqs_rng import sign_with_opt_rand
 from qprof.verify.slhdsa_calls import nb_module, params_of, random_layer_steps
 
 LANDING_BITS = 18  # landing may need about 2^18 tries a hit (0.1 s)
@@ -232,8 +222,6 @@ class ValidGrinder:
 def sign_candidate(secret: SlhSecret, message: bytes, context: bytes,
                    candidate: GroundCandidate) -> bytes:
     """liboqs's signature at the candidate's address (its opt_rand as the randomness)."""
-    from qprof.verify.adversary.oqs_rng import sign_with_opt_rand
-
     return sign_with_opt_rand(secret.suite, secret.secret_key, message, context,
                               candidate.opt_rand)
 

@@ -1,15 +1,10 @@
 """liboqs (C, via liboqs-python) — the reference cost qprof reports ratios against.
 
-The verifier keeps one ``oqs.Signature`` (one ``OQS_SIG`` struct) per object and calls
-``OQS_SIG_verify_with_ctx_str`` through a private ctypes function pointer with
-``argtypes`` set, passing the caller's ``bytes`` straight through. liboqs-python's own
-``verify_with_ctx_str`` copies every argument into fresh ctypes buffers on each call
-(and zero-pads a short public key instead of rejecting it); the direct call is the
-same C function with less Python around it, which is what a timing loop wants.
-
-Thread safety: liboqs-python objects are not thread-safe. Use one verifier/signer per
-thread (the C verify itself only reads the ``OQS_SIG`` struct; ctypes releases the GIL
-during the call).
+The verifier keeps one ``OQS_SIG`` per object and calls ``OQS_SIG_verify_with_ctx_str``
+through a ctypes function pointer with the caller's ``bytes`` passed straight through:
+liboqs-python's own wrapper copies every argument on each call (and zero-pads a short
+public key), which a timing loop does not want. Objects are not thread-safe: one
+verifier or signer per thread (ctypes releases the GIL during the call).
 """
 
 from __future__ import annotations

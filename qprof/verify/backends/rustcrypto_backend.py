@@ -1,17 +1,10 @@
 """Rust implementations through the ``pqcrypto`` PyPI package (PyO3).
 
-pqcrypto 1.0 wraps backbone-hq's Rust crates (``backbone-ml-dsa``, ``backbone-sphincs``,
-built on RustCrypto's ``keccak``/``sha2``). Its ``verify(pk, msg, sig, context)`` is
-FIPS 204/205 pure verification with a context string (max 255 bytes) and raises
-``InvalidSignatureError`` (a ``ValueError``) on failure; ``keygen()``/``sign`` give
-FIPS-encoded keys and signatures. All nine qprof suites are present
-(``pqcrypto.sign.ml_dsa_44`` … ``slh_dsa_shake_256f``).
-
-Known deviation (found by the Wycheproof "longest context" vector): pqcrypto 1.0.0's
-ML-DSA refuses to sign with, and rejects valid signatures over, contexts of 254 or 255
-bytes (FIPS 204 allows up to 255); its SLH-DSA accepts 255. ``probe`` measures the
-real limit per family (one keygen + a few signs, cached), reports it in
-``BackendStatus.details`` and sets ``max_context_len`` on the verifiers.
+pqcrypto wraps backbone-hq's Rust crates (on RustCrypto's ``keccak``/``sha2``): FIPS
+204/205 pure verification with a context, FIPS-encoded keys and signatures, all nine
+qprof suites. Its ML-DSA refuses contexts of 254 or 255 bytes, so ``probe`` measures the
+real limit per family, reports it in ``BackendStatus.details`` and sets
+``max_context_len`` on the verifiers (the deviation: docs/FUNCTIONAL.md).
 """
 
 from __future__ import annotations

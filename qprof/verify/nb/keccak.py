@@ -1,22 +1,11 @@
 """Keccak-f[1600] and SHAKE128/SHAKE256 as numba kernels.
 
-Every function is plain ``@njit(cache=True, nogil=True)`` so it loads from the numba
-cache and runs without the GIL.  The permutation keeps the 25 lanes in local
-variables across a 24-iteration loop whose body is one round written out lane by
-lane: LLVM holds the lanes in registers (about twice as fast as indexing an array
-every step).  ``keccak_xn`` runs 4 or 8 interleaved states at once for the independent
-streams of ML-DSA's ExpandA and SLH-DSA's WOTS+ chains and FORS trees.
-
-Two levels of API:
-
-* one-shot ``shake128(data, outlen)`` / ``shake256(data, outlen)``;
-* streaming, for samplers that pull output block by block (ML-DSA ExpandA,
-  SampleInBall): ``absorb(state, rate, data)`` or ``absorb_init`` /
-  ``absorb_update`` / ``absorb_final`` for concatenated inputs without copying, then
-  ``squeeze_block(state, rate, out, offset)`` repeatedly.
-
-Lanes are little-endian, as FIPS 202 specifies: byte ``i`` of the state is bits
-``8*(i % 8)`` .. of lane ``i // 8``.
+Plain ``@njit(cache=True, nogil=True)`` functions. The permutation keeps the 25 lanes in
+local variables across one round written out lane by lane, so LLVM holds them in
+registers. One-shot ``shake128`` / ``shake256``, and streaming for samplers that pull
+output block by block (``absorb`` or ``absorb_init`` / ``absorb_update`` /
+``absorb_final``, then ``squeeze_block``). Lanes are little-endian, as FIPS 202 says;
+``keccak_xn`` runs 4 or 8 interleaved states.
 """
 
 from __future__ import annotations

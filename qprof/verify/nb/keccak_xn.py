@@ -1,19 +1,10 @@
 """Multi-way interleaved Keccak-f[1600], plain numba: four or eight states at once.
 
-Independent Keccak streams dominate both verifiers: ML-DSA's ExpandA runs k*l
-SHAKE128 streams (16 for ML-DSA-44, 56 for ML-DSA-87), SLH-DSA's WOTS+ chains and
-FORS trees of one layer are hundreds of single-block SHAKE256 calls that do not
-depend on each other.  Keeping ``WAYS`` states interleaved lane by lane
-(``s[lane * WAYS + way]``, one vector per lane) lets LLVM turn the per-way loop into
-vector code for the CPU it compiles on, so ``WAYS`` permutations cost about one
-scalar permutation: four 64-bit ways fill a 256-bit AVX2 register (two 128-bit NEON
-registers on aarch64); with AVX-512 eight ways fill a 512-bit register, and
-measured on Zen 5 an eight-way permutation costs what a four-way one does.
-``WAYS`` is fixed when this module is imported, from the features numba compiles
-for; numba's cache keeps one entry per CPU name and feature set, so a cached
-kernel always has the width its CPU was given.
-The round body is the one of ``keccak.keccak_p1600`` (generated mechanically from the
-FIPS 202 rho offsets and pi permutation); tests check it against scalar runs.
+ML-DSA's ExpandA and SLH-DSA's chains and trees are many independent Keccak streams.
+Keeping ``WAYS`` states interleaved lane by lane (``s[lane * WAYS + way]``) lets LLVM
+vectorise the per-way loop, so ``WAYS`` permutations cost about one scalar permutation:
+four ways with AVX2 (NEON on aarch64), eight with AVX-512. ``WAYS`` is fixed at import
+from the features numba compiles for. The round body is ``keccak.keccak_p1600``'s.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """qprof's own ML-DSA (FIPS 204) verifier as numba kernels: the "second verifier".
 
-``mldsa_verify`` is FIPS 204 Algorithm 3 (pure ML-DSA.Verify with context) on top of
-Algorithm 8 (ML-DSA.Verify_internal); ``mldsa_verify_mu`` starts from a given
-mu (the "external mu" interface). Both never raise for bytes input: wrong lengths,
-over-long contexts and malformed encodings return False.
-
-The Python wrappers only check argument types and call one
-``@njit(cache=True, nogil=True)`` kernel with the ``bytes`` objects themselves.
-The heavy parts live in:
-
-* ``mldsa_poly``: Montgomery NTT, decoders with the FIPS 204 checks, UseHint, w1Encode;
-* ``mldsa_expand``: ExpandA on 4 or 8 interleaved SHAKE128 streams, fused with A * z;
-  SampleInBall;
-* ``keccak_xn``: the multi-way Keccak-f[1600]; single streams use ``keccak``
-  (``keccak.absorb_range`` absorbs byte ranges of ``bytes`` objects).
-
-Numba's on-disk cache is keyed on the source file of the function compiled, not on
-the modules it calls; ``qprof.verify.nb`` therefore names the cache directory after a
-digest of every source in the package, so an edit anywhere here recompiles everything.
+``mldsa_verify`` is FIPS 204 Algorithm 3 over Algorithm 8; ``mldsa_verify_mu`` starts
+from a given mu (external mu). Neither raises for bytes input: wrong lengths, long
+contexts and bad encodings return False. The wrappers check types and call one
+``@njit`` kernel with the ``bytes`` themselves; the heavy parts are ``mldsa_poly``
+(NTT, decoders, UseHint), ``mldsa_expand`` (ExpandA fused with A * z, SampleInBall) and
+``keccak_xn`` / ``keccak``.
 """
 
 from __future__ import annotations

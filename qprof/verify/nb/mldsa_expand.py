@@ -350,26 +350,15 @@ def expand_a_times_z(
 ) -> int:
     """acc[r] = sum over s of A_hat[r][s] * z_hat[s], unreduced int64 products.
 
-    With ``want_tr`` it also computes tr = SHAKE256(pk, 64) into ``tr``: the single tr
-    stream rides in the last way of the first batches (which then expand one matrix
-    entry fewer), so its permutations cost a fraction of a scalar one.
-
-    Every permutation is followed by one vectorised extraction of all ways' candidates
-    (``stage_block_xn``); each way's are multiplied into its row straight from there.
+    With ``want_tr`` it also computes tr = SHAKE256(pk, 64) into ``tr``, riding in the
+    last way of the first batches. Every permutation is followed by one vectorised
+    extraction of all ways' candidates (``stage_block_xn``), multiplied into their rows.
+    SampleInBall's first permutation (``ball_state``, bit 0 of the result) and a one-block
+    mu (``mu``, bit 1) ride in free ways too; docs/NUMBA.md says where.
 
     ``zhat``: int32[l, 256] (|coeff| < 9q), ``acc``: int64[k, 256] (overwritten),
-    ``state``: uint64[WS_WORDS] (states + staged candidates), ``sampled``:
-    int32[WAYS, >= SAMPLE_SLACK] scratch for blocks with rejections,
-    ``counts``: int64[WAYS] scratch, ``tr``: uint8[64].
-
-    SampleInBall's SHAKE256(c_tilde) rides in the last way of the first batch that
-    leaves it free (after tr; ML-DSA-44's last batch has two entries for eight ways):
-    then ``ball_state`` (uint64[25]) holds the sponge after its first permutation, as
-    ``keccak.absorb`` leaves it, and bit 0 of the return value is set. Likewise
-    mu = SHAKE256(tr || 0 || ctx_len || ctx_msg, 64) when it is one block and a second
-    way is free there (``ctx_msg`` is ctx || message): into ``mu`` (uint8[64]), bit 1.
-    Sums stay below
-    7 * q * 9q < 2^53, inside Montgomery's input range.
+    ``state``: uint64[WS_WORDS], ``sampled``: int32[WAYS, >= SAMPLE_SLACK] and
+    ``counts``: int64[WAYS] scratch, ``tr``: uint8[64]. Sums stay below 7 * q * 9q < 2^53.
     """
     for r in range(k):
         for j in range(N):

@@ -1,15 +1,10 @@
 """ML-DSA (FIPS 204) polynomial arithmetic for the numba verifier.
 
-Coefficients are stored as int32, arithmetic runs in int64 so LLVM can use
-32x32->64-bit vector multiplies. Reduction follows FIPS 204 Appendix A: Montgomery
-multiplication with R = 2^32 (no ``%`` per step), lazy additions in the NTT whose
-bounds are the reference implementation's (|a| < q in, < 9q out of the forward NTT;
-|a| < q in, < q out of the inverse).
-
-The forward NTT produces the plain NTT (its zetas carry the factor R, which the
-Montgomery reduction removes); pointwise Montgomery products then carry R^-1, and
-``invntt_tomont`` multiplies by R / 256 so ``invntt(pointwise(ntt(a), ntt(b)))`` is
-exactly the negacyclic product a * b.
+Coefficients are int32, arithmetic int64 so LLVM can use 32x32->64-bit vector multiplies.
+Reduction follows FIPS 204 Appendix A: Montgomery multiplication with R = 2^32 and the
+reference implementation's lazy bounds in the NTT. The forward NTT is the plain NTT,
+pointwise products carry R^-1, and ``invntt_tomont`` multiplies by R / 256, so
+``invntt(pointwise(ntt(a), ntt(b)))`` is exactly the negacyclic product a * b.
 """
 
 from __future__ import annotations

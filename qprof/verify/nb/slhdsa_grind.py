@@ -1,20 +1,11 @@
 """What an SLH-DSA key owner or a forger can make a verifier pay: numba kernels.
 
-Signer side (the key owner grinding valid signatures): the WOTS+ message of layer
-j > 0 is the root of the layer j - 1 XMSS tree the signature's hypertree address
-passes through, and layer 0's is the FORS public key of its keypair; none of them
-depends on the message beyond the address.  ``xmss_root`` and ``fors_pk`` compute
-them from the secret seed the way key generation and signing do (Algorithms 6, 9,
-14-16), ``WAYS`` leaves at a time; ``land_kernel`` grinds the signer's randomness
-(opt_rand) until H_msg puts the signature under a chosen address prefix.
-
-Forger side (crafted invalid signatures): every layer's message comes from signature
-bytes.  ``grind_h_kernel`` tries candidates for the one authentication node next to
-an XMSS root (one H call per try) and ``grind_fors_kernel`` for the top node of one
-FORS tree (one H and T_k per try), keeping the candidate whose resulting message
-makes the next layer's chains longest.
-
-Lanes as in slhdsa_kernels: lane l of interleaved state j at ``WAYS * l + j``.
+Signer side: each layer's WOTS+ message depends only on the hypertree address, so
+``xmss_root`` and ``fors_pk`` compute them from the secret seed (``WAYS`` leaves at a
+time) and ``land_kernel`` grinds opt_rand until H_msg lands under a chosen prefix.
+Forger side: every layer's message comes from signature bytes, so ``grind_h_kernel``
+and ``grind_fors_kernel`` try candidates for one node and keep the one making the next
+layer's chains longest. Lanes as in ``slhdsa_kernels``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """numba kernels for SLH-DSA-SHAKE verification (FIPS 205, Algorithms 8, 11, 13, 17, 20).
 
-Hash nodes never leave 64-bit words: an n-byte node is n/8 little-endian words, which
-is exactly how the bytes sit in Keccak lanes.  The tweakable hashes F and H
-(SHAKE256(PK.seed || ADRS || M)) always fit one 136-byte block, so instead of running a
-sponge they fill a prepared 25-lane template (PK.seed and the padding are written once
-per verify, the layer/tree ADRS lanes once per layer) and call ``keccak_p1600``
-directly; nothing is allocated inside the chains or tree climbs.
-
-ADRS (32 bytes, big-endian fields) as four lanes:
-  lane 0 = layer (bytes 0-3) + top of the 12-byte tree address (always 0 here),
-  lane 1 = low 8 bytes of the tree address, lane 2 = type | keypair,
-  lane 3 = chain/height | hash/index.
+Hash nodes stay 64-bit words (an n-byte node is n/8 little-endian words, as in Keccak
+lanes). F and H always fit one 136-byte block, so they fill a prepared 25-lane template
+and call ``keccak_p1600`` directly: nothing is allocated in the chains or tree climbs.
+ADRS (32 bytes, big-endian fields) is four lanes: layer and the tree address's top,
+the tree address's low 8 bytes, type | keypair, chain/height | hash/index.
 """
 
 from __future__ import annotations
