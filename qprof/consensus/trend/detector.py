@@ -1,26 +1,8 @@
 """The sequential detector: a self-starting, two-sided CUSUM on a suite's runs, clipped so
-one wild run cannot raise it alone.
-
-Each decided run is standardised against the runs of its segment before it (a
-self-starting chart, after Hawkins: the deviation from their random-effects mean over the
-run's own error, their between-run wander and the mean's error, brought through the t
-distribution with their degrees of freedom to a normal score), so the chart needs no long
-baseline, the estimation of the segment's mean and spread is counted, and a contended
-run's wide error weighs less than a quiet run's. Once the segment holds ``lagged_from``
-runs ``reference_lag`` runs old, the reference is updated with a delay (delayed updating,
-as Capizzi and Masarotto's self-starting charts do): a run joins it ``reference_lag`` runs
-after its own score, so the first runs of a shift do not pull the reference towards them
-before the chart has seen them. The delay is fixed, not taken from the chart: a reference that
-left out the chart's current excursion fed every excursion (on independent normal runs it
-confirmed 30x as many false changes, docs/TREND.md). The score is clipped to +-``clip``;
-the two one-sided sums ``S+ = max(0, S+ + z - k)`` and ``S- = max(0, S- - z - k)`` raise an
-alarm past ``h``. ``k`` is half the shift the chart is tuned for (in run sds); ``h``
-follows from the chart's nominal in-control average run length (ARL0, per series and
-suite) by Siegmund's approximation, each side taking twice the ARL0 (two sides alarm twice
-as often). The whole procedure's measured in-control ARL is shorter (consecutive scores
-share the delayed reference's error): ``bench/trend_arl.py`` measures it on independent
-normal runs, ``bench/trend_detection.py`` on the real series' bootstraps (docs/TREND.md).
-No library offers a self-starting CUSUM; the recursion is five lines.
+one wild run cannot raise it alone. It is the daemon's early alarm; the retrospective
+search (:mod:`qprof.consensus.trend.changepoints`) finds the changes of an ended series.
+The method, its delayed reference and its measured run lengths: docs/TREND.md
+(``bench/trend_arl.py``, ``bench/trend_detection.py``).
 """
 
 from __future__ import annotations

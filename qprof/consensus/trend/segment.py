@@ -1,32 +1,8 @@
 """One suite's ratio over a segment of comparable runs: a random-effects combination of
 the runs' estimates, with an interval that holds each run's own error, the between-run
-wander and the runs' autocorrelation.
-
-Model, on the log ratio ``y_r = ln(ratio_r)`` of the decided runs r of the segment:
-``y_r = mu + u_r + e_r``, ``e_r ~ N(0, s_r^2)`` the run's own error (from its 95 %
-interval), ``u_r`` the host's between-run wander, variance ``tau^2`` (Paule-Mandel, as
-statsmodels' meta-analysis computes it). ``mu`` is the weighted mean with weights
-``1 / (s_r^2 + tau^2)``. Its standard error is the larger of the model's and a
-heteroskedasticity-and-autocorrelation-consistent one (Newey-West, statsmodels' WLS with
-``cov_type="HAC"``): consecutive runs share the host's minute-to-minute state, which the
-model alone would ignore. The t quantile's degrees of freedom are the runs' (n - 1) when
-the spread between runs carries the error, more when the runs' own errors do
-(Welch-Satterthwaite). The signature pool's share of each run's error is not averaged:
-every run of one pool shares it, so it is added whole. A wild run, one further from the
-segment's median than three of its robust spreads (and of its own error), is pulled in to
-that distance before the model sees it (winsorized; counted in ``clipped``): on this host
-one run a day is contended past its own quiet detection and reads 2 % slow, which alone
-doubled the wander of a 20-run segment. One run: that run's estimate and interval as they
-are.
-
-A young segment (after a library upgrade, a new kernel, a step) cannot tell its wander from
-its few runs: three that happen to agree give ``tau^2`` = 0. The series' earlier segments
-can (:class:`Wander`, pooled over their runs): the host's wander does not start again when
-the ratio moves. Their ``tau^2`` is pooled with the segment's own, weighted by degrees of
-freedom, and holds when it is the larger (a segment noisier than its history keeps its
-own); the interval's t quantile then has the pooled degrees of freedom. From
-``OWN_WANDER_FROM`` decided runs on the segment's own runs tell its wander.
-docs/TREND.md has the method and its checks on real series.
+wander, the runs' autocorrelation and the signature pool's shared error. A young segment
+borrows the wander of the series' earlier segments (:class:`Wander`). The model and its
+checks on real series: docs/TREND.md.
 """
 
 from __future__ import annotations

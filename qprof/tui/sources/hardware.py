@@ -3,7 +3,7 @@
 The topology is read once (core designs do not change while the monitor runs); the
 frequencies are read on every refresh for the live machine and once for a snapshot
 directory, whose files do not change. Bad or missing hardware data never raises out of
-here: the reason goes to :attr:`HardwareSource.problems` and the values stay ``None``.
+here: the reason goes to ``HardwareSource.problems`` and the values stay ``None``.
 """
 
 from __future__ import annotations

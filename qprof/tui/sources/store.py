@@ -17,7 +17,7 @@ from qprof.service.store import Store
 
 
 class StoreSource:
-    """Read side of a Store. ``open()`` failures become :attr:`error`, never raise."""
+    """Read side of a Store. ``open()`` failures become ``error``, never raise."""
 
     def __init__(self, path: str | Path, readonly: bool = True) -> None:
         self.path = Path(path)
