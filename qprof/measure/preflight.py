@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Iterable
@@ -33,7 +32,8 @@ from typing import Any
 
 from qprof.atomicfile import OutputError, write_private
 from qprof.hw.sysfs import kernel_text
-from qprof.measure.protocol import PreflightJob, PreflightResult
+from qprof.measure.child.launch import ChildStopped, ChildTimeout, run
+from qprof.measure.protocol import PreflightJob, PreflightResult, WorkerRun
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.userfile import read_json
 from qprof.verify import BackendStatus
@@ -179,25 +179,16 @@ def _run_one(plan: PreflightPlan, backend: str, functional: tuple[str, ...],
         operations=MEMORY_OPERATIONS, cache=str(plan.cache))
     path = plan.workdir / f"preflight-{backend}.job.json"
     job.write(path)
-    try:
-        proc = subprocess.Popen([plan.python, "-m", "qprof.measure.worker", "--preflight",
-                                 str(path)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+    try:  # reading stderr all along: a full pipe must not stall the worker
+        done = run(WorkerRun(str(path), preflight=True), stop, PREFLIGHT_TIMEOUT_S,
+                   python=plan.python, poll_s=0.1)
     except OSError as exc:
         return PreflightResult(backend, errors=[f"cannot start: {exc}"])
-    started = time.monotonic()
-    while True:  # reading stderr all along: a full pipe must not stall the worker
-        try:
-            _out, err = proc.communicate(timeout=0.1)
-            break
-        except subprocess.TimeoutExpired:
-            if stop.is_set() or time.monotonic() - started > PREFLIGHT_TIMEOUT_S:
-                proc.kill()
-                proc.communicate()
-                return PreflightResult(backend, errors=["stopped" if stop.is_set() else
-                                                        "timed out"])
-    tail = " | ".join(line for line in err.strip().splitlines()[-3:] if line)
-    exited = [] if proc.returncode == 0 else [f"exit {proc.returncode}: {tail}".rstrip(": ")]
+    except (ChildStopped, ChildTimeout) as exc:
+        return PreflightResult(backend, errors=["stopped" if isinstance(exc, ChildStopped)
+                                                else "timed out"])
+    exited = ([] if done.returncode == 0
+              else [f"exit {done.returncode}: {done.tail(3)}".rstrip(": ")])
     try:  # what it wrote before it ended, with why it ended early
         found = PreflightResult.read(Path(job.result))
     except (OSError, ValueError, KeyError, TypeError):

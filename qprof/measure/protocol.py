@@ -14,7 +14,9 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from qprof.measure.child.job import ChildJob
 
 EVENT_PREFIX = "@qprof "
 DONE = "done"
@@ -61,6 +63,16 @@ class Task:
             round=int(d.get("round", 0)), n=int(d["n"]) if d.get("n") else None,
             dual=(str(dual[0]), str(dual[1])) if dual else None,
         )
+
+
+@dataclass(frozen=True)
+class WorkerRun(ChildJob):
+    """A worker process's job: the file of its :class:`Job` (or, ``preflight``, of its
+    :class:`PreflightJob`)."""
+
+    KIND: ClassVar[str] = "qprof.measure.worker"
+    job: str
+    preflight: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """Worker process: one per (CPU, block of rounds), timing several suites.
 
-The engine writes a :class:`~qprof.measure.protocol.Job` file and starts::
-
-    python -m qprof.measure.worker --job JOB.json
+The engine writes a :class:`~qprof.measure.protocol.Job` file and starts a worker on it
+(:class:`~qprof.measure.protocol.WorkerRun`).
 
 Every value is one operation timed on its own (loops = 1), so medians and p95 are per
 operation as in the seeds; the number of values is chosen per task from a time budget
@@ -25,7 +24,7 @@ the kernel for SIGTERM when its parent dies (a daemon killed with -9 must not le
 worker timing on). Exit codes: 0 ok, 3 cannot pin to the CPU, 4 bad job, 6 the engine
 that started it is gone.
 
-``--preflight JOB`` (:class:`~qprof.measure.protocol.PreflightJob`): once per run and
+``preflight`` (:class:`~qprof.measure.protocol.PreflightJob`): once per run and
 backend, before any timing, the backend's known answers (:mod:`qprof.verify.functional`)
 and its memory per operation (:mod:`qprof.measure.resources`), in a process that has
 loaded nothing of the backend yet.
@@ -38,7 +37,6 @@ job's, or ``done`` / EOF: exit).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime
 import os
@@ -49,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.load import StolenTicks, read_cpu_ticks, stolen_between
+from qprof.measure.child.job import Entry
 from qprof.measure.fixtures import Pool, load_fixtures
 from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.measure.protocol import (
@@ -60,6 +59,7 @@ from qprof.measure.protocol import (
     TaskResult,
     WorkerEvent,
     WorkerResult,
+    WorkerRun,
     decode_more,
 )
 from qprof.measure.timing import (
@@ -329,15 +329,6 @@ def _run_preflight(path: str) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m qprof.measure.worker")
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--job", help="job file written by the engine")
-    where.add_argument("--preflight", metavar="JOB",
-                       help="a preflight job: known answers and memory, before timing")
-    return parser
-
-
 def _enter(parent: int, cpu: int, nice: int) -> int | None:
     """Take the job's place: its parent still there, pinned to its CPU, at its niceness;
     the exit code when it cannot."""
@@ -359,17 +350,17 @@ def _set_nice(target: int) -> None:
             os.setpriority(os.PRIO_PROCESS, 0, target)
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_worker(run: WorkerRun) -> int:
+    """The worker process: its job file's tasks (or preflight); the exit code."""
     die_with_parent()  # first: the imports below take up to a second
-    args = _parser().parse_args(argv)
-    if args.preflight:
-        return _run_preflight(args.preflight)
+    if run.preflight:
+        return _run_preflight(run.job)
     try:
-        job = Job.read(Path(args.job))
+        job = Job.read(Path(run.job))
         if job.timer not in CLOCKS:
             raise ValueError(f"unknown timer {job.timer!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"qprof worker: bad job file {args.job}: {exc}", file=sys.stderr)
+        print(f"qprof worker: bad job file {run.job}: {exc}", file=sys.stderr)
         return EXIT_BAD_JOB
     refused = _enter(job.parent, job.cpu, job.nice)
     if refused is not None:
@@ -389,5 +380,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+CHILD = Entry(WorkerRun, run_worker)

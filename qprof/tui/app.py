@@ -163,7 +163,7 @@ class MonitorApp(App[int]):
 
     @work(thread=True, group="evaluate")
     def _evaluate(self, key: tuple) -> None:
-        from qprof.tui.sources.child import ChildStopped
+        from qprof.measure.child.launch import ChildStopped
 
         try:
             evaluation = self.collector.evaluate(key, stop=self._stop)
@@ -186,7 +186,7 @@ class MonitorApp(App[int]):
     def _trend(self, key: tuple) -> None:
         """The trend of the store's runs in a child process (qprof.tui.sources.trend),
         started only once the newest figures are on screen."""
-        from qprof.tui.sources.child import ChildStopped
+        from qprof.measure.child.launch import ChildStopped
         from qprof.tui.sources.trend import evaluate_trend_in_child
 
         store = self.collector.sources.store
@@ -212,7 +212,7 @@ class MonitorApp(App[int]):
     def estimate_clocks(self, cpus: list[int]) -> None:
         """No cpufreq (a VM): time a loop once per CPU in a child process, as
         `qprof freq` does; shown as "~x.xx est" (not a live reading)."""
-        from qprof.tui.sources.child import ChildStopped
+        from qprof.measure.child.launch import ChildStopped
         from qprof.tui.sources.hardware import estimate_clocks
 
         try:
