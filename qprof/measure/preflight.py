@@ -1,8 +1,8 @@
 """Before a run times anything: each backend's known answers and memory per operation.
 
 The engine calls :func:`run_preflight` once per run, after the fixtures and before the
-first round: one worker process per backend (``python -m qprof.measure.worker
---preflight``, pinned to the first CPU measured, at the run's niceness) checks the
+first round: one worker process per backend (a ``WorkerRun`` with ``preflight``,
+pinned to the first CPU measured, at the run's niceness) checks the
 backend's known answers per suite (:mod:`qprof.verify.functional`) and measures its memory
 per operation (:mod:`qprof.measure.resources`). The known answers are kept per library
 build and CPU (:func:`cache_path`: the digest of the loaded liboqs, of the numba kernels,

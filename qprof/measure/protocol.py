@@ -1,7 +1,7 @@
 """What the engine and its worker processes say to each other (both import this module).
 
-The engine writes a :class:`Job` file and starts ``python -m qprof.measure.worker --job
-JOB.json``. The worker reports :class:`WorkerEvent` lines on stderr (``@qprof {json}``),
+The engine writes a :class:`Job` file and starts a worker on it (:class:`WorkerRun`).
+The worker reports :class:`WorkerEvent` lines on stderr (``@qprof {json}``),
 rewrites its :class:`WorkerResult` file after every task, and appends one pyperf run per
 task and round to the CPU's pyperf file when the run keeps one (:attr:`Job.pyperf`). A
 serving worker (``serve``)
@@ -111,8 +111,8 @@ class Job:
 
 @dataclass(frozen=True)
 class PreflightJob:
-    """One backend's checks before any suite is timed (``python -m qprof.measure.worker
-    --preflight JOB.json``): its known answers per suite (``functional``: the suites not
+    """One backend's checks before any suite is timed (a :class:`WorkerRun` with
+    ``preflight``): its known answers per suite (``functional``: the suites not
     already passed for this build and CPU), then its memory per operation."""
 
     cpu: int
