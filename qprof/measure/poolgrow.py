@@ -205,6 +205,7 @@ def grow(suites: Sequence[str], preferred: tuple[str, ...], directory: Path,
 
 def run_grower(job: GrowJob) -> int:
     """The grower process: :func:`grow` while its parent lives and nothing measures."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says
     directory = Path(job.dir)
     threading.Thread(target=_watch, args=(job.parent, directory), daemon=True).start()
     try:
