@@ -251,3 +251,17 @@ def test_clock_estimate_of_this_machine_runs_in_a_child() -> None:
         assert problems  # numba missing or CPU 0 not allowed: said, not raised
         return
     assert set(khz) == {0} and 100_000 < khz[0] < 10_000_000  # 0.1-10 GHz
+
+
+def test_a_helper_child_is_killed_when_the_monitor_quits() -> None:
+    """`q` sets the stop event: a child still evaluating is killed, not waited for (thread
+    workers are not daemon threads; the process would outlive the UI)."""
+    import threading
+
+    from qprof.measure.child.launch import ChildStopped
+    from qprof.tui.sources.hardware import estimate_clocks
+
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(ChildStopped):
+        estimate_clocks([0] * 300, stop)
