@@ -74,7 +74,7 @@ def launch(job: ChildJob, *, python: str | None = None, stdin: Stream = subproce
                             start_new_session=session)
 
 
-def kill_group(proc: subprocess.Popen[Any]) -> None:
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the child's process group (it leads one: ``session``) and reap it."""
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -104,4 +104,4 @@ def run(job: ChildJob, stop: threading.Event | None = None, timeout_s: float | N
                 raise ChildTimeout(job.KIND, timeout_s or 0.0)
     finally:
         if proc.poll() is None:
-            kill_group(proc)
+            _kill_group(proc)
