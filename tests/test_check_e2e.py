@@ -17,6 +17,7 @@ import pytest
 
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure import hwinfo
+from qprof.measure.protocol import WorkerRun
 
 pytestmark = pytest.mark.slow
 
@@ -232,14 +233,12 @@ def test_worker_refusing_affinity_exits_3_with_the_reason(tmp_path: Path):
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"cpu": 99, "result": str(tmp_path / "r.json"),
                                "pyperf": str(tmp_path / "p.json"), "tasks": []}))
-    res = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.worker", "--job", str(job)],
-        capture_output=True, text=True, timeout=60)
+    res = subprocess.run(WorkerRun(str(job)).to_argv(), capture_output=True, text=True,
+                         timeout=60)
     assert res.returncode == 3
     assert "cannot pin to CPU 99" in res.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    res = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.worker", "--job", str(bad)],
-        capture_output=True, text=True, timeout=60)
+    res = subprocess.run(WorkerRun(str(bad)).to_argv(), capture_output=True, text=True,
+                         timeout=60)
     assert res.returncode == 4 and "bad job file" in res.stderr

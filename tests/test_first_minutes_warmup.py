@@ -4,6 +4,7 @@ the first pools (qprof.measure.warmup), which end with the run."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import pytest
 from procs import processes_with
 
 from qprof.measure.config import QANUM_SUITES
-from qprof.measure.warmup import ANSWERS, WALK, Warmup, kernel_step, plan_steps
+from qprof.measure.warmup import ANSWERS, WALK, Warmup, WarmupJob, kernel_step, plan_steps
 from qprof.verify.functional import second_signer
 
 
@@ -43,10 +44,9 @@ def test_the_helper_keeps_the_second_signature_and_says_so(tmp_path: Path) -> No
     signer = second_signer("numba", suite)
     if signer is None:
         pytest.skip(f"no second implementation here signs {suite}")
-    done = subprocess.run(
-        [sys.executable, "-m", "qprof.measure.warmup", "--cache", str(tmp_path),
-         "--backends", "numba", "--suites", suite, ANSWERS],
-        capture_output=True, text=True, timeout=120, check=False)
+    job = WarmupJob(os.getpid(), str(tmp_path), ("numba",), (suite,), (ANSWERS,))
+    done = subprocess.run(job.to_argv(), capture_output=True, text=True, timeout=120,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == ANSWERS
     assert (tmp_path / f"second-{signer}-{suite}.json").is_file()

@@ -24,6 +24,7 @@ from hostile_exit import clean_exit
 
 from qprof.consensus import load_profile
 from qprof.consensus.verdict import evaluate
+from qprof.measure.fixtures import SignJob
 from qprof.measure.records import FunctionalCheck, Measurement
 from qprof.service.cycle import CycleRunner
 from qprof.verify.vectors import shipped_cases
@@ -214,8 +215,8 @@ def test_finding_3_a_pool_signature_the_backend_refuses_is_never_decided(
     verdict counts now: a wrong one leaves the suite undecided."""
     cache = tmp_path / "cache"
     (cache / "fixtures").mkdir(parents=True)
-    signed = subprocess.run([sys.executable, "-m", "qprof.measure.fixtures", "ML-DSA-87",
-                             "32", "liboqs"], capture_output=True, text=True, check=True,
+    job = SignJob(os.getpid(), "ML-DSA-87", 32, ("liboqs",))
+    signed = subprocess.run(job.to_argv(), capture_output=True, text=True, check=True,
                             timeout=300).stdout.splitlines()
     pool = [json.loads(line) for line in signed]
     for i, fx in enumerate(pool):

@@ -67,9 +67,8 @@ def test_finding_12_a_grower_whose_writes_fail_exits(tmp_path: Path,
     _signer_or_skip(FAST)
     monkeypatch.setenv("QPROF_POOL_SIZE", "64")
     monkeypatch.setenv(machine_lock.DIR_ENV, str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", poolgrow.MODULE, "--dir",
-                             str(tmp_path / "c"), FAST], preexec_fn=_small_files,
-                            stderr=subprocess.PIPE)
+    job = poolgrow.GrowJob(str(tmp_path / "c"), os.getpid(), (), (FAST,))
+    proc = subprocess.Popen(job.to_argv(), preexec_fn=_small_files, stderr=subprocess.PIPE)
     took = _exit_within(proc, DEADLINE_S)
     assert took is not None, f"the grower still signs {DEADLINE_S} s after its writes failed"
     assert proc.stderr is not None

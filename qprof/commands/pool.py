@@ -8,13 +8,13 @@ once to any qprof measurement on the machine (then this command says so and exit
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 
 from qprof.commands.options import add_backends, add_suites
 from qprof.consensus.profiles import ProfileError, load_profile
 from qprof.measure import poolgrow
+from qprof.measure.child.launch import launch
 from qprof.measure.fixtures import cache_dir, pool_size, read_cached
 from qprof.measure.machine_lock import holder
 from qprof.untrusted import one_line
@@ -54,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
     if poolgrow.grower_pid(cache_dir()) is not None:
         print("qprof pool: another grower signs these pools now", file=sys.stderr)
         return 3
-    argv = poolgrow.grower_argv(short, args.backends or (), cache_dir())
+    job = poolgrow.grower_job(short, args.backends or (), cache_dir())
     started = time.monotonic()
     first = sum(len(read_cached(s)) for s in short)
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    proc = launch(job, stdout=None, stderr=None)
     try:
         while proc.poll() is None:
             print(_line(short, started, first), end="", file=sys.stderr, flush=True)

@@ -18,14 +18,16 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from qprof.atomicfile import OutputError, write_private
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import launch
 from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.userfile import read_json
 from qprof.verify import SIGNING_BACKENDS, Signer, available_backends, get_signer, get_verifier
@@ -238,9 +240,15 @@ OnSigning = Callable[[Signing], None]
 _POLL_S = 0.1  # how often signing helpers are checked against ``stop``
 
 
-def _helper_argv(suite: str, count: int, preferred: tuple[str, ...]) -> list[str]:
-    return [sys.executable, "-m", "qprof.measure.fixtures", "--parent", str(os.getpid()),
-            suite, str(count), *preferred]
+@dataclass(frozen=True)
+class SignJob(ChildJob):
+    """A signing helper's job: ``count`` fixtures of ``suite``; it dies with ``parent``."""
+
+    KIND: ClassVar[str] = "qprof.measure.fixtures"
+    parent: int
+    suite: str
+    count: int
+    backends: tuple[str, ...]
 
 
 def _end_helpers(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -262,7 +270,7 @@ def _sign_many(suite: str, preferred: tuple[str, ...], count: int,
                stop: threading.Event | None = None, on_signing: OnSigning | None = None,
                out: list[Fixture] | None = None) -> list[Fixture]:
     """``count`` fixtures signed by helper processes on every CPU this process may use:
-    ``python -m qprof.measure.fixtures``, so nothing of the caller (its threads, its main
+    new interpreters (:class:`SignJob`), so nothing of the caller (its threads, its main
     module) is copied or re-run. Each helper prints a signature per line as it is made
     (the progress line's rate) and dies with this process (PR_SET_PDEATHSIG); ``stop``
     ends them within ``_POLL_S`` (:class:`SigningStopped`; ``out`` keeps what was signed)."""
@@ -273,9 +281,8 @@ def _sign_many(suite: str, preferred: tuple[str, ...], count: int,
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for n in shares:
-            procs.append(subprocess.Popen(_helper_argv(suite, n, preferred),
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE))
+            procs.append(launch(SignJob(os.getpid(), suite, n, preferred),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         sel = selectors.DefaultSelector()
         pending: dict[int, bytes] = {}
         for proc in procs:
@@ -390,23 +397,17 @@ def cached_pool(suite: str, preferred: tuple[str, ...] = (), directory: Path | N
     return tuple(pool)
 
 
-def _main(argv: list[str]) -> int:
-    """``python -m qprof.measure.fixtures [--parent PID] SUITE COUNT [BACKEND...]``: COUNT
-    fixtures as JSON, one per line as each is signed (the helpers of :func:`_sign_many`);
-    it dies with its parent."""
+def run_signer(job: SignJob) -> int:
+    """The helper of :func:`_sign_many`: ``job.count`` fixtures as JSON, one per line as
+    each is signed; it dies with its parent."""
     die_with_parent()
     # Ctrl-C reaches the whole process group: end quietly (the parent says what happened).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    parent = None
-    if argv[:1] == ["--parent"]:
-        parent, argv = int(argv[1]), argv[2:]
-        if parent_gone(parent):
-            return 6
-    suite, count, preferred = argv[0], int(argv[1]), tuple(argv[2:])
-    for _ in range(count):
-        print(json.dumps(make_fixture(suite, preferred).to_dict()), flush=True)
+    if parent_gone(job.parent):
+        return 6
+    for _ in range(job.count):
+        print(json.dumps(make_fixture(job.suite, job.backends).to_dict()), flush=True)
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+CHILD = Entry(SignJob, run_signer)

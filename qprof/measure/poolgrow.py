@@ -1,7 +1,7 @@
 """The signature pools grow to full size while qprof runs, for later runs.
 
 A run signs a first pool (8 per SLH-DSA suite); the rest (up to 256) is signed by one
-``python -m qprof.measure.poolgrow`` (nice 19, SCHED_IDLE, a signature at a time, each
+grower process (nice 19, SCHED_IDLE, a signature at a time, each
 kept as made), started by the monitor or the daemon after their runs
 (``BenchConfig.grow_pools``) or by ``qprof pool grow``. It exits within ``WATCH_S`` when
 its parent is gone (polled: the parent may be a thread), when any qprof on the machine
@@ -11,19 +11,20 @@ measures (:mod:`qprof.measure.machine_lock`) or a run of its HOME holds
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import os
 import signal
 import stat
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import launch
 from qprof.measure.fixtures import (
     cache_dir,
     make_fixture,
@@ -117,17 +118,20 @@ def _measurement_running(directory: Path) -> bool:
     return False
 
 
-def _idle_priority() -> None:  # in the child, before exec
-    with contextlib.suppress(OSError):
-        os.nice(19)
-    with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+@dataclass(frozen=True)
+class GrowJob(ChildJob):
+    """The grower's job: the cache, its parent (it ends with it), backends, suites."""
+
+    KIND: ClassVar[str] = MODULE
+    dir: str
+    parent: int
+    backends: tuple[str, ...]
+    suites: tuple[str, ...]
 
 
-def grower_argv(suites: Sequence[str], preferred: Sequence[str], directory: Path,
-                python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", MODULE, "--dir", str(directory),
-            "--parent", str(os.getpid()), "--backends", ",".join(preferred), *suites]
+def grower_job(suites: Sequence[str], preferred: Sequence[str], directory: Path) -> GrowJob:
+    """The grower of ``suites`` in ``directory``, ending with this process."""
+    return GrowJob(str(directory), os.getpid(), tuple(preferred), tuple(suites))
 
 
 def start_growth(suites: Sequence[str], preferred: Sequence[str],
@@ -139,9 +143,7 @@ def start_growth(suites: Sequence[str], preferred: Sequence[str],
     if not short or grower_pid(d) is not None:
         return False
     try:
-        proc = subprocess.Popen(grower_argv(short, preferred, d, python),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, preexec_fn=_idle_priority)
+        proc = launch(grower_job(short, preferred, d), python=python, nice=19, idle=True)
     except OSError:
         return False  # later runs sign their first pool again; nothing is lost
     # Reaped when it ends while this process lives on (the monitor, the daemon).
@@ -149,10 +151,10 @@ def start_growth(suites: Sequence[str], preferred: Sequence[str],
     return True
 
 
-def _watch(parent: int | None, directory: Path) -> None:
+def _watch(parent: int, directory: Path) -> None:
     """In the grower: exit at once when the parent is gone or a measurement started."""
     while True:
-        if (parent is not None and os.getppid() != parent) or _measurement_running(directory):
+        if os.getppid() != parent or _measurement_running(directory):
             os._exit(0)  # a signature in the making is lost, nothing else
         time.sleep(WATCH_S)
 
@@ -197,21 +199,16 @@ def grow(suites: Sequence[str], preferred: tuple[str, ...], directory: Path,
     return added
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}")
-    parser.add_argument("--dir", type=Path, required=True)
-    parser.add_argument("--parent", type=int, default=None)
-    parser.add_argument("--backends", default="")
-    parser.add_argument("suites", nargs="+")
-    args = parser.parse_args(argv)
-    preferred = tuple(b for b in args.backends.split(",") if b)
-    threading.Thread(target=_watch, args=(args.parent, args.dir), daemon=True).start()
+def run_grower(job: GrowJob) -> int:
+    """The grower process: :func:`grow` while its parent lives and nothing measures."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says
+    directory = Path(job.dir)
+    threading.Thread(target=_watch, args=(job.parent, directory), daemon=True).start()
     try:
-        grow(args.suites, preferred, args.dir)
+        grow(job.suites, job.backends, directory)
     except Exception:  # noqa: BLE001 - a background helper: the next run signs what it needs
         return 1
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+CHILD = Entry(GrowJob, run_grower)

@@ -1,7 +1,7 @@
 """Before a run times anything: each backend's known answers and memory per operation.
 
 :func:`run_preflight` runs once per run, after the fixtures: one worker per backend
-(``worker --preflight``, pinned to the first CPU measured) checks its known answers per
+(a ``WorkerRun`` with ``preflight``, pinned to the first CPU measured) checks its known answers per
 suite (:mod:`qprof.verify.functional`) and measures its memory
 (:mod:`qprof.measure.resources`). The answers are cached per library build and CPU
 (:func:`cache_path`). A suite with a wrong answer, or whose check did not complete, is a
@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Iterable
@@ -26,7 +25,8 @@ from qprof.atomicfile import OutputError, write_private
 from qprof.hw.sysfs import kernel_text
 from qprof.measure.adversary import summary_path
 from qprof.measure.adversary_cache import AdversaryCacheError, read_cache
-from qprof.measure.protocol import PreflightJob, PreflightResult
+from qprof.measure.child.launch import ChildStopped, ChildTimeout, run
+from qprof.measure.protocol import PreflightJob, PreflightResult, WorkerRun
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.measure.runmeta import kernels_digest, liboqs_build
 from qprof.userfile import read_json
@@ -168,25 +168,16 @@ def _run_one(plan: PreflightPlan, backend: str, functional: tuple[str, ...],
         operations=MEMORY_OPERATIONS, cache=str(plan.cache))
     path = plan.workdir / f"preflight-{backend}.job.json"
     job.write(path)
-    try:
-        proc = subprocess.Popen([plan.python, "-m", "qprof.measure.worker", "--preflight",
-                                 str(path)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+    try:  # reading stderr all along: a full pipe must not stall the worker
+        done = run(WorkerRun(str(path), preflight=True), stop, PREFLIGHT_TIMEOUT_S,
+                   python=plan.python, poll_s=0.1)
     except OSError as exc:
         return PreflightResult(backend, errors=[f"cannot start: {exc}"])
-    started = time.monotonic()
-    while True:  # reading stderr all along: a full pipe must not stall the worker
-        try:
-            _out, err = proc.communicate(timeout=0.1)
-            break
-        except subprocess.TimeoutExpired:
-            if stop.is_set() or time.monotonic() - started > PREFLIGHT_TIMEOUT_S:
-                proc.kill()
-                proc.communicate()
-                return PreflightResult(backend, errors=["stopped" if stop.is_set() else
-                                                        "timed out"])
-    tail = " | ".join(line for line in err.strip().splitlines()[-3:] if line)
-    exited = [] if proc.returncode == 0 else [f"exit {proc.returncode}: {tail}".rstrip(": ")]
+    except (ChildStopped, ChildTimeout) as exc:
+        return PreflightResult(backend, errors=["stopped" if isinstance(exc, ChildStopped)
+                                                else "timed out"])
+    exited = ([] if done.returncode == 0
+              else [f"exit {done.returncode}: {done.tail(3)}".rstrip(": ")])
     try:  # what it wrote before it ended, with why it ended early
         found = PreflightResult.read(Path(job.result))
     except (OSError, ValueError, KeyError, TypeError):

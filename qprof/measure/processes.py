@@ -1,6 +1,6 @@
 """Worker processes seen from the engine: start, follow, feed, stop.
 
-A :class:`WorkerProcess` runs ``python -m qprof.measure.worker --job JOB.json`` and relays
+A :class:`WorkerProcess` runs a worker on a job file (``WorkerRun``) and relays
 its :class:`~qprof.measure.protocol.WorkerEvent` lines. Its stderr is read by a thread (a
 blocking read would wait out the worker's round); the lines are handled on the engine's
 thread by :meth:`WorkerProcess.follow`, which also stops the worker when ``stop`` is set
@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from qprof.measure.protocol import DONE, Job, Task, WorkerEvent, encode_more
+from qprof.measure.child.launch import launch
+from qprof.measure.protocol import DONE, Job, Task, WorkerEvent, WorkerRun, encode_more
 
 STOP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this long
 POLL_S = 0.1  # how often a running worker is checked against ``stop``
@@ -101,12 +102,10 @@ class WorkerProcess:
         self.tasks: list[Task] = list(job.tasks)  # every task it was given (event indices)
         self.stderr_lines: list[str] = []
         try:
-            self.proc = subprocess.Popen(
-                [python, "-m", "qprof.measure.worker", "--job", str(job_path)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            self.proc: subprocess.Popen[str] = launch(
+                WorkerRun(str(job_path)), python=python, stderr=subprocess.PIPE, text=True,
                 stdin=subprocess.PIPE if job.serve else subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
         except OSError as exc:
             raise SpawnError(f"cannot start the worker: {exc}") from exc
         self._lines: queue.Queue[str | None] = queue.Queue()

@@ -1,7 +1,7 @@
 """What the engine and its worker processes say to each other (both import this module).
 
-The engine writes a :class:`Job` file and starts ``python -m qprof.measure.worker --job
-JOB.json``. The worker reports :class:`WorkerEvent` lines on stderr (``@qprof {json}``),
+The engine writes a :class:`Job` file and starts a worker on it (:class:`WorkerRun`).
+The worker reports :class:`WorkerEvent` lines on stderr (``@qprof {json}``),
 rewrites its :class:`WorkerResult` file after every task, and appends one pyperf run per
 task and round to the CPU's pyperf file when the run keeps one (:attr:`Job.pyperf`). A
 serving worker (``serve``)
@@ -14,7 +14,9 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from qprof.measure.child.job import ChildJob
 
 EVENT_PREFIX = "@qprof "
 DONE = "done"
@@ -64,6 +66,16 @@ class Task:
 
 
 @dataclass(frozen=True)
+class WorkerRun(ChildJob):
+    """A worker process's job: the file of its :class:`Job` (or, ``preflight``, of its
+    :class:`PreflightJob`)."""
+
+    KIND: ClassVar[str] = "qprof.measure.worker"
+    job: str
+    preflight: bool = False
+
+
+@dataclass(frozen=True)
 class Job:
     cpu: int
     nice: int
@@ -99,8 +111,8 @@ class Job:
 
 @dataclass(frozen=True)
 class PreflightJob:
-    """One backend's checks before any suite is timed (``python -m qprof.measure.worker
-    --preflight JOB.json``): its known answers per suite (``functional``: the suites not
+    """One backend's checks before any suite is timed (a :class:`WorkerRun` with
+    ``preflight``): its known answers per suite (``functional``: the suites not
     already passed for this build and CPU), then its memory per operation."""
 
     cpu: int

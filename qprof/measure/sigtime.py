@@ -6,22 +6,23 @@ CPU, on the job's clock (:class:`qprof.measure.timing.Clock`, CPU time by defaul
 parent keeps off that CPU meanwhile. A value is the mean of calls filling
 :data:`MIN_VALUE_S`; a signature's figure is the median of its rounds.
 
-    python -m qprof.measure.sigtime --job JOB.json   (JOB: items, cpu, rounds ...)
+The worker runs as a :class:`SigTimeRun` child job (:mod:`qprof.measure.child`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import run
 from qprof.measure.lifeline import die_with_parent
 from qprof.measure.processes import parent_off_cpu
 from qprof.measure.timing import Clock
@@ -105,13 +106,13 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
         job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
         SigJob(cpu, rounds, timer, nice, tuple(backends), tuple(items)).write(job_path)
         with parent_off_cpu(cpu):
-            proc = subprocess.run(
-                [sys.executable, "-m", "qprof.measure.sigtime", "--job", str(job_path),
-                 "--out", str(out_path)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-        if proc.returncode != 0 or not out_path.is_file():
-            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-            raise SigTimeError(f"timing worker failed on CPU {cpu}: {tail or proc.returncode}")
+            try:
+                done = run(SigTimeRun(str(job_path), str(out_path)))
+            except OSError as exc:
+                raise SigTimeError(f"cannot start the timing worker: {exc}") from exc
+        if done.returncode != 0 or not out_path.is_file():
+            tail = done.tail(3) or done.returncode
+            raise SigTimeError(f"timing worker failed on CPU {cpu}: {tail}")
         raw = json.loads(out_path.read_text())
     return [[SigTiming(int(t["index"]), str(t["backend"]), bool(t["accepted"]),
                        tuple(float(v) for v in t["values_ns"])) for t in row] for row in raw]
@@ -152,25 +153,30 @@ def _run(job: SigJob) -> list[list[dict[str, object]]]:
             for i in range(n)]
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass(frozen=True)
+class SigTimeRun(ChildJob):
+    """The timing worker's job: its :class:`SigJob` file and where it writes."""
+
+    KIND: ClassVar[str] = "qprof.measure.sigtime"
+    job: str
+    out: str
+
+
+def run_timing(run: SigTimeRun) -> int:
+    """The timing worker: pinned, at the job's niceness, its timings to ``run.out``."""
     die_with_parent()
-    parser = argparse.ArgumentParser(prog="python -m qprof.measure.sigtime")
-    parser.add_argument("--job", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
     try:
-        job = SigJob.read(Path(args.job))
+        job = SigJob.read(Path(run.job))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"qprof sigtime: bad job file {args.job}: {exc}", file=sys.stderr)
+        print(f"qprof sigtime: bad job file {run.job}: {exc}", file=sys.stderr)
         return 4
     error = _pin(job.cpu)
     if error:
         print(f"qprof sigtime: {error}", file=sys.stderr)
         return 3
     _set_nice(job.nice)
-    Path(args.out).write_text(json.dumps(_run(job)))
+    Path(run.out).write_text(json.dumps(_run(job)))
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+CHILD = Entry(SigTimeRun, run_timing)

@@ -4,14 +4,12 @@ The second implementation's SLH-DSA signatures for the known answers, numba's ve
 kernels and the pools' walk kernel all land in caches, so helper processes make them
 while the first pools are signed, and the preflight and the counting find them done
 (:meth:`Warmup.wait`). Nothing here is timed; a failed step is redone by whoever needs it.
-Helpers (``python -m qprof.measure.warmup --parent PID --cache DIR --backends B,..
---suites S,.. STEP..``) print each step done, die with their parent and are killed at
-the end of the run. Figures: docs/FIRST_MINUTES.md.
+Helpers (:class:`WarmupJob` children) print each step done, die with their parent and
+are killed at the end of the run. Figures: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
@@ -20,11 +18,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import launch
 from qprof.measure.fixtures import MESSAGE, slow_to_sign
 from qprof.measure.lifeline import die_with_parent, parent_gone
-from qprof.verify import available_backends, get_verifier
+from qprof.verify import available_backends, backend_status, get_verifier
 from qprof.verify.functional import fresh_cases
 from qprof.verify.slhdsa_calls import params_of, walk
 
@@ -64,6 +66,19 @@ def first_figure_steps(backends: Iterable[str], suites: Iterable[str]) -> list[s
             if "numba" in backends else [])
 
 
+@dataclass(frozen=True)
+class WarmupJob(ChildJob):
+    """A helper's job: ``steps`` in order, for ``backends`` and ``suites``; it dies with
+    ``parent``."""
+
+    KIND: ClassVar[str] = "qprof.measure.warmup"
+    parent: int
+    cache: str
+    backends: tuple[str, ...]
+    suites: tuple[str, ...]
+    steps: tuple[str, ...]
+
+
 class Warmup:
     """The helper processes of one run; nothing starts before :meth:`start`."""
 
@@ -85,12 +100,10 @@ class Warmup:
         self._started = True
         first = set(first_figure_steps(self.backends, self.suites))
         for steps in plan_steps(self.backends, self.suites):
-            argv = [self.python, "-m", "qprof.measure.warmup", "--parent", str(os.getpid()),
-                    "--cache", str(self.cache), "--backends", ",".join(self.backends),
-                    "--suites", ",".join(self.suites), *steps]
+            job = WarmupJob(os.getpid(), str(self.cache), self.backends, self.suites,
+                            tuple(steps))
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                proc = launch(job, python=self.python, stdout=subprocess.PIPE)
             except OSError:
                 continue  # whoever needs the step does it
             if first and not first & set(steps):
@@ -193,28 +206,22 @@ def _do(step: str, backends: tuple[str, ...], suites: tuple[str, ...], cache: Pa
         suite = "SLH-DSA-SHAKE-128s"  # one compile serves every parameter set
         p = params_of(suite)
         walk(suite, bytes(p.public_key_bytes), MESSAGE, bytes(p.signature_bytes))
-    elif step.startswith(KERNELS):
-        get_verifier("numba", step[len(KERNELS):]).warm_up()
+    elif step.startswith(KERNELS):  # where numba runs and has the suite (else: nothing)
+        numba = backend_status("numba")
+        if numba.available and step[len(KERNELS):] in numba.suites:
+            get_verifier("numba", step[len(KERNELS):]).warm_up()
 
 
-def _main(argv: list[str]) -> int:
+def run_steps(job: WarmupJob) -> int:
+    """The helper process: each step in turn, its name printed when it is done."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent says
-    parser = argparse.ArgumentParser(prog="python -m qprof.measure.warmup")
-    parser.add_argument("--parent", type=int, default=None)
-    parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--backends", default="")
-    parser.add_argument("--suites", default="")
-    parser.add_argument("steps", nargs="*")
-    args = parser.parse_args(argv)
-    if parent_gone(args.parent):
+    if parent_gone(job.parent):
         return 6
-    backends = tuple(b for b in args.backends.split(",") if b)
-    suites = tuple(s for s in args.suites.split(",") if s)
     failed = 0
-    for step in args.steps:
+    for step in job.steps:
         try:
-            _do(step, backends, suites, args.cache)
+            _do(step, job.backends, job.suites, Path(job.cache))
         except Exception as exc:  # noqa: BLE001 - whoever needs the step does it again
             print(f"qprof warmup: {step}: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed = 1
@@ -222,5 +229,4 @@ def _main(argv: list[str]) -> int:
     return failed
 
 
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+CHILD = Entry(WarmupJob, run_steps)

@@ -1,7 +1,7 @@
 """Worker process: one per (CPU, block of rounds), timing several suites.
 
-Started as ``python -m qprof.measure.worker --job JOB.json`` (a
-:class:`~qprof.measure.protocol.Job`). Each value is one operation timed on its own; the
+Started as a :class:`~qprof.measure.protocol.WorkerRun` child on a
+:class:`~qprof.measure.protocol.Job` file. Each value is one operation timed on its own; the
 values are written as pyperf runs built with pyperf's public classes (one file per run
 and CPU), and a :class:`~qprof.measure.protocol.WorkerResult` keeps what pyperf cannot
 (agreement checks, disagreements). Both are rewritten after every task, so a stopped
@@ -11,7 +11,6 @@ its memory per operation. Exit codes: 0 ok, 3 cannot pin, 4 bad job, 6 parent go
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime
 import os
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.hw.load import StolenTicks, read_cpu_ticks, stolen_between
+from qprof.measure.child.job import Entry
 from qprof.measure.fixtures import Pool, load_fixtures
 from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.measure.protocol import (
@@ -34,6 +34,7 @@ from qprof.measure.protocol import (
     TaskResult,
     WorkerEvent,
     WorkerResult,
+    WorkerRun,
     decode_more,
 )
 from qprof.measure.resources import measure_backend, verify_operations
@@ -300,15 +301,6 @@ def _run_preflight(path: str) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m qprof.measure.worker")
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--job", help="job file written by the engine")
-    where.add_argument("--preflight", metavar="JOB",
-                       help="a preflight job: known answers and memory, before timing")
-    return parser
-
-
 def _enter(parent: int, cpu: int, nice: int) -> int | None:
     """Take the job's place: its parent still there, pinned to its CPU, at its niceness;
     the exit code when it cannot."""
@@ -330,17 +322,17 @@ def _set_nice(target: int) -> None:
             os.setpriority(os.PRIO_PROCESS, 0, target)
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_worker(run: WorkerRun) -> int:
+    """The worker process: its job file's tasks (or preflight); the exit code."""
     die_with_parent()  # first: the imports below take up to a second
-    args = _parser().parse_args(argv)
-    if args.preflight:
-        return _run_preflight(args.preflight)
+    if run.preflight:
+        return _run_preflight(run.job)
     try:
-        job = Job.read(Path(args.job))
+        job = Job.read(Path(run.job))
         if job.timer not in CLOCKS:
             raise ValueError(f"unknown timer {job.timer!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"qprof worker: bad job file {args.job}: {exc}", file=sys.stderr)
+        print(f"qprof worker: bad job file {run.job}: {exc}", file=sys.stderr)
         return EXIT_BAD_JOB
     refused = _enter(job.parent, job.cpu, job.nice)
     if refused is not None:
@@ -360,5 +352,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+CHILD = Entry(WorkerRun, run_worker)

@@ -15,9 +15,6 @@ import dataclasses
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -42,8 +39,10 @@ from qprof.measure.block import (
     build_mixed_block,
     verify_block,
 )
+from qprof.measure.child.launch import ChildStopped, ChildTimeout, run
 from qprof.measure.config import BenchConfig
 from qprof.measure.engine import run_bench
+from qprof.measure.fixtures import cache_dir
 from qprof.measure.machine_lock import machine_lock
 from qprof.measure.records import (
     AdversaryFactors,
@@ -57,6 +56,7 @@ from qprof.measure.records import (
     ResourceUse,
     Throttled,
 )
+from qprof.measure.warmup import WarmupJob, kernel_step
 from qprof.service import coverage_alerts
 from qprof.service.alerts import AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
@@ -454,31 +454,21 @@ class CycleRunner:
         suites = list(self.cfg.suites) or (
             list(self.state.profile.suites) if self.state.profile is not None
             else ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
-        code = ("import os, sys\nos.nice(10)\nfrom qprof.verify import availability, warm_up\n"
-                "st = availability.available_backends().get('numba')\n"
-                "if st is None or not st.available: sys.exit(0)\n"
-                "for s in sys.argv[1:]:\n"
-                "    if s in st.suites: warm_up('numba', s)\n")
+        job = WarmupJob(os.getpid(), str(cache_dir()), ("numba",), tuple(suites),
+                        tuple(kernel_step(s) for s in suites))
         started = time.monotonic()
-        with tempfile.TemporaryFile() as errfile:  # not a pipe: nobody reads while it runs
-            try:
-                proc = subprocess.Popen([sys.executable, "-c", code, *suites],
-                                        stdout=subprocess.DEVNULL, stderr=errfile)
-            except OSError as exc:
-                log.warning("numba warm-up did not start: %s", exc)
-                return
-            while proc.poll() is None:
-                if stop.wait(0.2) or time.monotonic() - started > WARM_TIMEOUT_S:
-                    proc.kill()
-                    proc.wait()
-                    log.info("numba warm-up cut short (%s)", "stopping" if stop.is_set()
-                             else f"over {WARM_TIMEOUT_S:.0f} s")
-                    return
-            errfile.seek(0)
-            err = errfile.read().decode(errors="replace").strip()
-        if proc.returncode != 0:
-            log.warning("numba warm-up failed (exit %d)%s", proc.returncode,
-                        f": {err.splitlines()[-1]}" if err else "")
+        try:
+            done = run(job, stop, WARM_TIMEOUT_S, nice=10)
+        except OSError as exc:
+            log.warning("numba warm-up did not start: %s", exc)
+            return
+        except (ChildStopped, ChildTimeout):
+            log.info("numba warm-up cut short (%s)", "stopping" if stop.is_set()
+                     else f"over {WARM_TIMEOUT_S:.0f} s")
+            return
+        if done.returncode != 0:
+            log.warning("numba warm-up failed (exit %d)%s", done.returncode,
+                        f": {done.tail()}" if done.tail() else "")
         else:
             log.info("numba kernels ready (%.1f s)", time.monotonic() - started)
 

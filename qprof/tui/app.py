@@ -24,10 +24,10 @@ from textual.widgets import Footer, Static
 
 from qprof.atomicfile import OutputError
 from qprof.hw.choose import one_per_cluster
+from qprof.measure.child.launch import ChildStopped
 from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
 from qprof.tui.model import Frame, Progress
 from qprof.tui.report import write_report
-from qprof.tui.sources.child import ChildStopped
 from qprof.tui.sources.consensus import profile_names
 from qprof.tui.sources.hardware import estimate_clocks
 from qprof.tui.sources.measure import MeasureSource

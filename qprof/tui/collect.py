@@ -371,7 +371,8 @@ class Collector:
     # ---------------------------------------------------------- clock estimates
     def cpus_to_estimate(self) -> list[int]:
         """Online CPUs of the live machine without any frequency reading (VMs): their
-        clock can be estimated once by timing a loop (see :func:`qprof.tui.sources.hardware.estimate_clocks`)."""
+        clock can be estimated once by timing a loop
+        (:func:`qprof.tui.sources.hardware.estimate_clocks`)."""
         if not self.sources.hardware.live or self.estimated_khz:
             return []
         try:

@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from qprof.consensus import Profile, available_profiles, load_profile
 from qprof.consensus.judgement import VERIFY_OPERATIONS, Judgement
 from qprof.consensus.verdict_types import CoverageResult
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import ChildTimeout, run
 from qprof.report.headroom import worst_lines
 from qprof.service.cores import topology_cores
 from qprof.service.judged import store_judgement
 from qprof.service.store import Store
 from qprof.tui.model import CoverageView, cpu_ranges, short_design
 from qprof.tui.preflight import preflight_lines
-from qprof.tui.sources.child import run_child
 from qprof.tui.sources.hardware import ClusterFacts
 
 
@@ -153,23 +154,46 @@ def evaluation_from_json(text: str) -> Evaluation:
     )
 
 
+@dataclass(frozen=True)
+class EvaluateJob(ChildJob):
+    """The store's judgement for a profile (its file or name), a backend ("": every) and
+    the hardware root."""
+
+    KIND: ClassVar[str] = "qprof.tui.sources.consensus"
+    path: str
+    profile: str
+    backend: str
+    root: str = "/"
+
+
+def run_evaluation(job: EvaluateJob) -> int:
+    """The child of :func:`evaluate_store_in_child`: the evaluation as JSON on stdout."""
+    info = load_profile_info(job.profile)
+    if info.error:
+        print(f"profile: {info.error}", file=sys.stderr)
+        return 1
+    print(evaluation_to_json(evaluate_store(Path(job.path), info, job.backend or None,
+                                            job.root)))
+    return 0
+
+
+CHILD = Entry(EvaluateJob, run_evaluation)
+
+
 def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
                             stop: threading.Event | None = None,
                             timeout_s: float = 300.0, root: str = "/") -> Evaluation:
-    """:func:`evaluate_store` in a child process. In a thread it would hold the UI's
-    GIL for seconds (pure-Python statistics and a bootstrap: keys answered ~3.5 s late
-    on this 2-vCPU VM); a child leaves the UI process idle. Blocking: from a worker;
-    ``stop`` kills the child (raises ChildStopped)."""
-
-    cmd = [sys.executable, "-m", "qprof.tui.sources.consensus", str(path), info.location,
-           backend or "", root]
+    """:func:`evaluate_store` in a child process at nice 10. In a thread it would hold
+    the UI's GIL for seconds (pure-Python statistics and a bootstrap); a child leaves
+    the UI process idle. Blocking: from a worker; ``stop`` kills the child (raises
+    ChildStopped)."""
     try:
-        rc, out, err = run_child(cmd, stop, timeout_s)
-        if rc != 0:
-            tail = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
-            return Evaluation(error=f"evaluating {path}: {tail}")
-        return evaluation_from_json(out)
-    except (OSError, subprocess.SubprocessError, ValueError, TypeError, KeyError) as exc:
+        done = run(EvaluateJob(str(path), info.location, backend or "", root), stop,
+                   timeout_s, nice=10)
+        if done.returncode != 0:
+            return Evaluation(error=f"evaluating {path}: {done.failure()}")
+        return evaluation_from_json(done.stdout)
+    except (OSError, ChildTimeout, ValueError, TypeError, KeyError) as exc:
         return Evaluation(error=f"evaluating {path}: {type(exc).__name__}: {exc}")
 
 
@@ -245,15 +269,3 @@ def coverage_rows(
                          if evaluation is not None else None),
             ))
     return tuple(rows)
-
-
-if __name__ == "__main__":  # the child of evaluate_store_in_child: PATH PROFILE BACKEND ROOT
-    import os
-
-    os.nice(10)  # background work: the UI and the user's own jobs come first
-    _path, _profile, _backend = sys.argv[1:4]
-    _root = sys.argv[4] if len(sys.argv) > 4 else "/"
-    _info = load_profile_info(_profile)
-    if _info.error:
-        sys.exit(f"profile: {_info.error}")
-    print(evaluation_to_json(evaluate_store(Path(_path), _info, _backend or None, _root)))

@@ -9,26 +9,18 @@ here: the reason goes to ``HardwareSource.problems`` and the values stay ``None`
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from qprof.hw.estimate import estimate_cpu_khz
 from qprof.hw.freq import CpuFreq, read_frequencies
 from qprof.hw.model import CpuTopo, Topology
 from qprof.hw.sysfs import kernel_text
 from qprof.hw.topology import read_topology
-from qprof.tui.sources.child import run_child
-
-# Run in a child process: numba (the estimate's timing loop) never enters the UI
-# process, and the loop's ~100 ms per CPU never holds the UI's GIL.
-_ESTIMATE_SCRIPT = """
-import json, sys
-from qprof.hw.estimate import estimate_cpu_khz
-print(json.dumps({c: estimate_cpu_khz(int(c)) for c in sys.argv[1:]}))
-"""
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import ChildTimeout, run
 
 
 @dataclass(frozen=True)
@@ -188,20 +180,36 @@ def _model_from_cpuinfo(root: Path) -> str | None:
     return found.get("hardware") or found.get("model name")
 
 
+@dataclass(frozen=True)
+class ClockJob(ChildJob):
+    """The clock estimates of ``cpus``, in a child process: numba (the estimate's timing
+    loop) never enters the UI process, and its loop never holds the UI's GIL."""
+
+    KIND: ClassVar[str] = "qprof.tui.sources.hardware"
+    cpus: tuple[int, ...]
+
+
+def run_estimate(job: ClockJob) -> int:
+    """The child: cpu -> (kHz, problem) as JSON on stdout."""
+    print(json.dumps({c: estimate_cpu_khz(c) for c in job.cpus}))
+    return 0
+
+
+CHILD = Entry(ClockJob, run_estimate)
+
+
 def estimate_clocks(cpus: list[int], stop: threading.Event | None = None,
                     timeout_s: float = 60.0) -> tuple[dict[int, int], list[str]]:
     """cpu -> estimated kHz (``qprof freq``'s estimate: a timed dependent-instruction
     loop, ~100 ms per CPU) for machines without cpufreq; with the problems met.
     Blocking: call it from a worker thread, once; ``stop`` kills the child (raises
     ChildStopped)."""
-
     if not cpus:
         return {}, []
     try:
-        rc, stdout, stderr = run_child(
-            [sys.executable, "-c", _ESTIMATE_SCRIPT, *map(str, cpus)], stop, timeout_s)
-        answers = json.loads(stdout or "{}")
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        done = run(ClockJob(tuple(cpus)), stop, timeout_s)
+        answers = json.loads(done.stdout or "{}")
+    except (OSError, ChildTimeout, ValueError) as exc:
         return {}, [f"clock estimate failed: {exc}"]
     out: dict[int, int] = {}
     problems: list[str] = []
@@ -210,6 +218,6 @@ def estimate_clocks(cpus: list[int], stop: threading.Event | None = None,
             out[int(cpu)] = int(khz)
         elif problem:
             problems.append(f"CPU {cpu}: {problem}")
-    if rc and not out:
-        problems.append(f"clock estimate failed: {stderr.strip()[-200:]}")
+    if done.returncode and not out:
+        problems.append(f"clock estimate failed: {done.stderr.strip()[-200:]}")
     return out, problems

@@ -12,22 +12,23 @@ own codec (:mod:`qprof.consensus.trend.codec`); the views are made from them her
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from qprof.consensus.trend.codec import series_trend_from_dict, series_trend_to_dict
 from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
 from qprof.consensus.trend.report import alarm_text, change_text
 from qprof.consensus.trend.verdict import ratio_vu, segment_vu
+from qprof.measure.child.job import ChildJob, Entry
+from qprof.measure.child.launch import ChildTimeout, run
 from qprof.service.judged import store_judgement
 from qprof.service.store import Store
 from qprof.tui.model import TrendView
-from qprof.tui.sources.child import run_child
-from qprof.tui.sources.consensus import ProfileInfo
+from qprof.tui.sources.consensus import ProfileInfo, load_profile_info
 
 # Runs without stored points (the monitor's own measurements, a daemon's runs from before
 # the points table) are read back from their records through the estimator, ~3 s of CPU
@@ -164,32 +165,39 @@ def result_from_json(text: str, info: ProfileInfo) -> TrendResult:
     return TrendResult(trend_views([series_trend_from_dict(t) for t in series], info))
 
 
+@dataclass(frozen=True)
+class TrendJob(ChildJob):
+    """The trend of a store for a profile (its file or name) and backend ("": every)."""
+
+    KIND: ClassVar[str] = "qprof.tui.sources.trend"
+    path: str
+    profile: str
+    backend: str
+
+
+def run_trend(job: TrendJob) -> int:
+    """The child of :func:`evaluate_trend_in_child`: the series trends as JSON on stdout."""
+    info = load_profile_info(job.profile)
+    if info.error:
+        print(f"profile: {info.error}", file=sys.stderr)
+        return 1
+    print(series_to_json(Path(job.path), info, job.backend or None))
+    return 0
+
+
+CHILD = Entry(TrendJob, run_trend)
+
+
 def evaluate_trend_in_child(path: Path, info: ProfileInfo, backend: str | None,
                             stop: threading.Event | None = None,
                             timeout_s: float = 900.0) -> TrendResult:
-    """:func:`evaluate_trend` in a child process (blocking: from a worker; ``stop`` kills
-    the child and raises ChildStopped)."""
-
-    cmd = [sys.executable, "-m", "qprof.tui.sources.trend", str(path), info.location,
-           backend or ""]
+    """:func:`evaluate_trend` in a child process at nice 10 (blocking: from a worker;
+    ``stop`` kills the child and raises ChildStopped)."""
     try:
-        rc, out, err = run_child(cmd, stop, timeout_s)
-        if rc != 0:
-            tail = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
-            return TrendResult(error=f"trend of {path}: {tail}")
-        return result_from_json(out, info)
-    except (OSError, subprocess.SubprocessError, ValueError, TypeError, KeyError) as exc:
+        done = run(TrendJob(str(path), info.location, backend or ""), stop, timeout_s,
+                   nice=10)
+        if done.returncode != 0:
+            return TrendResult(error=f"trend of {path}: {done.failure()}")
+        return result_from_json(done.stdout, info)
+    except (OSError, ChildTimeout, ValueError, TypeError, KeyError) as exc:
         return TrendResult(error=f"trend of {path}: {type(exc).__name__}: {exc}")
-
-
-if __name__ == "__main__":  # the child of evaluate_trend_in_child: PATH PROFILE BACKEND
-    import os
-
-    from qprof.tui.sources.consensus import load_profile_info
-
-    os.nice(10)  # background work: the UI and the user's own jobs come first
-    _path, _profile, _backend = sys.argv[1:4]
-    _info = load_profile_info(_profile)
-    if _info.error:
-        sys.exit(f"profile: {_info.error}")
-    print(series_to_json(Path(_path), _info, _backend or None))
