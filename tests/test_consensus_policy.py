@@ -24,6 +24,7 @@ from qprof.consensus.profiles import profile_from_dict
 from qprof.consensus.verdict import CoverageResult, evaluate
 from qprof.hw.topology import read_topology
 from qprof.measure.records import Measurement, Meta
+from qprof.measure.records_parts import CpuRow
 
 HW = Path(__file__).resolve().parent / "fixtures" / "hw"
 # The seeds' Silver core (2026-10-14_arm, silver-core2.jsonl): liboqs verify medians.
@@ -41,7 +42,8 @@ def run_records(root: Path, cpu: int, medians: dict[str, float], rounds: int = 5
     rng = random.Random(seed)
     topo = read_topology(str(root))
     meta = Meta(run_id="r", started_at=0.0, qprof_version="t", command=["qprof", "check"],
-                cpus=[c.to_dict() for c in topo.cpus if c.cpu == cpu])
+                cpus=[CpuRow.from_dict(c.to_dict(), "cpus[0]") for c in topo.cpus
+                      if c.cpu == cpu])
     out: list[Meta | Measurement] = [meta]
     for rnd in range(rounds):
         for suite, ns in medians.items():

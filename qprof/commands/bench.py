@@ -69,12 +69,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def _unit_suite(profile: str) -> str:
     """The profile's unit suite, the ratios' denominator in the kept run's points."""
     from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+    from qprof.measure.units import NO_PROFILE_UNIT
 
     try:
         return load_profile(profile).unit_suite
     except ProfileError:
-        return DEFAULT_UNIT_SUITE
+        return NO_PROFILE_UNIT.suite
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
@@ -85,7 +85,7 @@ def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
         return None
     if text.strip() == "all":  # every online CPU of the topology
         topo = hwinfo.topology(root)
-        return sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
+        return sorted(c.cpu for c in topo.cpus if c.online is not False)
     return parse_cpu_arg(text)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qprof.commands.output import OutputError, check_output, shown, write_file
+from qprof.measure.records_parts import MachineInfo
 
 MAX_ERROR = 2000  # an error line names what a run or a server held: bounded
 NODES_NAMED = 20  # in the proposed TOML's comment and the text's first line
@@ -85,11 +86,11 @@ def _node_name(path: Path, hostname: object, seen: dict[str, int]) -> str:
 def _machine(run: RunData) -> tuple[str, ...]:
     """What tells machines apart in a run: hostname, architecture and CPU model (a run
     without a hostname is a machine of its own)."""
-    m = run.meta.machine if run.meta else {}
-    host = m.get("hostname")
-    if not isinstance(host, str) or not host.strip():
+    m = run.meta.machine if run.meta else MachineInfo()
+    host = m.hostname
+    if host is None or not host.strip():
         return ("file", str(run.path))
-    return ("host", host, str(m.get("arch")), str(m.get("cpu_model")))
+    return ("host", host, str(m.arch), str(m.cpu_model))
 
 
 def _read(paths: list[str]) -> tuple[dict[tuple[str, ...], list[RunData]], list[str]]:
@@ -126,8 +127,8 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
     seen: dict[str, int] = {}
     for runs in machines.values():
         first = runs[0]
-        node = _node_name(first.path, (first.meta.machine if first.meta else {})
-                          .get("hostname"), seen)
+        node = _node_name(first.path, first.meta.machine.hostname if first.meta else None,
+                          seen)
         where = ", ".join(str(r.path) for r in runs)
         try:
             results = report_judgement(runs, profile).coverage

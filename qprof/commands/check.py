@@ -444,8 +444,8 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
                                  "why": r.estimate.statistic_why}
             for (cpu, backend), r in sorted(unit_rows(profile, results).items())
         },
-        "method": meta.settings.get("interleaving") if meta else None,
-        "timer": meta.settings.get("timer") if meta else None,
+        "method": meta.settings.interleaving if meta else None,
+        "timer": meta.settings.timer if meta else None,
         "results": [result_json(r, args.statistic) for r in results],
         # The judgement: per suite the verdict on the kept runs' current segment, the
         # run's own beside it, the changes (qprof.consensus.judgement).

@@ -12,6 +12,7 @@ from typing import Any
 
 from qprof.commands.options import Number
 from qprof.commands.output import shown
+from qprof.consensus.profiles import profile_unit
 from qprof.measure.units import fmt_ns
 
 
@@ -57,7 +58,7 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     profile = _profile(runs)
     found = store_judgement(store, profile)
     j = found.judgement
-    unit_vu = profile.unit_vu if profile is not None else 100
+    unit_vu = profile_unit(profile).vu
     trend = history_trend(j, unit_vu, found.left_out)
     return {
         "runs": [r.to_dict() for r in runs[:n_runs]],

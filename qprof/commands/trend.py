@@ -177,12 +177,12 @@ def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
 
 def _from_prometheus(url: str, since_s: float, step_s: float | None,
                      unit_suite: str | None) -> Input:
-    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+    from qprof.measure.units import NO_PROFILE_UNIT
     from qprof.service.fleet import FleetError
     from qprof.service.fleet_trend import fleet_points
 
     try:
-        got = fleet_points(url, since_s, step_s, unit_suite or DEFAULT_UNIT_SUITE)
+        got = fleet_points(url, since_s, step_s, unit_suite or NO_PROFILE_UNIT.suite)
     except FleetError as exc:
         raise TrendInputError(str(exc)) from None
     return Input(source={"kind": "prometheus", "url": url, "since_s": since_s,

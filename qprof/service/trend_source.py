@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.records import Meta, Record
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.store import RESULT_STATUSES, Store
 
 # Runs without stored points computed from their records, newest first: enough for weeks
@@ -63,5 +63,5 @@ def store_points(store: Store, unit_suite: str | None = None, operation: str = "
 def run_unit(records: list[Record]) -> str:
     """The unit suite the run was measured against (its settings)."""
     meta = next((r for r in records if isinstance(r, Meta)), None)
-    unit = meta.settings.get("unit_suite") if meta is not None else None
-    return unit if isinstance(unit, str) else DEFAULT_UNIT_SUITE
+    unit = meta.settings.unit_suite if meta is not None else None
+    return unit or NO_PROFILE_UNIT.suite

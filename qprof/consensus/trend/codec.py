@@ -11,6 +11,7 @@ from typing import Any
 
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 from qprof.measure.records import MAX_UNIX_TIME, is_unix_time
+from qprof.measure.units import NO_PROFILE_UNIT
 
 
 def point_to_dict(point: RunPoint) -> dict[str, Any]:
@@ -97,7 +98,7 @@ def point_from_dict(d: object) -> RunPoint:
     return RunPoint(run_id=run_id, started_at=started,
                     suites=tuple(_suite(s) for s in suites[:64]),
                     context=_context(d.get("context")),
-                    unit_suite=_text(d.get("unit_suite"), "unit_suite") or "ML-DSA-44",
+                    unit_suite=_text(d.get("unit_suite"), "unit_suite") or NO_PROFILE_UNIT.suite,
                     unit_time_ns=_num(d.get("unit_time_ns"), "unit_time_ns", positive=True))
 
 
