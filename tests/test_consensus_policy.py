@@ -162,10 +162,10 @@ def test_interval_fraction_bound(tmp_path: Path):
 
 
 def test_check_json_rows_carry_both_verdicts():
-    from qprof.commands.check import result_json
+    from qprof.consensus.judgement_codec import coverage_json
 
     results = judge("qanum", HW / "vm-this-machine", 1, X86)
-    row = result_json(results["SLH-DSA-SHAKE-256s"], "auto")
+    row = coverage_json(results["SLH-DSA-SHAKE-256s"], "auto")
     assert (row["covered"], row["ratio_binds"], row["block_time_covered"]) == (False, False,
                                                                                True)
     assert row["policy_decision"] == "covered"

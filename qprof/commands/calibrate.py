@@ -228,7 +228,7 @@ def _comment(p: Proposal) -> list[str]:
 
 
 def _json(p: Proposal, output: str | None, problems: list[str]) -> dict[str, object]:
-    from qprof.commands.check_policy import block_time_json
+    from qprof.consensus.judgement_codec import block_time_json
 
     return {
         "profile": p.profile.name, "proposed_profile": p.proposed_profile.name,

@@ -51,7 +51,7 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
     from dataclasses import asdict
 
     from qprof.commands.history_trend import history_trend
-    from qprof.consensus.judgement_codec import judgement_json
+    from qprof.consensus.judgement_codec import coverage_json, judgement_json
     from qprof.service.judged import store_judgement
 
     runs = store.runs(max(n_runs, 20))
@@ -64,7 +64,7 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
         "runs": [r.to_dict() for r in runs[:n_runs]],
         "profile": profile.name if profile is not None else None,
         "results": [asdict(r) for r in j.results],
-        "coverage": [c.to_dict() for c in j.coverage],
+        "coverage": [coverage_json(c) for c in j.coverage],
         "judgement": judgement_json(j, unit_vu),
         "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
         "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
@@ -76,18 +76,15 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
 def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[str]:
     """One verdict as `qprof check` gives it: its headline (the word first, the estimate
     with its 95 % interval), the seeds' median rule beside it when the estimate used
-    another statistic, and the segment it stands on where one holds several runs."""
-    from qprof.consensus.verdict import CoverageResult
-
-    r = CoverageResult.from_dict(c)
-    unit = r.estimate.is_unit
-    rule = r.estimate.vu_by_statistic.get("median")
+    another statistic, and the segment it stands on where one holds several runs (``c``:
+    :func:`qprof.consensus.judgement_codec.coverage_json`)."""
+    used, rule = c["statistic_used"], c["vu_estimate_median"]
     beside = (f"; by the median rule {rule}"
-              if r.statistic != "median" and rule is not None and not unit
-              and r.decision != "no_estimate" else "")
-    segment = segments.get(f"{r.cpu}/{r.suite}/{r.backend}")
-    return [f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} {r.headline} "
-            f"[{r.statistic}]{beside}", *([f"      {segment}"] if segment else [])]
+              if used != "median" and rule is not None and c["state"] != "unit"
+              and c["decision"] != "no_estimate" else "")
+    segment = segments.get(f"{c['cpu']}/{c['suite']}/{c['backend']}")
+    return [f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} {c['headline']} "
+            f"[{used}]{beside}", *([f"      {segment}"] if segment else [])]
 
 
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
@@ -96,11 +93,11 @@ def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
 
     lines, seen = [], set()
     for c in coverage:
-        bt = c.get("block_time")
+        bt = c["worst_block"]
         if c["basis"] != "node" or bt is None or (c["cpu"], c["backend"]) in seen:
             continue
         seen.add((c["cpu"], c["backend"]))
-        mark = TIME_WORDS.get(bt.get("decision") or "none", "no verdict")
+        mark = TIME_WORDS.get(bt["decision"] or "none", "no verdict")
         lines.append(f"  cpu {c['cpu']:<3} time bound {mark}: {bt['why']}")
     return ["", "block-time bound (worst-case block vs the reference core):", *lines] \
         if lines else []

@@ -32,15 +32,6 @@ def describe(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint)
 
 
-def fits(value: Any, hint: Any) -> bool:
-    """Does a decoded JSON value match a record field's annotation (no part inside)?"""
-    try:
-        read_value(value, hint, "")
-    except PartError:
-        return False
-    return True
-
-
 def _scalar(value: Any, hint: Any) -> bool:
     if hint is type(None):
         return value is None
@@ -66,6 +57,9 @@ def read_value(value: Any, hint: Any, name: str) -> Any:
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if value is not None and len(rest) == 1 and rest[0] not in (bool, str, int, float):
+            return read_value(value, rest[0], name)  # a part or list: its own field named
         for arg in args:
             try:
                 return read_value(value, arg, name)

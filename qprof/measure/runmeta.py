@@ -125,7 +125,7 @@ def _cpu_rows(topo: Topology, cpus: list[int], root: str) -> list[CpuRow]:
     """Each CPU's topology row (as ``Topology.to_dict`` writes it) with its frequency
     state, read back as :class:`CpuRow` so what is written is what readers accept."""
     freqs = hwinfo.frequencies(root, cpus)
-    by_cpu = {r["cpu"]: r for r in topo.to_dict()["cpus"]}
+    by_cpu = dict(zip([c.cpu for c in topo.cpus], topo.to_dict()["cpus"], strict=True))
     rows: list[CpuRow] = []
     for cpu in cpus:
         row = dict(by_cpu.get(cpu, {"cpu": cpu}))

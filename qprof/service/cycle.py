@@ -43,7 +43,7 @@ from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure.block import Block, BlockResult
-from qprof.measure.config import BenchConfig
+from qprof.measure.config import QANUM_SUITES, BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.machine_lock import machine_lock
 from qprof.measure.records import (
@@ -460,7 +460,7 @@ class CycleRunner:
             return
         suites = list(self.cfg.suites) or (
             list(self.state.profile.suites) if self.state.profile is not None
-            else ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
+            else list(QANUM_SUITES))
         code = ("import os, sys\nos.nice(10)\nfrom qprof.verify import availability, warm_up\n"
                 "st = availability.available_backends().get('numba')\n"
                 "if st is None or not st.available: sys.exit(0)\n"
