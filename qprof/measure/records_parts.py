@@ -136,12 +136,22 @@ class Part:
         extra = {k: v for k, v in value.items() if k not in by_key}
         return cls(**kwargs, extra=extra, keys=tuple(value))
 
+    @classmethod
+    def every_key(cls) -> tuple[str, ...]:
+        """The typed keys in field order: ``keys=`` for a part written whole."""
+        return tuple(cls._typed().values())
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object: the keys read, in their order (all, when built here)."""
+        """The JSON object: the keys read, in their order; built here, the fields not at
+        their default (a reader takes a missing key as the default) and ``extra``."""
         typed = self._typed()
         values = {key: plain(getattr(self, name)) for name, key in typed.items()}
         values.update(plain(self.extra))
-        return {k: values[k] for k in (self.keys or values) if k in values}
+        if self.keys:
+            return {k: values[k] for k in self.keys if k in values}
+        blank = type(self)()
+        kept = {key for name, key in typed.items() if getattr(self, name) != getattr(blank, name)}
+        return {k: v for k, v in values.items() if k in kept or k in self.extra}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -173,6 +173,7 @@ def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: Topology,
             online_cpus=tuple(c.cpu for c in topo.cpus if c.online),
             clusters=tuple(c.to_dict() for c in topo.clusters),
             topology_problems=tuple(topo.problems),
+            keys=MachineInfo.every_key(),
         ),
         cpus=_cpu_rows(topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None],
                        cfg.root),
@@ -199,5 +200,6 @@ def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: Topology,
             backend_versions={
                 n: st.version for n, st in plan.statuses.items() if st.available
             },
+            keys=RunSettings.every_key(),
         ),
     )
