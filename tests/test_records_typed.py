@@ -33,7 +33,8 @@ PART_KEYS = frozenset(k for cls in PARTS for k in cls._typed().values())
 # snapshot's dicts. Anything else that looks a part's key up fails.
 OTHER_JSON = {
     "qprof/commands/adversary.py": {"model"},  # the adversary pool's summary
-    "qprof/commands/history.py": {"cpu", "capped", "cap_factor", "suites"},  # its --json doc
+    "qprof/commands/history.py": {"cpu", "capped", "cap_factor", "suites",
+                                  "cpu_model"},  # its own --json document
     "qprof/commands/topology.py": {"cpu", "clusters", "problems"},  # topology --json
     "qprof/consensus/adversarial.py": {"cpu_model"},  # the adversary cache
     "qprof/consensus/profiles.py": {"part_name", "uarch", "implementer", "part",

@@ -201,7 +201,7 @@ class RunSettings(Part):
     unit_suite: str | None = None
     backends: tuple[str, ...] = ()
     operations: tuple[str, ...] = ()
-    dual: tuple[str, ...] | None = None
+    dual: tuple[str, ...] | bool | None = None  # the dual pairs; adversary: dual or not
     rounds: int | None = None
     max_rounds: int | None = None
     adaptive: bool | None = None
