@@ -210,3 +210,13 @@ def test_the_no_profile_unit_is_one_value() -> None:
             if 'Unit("' in line or ("unit" in line and ("else 100" in line
                                                          or 'else "ML-DSA-44"' in line))]
     assert len(hits) == 1 and hits[0].startswith("qprof/measure/units.py:"), hits
+
+
+def test_an_adversary_runs_settings_read_back_with_its_own_keys() -> None:
+    """`qprof adversary` keeps a Meta whose settings say dual as true/false and carry
+    minutes and pool: read typed, written back as they were."""
+    d = _meta_dict(settings={"mode": "adversary", "suites": ["SLH-DSA-SHAKE-128f"],
+                             "minutes": 0.05, "pool": 8, "rounds": 3, "dual": False})
+    rec = record_from_dict(d)
+    assert isinstance(rec, Meta) and rec.settings.dual is False and rec.settings.rounds == 3
+    assert rec.to_dict()["settings"] == d["settings"]
