@@ -17,6 +17,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from qprof.measure.records import End, Measurement, Meta
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 
 UNIT_NS, SUITE_NS = 17_000.0, 39_000.0
 
@@ -25,9 +26,9 @@ def many_cpu_run(path: Path, cpus: int, rounds: int = 3) -> Path:
     """A finished run: a meta record (one topology row per CPU), ``rounds`` rounds of both
     suites on each CPU, an end record."""
     meta = Meta(run_id="r", started_at=1000.0, qprof_version="bench", command=["qprof"],
-                machine={"hostname": "bench"},
-                cpus=[{"cpu": c, "uarch": "Zen 5"} for c in range(cpus)],
-                settings={"mode": "default", "unit_suite": "ML-DSA-44"})
+                machine=MachineInfo(hostname="bench"),
+                cpus=[CpuRow(cpu=c, uarch="Zen 5") for c in range(cpus)],
+                settings=RunSettings(mode="default", unit_suite="ML-DSA-44"))
     lines = [meta.to_json()]
     for cpu in range(cpus):
         for rnd in range(rounds):

@@ -54,9 +54,9 @@ def test_silver_shows_the_worst_signature_against_3600_held_to_the_median() -> N
     assert w.vu > 3600 and w.vu_ci[0] <= w.vu <= w.vu_ci[1]
     assert w.covered_by(3600) is False
     assert results["ML-DSA-87"].worst_signature is None  # no chain cost to choose
-    from qprof.commands.check import result_json
+    from qprof.consensus.judgement_codec import coverage_json
 
-    row = result_json(r, "auto")
+    row = coverage_json(r, "auto")
     assert row["vu_worst_signature"] == w.vu and row["constants_held_to"] == "median"
     json.dumps(row)
 

@@ -152,7 +152,7 @@ def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
     assert run.problems == []
     assert run.meta is not None and run.end is not None and run.end.status == "finished"
     assert run.meta.versions["pyperf"] and run.meta.versions["python"]
-    assert run.meta.cpus and run.meta.cpus[0]["cpu"] == _cpu()
+    assert run.meta.cpus and run.meta.cpus[0].cpu == _cpu()
     assert [e.when for e in run.envs] == ["before", "after"]
     ops = {(m.suite, m.operation) for m in run.measurements}
     assert ("ML-DSA-44", "verify") in ops and ("SLH-DSA-SHAKE-128s", "verify") in ops

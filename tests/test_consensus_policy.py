@@ -25,6 +25,7 @@ from qprof.consensus.verdict import evaluate
 from qprof.consensus.verdict_types import CoverageResult
 from qprof.hw.topology import read_topology
 from qprof.measure.records import Measurement, Meta
+from qprof.measure.records_parts import CpuRow
 
 HW = Path(__file__).resolve().parent / "fixtures" / "hw"
 # The seeds' Silver core (2026-10-14_arm, silver-core2.jsonl): liboqs verify medians.
@@ -42,7 +43,8 @@ def run_records(root: Path, cpu: int, medians: dict[str, float], rounds: int = 5
     rng = random.Random(seed)
     topo = read_topology(str(root))
     meta = Meta(run_id="r", started_at=0.0, qprof_version="t", command=["qprof", "check"],
-                cpus=[c.to_dict() for c in topo.cpus if c.cpu == cpu])
+                cpus=[CpuRow.from_dict(c.to_dict(), "cpus[0]") for c in topo.cpus
+                      if c.cpu == cpu])
     out: list[Meta | Measurement] = [meta]
     for rnd in range(rounds):
         for suite, ns in medians.items():
@@ -161,10 +163,10 @@ def test_interval_fraction_bound(tmp_path: Path):
 
 
 def test_check_json_rows_carry_both_verdicts():
-    from qprof.commands.check import result_json
+    from qprof.consensus.judgement_codec import coverage_json
 
     results = judge("qanum", HW / "vm-this-machine", 1, X86)
-    row = result_json(results["SLH-DSA-SHAKE-256s"], "auto")
+    row = coverage_json(results["SLH-DSA-SHAKE-256s"], "auto")
     assert (row["covered"], row["ratio_binds"], row["block_time_covered"]) == (False, False,
                                                                                True)
     assert row["policy_decision"] == "covered"

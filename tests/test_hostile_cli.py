@@ -21,6 +21,7 @@ from test_hostile_inputs import tmpfs
 
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 
 QPROF = [sys.executable, "-m", "qprof"]
 
@@ -98,10 +99,9 @@ def _evil_run(path: Path) -> Path:
     suite = "ML-DSA-44|<b>evil</b>"
     meta = Meta(run_id="r1", started_at=1000.0, qprof_version="0.1.0",
                 command=["qprof", "bench", EVIL],
-                machine={"cpu_model": EVIL, "arch": "x86_64", "kernel": EVIL, "hostname": EVIL},
-                cpus=[{"cpu": 0, "part_name": EVIL, "uarch": EVIL, "part": "`|0x1`",
-                       "governor": EVIL}],
-                settings={"mode": "default", "rounds": 1, "unit_suite": suite})
+                machine=MachineInfo(cpu_model=EVIL, arch="x86_64", kernel=EVIL, hostname=EVIL),
+                cpus=[CpuRow(cpu=0, part_name=EVIL, uarch=EVIL, part="`|0x1`", governor=EVIL)],
+                settings=RunSettings(mode="default", rounds=1, unit_suite=suite))
     with JsonlSink(path) as sink:
         sink(meta)
         for s in (suite, "ML-DSA-87\n| forged | row |"):
@@ -355,7 +355,7 @@ def state(tmp_path: Path) -> Path:
     state.mkdir()
     store = Store(state / "qprof.db")
     store.add(Meta(run_id="r1", started_at=1000.0, qprof_version="t", command=[],
-                   cpus=[{"cpu": 0}], profile="qanum"))
+                   cpus=[CpuRow(cpu=0)], profile="qanum"))
     for rnd in range(3):
         store.add(Measurement(run_id="r1", cpu=0, suite="ML-DSA-44", backend="liboqs",
                               operation="verify", round=rnd, n=10, median_ns=1e5, p95_ns=1e5,

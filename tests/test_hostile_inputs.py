@@ -16,6 +16,7 @@ import pytest
 from qprof.consensus import ProfileError, load_profile
 from qprof.measure.jsonl import read_run
 from qprof.measure.records import Measurement, Meta
+from qprof.measure.records_parts import CpuRow
 from qprof.service.config import ConfigError, load_config_file
 
 QPROF = [sys.executable, "-m", "qprof"]
@@ -96,7 +97,7 @@ def test_profile_nan_inf_directly(tmp_path: Path) -> None:
 
 def _meta() -> Meta:
     return Meta(run_id="r", started_at=1.0, qprof_version="0", command=["qprof", "bench"],
-                cpus=[{"cpu": 0}])
+                cpus=[CpuRow(cpu=0)])
 
 
 def _m(**over: object) -> str:

@@ -28,19 +28,20 @@ from qprof.cli import main
 from qprof.consensus import load_profile
 from qprof.consensus.calibrate import profile_toml
 from qprof.measure.records import End, FreqSample, Measurement, Meta, Note
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 def gen(path: Path, *, unit_ns: float = 17_000.0, suite_ns: float = 39_000.0,
         hostname: str = "node", text: str | None = None, status: str = "finished",
-        cpu_row: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+        cpu_row: CpuRow | None = None, settings: RunSettings | None = None,
         unit_samples: list[float] | None = None) -> Path:
     """GEN (the module's docstring); ``text``: a note with it; the other arguments put
     strings where a run carries them."""
     meta = Meta(run_id="r", started_at=1000.0, qprof_version="t", command=["qprof", "check"],
-                machine={"hostname": hostname, "cpu_model": "AMD EPYC", "arch": "x86_64"},
-                cpus=[cpu_row or {"cpu": 0}], settings=settings or {"mode": "check"})
+                machine=MachineInfo(hostname=hostname, cpu_model="AMD EPYC", arch="x86_64"),
+                cpus=[cpu_row or CpuRow(cpu=0)], settings=settings or RunSettings(mode="check"))
     lines = [meta.to_json()]
     for rnd in range(5):
         for suite, t in (("ML-DSA-44", unit_ns), ("ML-DSA-87", suite_ns)):
@@ -138,8 +139,8 @@ def assert_plain(text: str, what: str) -> None:
 @pytest.fixture
 def hostile_run(tmp_path: Path) -> Path:
     return gen(tmp_path / "hostile.jsonl", hostname=HOSTILE, text=HOSTILE, status=HOSTILE,
-               cpu_row={"cpu": 0, "part_name": HOSTILE, "uarch": HOSTILE},
-               settings={"mode": "check", "interleaving": HOSTILE, "timer_clock": HOSTILE})
+               cpu_row=CpuRow(cpu=0, part_name=HOSTILE, uarch=HOSTILE),
+               settings=RunSettings(mode="check", interleaving=HOSTILE, timer_clock=HOSTILE))
 
 
 def test_5_check_from_prints_the_hostile_run_plainly(hostile_run: Path) -> None:

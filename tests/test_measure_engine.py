@@ -92,7 +92,7 @@ def test_interleaved_rounds_time_unit_and_suite_together(tmp_path):
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     meta = records[0]
-    assert isinstance(meta, Meta) and "turns of 2 ms" in meta.settings["interleaving"]
+    assert isinstance(meta, Meta) and "turns of 2 ms" in (meta.settings.interleaving or "")
 
 
 @pytest.mark.fresh

@@ -13,6 +13,7 @@ from qprof.consensus import load_profile
 from qprof.consensus.verdict import evaluate
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 from qprof.report.markdown import fmt_ns, render_report
 
 U = "ML-DSA-44"
@@ -36,13 +37,12 @@ def records(scale: float = 1.0):
         run_id="r1", started_at=1000.0, qprof_version="0.1.0", command=["qprof", "bench"],
         versions={"liboqs_linked": "0.16.0", "liboqs_python": "0.16.0.1", "python": "3.11.7",
                   "numba": "0.68.1", "pyperf": "2.11.0"},
-        machine={"cpu_model": "Test SoC", "arch": "aarch64", "kernel": "4.19"},
-        cpus=[{"cpu": CPU, "part_name": "Kryo 4XX Gold", "uarch": "Cortex-A76", "part": "0x804",
-               "hw_max_khz": 2419200, "scaling_max_khz": 1080000, "governor": "schedutil",
-               "capped": True}],
+        machine=MachineInfo(cpu_model="Test SoC", arch="aarch64", kernel="4.19"),
+        cpus=[CpuRow(cpu=CPU, part_name="Kryo 4XX Gold", uarch="Cortex-A76", part="0x804",
+                     hw_max_khz=2419200, scaling_max_khz=1080000, governor="schedutil",
+                     capped=True)],
         profile="qanum",
-        settings={"mode": "default", "rounds": 5, "max_rounds": 9, "nice": 10,
-                  "unit_suite": U},
+        settings=RunSettings(mode="default", rounds=5, max_rounds=9, nice=10, unit_suite=U),
     )
     out = [meta]
     # A rounds (0, 2, 4): the unit. Pooled median 101 us, round medians 101/102/100 us.

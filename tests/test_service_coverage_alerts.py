@@ -24,6 +24,7 @@ from test_service_watch import make_root
 
 from qprof.consensus import load_profile
 from qprof.measure.records import End, Measurement, Meta
+from qprof.measure.records_parts import CpuRow
 from qprof.service.alerts import Alert, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig, load_config_file
 from qprof.service.coverage_alerts import verdict_line
@@ -57,7 +58,7 @@ def record_run(r: CycleRunner, run_id: str, t: float, medians: dict[str, float],
                capped: bool = False) -> None:
     """One finished run on CPU 0 (three rounds of these medians), with its run points."""
     r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
-                 cpus=[{"cpu": 0}]))
+                 cpus=[CpuRow(cpu=0)]))
     for rnd in range(3):
         for suite, ns in medians.items():
             r._sink(Measurement(run_id=run_id, cpu=0, suite=suite, backend="liboqs",

@@ -11,6 +11,7 @@ import pytest
 
 from qprof.consensus import load_profile
 from qprof.measure.records import Disagreement, End, Measurement, Meta
+from qprof.measure.records_parts import CpuRow
 from qprof.service.alerts import Alert, AlertDispatcher
 from qprof.service.config import ConfigError, DaemonConfig
 from qprof.service.cycle import CycleRunner, bench_config, select_cpus
@@ -38,7 +39,7 @@ def runner(tmp_path: Path, capped: dict[int, float | None] | None = None,
 def record_run(r: CycleRunner, run_id: str, t: float, medians: dict[str, float],
                capped: bool = False, backend: str = "liboqs") -> None:
     r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
-                 cpus=[{"cpu": 0}]))
+                 cpus=[CpuRow(cpu=0)]))
     for rnd in range(3):
         for suite, ns in medians.items():
             r._sink(Measurement(run_id=run_id, cpu=0, suite=suite, backend=backend,

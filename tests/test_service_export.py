@@ -12,6 +12,7 @@ import pytest
 from qprof.commands import export as export_cmd
 from qprof.commands import history as history_cmd
 from qprof.measure.records import End, Measurement, Meta
+from qprof.measure.records_parts import CpuRow
 from qprof.service.config import DaemonConfig
 from qprof.service.daemon import Daemon
 from qprof.service.store import Store
@@ -27,7 +28,7 @@ def _store(state: Path) -> Store:
     store = Store(state / "qprof.db")
     for run_id, t, status in (("done", 1000.0, "finished"), ("cut", 2000.0, None)):
         store.add(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
-                       cpus=[{"cpu": 0}], profile="qanum"))
+                       cpus=[CpuRow(cpu=0)], profile="qanum"))
         if status:
             for rnd in range(3):
                 for suite, ns in (("ML-DSA-44", 100_000.0), ("ML-DSA-87", 300_000.0)):

@@ -16,6 +16,7 @@ from qprof.measure.records import (
     Meta,
     Note,
 )
+from qprof.measure.records_parts import CpuRow
 from qprof.service.alerts import Alert
 from qprof.service.schema import SCHEMA_VERSION
 from qprof.service.store import Store
@@ -24,7 +25,7 @@ from qprof.service.store_file import StoreError, default_state_dir
 
 def meta(run_id: str, t: float = 1000.0) -> Meta:
     return Meta(run_id=run_id, started_at=t, qprof_version="test", command=["qprof", "daemon"],
-                cpus=[{"cpu": 0}, {"cpu": 4}], profile="qanum")
+                cpus=[CpuRow(cpu=0), CpuRow(cpu=4)], profile="qanum")
 
 
 def meas(run_id: str, cpu: int, suite: str, median: float, rnd: int = 0,

@@ -21,6 +21,7 @@ from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRu
 from qprof.consensus.verdict import coverage
 from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.records import End, Measurement, Meta
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 from qprof.service.cycle import CycleRunner
 from qprof.service.metrics import MetricsState, QprofCollector
 from qprof.service.retention import DAY_S, Retention
@@ -174,12 +175,12 @@ def measured_run(r: CycleRunner, run_id: str, t: float, ratios: dict[str, float]
     the daemon's sink, its points stored and the results refreshed, as a cycle does."""
     rng = random.Random(seed)
     r._sink(Meta(run_id=run_id, started_at=t, qprof_version="t", command=[],
-                 machine={"hostname": KEY.node, "kernel": context.kernel,
-                          "microcode": context.microcode},
+                 machine=MachineInfo(hostname=KEY.node, kernel=context.kernel,
+                                     microcode=context.microcode),
                  versions={"liboqs_linked": context.liboqs,
                            "liboqs_build": context.liboqs_build},
-                 cpus=[{"cpu": 0, "model_name": KEY.cpu_model}],
-                 settings={"mode": "check"}))
+                 cpus=[CpuRow(cpu=0, model_name=KEY.cpu_model)],
+                 settings=RunSettings(mode="check")))
     unit_ns = 100_000.0
     for rnd in range(rounds):
         shift = 1 + rng.gauss(0, 0.003)  # the round's host state, shared by its turns

@@ -23,7 +23,6 @@ from qprof import __version__
 from qprof.commands.options import Number
 from qprof.commands.output import OutputError, check_output, shown, write_file
 from qprof.consensus import ProfileError, load_profile
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.hw.format import table
 from qprof.measure.adversary import (
     AdversaryError,
@@ -34,8 +33,10 @@ from qprof.measure.adversary import (
 )
 from qprof.measure.preflight import adversary_records
 from qprof.measure.records import End, Meta
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 from qprof.measure.runmeta import collect_versions, cpuinfo_field
 from qprof.measure.sigtime import DEFAULT_ROUNDS, SigTimeError
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.keep import keeper
 from qprof.verify import SUITES, available_backends
 
@@ -175,13 +176,18 @@ def _keep(args: argparse.Namespace, cpu: int, started_at: float,
     meta = Meta(run_id=run_id, started_at=started_at, qprof_version=__version__,
                 command=["qprof", "adversary", *sys.argv[2:]],
                 versions=collect_versions(available_backends()),
-                machine={"hostname": platform.node(), "kernel": platform.release(),
-                         "arch": platform.machine(), "cpu_model": results[0].cpu_model,
-                         "microcode": cpuinfo_field("/", "microcode")},
-                cpus=[{"cpu": cpu}],
-                settings={"mode": "adversary", "suites": suites, "minutes": args.minutes,
-                          "pool": args.pool, "rounds": args.rounds, "dual": not args.no_dual})
-    kept = keeper(args.state_dir, DEFAULT_UNIT_SUITE)
+                machine=MachineInfo(hostname=platform.node(), kernel=platform.release(),
+                                    arch=platform.machine(), cpu_model=results[0].cpu_model,
+                                    microcode=cpuinfo_field("/", "microcode"),
+                                    keys=("hostname", "kernel", "arch", "cpu_model",
+                                          "microcode")),
+                cpus=[CpuRow(cpu=cpu)],
+                settings=RunSettings(mode="adversary", suites=tuple(suites),
+                                     extra={"minutes": args.minutes, "pool": args.pool},
+                                     rounds=args.rounds, dual=not args.no_dual,
+                                     keys=("mode", "suites", "minutes", "pool", "rounds",
+                                           "dual")))
+    kept = keeper(args.state_dir, NO_PROFILE_UNIT.suite)
     for record in (meta, *adversary_records(run_id, suites),
                    End(run_id=run_id, finished_at=time.time(),
                        status="partial" if failed else "finished", reason=failed)):

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, TextIO
 from qprof.commands.check_preflight import print_preflight
 from qprof.commands.options import Number, add_backends, add_cpus, add_suites
 from qprof.consensus import ProfileError, load_profile
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.estimate.stopping import rule_for
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure import hwinfo
@@ -26,6 +25,7 @@ from qprof.measure.config import MODES, TIMERS, BenchConfig, ProgressEvent
 from qprof.measure.engine import EngineError, run_bench
 from qprof.measure.jsonl import JsonlSink
 from qprof.measure.records import Record
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.keep import keeper as user_keeper
 
 if TYPE_CHECKING:  # rich is imported only when a terminal shows the bar
@@ -81,7 +81,7 @@ def _unit_suite(profile: str) -> str:
     try:
         return load_profile(profile).unit_suite
     except ProfileError:
-        return DEFAULT_UNIT_SUITE
+        return NO_PROFILE_UNIT.suite
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
@@ -89,7 +89,7 @@ def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
         return None
     if text.strip() == "all":  # every online CPU of the topology
         topo = hwinfo.topology(root)
-        return sorted(r["cpu"] for r in topo.get("cpus", []) if r.get("online", True))
+        return sorted(c.cpu for c in topo.cpus if c.online is not False)
     return parse_cpu_arg(text)
 
 

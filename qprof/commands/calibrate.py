@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
-from qprof.commands.check_policy import block_time_json
 from qprof.commands.output import OutputError, check_output, shown, write_file
 from qprof.consensus import Profile, ProfileError, load_profile
 from qprof.consensus.adversarial import AdversaryFactor
@@ -37,8 +36,10 @@ from qprof.consensus.headroom import (
     factors_of_records,
     reference_projections,
 )
+from qprof.consensus.judgement_codec import block_time_json
 from qprof.hw.format import table
 from qprof.measure.jsonl import RunData, read_run
+from qprof.measure.records_parts import MachineInfo
 from qprof.report.judgement import report_judgement
 from qprof.service.fleet import FleetError, fleet_estimates
 from qprof.service.keep import kept_node
@@ -106,11 +107,11 @@ def _node_name(path: Path, hostname: object, seen: dict[str, int]) -> str:
 def _machine(run: RunData) -> tuple[str, ...]:
     """What tells machines apart in a run: hostname, architecture and CPU model (a run
     without a hostname is a machine of its own)."""
-    m = run.meta.machine if run.meta else {}
-    host = m.get("hostname")
-    if not isinstance(host, str) or not host.strip():
+    m = run.meta.machine if run.meta else MachineInfo()
+    host = m.hostname
+    if host is None or not host.strip():
         return ("file", str(run.path))
-    return ("host", host, str(m.get("arch")), str(m.get("cpu_model")))
+    return ("host", host, str(m.arch), str(m.cpu_model))
 
 
 def _read(paths: list[str]) -> tuple[dict[tuple[str, ...], list[RunData]], list[str]]:
@@ -143,8 +144,8 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
     seen: dict[str, int] = {}
     for runs in machines.values():
         first = runs[0]
-        node = _node_name(first.path, (first.meta.machine if first.meta else {})
-                          .get("hostname"), seen)
+        node = _node_name(first.path, first.meta.machine.hostname if first.meta else None,
+                          seen)
         where = ", ".join(str(r.path) for r in runs)
         try:
             results = report_judgement(runs, profile).coverage

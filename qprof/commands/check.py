@@ -17,9 +17,8 @@ from pathlib import Path
 
 from qprof.atomicfile import AtomicFile
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
-from qprof.commands.check_adversarial import reference_json, worst_json
+from qprof.commands.check_adversarial import reference_json
 from qprof.commands.check_invalid_block import invalid_block_json
-from qprof.commands.check_policy import policy_json
 from qprof.commands.check_preflight import (
     decision_with_checks,
     functional_lines,
@@ -36,12 +35,12 @@ from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
 from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 from qprof.consensus.estimate.stopping import rule_for
 from qprof.consensus.judgement import Judgement, judge
-from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.judgement_codec import coverage_json, judgement_json
 from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
 from qprof.consensus.profiles import run_profile, run_profile_note
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.consensus.verdict import UNSURE_ADVICE
-from qprof.consensus.verdict_types import CoverageResult, Decision
+from qprof.consensus.verdict_types import Decision
 from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, RunSummary
 from qprof.measure.engine import EngineError, run_bench
@@ -324,58 +323,10 @@ def _judge_recorded(args: argparse.Namespace) -> int:
     return conclude(args, profile, run_data.summary(), run_data.records, points)
 
 
-def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
-    """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
-
-    e = r.estimate
-    return {
-        "cpu": r.cpu, "suite": r.suite, "backend": r.backend,
-        "vu_estimate": r.vu_estimate, "vu_constant": r.vu_constant, "covered": r.covered,
-        "margin": r.margin, "vu_ci_95": [r.vu_ci_low, r.vu_ci_high],
-        "confidence": r.confidence, "decision": r.decision,
-        "basis": r.basis, "basis_label": r.basis_label,
-        "capped": r.capped, "cap_factor": r.cap_factor,
-        "worst_block_signatures": r.worst_block_signatures,
-        "worst_block_ns": r.worst_block_ns, "reference_block_ns": r.reference_block_ns,
-        "verdict": r.verdict,
-        # The row's word (qprof.consensus.verdict_types.WORDS) and its one-line verdict.
-        "state": r.state, "headline": r.headline,
-        "statistic": asked, "statistic_used": r.statistic,
-        "statistic_text": STATISTIC_TEXT[r.statistic], "statistic_why": e.statistic_why,
-        # What the estimate compared, by that statistic: the suite's and the unit's time.
-        "estimate_ns": r.suite_time_ns, "unit_estimate_ns": r.unit_time_ns,
-        "ratio": e.ratio,
-        "median_ns": e.median_ns, "p10_ns": e.p10_ns, "n": e.n, "rounds": e.rounds,
-        "rounds_used": e.rounds_used, "round_medians_ns": list(e.round_medians_ns),
-        "round_spread_bp": (round(e.round_spread_bp, 1)
-                            if e.round_spread_bp is not None else None),
-        "spread_bp": round(e.spread_bp, 1),
-        "p10_spread_bp": round(e.p10_spread_bp, 1) if e.p10_spread_bp is not None else None,
-        "ratio_ci": list(e.ratio_ci) if e.ratio_ci else None,
-        "contended_rounds": list(e.contended_rounds),
-        "quiet_turns": ({"quiet": e.quiet_turns, "of": e.turns}
-                        if e.quiet_turns is not None else None),
-        "vu_estimate_median": e.vu_by_statistic.get("median"),
-        "vu_estimate_p10": e.vu_by_statistic.get("p10"),
-        "vu_estimate_paired": e.vu_by_statistic.get("paired"),
-        "vu_by_round": ({str(k): v for k, v in e.vu_by_round.items()}
-                        if e.vu_by_round is not None else None),
-        "estimate_from_ns": r.suite_time_ns,
-        # Why this estimate decides nothing (too few quiet data; "decision" is
-        # "no_estimate").
-        "undecided": e.undecided,
-        "contended_share": (round(e.contended_share, 3)
-                            if e.contended_share is not None else None),
-        "pool_signatures": e.pool_signatures,
-        "pool_held": e.pool_held,
-        **policy_json(r),
-        **worst_json(r),
-    }
-
-
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], judgement: Judgement, decision: Decision
           ) -> dict[str, object]:
+
     results = judgement.run_coverage
     meta = run_meta(records)
     return {
@@ -406,9 +357,9 @@ def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
                                  "why": r.estimate.statistic_why}
             for (cpu, backend), r in sorted(unit_rows(profile, results).items())
         },
-        "method": meta.settings.get("interleaving") if meta else None,
-        "timer": meta.settings.get("timer") if meta else None,
-        "results": [result_json(r, args.statistic) for r in results],
+        "method": meta.settings.interleaving if meta else None,
+        "timer": meta.settings.timer if meta else None,
+        "results": [coverage_json(r, args.statistic) for r in results],
         # The judgement: per suite the verdict on the kept runs' current segment, the
         # run's own beside it, the changes (qprof.consensus.judgement).
         "judgement": judgement_json(judgement, profile.unit_vu),

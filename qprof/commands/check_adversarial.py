@@ -19,13 +19,6 @@ from qprof.consensus.verdict_types import CoverageResult
 from qprof.report.headroom import worst_lines
 
 
-def worst_json(r: CoverageResult) -> dict[str, Any]:
-    w = r.worst_signature
-    return {"vu_worst_signature": w.vu if w else None,
-            "worst_signature": w.to_dict() if w else None,
-            "constants_held_to": r.held_to}
-
-
 def reference_json(profile: Profile) -> list[dict[str, Any]]:
     return [{"core": core, "vu_constant": profile.verify_units[w.suite], **w.to_dict()}
             for core, w in reference_worst(profile)]

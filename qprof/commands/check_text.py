@@ -72,8 +72,7 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
     if verbose:
         m = meta(records)
         if m is not None:
-            say(f"method: {m.settings.get('interleaving')}; timer "
-                f"{m.settings.get('timer_clock')}")
+            say(f"method: {m.settings.interleaving}; timer {m.settings.timer_clock}")
         for (cpu, b), u in sorted(units.items()):
             say(f"CPU {cpu} {b}: statistic {u.statistic} = {STATISTIC_TEXT[u.statistic]} "
                 f"({u.estimate.statistic_why})")
@@ -98,7 +97,7 @@ def _timer(records: list[Record]) -> None:
     """The timer in use when it is not the wall clock (the seeds' method), and why."""
 
     m = meta(records)
-    if m is None or m.settings.get("timer") in (None, "wall"):
+    if m is None or m.settings.timer in (None, "wall"):
         return
     why = next((r.text for r in records if isinstance(r, Note) and r.kind == "timer"),
                "the CPU time of the worker thread (--timer cpu), not the wall clock")

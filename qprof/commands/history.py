@@ -18,12 +18,11 @@ from qprof.commands.options import Number
 from qprof.commands.output import shown
 from qprof.consensus import ProfileError, load_profile
 from qprof.consensus.judgement import judge
-from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.judgement_codec import coverage_json, judgement_json
 from qprof.consensus.policy import cores_from_records, with_quota
-from qprof.consensus.profiles import run_profile
+from qprof.consensus.profiles import profile_unit, run_profile
 from qprof.consensus.trend.from_jsonl import RunFileError
 from qprof.consensus.verdict import TIME_WORDS
-from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.records import AdversaryFactors, Throttled
 from qprof.measure.units import fmt_ns
 from qprof.service.judged import store_judgement
@@ -81,14 +80,14 @@ def _doc(runs: list[Any], profile: Any, j: Any, left_out: int, latest: list[Any]
     """One source's section: the same keys for a store and for recorded runs."""
 
 
-    unit_vu = profile.unit_vu if profile is not None else 100
+    unit_vu = profile_unit(profile).vu
     trend = history_trend(j, unit_vu, left_out)
     newest = {(f.suite, f.kind): f for f in factors}  # oldest first: the newest kept
     return {
         "runs": [r.to_dict() for r in runs],
         "profile": profile.name if profile is not None else None,
         "results": [asdict(r) for r in j.results],
-        "coverage": [c.to_dict() for c in j.coverage],
+        "coverage": [coverage_json(c) for c in j.coverage],
         "judgement": judgement_json(j, unit_vu),
         "latest_measurements": [m.to_dict() for m in latest],
         "alerts": [a.to_dict() for a in alerts],
@@ -138,17 +137,15 @@ def _files_doc(args: argparse.Namespace) -> dict[str, Any] | None:
 def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[str]:
     """One verdict as `qprof check` gives it: its headline (the word first, the estimate
     with its 95 % interval), the seeds' median rule beside it when the estimate used
-    another statistic, and the segment it stands on where one holds several runs."""
-
-    r = CoverageResult.from_dict(c)
-    unit = r.estimate.is_unit
-    rule = r.estimate.vu_by_statistic.get("median")
+    another statistic, and the segment it stands on where one holds several runs (``c``:
+    :func:`qprof.consensus.judgement_codec.coverage_json`)."""
+    used, rule = c["statistic_used"], c["vu_estimate_median"]
     beside = (f"; by the median rule {rule}"
-              if r.statistic != "median" and rule is not None and not unit
-              and r.decision != "no_estimate" else "")
-    segment = segments.get(f"{r.cpu}/{r.suite}/{r.backend}")
-    return [f"  cpu {r.cpu:<3} {r.suite:<20} {r.backend:<8} {r.headline} "
-            f"[{r.statistic}]{beside}", *([f"      {segment}"] if segment else [])]
+              if used != "median" and rule is not None and c["state"] != "unit"
+              and c["decision"] != "no_estimate" else "")
+    segment = segments.get(f"{c['cpu']}/{c['suite']}/{c['backend']}")
+    return [f"  cpu {c['cpu']:<3} {c['suite']:<20} {c['backend']:<8} {c['headline']} "
+            f"[{used}]{beside}", *([f"      {segment}"] if segment else [])]
 
 
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
@@ -156,11 +153,11 @@ def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
 
     lines, seen = [], set()
     for c in coverage:
-        bt = c.get("block_time")
+        bt = c["worst_block"]
         if c["basis"] != "node" or bt is None or (c["cpu"], c["backend"]) in seen:
             continue
         seen.add((c["cpu"], c["backend"]))
-        mark = TIME_WORDS.get(bt.get("decision") or "none", "no verdict")
+        mark = TIME_WORDS.get(bt["decision"] or "none", "no verdict")
         lines.append(f"  cpu {c['cpu']:<3} time bound {mark}: {bt['why']}")
     return ["", "block-time bound (worst-case block vs the reference core):", *lines] \
         if lines else []

@@ -23,7 +23,6 @@ from typing import Any
 
 from qprof.commands.options import Number
 from qprof.consensus import Profile, ProfileError, load_profile
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.judgement import judge
 from qprof.consensus.judgement_codec import judgement_json
 from qprof.consensus.profiles import available_profiles, find_profile
@@ -41,6 +40,7 @@ from qprof.consensus.trend.report import (
     waiting_text,
     when,
 )
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.cores import recorded_cores
 from qprof.service.fleet import FleetError
 from qprof.service.fleet_trend import fleet_points
@@ -182,7 +182,7 @@ def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
 def _from_prometheus(url: str, since_s: float, step_s: float | None,
                      unit_suite: str | None) -> Input:
     try:
-        got = fleet_points(url, since_s, step_s, unit_suite or DEFAULT_UNIT_SUITE)
+        got = fleet_points(url, since_s, step_s, unit_suite or NO_PROFILE_UNIT.suite)
     except FleetError as exc:
         raise TrendInputError(str(exc)) from None
     return Input(source={"kind": "prometheus", "url": url, "since_s": since_s,

@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from qprof.consensus.estimate.estimator import (
-    DEFAULT_UNIT_SUITE,
-    DEFAULT_UNIT_VU,
     REPLICATES,
     SuiteEstimate,
     estimate,
@@ -20,7 +18,7 @@ from qprof.consensus.estimate.estimator import (
 from qprof.consensus.estimate.statistic import Statistic
 from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.policy import CoreDesign
-from qprof.consensus.profiles import Profile
+from qprof.consensus.profiles import Profile, profile_unit
 from qprof.consensus.trend.analysis import analyze, group
 from qprof.consensus.trend.model import (
     Alarm,
@@ -192,8 +190,7 @@ def judge(measurements: Iterable[Measurement], profile: Profile | None,
     trends = sorted(analyze(group(points)),
                     key=lambda t: t.runs[-1].started_at if t.runs else 0.0)
     segments = current_segments(trends)
-    unit_suite = profile.unit_suite if profile else DEFAULT_UNIT_SUITE
-    unit_vu = profile.unit_vu if profile else DEFAULT_UNIT_VU
+    unit_suite, unit_vu = profile_unit(profile).suite, profile_unit(profile).vu
     suites: list[SuiteJudgement] = []
     results: list[SuiteResult] = []
     newest_estimates: list[SuiteEstimate] = []

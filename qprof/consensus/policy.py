@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from qprof.consensus.profiles import Profile, ReferenceCore
 from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult, Decision
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
 from qprof.hw.model import Topology
 from qprof.measure.records import Meta
+from qprof.measure.records_parts import CpuRow
 from qprof.measure.units import fmt_ns
 
 UNSURE_TIME_ADVICE = ("to decide, measure longer or on a quieter host (nothing else "
@@ -55,19 +55,14 @@ class CoreDesign:
         return self.part_name or self.uarch or (f"part {self.part}" if self.part else "?")
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> CoreDesign:
-        """From a topology row (``qprof topology --json``, a run's ``Meta.cpus``)."""
-        def text(key: str) -> str | None:
-            value = row.get(key)
-            return value if isinstance(value, str) and value else None
-
-        cpu = row.get("cpu")
-        return cls(cpu=cpu if isinstance(cpu, int) else -1, uarch=text("uarch"),
-                   implementer=text("implementer"), part=text("part"),
-                   part_name=text("part_name"))
+    def from_row(cls, row: CpuRow) -> CoreDesign:
+        """From a run's ``Meta.cpus`` row."""
+        return cls(cpu=-1 if row.cpu is None else row.cpu, uarch=row.uarch or None,
+                   implementer=row.implementer or None, part=row.part or None,
+                   part_name=row.part_name or None)
 
 
-def cores_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[int, CoreDesign]:
+def cores_from_rows(rows: Iterable[CpuRow]) -> dict[int, CoreDesign]:
     cores = (CoreDesign.from_row(r) for r in rows)
     return {c.cpu: c for c in cores if c.cpu >= 0}
 

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from qprof.measure.units import NO_PROFILE_UNIT, Unit
 from qprof.tomlfile import TomlFileError, read_toml
 from qprof.verify.suites import SUITES
 
@@ -94,6 +95,10 @@ class Profile:
     @property
     def unit_vu(self) -> int:
         return self.verify_units[self.unit_suite]
+
+    @property
+    def unit(self) -> Unit:
+        return Unit(self.unit_suite, self.unit_vu)
 
     @property
     def suites(self) -> list[str]:
@@ -426,3 +431,8 @@ def _auth_bytes(path: Path, data: dict[str, Any], verify_units: dict[str, int]
         raise ProfileError(f"{path}: auth_bytes_per_spend: needs max_block_auth_bytes (the "
                            "limit the bytes count against)")
     return per_spend, per_block
+
+
+def profile_unit(profile: Profile | None) -> Unit:
+    """The profile's unit suite and its VU; without a profile, the one default."""
+    return profile.unit if profile is not None else NO_PROFILE_UNIT

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from qprof.consensus.profiles import Profile
 from qprof.consensus.worst_block import BlockLimits, suite_block
+from qprof.measure.units import NO_PROFILE_UNIT
 
 
 def exact(x: float | int | Fraction) -> Fraction:
@@ -27,13 +28,15 @@ def exact(x: float | int | Fraction) -> Fraction:
     return Fraction(repr(float(x)))
 
 
-def vu_ratio(median_suite_ns: float, median_unit_ns: float, unit_vu: int = 100) -> Fraction:
+def vu_ratio(median_suite_ns: float, median_unit_ns: float,
+             unit_vu: int = NO_PROFILE_UNIT.vu) -> Fraction:
     if median_unit_ns <= 0 or median_suite_ns <= 0:
         raise ValueError("medians must be positive")
     return Fraction(unit_vu) * exact(median_suite_ns) / exact(median_unit_ns)
 
 
-def vu_estimate(median_suite_ns: float, median_unit_ns: float, unit_vu: int = 100) -> int:
+def vu_estimate(median_suite_ns: float, median_unit_ns: float,
+                unit_vu: int = NO_PROFILE_UNIT.vu) -> int:
     """ceil(unit_vu x suite / unit), exact."""
     return math.ceil(vu_ratio(median_suite_ns, median_unit_ns, unit_vu))
 

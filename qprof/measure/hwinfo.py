@@ -10,12 +10,19 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
-from qprof.hw import Topology, read_frequencies, read_topology, take_env_snapshot
+from qprof.hw import (
+    ClusterTopo,
+    CpuTopo,
+    Topology,
+    read_frequencies,
+    read_topology,
+    take_env_snapshot,
+)
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.freq import CpuFreq
 from qprof.hw.sysfs import format_cpulist, kernel_text
+from qprof.measure.records_parts import EnvSnapshot
 
 
 def _allowed_cpus() -> list[int]:
@@ -47,31 +54,30 @@ def format_cpus(cpus: list[int]) -> str:
     return format_cpulist(cpus) if cpus else "none"
 
 
-def topology(root: str | Path = "/") -> dict[str, Any]:
-    """Topology as ``qprof.hw.Topology.to_dict()``; when the readers refuse the root, the
-    CPUs this process may run on, one cluster, and why."""
+def topology(root: str | Path = "/") -> Topology:
+    """The root's topology; when the readers refuse the root, the CPUs this process may
+    run on, one cluster, and why."""
     try:
-        return read_topology(root).to_dict()
+        return read_topology(root)
     except Exception as exc:  # degrade, say why: a measurement must not die here
         reason = f"qprof.hw.read_topology failed ({type(exc).__name__}: {exc})"
-    rows = [{"cpu": cpu, "online": True, "cluster": 0, "max_khz": None, "uarch": None,
-             "part_name": None} for cpu in _allowed_cpus()]
-    return {
-        "root": str(root),
-        "cpus": rows,
-        "clusters": [{"id": 0, "cpus": [r["cpu"] for r in rows]}] if rows else [],
-        "problems": [reason],
-    }
+    cpus = _allowed_cpus()
+    cluster = ClusterTopo(id=0, cpus=cpus, online_cpus=cpus, uarch=None, part_name=None,
+                          vendor=None, midr=None, max_khz=None, min_khz=None,
+                          core_class=None, grouped_by="affinity")
+    return Topology(root=str(root), arch=None,
+                    cpus=[CpuTopo(cpu=c, online=True, cluster=0) for c in cpus],
+                    clusters=[cluster] if cpus else [], problems=[reason])
 
 
-def default_cpus(topo: dict[str, Any], live: bool = False) -> list[int]:
+def default_cpus(topo: Topology, live: bool = False) -> list[int]:
     """One CPU per cluster (:func:`qprof.hw.choose.one_per_cluster`); without clusters,
     the highest online CPU. ``live``: only CPUs this process may run on (a container's
     effective cpuset bounds its affinity)."""
-    online = {r["cpu"] for r in topo.get("cpus", []) if r.get("online", True)}
+    online = {c.cpu for c in topo.cpus if c.online is not False}
     if live and online & set(_allowed_cpus()):
         online &= set(_allowed_cpus())
-    clusters = {c["id"]: c.get("cpus", []) for c in topo.get("clusters", [])}
+    clusters = {c.id: c.cpus for c in topo.clusters}
     chosen, _problems = one_per_cluster(clusters, online)
     if not chosen and online:
         chosen = [max(online)]
@@ -93,9 +99,12 @@ def frequencies(root: str | Path, cpus: list[int],
     return {**unknown, **{f.cpu: f for f in reading.cpus if f.cpu in wanted}}
 
 
-def env_snapshot(root: str | Path = "/") -> dict[str, Any]:
+def env_snapshot(root: str | Path = "/") -> EnvSnapshot:
+    """The root's :func:`qprof.hw.take_env_snapshot`, typed; its time and why when the
+    readers refuse the root."""
     try:
-        return take_env_snapshot(root)
+        return EnvSnapshot.from_dict(take_env_snapshot(root), "snapshot")
     except Exception as exc:
-        return {"taken_at": time.time(), "problems": [
-            f"qprof.hw.take_env_snapshot failed ({type(exc).__name__}: {exc})"]}
+        why = f"qprof.hw.take_env_snapshot failed ({type(exc).__name__}: {exc})"
+        return EnvSnapshot(taken_at=time.time(), problems=(why,),
+                           keys=("taken_at", "problems"))

@@ -110,8 +110,7 @@ class RunData:
         for n in self.notes:
             if n.kind == "cpu_aborted" and n.cpu is not None:
                 aborted.setdefault(n.cpu, n.text.split(": ", 1)[-1])
-        cpus = [int(row["cpu"]) for row in (meta.cpus if meta else [])
-                if isinstance(row.get("cpu"), int)]
+        cpus = [row.cpu for row in (meta.cpus if meta else []) if row.cpu is not None]
         cpus += sorted(({m.cpu for m in self.measurements} | set(aborted)) - set(cpus))
         run_id = meta.run_id if meta else (self.run_ids or [""])[0]
         status, reason = (("partial", "no end line: the run was cut short") if end is None

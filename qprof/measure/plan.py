@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from qprof.measure.config import DUAL_OPS, KEM_OPS, QANUM_SUITES, WALLET_OPS, BenchConfig
 from qprof.measure.protocol import Task
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.verify import KEMS, SUITES, BackendStatus, available_backends
 
 SPAWN_COST_S = 1.0  # python + pyperf + backend imports per worker, for the ETA
@@ -38,7 +39,7 @@ class Plan:
             # The profile is the consensus layer's: its caller resolves it into suites and
             # unit (qprof.consensus.estimate.stopping.rule_for); here it is a label.
             raise EngineError(f"profile {config.profile!r} given but not resolved into suites")
-        self.unit = config.unit_suite or "ML-DSA-44"
+        self.unit = config.unit_suite or NO_PROFILE_UNIT.suite
         suites = list(config.suites or QANUM_SUITES)
         for name in [*suites, self.unit]:
             if name not in SUITES:

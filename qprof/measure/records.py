@@ -12,13 +12,22 @@ are nanoseconds, frequencies kHz (as sysfs has them).
 from __future__ import annotations
 
 import json
-import math
-import types
-import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from qprof.measure.adversary_cache import usable_factor
+from qprof.measure.records_parts import (
+    CpuRow,
+    EnvSnapshot,
+    MachineInfo,
+    PartError,
+    RunSettings,
+    hints_of,
+    plain,
+    read_value,
+    short,
+)
+from qprof.verify.slhdsa_calls import impossible_counts
 
 SCHEMA_VERSION = 1
 
@@ -44,8 +53,8 @@ class Record:
     type: ClassVar[str] = "record"
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"type": self.type}
-        d.update(asdict(self))
+        d: dict[str, Any] = {"type": self.type}
+        d.update({f.name: plain(getattr(self, f.name)) for f in fields(self)})
         return d
 
     def to_json(self) -> str:
@@ -62,10 +71,10 @@ class Meta(Record):
     qprof_version: str
     command: list[str]
     versions: dict[str, str | None] = field(default_factory=dict)  # python, numba, liboqs...
-    machine: dict[str, Any] = field(default_factory=dict)  # hostname, kernel, cpu model
-    cpus: list[dict[str, Any]] = field(default_factory=list)  # topology rows of measured CPUs
+    machine: MachineInfo = field(default_factory=MachineInfo)
+    cpus: list[CpuRow] = field(default_factory=list)  # the measured CPUs
     profile: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)  # mode, rounds, sample counts
+    settings: RunSettings = field(default_factory=RunSettings)
     schema: int = SCHEMA_VERSION
 
 
@@ -77,7 +86,7 @@ class Env(Record):
     run_id: str
     when: str  # "before" | "after"
     taken_at: float
-    snapshot: dict[str, Any]
+    snapshot: EnvSnapshot
 
 
 @dataclass
@@ -299,60 +308,13 @@ class RecordError(ValueError):
     """A line that is not a valid record; carries file:line when known."""
 
 
-# Larger magnitudes are not a time, count or frequency (and a 400-digit integer would
-# overflow every float conversion downstream).
-_MAX_MAGNITUDE = 1e18
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    """Does a decoded JSON value match a field's type annotation?"""
-    if hint is Any:
-        return True
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint in (int, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        if hint is int and not isinstance(value, int):
-            return False
-        return abs(value) <= _MAX_MAGNITUDE if isinstance(value, int) else (
-            math.isfinite(value) and abs(value) <= _MAX_MAGNITUDE)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is list:
-        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(
-            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
-    raise TypeError(f"record field type {hint!r} has no check")
-
-
-def _describe(hint: Any) -> str:
-    return hint.__name__ if isinstance(hint, type) else str(hint)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _check_types(cls: type[Record], kwargs: dict[str, Any]) -> None:
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls)
-    for name, value in kwargs.items():
-        if not _fits(value, hints[name]):
-            raise RecordError(f"{cls.type} record: {name} must be "
-                              f"{_describe(hints[name])}, got {_short(value)}")
+def _check_types(cls: type[Record], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` checked against ``cls``'s annotations, the typed parts built."""
+    hints = hints_of(cls)
+    try:
+        return {name: read_value(value, hints[name], name) for name, value in kwargs.items()}
+    except PartError as exc:
+        raise RecordError(f"{cls.type} record: {exc}") from None
 
 
 # Unix times a record, a stored run point or a Prometheus sample may carry: from 1970 to
@@ -425,9 +387,6 @@ def _check_measurement(rec: Measurement) -> None:
         if fixed is None or fixed < 0 or any(p < fixed for p in rec.pool_permutations):
             raise RecordError("measurement pool_permutations need pool_fixed_permutations, "
                               "at least 0 and at most every count")
-        # Here, not at the top: numpy comes with it, for records that carry counts only.
-        from qprof.verify.slhdsa_calls import impossible_counts
-
         why = impossible_counts(rec.suite, rec.pool_permutations, fixed)
         if why is not None:
             raise RecordError(f"measurement pool_permutations cannot be verifications: {why}")
@@ -440,10 +399,10 @@ def record_from_dict(d: dict[str, Any]) -> Record:
     kind = d.get("type")
     cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise RecordError(f"unknown record type {_short(kind)}")
+        raise RecordError(f"unknown record type {short(kind)}")
     known = {f.name for f in fields(cls)}
     kwargs = {k: v for k, v in d.items() if k in known}
-    _check_types(cls, kwargs)
+    kwargs = _check_types(cls, kwargs)
     try:
         rec = cls(**kwargs)
     except TypeError as exc:

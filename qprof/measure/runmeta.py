@@ -8,16 +8,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from qprof import __version__
+from qprof.hw import Topology
 from qprof.hw.load import read_loadavg
 from qprof.hw.sysfs import kernel_text
 from qprof.measure import hwinfo
 from qprof.measure.config import AUTO_CPU_TIMER_LOAD, TIMERS, BenchConfig
 from qprof.measure.plan import EngineError, Plan, interleaving_text
 from qprof.measure.records import Meta
+from qprof.measure.records_parts import CpuRow, MachineInfo, RunSettings
 from qprof.verify import BackendStatus
+from qprof.verify.availability import find_liboqs
+from qprof.verify.nb_cache import source_digest
 
 TIMER_CLOCKS = {"cpu": "time.thread_time (CLOCK_THREAD_CPUTIME_ID)", "wall": "time.perf_counter"}
 
@@ -71,8 +74,6 @@ def _file_digest(path: str) -> str | None:
 
 def liboqs_build(status: BackendStatus | None) -> str | None:
     """Digest of the liboqs shared object that was loaded, None when none was."""
-    from qprof.verify.availability import find_liboqs
-
     if status is None or not status.available:
         return None
     where = find_liboqs()
@@ -83,8 +84,6 @@ def kernels_digest(status: BackendStatus | None) -> str | None:
     """The numba kernels' digest (their sources, numba and llvmlite), when numba ran."""
     if status is None or not status.available:
         return None
-    from qprof.verify.nb import source_digest
-
     return str(source_digest())
 
 
@@ -120,10 +119,12 @@ def cpuinfo_field(root: str, *keys: str) -> str | None:
     return None
 
 
-def _cpu_rows(topo: dict[str, Any], cpus: list[int], root: str) -> list[dict[str, Any]]:
+def _cpu_rows(topo: Topology, cpus: list[int], root: str) -> list[CpuRow]:
+    """Each CPU's topology row (as ``Topology.to_dict`` writes it) with its frequency
+    state, read back as :class:`CpuRow` so what is written is what readers accept."""
     freqs = hwinfo.frequencies(root, cpus)
-    rows = []
-    by_cpu = {r.get("cpu"): r for r in topo.get("cpus", [])}
+    by_cpu = dict(zip([c.cpu for c in topo.cpus], topo.to_dict()["cpus"], strict=True))
+    rows: list[CpuRow] = []
     for cpu in cpus:
         row = dict(by_cpu.get(cpu, {"cpu": cpu}))
         f = freqs.get(cpu)
@@ -133,7 +134,7 @@ def _cpu_rows(topo: dict[str, Any], cpus: list[int], root: str) -> list[dict[str
                 "scaling_max_khz": f.max_khz, "hw_max_khz": f.hw_max_khz,
                 "capped": f.capped, "cap_factor": f.cap_factor, "cap_cause": f.cap_cause,
             })
-        rows.append(row)
+        rows.append(CpuRow.from_dict(row, f"cpus[{len(rows)}]"))
     return rows
 
 
@@ -153,7 +154,7 @@ def choose_timer(timer: str, root: str = "/") -> tuple[str, str | None]:
     )
 
 
-def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: dict[str, Any],
+def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: Topology,
                cpus: list[int], timer: str) -> Meta:
     return Meta(
         run_id=run_id,
@@ -161,40 +162,42 @@ def build_meta(run_id: str, cfg: BenchConfig, plan: Plan, topo: dict[str, Any],
         qprof_version=__version__,
         command=list(cfg.command or sys.argv),
         versions=collect_versions(plan.statuses),
-        machine={
-            "hostname": platform.node(),
-            "kernel": platform.release(),
-            "arch": platform.machine(),
-            "cpu_model": cpuinfo_field(cfg.root, "model name", "hardware", "cpu model"),
-            "microcode": cpuinfo_field(cfg.root, "microcode"),
-            "online_cpus": [r.get("cpu") for r in topo.get("cpus", []) if r.get("online")],
-            "clusters": topo.get("clusters", []),
-            "topology_problems": topo.get("problems", []),
-        },
+        machine=MachineInfo(
+            hostname=platform.node(),
+            kernel=platform.release(),
+            arch=platform.machine(),
+            cpu_model=cpuinfo_field(cfg.root, "model name", "hardware", "cpu model"),
+            microcode=cpuinfo_field(cfg.root, "microcode"),
+            online_cpus=tuple(c.cpu for c in topo.cpus if c.online),
+            clusters=tuple(c.to_dict() for c in topo.clusters),
+            topology_problems=tuple(topo.problems),
+            keys=MachineInfo.every_key(),
+        ),
         cpus=_cpu_rows(topo, [c for c in cpus if hwinfo.cpu_problem(c, cfg.root) is None],
                        cfg.root),
         profile=cfg.profile,
-        settings={
-            "mode": cfg.mode,
-            "suites": plan.suites,
-            "unit_suite": plan.unit,
-            "backends": plan.backends,
-            "operations": plan.operations,
-            "dual": list(plan.dual) if plan.dual else None,
-            "rounds": plan.rounds,
-            "max_rounds": plan.max_rounds,
-            "adaptive": cfg.adaptive,
-            "budget_s": plan.budget,
-            "min_n": plan.min_n,
-            "max_n": plan.max_n,
-            "nice": cfg.nice,
-            "interleaving": interleaving_text(plan.interleave_block_s),
-            "interleave_block_s": plan.interleave_block_s,
-            "timer": timer,
-            "timer_clock": TIMER_CLOCKS[timer],
-            "values": "one operation per value (loops=1), clock overhead subtracted",
-            "backend_versions": {
+        settings=RunSettings(
+            mode=cfg.mode,
+            suites=tuple(plan.suites),
+            unit_suite=plan.unit,
+            backends=tuple(plan.backends),
+            operations=tuple(plan.operations),
+            dual=tuple(plan.dual) if plan.dual else None,
+            rounds=plan.rounds,
+            max_rounds=plan.max_rounds,
+            adaptive=cfg.adaptive,
+            budget_s=plan.budget,
+            min_n=plan.min_n,
+            max_n=plan.max_n,
+            nice=cfg.nice,
+            interleaving=interleaving_text(plan.interleave_block_s),
+            interleave_block_s=plan.interleave_block_s,
+            timer=timer,
+            timer_clock=TIMER_CLOCKS[timer],
+            values="one operation per value (loops=1), clock overhead subtracted",
+            backend_versions={
                 n: st.version for n, st in plan.statuses.items() if st.available
             },
-        },
+            keys=RunSettings.every_key(),
+        ),
     )

@@ -1,9 +1,22 @@
-"""The one formatter of durations (records hold nanoseconds)."""
+"""The one formatter of durations (records hold nanoseconds), and the unit suite."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The suite every other is timed against, and the Verify Units it is worth."""
+
+    suite: str
+    vu: int
+
+
+# Where no profile says (qprof.consensus.profiles.profile_unit).
+NO_PROFILE_UNIT = Unit("ML-DSA-44", 100)
 
 
 def fmt_ns(ns: float | None, unit: str | None = None, missing: str = "-") -> str:

@@ -10,7 +10,8 @@ from qprof.consensus import Profile
 from qprof.consensus.estimate.reduce import Key, Reduced, reduce_measurements
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import End
-from qprof.measure.units import fmt_ns
+from qprof.measure.records_parts import CpuRow
+from qprof.measure.units import NO_PROFILE_UNIT, fmt_ns
 
 # ---------------------------------------------------------------- formatting
 
@@ -45,7 +46,7 @@ class Column:
     def get(self, suite: str, backend: str, op: str) -> Reduced | None:
         return self.reduced.get((self.cpu, suite, backend, op))
 
-    cpu_row: dict[str, Any] = field(default_factory=dict)  # its row of the run's Meta.cpus
+    cpu_row: CpuRow = field(default_factory=CpuRow)  # its row of the run's Meta.cpus
     end: End | None = None  # the run's end record (read once per run, not per column)
 
 
@@ -58,9 +59,8 @@ class Columns(list[Column]):
         self.figures: dict[tuple[object, ...], Any] = {}
 
 
-def core_name(row: dict[str, Any]) -> str | None:
-    name = row.get("part_name") or row.get("uarch")
-    return str(name) if name else None
+def core_name(row: CpuRow) -> str | None:
+    return row.part_name or row.uarch or None
 
 
 def build_columns(runs: list[RunData]) -> Columns:
@@ -73,12 +73,12 @@ def build_columns(runs: list[RunData]) -> Columns:
         for key, red in reduce_measurements(run.measurements).items():
             per_cpu.setdefault(key[0], {})[key] = red
         end = run.end
-        rows = {row["cpu"]: row for row in (run.meta.cpus if run.meta else [])
-                if isinstance(row.get("cpu"), int)}
+        rows = {row.cpu: row for row in (run.meta.cpus if run.meta else [])
+                if row.cpu is not None}
         for cpu in sorted(per_cpu):
             stem = Path(run.path).stem
             label = f"{stem} CPU {cpu}" if many else f"CPU {cpu}"
-            col = Column(run, cpu, label, per_cpu[cpu], rows.get(cpu, {"cpu": cpu}), end)
+            col = Column(run, cpu, label, per_cpu[cpu], rows.get(cpu, CpuRow(cpu=cpu)), end)
             name = core_name(col.cpu_row)
             if name:
                 col.label += f" ({name})"
@@ -106,6 +106,6 @@ def unit_of(profile: Profile | None, cols: list[Column]) -> str:
         return profile.unit_suite
     for c in cols:
         meta = c.run.meta
-        if meta and meta.settings.get("unit_suite"):
-            return str(meta.settings["unit_suite"])
-    return "ML-DSA-44"
+        if meta and meta.settings.unit_suite:
+            return meta.settings.unit_suite
+    return NO_PROFILE_UNIT.suite

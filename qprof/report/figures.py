@@ -13,6 +13,7 @@ from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.judgement import column_verdicts as judged_columns
 from qprof.consensus.judgement import run_estimates as judged_estimates
 from qprof.consensus.policy import CoreDesign
+from qprof.consensus.profiles import profile_unit
 from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.jsonl import RunData
 from qprof.report.columns import Column, Columns
@@ -25,7 +26,7 @@ def run_estimates(run: RunData, profile: Profile | None, unit: str, op: str
                   ) -> list[SuiteEstimate]:
     """Every (cpu, backend, suite) estimate of ``op`` in one run, as `qprof check` makes
     them from the run's records."""
-    return judged_estimates(run.measurements, unit, profile.unit_vu if profile else 100, op,
+    return judged_estimates(run.measurements, unit, profile_unit(profile).vu, op,
                             STATISTIC)
 
 
@@ -37,7 +38,7 @@ _MEMO: dict[tuple[int, str, int, str], tuple[weakref.ref[RunData], list[SuiteEst
 
 def _run_estimates_once(run: RunData, profile: Profile | None, unit: str, op: str
                         ) -> list[SuiteEstimate]:
-    key = (id(run), unit, profile.unit_vu if profile else 100, op)
+    key = (id(run), unit, profile_unit(profile).vu, op)
     held = _MEMO.get(key)
     if held is not None and held[0]() is run:
         return held[1]
@@ -52,7 +53,7 @@ def column_estimates(cols: list[Column], profile: Profile | None, unit: str, bac
                      op: str) -> list[dict[str, SuiteEstimate]]:
     """Per column, suite -> the estimator's estimate (the run's, on the column's CPU)."""
     memo = cols.figures if isinstance(cols, Columns) else {}
-    key = ("estimates", unit, profile.unit_vu if profile else 100, backend, op)
+    key = ("estimates", unit, profile_unit(profile).vu, backend, op)
     if key not in memo:
         memo[key] = _column_estimates(cols, profile, unit, backend, op)
     return cast(list[dict[str, SuiteEstimate]], memo[key])

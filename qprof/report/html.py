@@ -245,7 +245,7 @@ def render_html(runs: list[RunData], profile: Profile | None = None,
     for run in runs:
         if run.meta:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.meta.started_at))
-            model = run.meta.machine.get("cpu_model") or "unknown CPU"
+            model = run.meta.machine.cpu_model or "unknown CPU"
             lines.append(f"{Path(run.path).name}: {model}, started {when}.")
     if profile:
         lines.append(f"Profile: {profile.name} ({profile.description or profile.path}).")

@@ -18,27 +18,26 @@ def _machine_cell(c: Column) -> str:
     if not c.run.meta:
         return "?"
     m = c.run.meta.machine
-    return f"{m.get('cpu_model') or '?'}, {m.get('arch') or '?'}"
+    return f"{m.cpu_model or '?'}, {m.arch or '?'}"
 
 
 def _core(c: Column) -> Md:
     r = c.cpu_row
     bits = [f"{c.cpu}"]
-    if r.get("part_name") or r.get("uarch"):
-        bits.append(md_text(" / ".join(str(x) for x in (r.get("part_name"), r.get("uarch"))
-                                       if x)))
-    if r.get("part"):
-        bits.append(f"CPU part {md_code(r['part'])}")
+    if r.part_name or r.uarch:
+        bits.append(md_text(" / ".join(x for x in (r.part_name, r.uarch) if x)))
+    if r.part:
+        bits.append(f"CPU part {md_code(r.part)}")
     return Md(", ".join(bits))
 
 
 def _freq(c: Column) -> str:
     r = c.cpu_row
-    hw, mx = r.get("hw_max_khz"), r.get("scaling_max_khz")
+    hw, mx = r.hw_max_khz, r.scaling_max_khz
     if hw is None and mx is None:
         return "unknown (no cpufreq data)"
     text = f"{(mx or hw or 0) / 1e6:.2f} GHz"
-    if r.get("capped") or any(red.capped_rounds for red in c.reduced.values()):
+    if r.capped or any(red.capped_rounds for red in c.reduced.values()):
         text += " (capped by the system)"
     return text
 
@@ -65,17 +64,21 @@ def _versions(c: Column) -> str:
 
 def _method(c: Column) -> str:
     s = _meta(c).settings
-    return (f"mode {s.get('mode', '?')}, {s.get('rounds', '?')} base rounds "
-            f"(up to {s.get('max_rounds', '?')}), nice {s.get('nice', '?')}")
+    return (f"mode {s.mode or '?'}, {_known(s.rounds)} base rounds "
+            f"(up to {_known(s.max_rounds)}), nice {_known(s.nice)}")
+
+
+def _known(value: int | None) -> str:
+    return "?" if value is None else str(value)
 
 
 ROWS: tuple[tuple[str, Callable[[Column], str]], ...] = (
     ("File", lambda c: md_code(Path(c.run.path).name)),
     ("Machine", _machine_cell),
-    ("Kernel", lambda c: str(_meta(c).machine.get("kernel") or "?")),
+    ("Kernel", lambda c: _meta(c).machine.kernel or "?"),
     ("Core (pinned)", _core),
     ("Max frequency at start", _freq),
-    ("Governor", lambda c: str(c.cpu_row.get("governor") or "unknown")),
+    ("Governor", lambda c: c.cpu_row.governor or "unknown"),
     ("Run time (whole run)", _runtime),
     ("Versions", _versions),
     ("Method", _method),
@@ -93,8 +96,8 @@ def machine_section(cols: list[Column]) -> list[str]:
         "- A/B/A/B/A rounds: A = the unit suite, B = the other suites, so a drift of the "
         "machine affects all alike; extra B/A pairs were added while an estimate was unsure.",
     ]
-    inter = sorted({str(c.run.meta.settings.get("interleaving")) for c in cols
-                    if c.run.meta and c.run.meta.settings.get("interleave_block_s")})
+    inter = sorted({str(c.run.meta.settings.interleaving) for c in cols
+                    if c.run.meta and c.run.meta.settings.interleave_block_s})
     lines += [f"- Interleaving: {md_text(t)}." for t in inter]
     lines += [
         "- Statistics: median and, in brackets, the 95th percentile of all samples of all "

@@ -385,8 +385,8 @@ def _notes(cols: list[Column], profile: Profile | None) -> list[str]:
         if capped:
             factor = max((red.cap_factor or 0) for red in reds) or None
             row = c.cpu_row
-            text = (cap_message(row.get("scaling_max_khz"), row.get("hw_max_khz"), factor,
-                                row.get("cap_cause")) + f"; {RATIOS_UNAFFECTED}")
+            text = (cap_message(row.scaling_max_khz, row.hw_max_khz, factor, row.cap_cause)
+                    + f"; {RATIOS_UNAFFECTED}")
             rounds = ", ".join(str(x + 1) for x in capped)
             lines.append(f"  - Frequency cap: {md_text(text)} (rounds {rounds}).")
     for c in {id(c.run): c for c in cols}.values():

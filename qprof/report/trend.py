@@ -14,14 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qprof.consensus import Profile
+from qprof.consensus.profiles import profile_unit
 from qprof.consensus.trend.analysis import analyze, group
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_text, segment_text
 from qprof.measure.jsonl import RunData
 from qprof.measure.markdown import md_code, md_table, md_text
-
-DEFAULT_UNIT = ("ML-DSA-44", 100)  # a report without a profile: the estimator's default
 
 INTRO = ("Runs of one series (the same machine's CPU, backend and mode), in order of "
          "start, combined into segments: every comparable run since the last change point "
@@ -34,7 +33,8 @@ INTRO = ("Runs of one series (the same machine's CPU, backend and mode), in orde
 
 
 def unit_of(profile: Profile | None) -> tuple[str, int]:
-    return (profile.unit_suite, profile.unit_vu) if profile is not None else DEFAULT_UNIT
+    unit = profile_unit(profile)
+    return unit.suite, unit.vu
 
 
 def report_trends(runs: Sequence[RunData], profile: Profile | None) -> list[SeriesTrend]:

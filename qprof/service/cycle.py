@@ -23,6 +23,7 @@ from qprof.consensus.estimate.clock import clock_changes
 from qprof.consensus.estimate.stopping import rule_for
 from qprof.consensus.judgement import judge
 from qprof.consensus.policy import CoreDesign, with_quota
+from qprof.consensus.profiles import profile_unit
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
@@ -40,7 +41,7 @@ from qprof.measure.block import (
     verify_block,
 )
 from qprof.measure.child.launch import ChildStopped, ChildTimeout, run
-from qprof.measure.config import BenchConfig
+from qprof.measure.config import QANUM_SUITES, BenchConfig
 from qprof.measure.engine import run_bench
 from qprof.measure.fixtures import cache_dir
 from qprof.measure.machine_lock import machine_lock
@@ -166,7 +167,7 @@ class CycleRunner:
         """ratio_changed for each confirmed change not announced before (at start-up the
         stored ones are only noted)."""
         profile = self.state.profile
-        unit_vu = profile.unit_vu if profile is not None else 100
+        unit_vu = profile_unit(profile).vu
         for t, c in self.changes.new_changes(trends):
             if announce:  # the details as `qprof trend --json` gives a change
                 details = {**change_dict(c, unit_vu), "suite": c.suite,
@@ -181,7 +182,7 @@ class CycleRunner:
         kept after retention strips the run. Returns how many were stored."""
         if run_id is None:
             return 0
-        unit = self.state.profile.unit_suite if self.state.profile else "ML-DSA-44"
+        unit = profile_unit(self.state.profile).suite
         try:
             points = run_points(self.store.run_records(run_id), unit_suite=unit)
             if not points:  # the unit suite alone: nothing to judge, nothing to backfill
@@ -453,7 +454,7 @@ class CycleRunner:
             return
         suites = list(self.cfg.suites) or (
             list(self.state.profile.suites) if self.state.profile is not None
-            else ["ML-DSA-44", "ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
+            else list(QANUM_SUITES))
         job = WarmupJob(os.getpid(), str(cache_dir()), ("numba",), tuple(suites),
                         tuple(kernel_step(s) for s in suites))
         started = time.monotonic()
@@ -496,7 +497,7 @@ class CycleRunner:
                             if isinstance(rec, Measurement) and rec.cpu == cpu]
         now = self.capped_now()
         capped = cpu in caps_before or cpu in now or any(m.capped for m in measured)
-        unit = self.state.profile.unit_suite if self.state.profile else "ML-DSA-44"
+        unit = profile_unit(self.state.profile).suite
         changes = clock_changes(measured, unit)
         if not capped and not changes:
             return

@@ -15,16 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 from qprof.measure.records import is_unix_time
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.fleet import DEADLINE_S as FLEET_DEADLINE_S
 from qprof.service.fleet import MAX_LABEL, FleetError, query
 from qprof.untrusted import one_line
 
 RATIO = "qprof_vu_ratio"
 # The unit's VU of a daemon without a profile (service.metrics_trend's).
-DEFAULT_UNIT_VU = 100.0
 RUN_SCOPE = '{scope="run"}'
 # All the queries of one `qprof trend --prometheus`, connect to last byte (each is also
 # held to fleet.query's own deadline and size cap).
@@ -205,7 +204,7 @@ def _suite_runs(h: _History, unit_suite: str) -> tuple[dict[RunKey, dict[float, 
         if suite == unit_suite:
             continue
         key = (instance, cpu, backend, suite)
-        vu = h.unit_vu.get(instance, DEFAULT_UNIT_VU)
+        vu = h.unit_vu.get(instance, float(NO_PROFILE_UNIT.vu))
         seen: tuple[float, float | None, float | None] | None = None
         for t, ratio in sorted(values.items()):
             lo, hi = h.low.get(key, {}).get(t), h.high.get(key, {}).get(t)
@@ -223,7 +222,7 @@ def _suite_runs(h: _History, unit_suite: str) -> tuple[dict[RunKey, dict[float, 
 
 
 def fleet_points(url: str, since_s: float, step_s: float | None = None,
-                 unit_suite: str = DEFAULT_UNIT_SUITE) -> FleetPoints:
+                 unit_suite: str = NO_PROFILE_UNIT.suite) -> FleetPoints:
     """Every node's runs in the window ``since_s`` before the server's now."""
     step = step_s or default_step(since_s)
     if since_s / step > MAX_STEPS:

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.judgement import Judgement, judge
 from qprof.consensus.policy import CoreDesign, with_quota
-from qprof.consensus.profiles import Profile
+from qprof.consensus.profiles import Profile, profile_unit
 from qprof.service.cores import recorded_cores, recorded_quota
 from qprof.service.store import Store
 from qprof.service.trend import TREND_RUNS
@@ -33,7 +32,7 @@ def store_judgement(store: Store, profile: Profile | None,
                     max_computed: int = READER_COMPUTES) -> StoreJudgement:
     """The judgement of ``store``'s newest runs (``cores``: what each CPU is, beside what
     the runs recorded)."""
-    unit = profile.unit_suite if profile is not None else DEFAULT_UNIT_SUITE
+    unit = profile_unit(profile).suite
     found = store_points(store, unit, operation="verify", newest=TREND_RUNS,
                          max_computed=max_computed)
     points = found.points

@@ -12,6 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import SuiteEstimate
+from qprof.consensus.profiles import profile_unit
 from qprof.consensus.trend.verdict import segment_vu
 from qprof.service.trend import TrendSummary
 
@@ -21,7 +22,7 @@ RATIO = ["cpu", "suite", "backend", "scope"]
 
 def trend_metrics(trend: TrendSummary, run_estimates: list[SuiteEstimate],
                   profile: Profile | None) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-    unit_vu = profile.unit_vu if profile is not None else 100
+    unit_vu = profile_unit(profile).vu
     seg_est = GaugeMetricFamily(
         "qprof_vu_segment_estimate",
         "Verify Units of the current segment: every comparable run of this CPU and backend "

@@ -137,7 +137,7 @@ class Store(OnConnection):
     # -- runs and records -----------------------------------------------------------
 
     def begin_run(self, meta: Meta) -> str:
-        cpus = [c.get("cpu") for c in meta.cpus if isinstance(c, dict)]
+        cpus = [c.cpu for c in meta.cpus]
         with self._conn.writing():
             self._db.execute(
                 "INSERT INTO runs(run_id, started_at, status, profile, cpus) "

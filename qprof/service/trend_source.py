@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.from_jsonl import read_run_file
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import Meta, Record
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.store import RESULT_STATUSES, RunInfo, Store
 
 # Runs without stored points computed from their records, newest first: enough for weeks
@@ -70,8 +70,8 @@ def store_points(store: Store, unit_suite: str | None = None, operation: str = "
 def run_unit(records: list[Record]) -> str:
     """The unit suite the run was measured against (its settings)."""
     meta = next((r for r in records if isinstance(r, Meta)), None)
-    unit = meta.settings.get("unit_suite") if meta is not None else None
-    return unit if isinstance(unit, str) else DEFAULT_UNIT_SUITE
+    unit = meta.settings.unit_suite if meta is not None else None
+    return unit or NO_PROFILE_UNIT.suite
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from qprof.verify.slhdsa_keccak import HashCalls, KeccakPermutations, permutations_for_calls
 
 W = 16
@@ -80,6 +78,8 @@ def params_of(suite: str) -> SlhParams:
 def walk(suite: str, public_key: bytes, message: bytes, signature: bytes,
          context: bytes = b"") -> Walk:
     """The walk of one verification; ValueError for wrong lengths or an unknown suite."""
+    import numpy as np  # heavy: only where a count is computed
+
     walk_kernel = nb_module("slhdsa_walk").walk_kernel
     p = params_of(suite)
     if len(public_key) != p.public_key_bytes or len(signature) != p.signature_bytes:
@@ -134,6 +134,8 @@ class LayerDistribution:
 def _layer_steps_pmf(n: int) -> tuple[float, ...]:
     """P(one layer walks k chain steps), k = 0..most, its message digits uniform: the
     digit sum's distribution by convolution, then each sum's checksum chains."""
+    import numpy as np  # heavy: only where a count is computed
+
     dist = np.zeros(1, dtype=np.float64)
     dist[0] = 1.0
     one = np.full(W, 1.0 / W)
@@ -150,6 +152,8 @@ def _layer_steps_pmf(n: int) -> tuple[float, ...]:
 @functools.cache
 def random_layer_steps(n: int) -> LayerDistribution:
     """Exact mean and spread of one layer's chain steps (message digits uniform)."""
+    import numpy as np  # heavy: only where a count is computed
+
     pmf = np.array(_layer_steps_pmf(n))
     k = np.arange(pmf.size)
     mean = float((pmf * k).sum())
@@ -163,6 +167,8 @@ def signature_steps_cdf(suite: str) -> tuple[float, ...]:
     the d layers' messages are independent hash outputs, so the layers' distribution
     convolved d times. What a pool of signatures is held against (its mix of costs
     against every signature's: ``qprof.consensus.estimate.poolmix``)."""
+    import numpy as np  # heavy: only where a count is computed
+
     p = params_of(suite)
     layer = np.array(_layer_steps_pmf(p.n))
     total = np.ones(1, dtype=np.float64)
@@ -182,6 +188,8 @@ def most_chain_steps(suite: str) -> int:
 @functools.cache
 def median_chain_steps(suite: str) -> int:
     """The median signature's chain steps (``signature_steps_cdf`` reaches 1/2)."""
+    import numpy as np  # heavy: only where a count is computed
+
     return int(np.searchsorted(np.asarray(signature_steps_cdf(suite)), 0.5))
 
 

@@ -28,9 +28,8 @@ from qprof.consensus.estimate.statistic import (
 )
 from qprof.consensus.vu import exact, vu_estimate
 from qprof.measure.records import Measurement
+from qprof.measure.units import NO_PROFILE_UNIT
 
-DEFAULT_UNIT_SUITE = "ML-DSA-44"
-DEFAULT_UNIT_VU = 100  # the unit's Verify Units where no profile says
 REPLICATES = 1000  # bootstrap replicates of an interval
 
 
@@ -297,8 +296,8 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
 def estimate(
     measurements: Iterable[Measurement],
     *,
-    unit_suite: str = DEFAULT_UNIT_SUITE,
-    unit_vu: int = DEFAULT_UNIT_VU,
+    unit_suite: str = NO_PROFILE_UNIT.suite,
+    unit_vu: int = NO_PROFILE_UNIT.vu,
     operation: str = "verify",
     statistic: str = "auto",
     replicates: int = REPLICATES,

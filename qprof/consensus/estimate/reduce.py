@@ -17,6 +17,7 @@ from qprof.consensus.estimate import stats
 from qprof.consensus.estimate.poolmix import population_factors
 from qprof.measure import stats as sample_stats
 from qprof.measure.records import Measurement
+from qprof.measure.units import NO_PROFILE_UNIT
 
 Key = tuple[int, str, str, str]  # cpu, suite, backend, operation
 
@@ -174,7 +175,7 @@ def ratio_ci(
 
 
 def vu_by_round(
-    suite: Reduced, unit: Reduced, unit_vu: int = 100, statistic: str = "median",
+    suite: Reduced, unit: Reduced, unit_vu: int = NO_PROFILE_UNIT.vu, statistic: str = "median",
     rounds: set[int] | None = None,
 ) -> dict[int, float]:
     """100 x median(suite in round r) / median(unit in round r, else the rounds around r).

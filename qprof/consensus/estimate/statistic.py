@@ -7,6 +7,7 @@ from typing import Literal
 
 from qprof.consensus.estimate.quiet import Paired, paired_ratios, round_quiet
 from qprof.consensus.estimate.reduce import Key, Reduced
+from qprof.measure.units import NO_PROFILE_UNIT
 
 Statistic = Literal["median", "p10", "paired"]
 STATISTICS = ("median", "p10", "paired", "auto")
@@ -55,7 +56,7 @@ def paired_spread(paired: dict[str, Paired], suite: str, unit_suite: str) -> flo
 def choose_statistic(
     reduced: dict[Key, Reduced], cpu: int, backend: str, paired: dict[str, Paired],
     operation: str = "verify", max_spread_bp: float = STEADY_SPREAD_BP,
-    unit_suite: str = "ML-DSA-44",
+    unit_suite: str = NO_PROFILE_UNIT.suite,
 ) -> tuple[Statistic, str]:
     """(statistic, why) for ``statistic="auto"`` on one CPU and backend; ``paired``: its
     suites' quiet-turn pairings (:func:`paired_for`, which the estimate uses too).

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 
 from qprof.consensus.estimate import stats
 from qprof.consensus.estimate.clock import clock_changes
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, SuiteEstimate, estimate
+from qprof.consensus.estimate.estimator import SuiteEstimate, estimate
 from qprof.consensus.estimate.reduce import reduce_measurements, unit_drift_bp
-from qprof.consensus.profiles import Profile, load_profile
+from qprof.consensus.profiles import Profile, load_profile, profile_unit
 from qprof.measure.config import BenchConfig
 from qprof.measure.plan import VERDICT_OPS, NoteText
 from qprof.measure.records import Measurement
@@ -51,7 +51,7 @@ class StoppingRule:
         for op in ops:
             groups: dict[str, list[SuiteEstimate]] = {}
             for e in estimate(mine, unit_suite=self.unit_suite,
-                              unit_vu=self.profile.unit_vu if self.profile else 100,
+                              unit_vu=profile_unit(self.profile).vu,
                               operation=op, statistic=self.statistic,
                               replicates=CI_REPLICATES, steady_spread_bp=self.max_spread_bp,
                               signatures=False):  # the pool: no more rounds help
@@ -144,7 +144,7 @@ def rule_for(config: BenchConfig) -> tuple[BenchConfig, StoppingRule]:
     Raises ``ProfileError`` for a profile that cannot be read.
     """
     profile = load_profile(config.profile) if config.profile else None
-    unit = config.unit_suite or (profile.unit_suite if profile else DEFAULT_UNIT_SUITE)
+    unit = config.unit_suite or profile_unit(profile).suite
     suites = config.suites or (list(profile.suites) if profile else None)
     resolved = replace(config, unit_suite=unit, suites=suites)
     rounds = config.rounds or config.settings().rounds

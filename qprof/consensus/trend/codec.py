@@ -22,6 +22,7 @@ from qprof.consensus.trend.model import (
     SuiteTrend,
 )
 from qprof.measure.records import MAX_UNIX_TIME, is_unix_time
+from qprof.measure.units import NO_PROFILE_UNIT
 
 
 def point_to_dict(point: RunPoint) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def point_from_dict(d: object) -> RunPoint:
     return RunPoint(run_id=run_id, started_at=started,
                     suites=tuple(_suite(s) for s in suites[:64]),
                     context=_context(d.get("context")),
-                    unit_suite=_text(d.get("unit_suite"), "unit_suite") or "ML-DSA-44",
+                    unit_suite=_text(d.get("unit_suite"), "unit_suite") or NO_PROFILE_UNIT.suite,
                     unit_time_ns=_num(d.get("unit_time_ns"), "unit_time_ns", positive=True))
 
 

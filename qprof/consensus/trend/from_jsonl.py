@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.jsonl import RunData, read_run
+from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.userfile import UserFileError, read_bounded
 
 # A compressed run is read whole (an hour's check run: ~2 MB as xz) and may expand to at
@@ -106,8 +106,7 @@ def read_run_file(path: str | Path, unit_suite: str | None = None,
     if len(run.run_ids) > 1:
         raise RunFileError(f"{p}: holds {len(run.run_ids)} runs; one run per file (keep "
                            "each run's lines, its run_id, in a file of its own)")
-    recorded = run.meta.settings.get("unit_suite")
-    unit = unit_suite or (recorded if isinstance(recorded, str) else DEFAULT_UNIT_SUITE)
+    unit = unit_suite or run.meta.settings.unit_suite or NO_PROFILE_UNIT.suite
     points = run_points(run.records, unit_suite=unit)
     if not points:
         raise RunFileError(f"{p}: no CPU with the unit suite and another suite measured")

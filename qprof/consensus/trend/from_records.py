@@ -6,51 +6,39 @@ after retention strips its samples)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE, REPLICATES, estimate
+from qprof.consensus.estimate.estimator import REPLICATES, estimate
 from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 from qprof.measure.records import Env, FreqSample, Measurement, Meta, Record
+from qprof.measure.records_parts import CpuRow
+from qprof.measure.units import NO_PROFILE_UNIT
 
 
 def _str(value: object) -> str | None:
     return value[:200] if isinstance(value, str) and value else None
 
 
-def _float(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
 def _steal_pct(envs: list[Env], cpu: int) -> float | None:
     """Steal time between the before and after snapshots, % of the CPU's ticks."""
-    by_when = {e.when: e.snapshot for e in envs}
-    before, after = by_when.get("before"), by_when.get("after")
-    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+    by_when = {e.when: e.snapshot.cpu_times or {} for e in envs}
+    t0, t1 = by_when.get("before", {}).get(cpu), by_when.get("after", {}).get(cpu)
+    if t0 is None or t1 is None:
         return None
-    try:
-        t0 = before["cpu_times"][str(cpu)]
-        t1 = after["cpu_times"][str(cpu)]
-        total = sum(float(t1[k]) - float(t0[k]) for k in t1 if k in t0
-                    and k not in ("guest", "guest_nice"))
-        steal = float(t1.get("steal", 0)) - float(t0.get("steal", 0))
-    except (KeyError, TypeError, ValueError):
-        return None
-    return 100.0 * steal / total if total > 0 else None
+    total = t1.total - t0.total
+    return 100.0 * (t1.steal - t0.steal) / total if total > 0 else None
 
 
 def _load(envs: list[Env]) -> float | None:
     for e in envs:
-        if e.when == "before" and isinstance(e.snapshot.get("load"), Mapping):
-            return _float(e.snapshot["load"].get("1m"))
+        if e.when == "before" and e.snapshot.load is not None:
+            return e.snapshot.load.one
     return None
 
 
-def _cpu_row(meta: Meta, cpu: int) -> Mapping[str, Any]:
-    return next((r for r in meta.cpus if isinstance(r, Mapping) and r.get("cpu") == cpu), {})
+def _cpu_row(meta: Meta, cpu: int) -> CpuRow:
+    return next((r for r in meta.cpus if r.cpu == cpu), CpuRow(cpu=cpu))
 
 
 def run_context(meta: Meta, cpu: int, envs: list[Env], freqs: list[FreqSample],
@@ -58,13 +46,13 @@ def run_context(meta: Meta, cpu: int, envs: list[Env], freqs: list[FreqSample],
     v, m, row = meta.versions, meta.machine, _cpu_row(meta, cpu)
     samples = [f for f in freqs if f.cpu == cpu]
     capped = (any(f.capped for f in samples) if any(f.capped is not None for f in samples)
-              else row.get("capped") if isinstance(row.get("capped"), bool) else None)
+              else row.capped)
     return RunContext(
         liboqs=_str(v.get("liboqs_linked")), liboqs_build=_str(v.get("liboqs_build")),
         numba=_str(v.get("numba")), kernels=_str(v.get("qprof_kernels")),
-        kernel=_str(m.get("kernel")), microcode=_str(m.get("microcode")),
-        capped=capped, cap_factor=_float(row.get("cap_factor")),
-        governor=_str(row.get("governor")), load=_load(envs),
+        kernel=_str(m.kernel), microcode=_str(m.microcode),
+        capped=capped, cap_factor=row.cap_factor,
+        governor=_str(row.governor), load=_load(envs),
         steal_pct=_steal_pct(envs, cpu), contended_share=contended_share,
         qprof=_str(v.get("qprof_commit")) or _str(v.get("qprof")),
     )
@@ -81,14 +69,14 @@ def _pool_se(full: tuple[float, float] | None, held: tuple[float, float] | None
     return math.sqrt(share) if share > 0 else 0.0
 
 
-def _core_model(row: Mapping[str, Any], meta: Meta) -> str | None:
+def _core_model(row: CpuRow, meta: Meta) -> str | None:
     """The core's model as a series tells it apart: the model name with the core design
     and, on x86, family and model (a VM's "AMD EPYC" is a Zen 4 on one host, a Zen 5 on
     the next)."""
-    name = _str(row.get("model_name")) or _str(meta.machine.get("cpu_model"))
-    parts = [p for p in (_str(row.get("uarch")),) if p]
-    family, model = row.get("family"), row.get("model")
-    if isinstance(family, int) and isinstance(model, int):
+    name = _str(row.model_name) or _str(meta.machine.cpu_model)
+    parts = [p for p in (_str(row.uarch),) if p]
+    family, model = row.family, row.model
+    if family is not None and model is not None:
         parts.append(f"family {family} model {model}")
     if name and parts:
         return f"{name} ({'; '.join(parts)})"
@@ -98,12 +86,12 @@ def _core_model(row: Mapping[str, Any], meta: Meta) -> str | None:
 def series_key(meta: Meta, cpu: int, backend: str, operation: str) -> SeriesKey:
     row = _cpu_row(meta, cpu)
     model = _core_model(row, meta)
-    return SeriesKey(node=_str(meta.machine.get("hostname")) or "?", cpu=cpu,
+    return SeriesKey(node=_str(meta.machine.hostname) or "?", cpu=cpu,
                      cpu_model=model, backend=backend, operation=operation,
-                     mode=_str(meta.settings.get("mode")) or "?")
+                     mode=_str(meta.settings.mode) or "?")
 
 
-def run_points(records: Iterable[Record], *, unit_suite: str = DEFAULT_UNIT_SUITE,
+def run_points(records: Iterable[Record], *, unit_suite: str = NO_PROFILE_UNIT.suite,
                operation: str = "verify", replicates: int = REPLICATES,
                ) -> list[tuple[SeriesKey, RunPoint]]:
     """One point per CPU and backend of one run (its Meta first). Undecided estimates

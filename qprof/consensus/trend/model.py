@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from qprof.measure.units import NO_PROFILE_UNIT
+
 
 @dataclass(frozen=True)
 class SeriesKey:
@@ -97,7 +99,7 @@ class RunPoint:
     started_at: float
     suites: tuple[SuiteRun, ...]
     context: RunContext = field(default_factory=RunContext)
-    unit_suite: str = "ML-DSA-44"
+    unit_suite: str = NO_PROFILE_UNIT.suite
     unit_time_ns: float | None = None  # the unit's own time: moves with the core's speed
 
     def suite(self, name: str) -> SuiteRun | None:

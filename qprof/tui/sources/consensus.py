@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from qprof.consensus import Profile, available_profiles, load_profile
 from qprof.consensus.judgement import VERIFY_OPERATIONS, Judgement
+from qprof.consensus.profiles import profile_unit
 from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.child.job import ChildJob, Entry
 from qprof.measure.child.launch import ChildTimeout, run
@@ -42,7 +43,7 @@ class ProfileInfo:
 
     @property
     def unit_suite(self) -> str:
-        return self.profile.unit_suite if self.profile is not None else "ML-DSA-44"
+        return profile_unit(self.profile).suite
 
     @property
     def location(self) -> str:
@@ -88,7 +89,7 @@ def evaluation_of(judgement: Judgement, info: ProfileInfo, backend: str | None
                   ) -> Evaluation:
     """The monitor's view of a judgement: ``backend``'s verdicts and segment lines."""
     keep = [s for s in judgement.suites if backend is None or s.verdict.backend == backend]
-    unit_vu = info.profile.unit_vu if info.profile is not None else 100
+    unit_vu = profile_unit(info.profile).vu
     measured_at: dict[tuple[int, str], float] = {}
     for r in judgement.results:
         if backend is None or r.backend == backend:
