@@ -3,6 +3,7 @@ test file that uses them)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -71,3 +72,15 @@ def _small_signature_pools(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run signs 256 SLH-DSA signatures per suite once (minutes, then cached); tests
     with an empty cache sign pools of 8 (qprof.measure.fixtures.POOL_SIZE_ENV)."""
     monkeypatch.setenv("QPROF_POOL_SIZE", "8")
+
+
+@pytest.fixture(autouse=True)
+def _own_machine_lock(monkeypatch: pytest.MonkeyPatch,
+                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Real measurements take qprof's machine lock; the suite has its own, shared by its
+    xdist workers, so they take turns with each other but never wait on other qprof
+    runs of this host (a daemon, another checkout's tests)."""
+    base = tmp_path_factory.getbasetemp()
+    lock_dir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "machine-lock"
+    lock_dir.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("QPROF_LOCK_DIR", str(lock_dir))
