@@ -3,7 +3,6 @@ test file that uses them)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -77,10 +76,9 @@ def _small_signature_pools(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _own_machine_lock(monkeypatch: pytest.MonkeyPatch,
                       tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Real measurements take qprof's machine lock; the suite has its own, shared by its
-    xdist workers, so they take turns with each other but never wait on other qprof
-    runs of this host (a daemon, another checkout's tests)."""
-    base = tmp_path_factory.getbasetemp()
-    lock_dir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "machine-lock"
+    """Real measurements take qprof's machine lock; each pytest process (an xdist worker)
+    has its own, so no bounded wait of a test sits behind another worker's or another qprof
+    run's measurement on this host (a daemon, another checkout's tests)."""
+    lock_dir = tmp_path_factory.getbasetemp() / "machine-lock"
     lock_dir.mkdir(mode=0o700, exist_ok=True)
     monkeypatch.setenv("QPROF_LOCK_DIR", str(lock_dir))
