@@ -16,6 +16,7 @@ docs/TREND.md ("Retrospective changes") has the table.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -143,12 +144,21 @@ class Tally:
     located: int = 0
     covered: int = 0
     contradicted: int = 0
+    wrong: int = 0  # changes the step made in a suite whose ratio it did not move
     examples: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("cases", "found", "located", "covered", "contradicted"):
+        for name in ("cases", "found", "located", "covered", "contradicted", "wrong"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.examples += other.examples
+
+
+@functools.lru_cache(maxsize=64)
+def recorded(series: Series, suite: str, cfg: TrendConfig) -> tuple[int, ...]:
+    """Where ``suite`` changes in ``series`` as recorded (a wrong suite's change is one
+    the step made, not one the window had)."""
+    return tuple(c.run_index for c in suite_trend(series, suite, known_changes(series),
+                                                  cfg).changes)
 
 
 def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
@@ -157,6 +167,12 @@ def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
     t = Tally()
     s2 = stepped(series, who, step, k)
     known = known_changes(s2)
+    for other in () if who == UNIT else (x for x in SUITES if x != who):
+        base = recorded(series, other, cfg)
+        wrong = [c for c in suite_trend(s2, other, known, cfg).changes
+                 if abs(c.run_index - k) <= 5 and all(abs(c.run_index - j) > 2 for j in base)]
+        t.wrong += len(wrong)
+        t.examples += [f"wrong suite {label} {other} {who} {step:+.0%}" for _c in wrong]
     for suite in (SUITES if who == UNIT else (who,)):
         st = suite_trend(s2, suite, known, cfg)
         size = 1e4 * (1 / (1 + step) - 1 if who == UNIT else step)
@@ -258,8 +274,9 @@ def main() -> int:
     print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
           "unit's own time) | 1 %: found (87 / 128s / 256s / unit) | 1 %: located / holds "
           "| 3 %: found (87 / 128s / 256s / unit) | 3 %: located / holds | contradicted | "
+          "wrong suite | "
           "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     whos = args.who.split(",")
     for name in args.series.split(","):
         series = load(name)
@@ -286,9 +303,11 @@ def main() -> int:
                          f"{total.covered / max(total.found, 1):.0%} of {total.found}"
                          if total.found else "-")
         contra = sum(t.contradicted for t in by.values())
+        wrong = sum(t.wrong for t in by.values())
         sds = " / ".join(f"{noise_bp(series, who):.0f}" for who in whos)
         print(f"| {name}{tuned} ({HOSTS[name]}) | {len(series.runs)} | {sds} | "
-              f"{' | '.join(cells)} | {contra} | {' / '.join(str(whole[s]) for s in SUITES)} | "
+              f"{' | '.join(cells)} | {contra} | {wrong} | "
+              f"{' / '.join(str(whole[s]) for s in SUITES)} | "
               f"{false_w} in {runs_w} runs x 3 = {1000 * false_w / (3 * max(runs_w, 1)):.2f} |")
         examples = [x for t in by.values() for x in t.examples]
         for line in examples[:args.examples]:

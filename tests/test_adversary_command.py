@@ -85,12 +85,42 @@ def test_slhdsa_run_writes_checkable_signatures(cache: Path,
 @needs_liboqs
 def test_mldsa_run_writes_its_rejections(cache: Path) -> None:
     out = cache / "adv.json"
+    state = cache / "state"
     assert main(["adversary", "ML-DSA-44", "--minutes", "0", "--pool", "4", "--rounds", "3",
-                 "--cpu", _cpu(), "--no-dual", "--out", str(out)]) == 0
+                 "--cpu", _cpu(), "--no-dual", "--out", str(out), "--no-store",
+                 "--state-dir", str(state)]) == 0
+    assert not state.exists()  # --no-store: no store made
     rows = json.loads(out.read_text())
     rejected = [r for r in rows if r["kind"] == "crafted_invalid"]
     assert len(rejected) == 3 and not any(r["valid"] for r in rejected)
     assert all(r["hash_calls"] is None and r["keccak_permutations"] is None for r in rows)
+
+
+@needs_liboqs
+def test_the_run_is_kept_for_history_and_calibrate(cache: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Kept in a fresh state dir as check's runs are: history lists the run and its
+    factors, and calibrate --headroom ground with that state dir projects the suite with
+    the ground factor."""
+    state = cache / "state"
+    suite = "SLH-DSA-SHAKE-128s"  # a suite of qanum's: calibrate projects it
+    assert main(["adversary", suite, "--minutes", "0.05", "--pool", "4", "--rounds", "3",
+                 "--cpu", _cpu(), "--no-dual", "--json", "--state-dir", str(state)]) == 0
+    capsys.readouterr()
+    assert main(["history", "--state-dir", str(state), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (run,) = doc["runs"]
+    assert run["status"] == "finished" and run["measurements"] == 0 and run["cpus"]
+    kept = {f["kind"]: f for f in doc["adversary"] if f["suite"] == suite}
+    assert {"ground", "crafted_invalid"} <= set(kept)
+    assert {f["run_id"] for f in kept.values()} == {run["run_id"]}
+    cached = json.loads(summary_path(suite).read_text())["summary"]
+    assert cached["measured_at"] == kept["ground"]["measured_at"]  # the run's own factor
+    assert main(["calibrate", "--headroom", "ground", "--state-dir", str(state),
+                 "--json"]) == 0
+    row = next(s for s in json.loads(capsys.readouterr().out)["suites"]
+               if s["suite"] == suite)
+    assert row["projected"] and f"x{kept['ground']['factor']:.3f}" in row["note"], row
 
 
 def test_the_default_is_the_profile_s_slh_dsa_suites() -> None:

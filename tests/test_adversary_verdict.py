@@ -79,9 +79,9 @@ def test_no_adversary_run_no_figure() -> None:
 def test_views_show_it(capsys: pytest.CaptureFixture[str]) -> None:
     from qprof.commands.check_adversarial import print_worst, reference_json
     from qprof.consensus.verdict import CoverageResult
+    from qprof.report.headroom import worst_lines
     from qprof.service.metrics_adversarial import worst_signature_metrics
-    from qprof.tui.model import CoverageView
-    from qprof.tui.widgets.coverage_panel import worst_line
+    from qprof.tui.sources.consensus import Evaluation, evaluation_from_json, evaluation_to_json
 
     profile = load_profile("qanum")
     results = list(judge("qanum", HW / "seeds-arm", 2, SILVER).values())
@@ -102,16 +102,20 @@ def test_views_show_it(capsys: pytest.CaptureFixture[str]) -> None:
     back = CoverageResult.from_dict(json.loads(json.dumps(r.to_dict())))
     assert back.worst_signature == r.worst_signature
     assert r.worst_signature is not None
-    view = CoverageView(suite=SUITE, where="cl0", cluster=0, cpu=2, backend="liboqs",
-                        time_ns=1.0, vu_estimate=3492, vu_constant=3600, margin=108,
-                        covered=True, worst_vu=r.worst_signature.vu,
-                        worst_ci=r.worst_signature.vu_ci, worst_kind="crafted_invalid")
-    line = worst_line((view,))
-    assert f"{r.worst_signature.vu} VU" in line and "OVER the constant 3600" in line
+    # The monitor: check's own lines (report.headroom.worst_lines), the reference cores'
+    # projections included, carried from its child's evaluation to the panel.
+    lines = tuple(worst_lines(profile, results, label=lambda cpu: f"@{cpu}"))
+    back_eval = evaluation_from_json(evaluation_to_json(Evaluation(tuple(results),
+                                                                   worst=lines)))
+    (line,) = back_eval.worst
+    assert line.startswith(f"{SUITE} worst signature") and "@2 " in line
+    assert "OVER the constant 3600" in line and "Silver (reference, projected)" in line
     assert "held to the median" in line and "✗" not in line
     # Where the ratio does not bind, no over: the verdict's words (issue 52).
-    aside = worst_line((replace(view, ratio_binds=False),))
-    assert "not binding here" in aside and "OVER" not in aside
+    (aside,) = worst_lines(profile, [replace(x, ratio_binds=False) for x in results],
+                           label=lambda cpu: f"@{cpu}")
+    head = aside.split("; Silver")[0]
+    assert "not binding here" in head and "OVER" not in head
 
 
 @pytest.mark.usefixtures("factors")

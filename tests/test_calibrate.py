@@ -218,3 +218,11 @@ def test_check_text_shows_both_verdicts(fleet_runs: list[Path],
     assert main(["check", "--from", str(fleet_runs[0]), "--profile",
                  "qanum-2026-10-14"]) == 1
     assert "verdict: NOT covered: SLH-DSA-SHAKE-128s on CPU 2" in capsys.readouterr().out
+
+
+def test_a_state_dir_that_keeps_no_run_is_one_line(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"qprof calibrate: {tmp_path}: no run kept there (qprof check, qprof "
+                   "adversary)"]

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 
 from qprof.consensus import load_profile
 from qprof.consensus.verdict import evaluate
@@ -229,6 +230,7 @@ def test_finding_3_a_pool_signature_the_backend_refuses_is_never_decided(
          "--cpus", "0", "--rounds", "3", "--max-rounds", "3", "--time-limit", "2",
          "--budget", "0.02", "--timer", "cpu"], capture_output=True, text=True, env=env,
         timeout=600)
+    clean_exit(proc.returncode, proc.stdout, proc.stderr)
     out = json.loads(proc.stdout)
     row = next(r for r in out["results"] if r["suite"] == "ML-DSA-87")
     assert row["covered"] is None and row["decision"] != "covered", row
@@ -288,6 +290,7 @@ def test_finding_4_a_known_answer_check_that_crashed_is_a_mismatch(
          "--cpus", "0", "--rounds", "3", "--max-rounds", "3", "--time-limit", "2",
          "--budget", "0.02", "--timer", "cpu"], capture_output=True, text=True, env=env,
         timeout=600)
+    clean_exit(proc.returncode, proc.stdout, proc.stderr)
     out = json.loads(proc.stdout)
     checks = {c["suite"]: c for c in out["functional"]}
     assert checks["ML-DSA-87"]["status"] == "MISMATCH", checks
@@ -334,7 +337,9 @@ def test_finding_14_a_fifo_as_grow_lock_does_not_hang(tmp_path: Path) -> None:
     from qprof.measure.poolgrow import grower_pid
 
     os.mkfifo(tmp_path / "grow.lock")
-    reader = threading.Thread(target=grower_pid, args=(tmp_path,), daemon=True)
+    found: list[int | None] = []
+    reader = threading.Thread(target=lambda: found.append(grower_pid(tmp_path)),
+                              daemon=True)
     reader.start()
     reader.join(30)
     hung = reader.is_alive()
@@ -342,3 +347,9 @@ def test_finding_14_a_fifo_as_grow_lock_does_not_hang(tmp_path: Path) -> None:
         with open(tmp_path / "grow.lock", "w"):
             pass
     assert not hung
+    assert found == [None]  # no grower, and the FIFO left as it was
+    assert stat.S_ISFIFO((tmp_path / "grow.lock").lstat().st_mode)
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "grow.lock").write_bytes(str(os.getpid()).encode() + b" " * (1 << 20))
+    assert grower_pid(big) is None  # read bounded: too large is no grower

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 
 from qprof.cli import main
 from qprof.consensus import load_profile
@@ -211,6 +212,16 @@ def test_finding_2_a_factor_below_1_never_judges_a_signature_below_the_median(
     # ML-DSA's crafted rejections can fail early: below 1 is theirs to have.
     _cache_of("ML-DSA-44", {"crafted_invalid": (0.904, 0.9, 0.91)})
     assert load_factors("ML-DSA-44")["crafted_invalid"].factor == 0.904
+    # The finding's input through the command: the 0.5 cache under `check --from`.
+    import subprocess
+    import sys
+
+    _cache_of("SLH-DSA-SHAKE-256s", {"ground": (0.5, 0.45, 0.55)})
+    done = subprocess.run([sys.executable, "-m", "qprof", "check", "--from", str(run),
+                           "--profile", str(held), "--json"], capture_output=True,
+                          text=True, timeout=300)
+    clean_exit(done.returncode, done.stdout, done.stderr)
+    assert "below 1" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("factor", [(0.1, 0.09, 0.11), (-5.0, -6.0, -4.0), (0.0, 0.0, 0.0),
@@ -231,7 +242,9 @@ def test_finding_5_calibrate_ground_ignores_an_impossible_factor_with_a_warning(
     assert bad != lines
     run.write_text("\n".join(bad) + "\n")
     code = main(["calibrate", str(run), "--headroom", "ground", "--json"])
-    out = json.loads(capsys.readouterr().out)
+    seen = capsys.readouterr()
+    clean_exit(code, seen.out, seen.err)
+    out = json.loads(seen.out)
     assert code in (0, 1)
     assert any("adversary record SLH-DSA-SHAKE-256s ground" in p for p in out["problems"])
     assert any("SLH-DSA-SHAKE-256s" in n for n in out["headroom_lacking"])

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 
 from qprof.verify.liboqs_lib import elf_problem, loaded_problem, open_named
 
@@ -67,6 +68,7 @@ def test_finding_10_the_named_library_is_the_one_loaded(tmp_path: Path) -> None:
     other = _other_version(tmp_path / "other")
     done = _backends({"OQS_INSTALL_PATH": str(named), "LD_LIBRARY_PATH": str(other),
                       "HOME": str(tmp_path)})
+    clean_exit(done.returncode, done.stdout, done.stderr)
     assert done.returncode == 0, done.stderr
     liboqs = json.loads(done.stdout)["liboqs"]
     assert liboqs["available"], liboqs
@@ -101,6 +103,7 @@ def test_finding_11_a_truncated_library_is_passed_over_without_a_clone(
     os.truncate(home / "_oqs" / "lib" / REAL, size)
     mark = _fake_git(tmp_path / "bin")
     done = _backends({"HOME": str(home), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"})
+    clean_exit(done.returncode, done.stdout, done.stderr)
     assert done.returncode == 0, done.stderr
     liboqs = json.loads(done.stdout)["liboqs"]
     assert not liboqs["available"]

@@ -158,3 +158,69 @@ def test_two_homes_two_checks_one_waits_for_the_other(lockdir: Path, tmp_path: P
     notes = [r["text"] for r in b if r["type"] == "note" and r.get("kind") == "machine_lock"]
     assert notes and f"pid {first.pid}" in notes[0]
     print(f"the second check waited for pid {first.pid}: {notes[0]}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.fresh
+def test_a_daemon_cycle_and_a_users_check_one_waits_for_the_other(lockdir: Path,
+                                                                    tmp_path: Path) -> None:
+    """A real daemon (its own state dir and cache) measures a CPU; a user's check of the
+    same CPU, in another HOME, starts while it does: the check waits, names the daemon,
+    and measures only after the daemon's run ended."""
+    from qprof.measure.fixtures import candidate_signers
+    from qprof.measure.records import End, Measurement
+    from qprof.service.store import Store
+
+    if not candidate_signers("SLH-DSA-SHAKE-256s")[0]:
+        pytest.skip("nothing here signs SLH-DSA")
+    _needs_liboqs()
+    cpu = str(max(os.sched_getaffinity(0)))
+    home = tmp_path / "daemon"
+    from qprof.verify.nb import cache_dir as numba_cache
+
+    env = dict(os.environ, HOME=str(home), QPROF_CACHE_DIR=str(home / "cache"),
+               QPROF_LOCK_DIR=str(lockdir),  # this test's kernels lent: no compile
+               NUMBA_CACHE_DIR=str(numba_cache().parent))
+    with open(tmp_path / "daemon.log", "w") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "qprof", "daemon", "--state-dir", str(home / "state"),
+             "--listen", "none", "--cpus", cpu, "--suites", "ML-DSA-44,ML-DSA-87",
+             "--backend", "numba", "--quick", "--no-dual", "--max-load", "1000",
+             "--max-busy", "100", "--first-cycle-delay", "0", "--interval", "3600"],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+    check = None
+    try:
+        deadline = time.monotonic() + 180  # numba's kernels may compile first
+        while time.monotonic() < deadline and daemon.poll() is None:
+            h = holder()
+            if h is not None and h.pid == daemon.pid:
+                break
+            time.sleep(0.1)
+        assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()
+        time.sleep(2)  # the check starts while the daemon's cycle measures
+        check = _check(tmp_path / "user", lockdir, tmp_path / "user.jsonl")
+        _, err = check.communicate(timeout=300)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=30)
+        if check is not None and check.poll() is None:
+            check.kill()
+    assert check.returncode in (0, 1, 3), err
+    said = f"waiting for another qprof measurement to finish: pid {daemon.pid} (root: "
+    assert said in err and "qprof daemon" in err, err
+    store = Store(home / "state" / "qprof.db", readonly=True)
+    [run] = store.runs(5)
+    records = list(store.run_records(run.run_id))
+    store.close()
+    assert any(isinstance(r, Measurement) for r in records), run
+    daemon_end = max(r.finished_at or 0.0 for r in records
+                     if isinstance(r, End | Measurement))
+    user = _records(tmp_path / "user.jsonl")
+    user_times = [r["finished_at"] for r in user if r["type"] == "measurement"]
+    assert user_times and min(user_times) > daemon_end, "the check measured beside the daemon"
+    notes = [r["text"] for r in user if r["type"] == "note" and r.get("kind") == "machine_lock"]
+    assert notes and f"pid {daemon.pid}" in notes[0], notes
+    log = (tmp_path / "daemon.log").read_text()
+    assert "waiting for" not in log, log
+    print(f"the check waited for the daemon's cycle: {notes[0]}")

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 from procs import processes_with
 
 from qprof.measure import fixtures, machine_lock, poolgrow
@@ -67,9 +68,12 @@ def test_finding_12_a_grower_whose_writes_fail_exits(tmp_path: Path,
     monkeypatch.setenv("QPROF_POOL_SIZE", "64")
     monkeypatch.setenv(machine_lock.DIR_ENV, str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", poolgrow.MODULE, "--dir",
-                             str(tmp_path / "c"), FAST], preexec_fn=_small_files)
+                             str(tmp_path / "c"), FAST], preexec_fn=_small_files,
+                            stderr=subprocess.PIPE)
     took = _exit_within(proc, DEADLINE_S)
     assert took is not None, f"the grower still signs {DEADLINE_S} s after its writes failed"
+    assert proc.stderr is not None
+    clean_exit(proc.returncode, proc.stderr.read(), codes=(0, 1))
     assert read_cached(FAST, tmp_path / "c") == []
     print(f"a grower whose writes fail exited in {took:.2f} s (python start included)")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hostile_exit import clean_exit
 
 from qprof.consensus.estimate.estimator import estimate
 from qprof.consensus.estimate.poolmix import (
@@ -192,3 +193,21 @@ def test_finding_1_counts_beyond_any_signature_are_counted_again(tmp_path: Path)
     with pytest.raises(RecordError, match="at least 284"):
         record_from_dict({**record, "pool_permutations": [300, 300],
                           "pool_fixed_permutations": 3})
+    # The finding's input through the command: such a record in a run under check --from.
+    import lzma
+    import subprocess
+    import sys
+
+    runs = sorted((Path(__file__).parent / "data" / "runs").glob("*.jsonl.xz"))
+    lines = lzma.decompress(runs[0].read_bytes()).decode().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"measurement"' in line
+              and fx.suite in line)
+    lines[at] = json.dumps({**json.loads(lines[at]), "pool_size": 2,
+                            "pool_fixed_permutations": honest.fixed,
+                            "pool_permutations": [4 * perms, 4 * perms]})
+    (tmp_path / "edited.jsonl").write_text("\n".join(lines) + "\n")
+    done = subprocess.run([sys.executable, "-m", "qprof", "check", "--from",
+                           str(tmp_path / "edited.jsonl"), "--profile", "qanum"],
+                          capture_output=True, text=True, timeout=300)
+    clean_exit(done.returncode, done.stdout, done.stderr)
+    assert "at most 3570 are possible" in done.stderr, done.stderr  # the line left out

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 from test_service_watch import _w, cap, make_root, set_online
 
 from qprof.measure.jsonl import read_run
@@ -502,6 +503,7 @@ def test_finding_13_a_fifo_as_the_store_is_one_line_for_every_reader(tmp_path: P
     for cmd in (["trend"], ["history"], ["export", "latest"]):
         r = subprocess.run([*QPROF, *cmd, "--state-dir", str(state)], capture_output=True,
                            text=True, timeout=60)
+        clean_exit(r.returncode, r.stdout, r.stderr)
         assert r.returncode == 2, (cmd, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and "is a FIFO, not a store" in lines[0], (cmd, r.stderr)

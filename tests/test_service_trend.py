@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 from prometheus_client import CollectorRegistry, generate_latest
 from test_service_cycle import runner
 
@@ -488,6 +489,7 @@ def test_finding_17_a_far_future_store_point_is_left_out_with_a_line(
     logging.getLogger().handlers.clear()  # the last-resort handler: stderr, as a user sees
     code = main(["trend", "--state-dir", str(tmp_path)])
     out = capsys.readouterr()
+    clean_exit(code, out.out, out.err)
     assert code == 0, out.err
     assert "6 runs, 1 series" in out.out and "Traceback" not in out.err
     [line] = [x for x in out.err.splitlines() if "future" in x]

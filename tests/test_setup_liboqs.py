@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hostile_exit import clean_exit
 
 from qprof.verify import liboqs_build as lb
 from qprof.verify.gittree import copy_tree
@@ -112,6 +113,7 @@ def test_finding_9_a_checkout_whose_git_says_0_16_0_is_checked_by_its_files(
     said = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
     assert said.stdout.strip() == lb.COMMIT  # what main trusted
     done = _setup("--prefix", str(tmp_path / "oqs"), "--source", str(repo))
+    clean_exit(done.returncode, done.stdout, done.stderr)
     assert done.returncode == 2, done
     assert f"{repo} does not hold the liboqs 0.16.0 source: its files' git tree is" \
         in done.stderr
@@ -240,6 +242,7 @@ def test_it_builds_the_release_from_the_shared_tarball(built: Build) -> None:
 def test_finding_6_the_build_keeps_what_the_prefix_held(built: Build) -> None:
     """main removed the whole prefix before moving the build in: a user's notes.txt and
     bin/tool were gone. Only liboqs's own files are replaced."""
+    clean_exit(built.done.returncode, built.done.stdout, built.done.stderr)
     assert built.done.returncode == 0, built.done.stdout[-2000:] + built.done.stderr
     prefix = built.prefix
     assert (prefix / "notes.txt").read_text() == "mine\n"
@@ -350,6 +353,7 @@ def test_finding_15_a_stopped_build_leaves_no_build_tree(tmp_path: Path,
     assert "qprof-liboqs-" in [p.name[:13] for p in tmpdir.iterdir()]  # (and cc's files)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
+    clean_exit(proc.returncode, out, err, codes=(128 + sig,))  # the shell's code for it
     assert proc.returncode == 128 + sig, err
     assert f"stopped ({sig.name}); nothing was installed; its build tree is removed" in err
     assert list(tmpdir.iterdir()) == []

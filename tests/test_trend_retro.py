@@ -120,3 +120,18 @@ def test_on_an_ended_series_the_detector_and_the_analysis_agree(retro: ModuleTyp
     at = st.changes[0].run_index
     assert abs(found[0].at - at) <= 2
     assert math.isclose(st.changes[0].change_bp, 300, abs_tol=60)
+
+
+@pytest.mark.parametrize(("name", "at"), [("steal", 12), ("quiet", 11)])
+def test_a_1pc_step_hidden_in_the_keccak_wander_is_found_against_the_sibling(
+        retro: ModuleType, name: str, at: int) -> None:
+    """Zen 5 series (not tuned on) whose SLH-DSA ratios wander 74-80 bp run to run: a
+    1 % step of 256s's own time in 25 runs is found on its ratio read against 128s's
+    (their common wander out), sized on its own ratio, and 128s shows no change."""
+    suite = "SLH-DSA-SHAKE-256s"
+    trend = analyze_series(retro.stepped(_window(retro, name, 0, 25), suite, 0.01, at))
+    st, other = trend.suite(suite), trend.suite("SLH-DSA-SHAKE-128s")
+    assert st is not None and other is not None and other.changes == ()
+    _one_change(st, at, 0.01)
+    assert any(w.startswith("found against SLH-DSA-SHAKE-128s's ratio")
+               for w in st.changes[0].what_changed), st.changes[0]

@@ -1,7 +1,7 @@
 """Issue 52: the monitor's text fits at 80, 120, 160 and 200 columns, in a real terminal
 (tmux), on a first run (nothing stored) and on its help screen: no word split across
 lines, no column header cut short, the model named once, no header or progress line cut
-with an ellipsis.
+with an ellipsis; the export notice names each file whole.
 
 One monitor, resized from 80 to 200 columns; bounded waits; the session always killed.
 """
@@ -78,9 +78,19 @@ def _headers(screen: str) -> list[list[str]]:
 
 
 def _box(screen: str) -> list[str]:
-    """The help box's lines (between its borders)."""
-    return [ln[ln.index("│") + 1:ln.rindex("│")] for ln in screen.splitlines()
-            if ln.count("│") >= 2]
+    """The help box's lines, between its own borders' columns (a resize may leave a
+    moment's remnants of the old frame beside it)."""
+    lines = screen.splitlines()
+    top = next((i for i, ln in enumerate(lines) if "╭" in ln and "╮" in ln), None)
+    if top is None:
+        return []
+    left, right = lines[top].index("╭"), lines[top].rindex("╮")
+    out = []
+    for ln in lines[top + 1:]:
+        if len(ln) <= right or ln[left] != "│":
+            break
+        out.append(ln[left + 1:right])
+    return out
 
 
 def _resized(run: FirstRun, width: int, drawn: str,
@@ -136,5 +146,17 @@ def test_first_run_and_help_fit_80_to_200_columns(tmp_path: Path) -> None:
                      if w.lower() not in help_words}
             assert not stray, f"{width} columns: words cut in the help: {stray}\n{screen}"
         tmux("send-keys", "-t", run.name, "Escape")
+        # The export notice: each written file's name whole on one line at every width
+        # (a toast wraps on spaces; a path has none).
+        wait_for(lambda: "Per-core table" not in run.screen() and "yes", 10,
+                 "the help closed", run.screen)
+        tmux("send-keys", "-t", run.name, "e")
+        wait_for(lambda: "Report written in" in run.screen() and "yes", 20,
+                 "the export notice", run.screen)
+        for width in WIDTHS:
+            screen = _resized(run, width, r"Report written in")
+            names = set(re.findall(r"qprof-monitor-\d{8}-\d{6}(?:-\d+)?\.(?:md|html)",
+                                   screen))
+            assert {n.rsplit(".", 1)[1] for n in names} == {"md", "html"}, (width, screen)
     finally:
         run.kill()

@@ -14,6 +14,7 @@ coverage shows its figures as `qprof check` gives them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import lzma
 import shutil
 import subprocess
@@ -38,7 +39,7 @@ from qprof.tui.sources.trend import (
     TrendState,
     evaluate_trend,
     result_from_json,
-    result_to_json,
+    series_to_json,
 )
 from qprof.tui.widgets.trend_panel import (
     CHANGE_MARK,
@@ -208,9 +209,20 @@ def test_runs_without_stored_points_are_read_from_their_records(series: RealSeri
         assert v.estimates == (100 * s.ratio,) and v.segment_runs == 1
 
 
-def test_result_crosses_the_child_boundary_unchanged(store_20: Path) -> None:
-    views = _qanum_views(store_20)
-    assert result_from_json(result_to_json(TrendResult(views))) == TrendResult(views)
+def test_the_child_sends_the_consensus_s_trend_and_the_ui_draws_the_same_views(
+        store_20: Path, tmp_path: Path) -> None:
+    """The child's JSON is the consensus's codec (series trends, no views of its own);
+    the views built from it on the UI's side are the in-process ones."""
+    info = load_profile_info("qanum")
+    text = series_to_json(store_20, info, "liboqs")
+    assert set(json.loads(text)) == {"series"} and "change_lines" not in text
+    assert result_from_json(text, info) == TrendResult(_qanum_views(store_20))
+    bad = tmp_path / "qprof.db"
+    bad.write_bytes(b"not a database" * 100)
+    failed = result_from_json(series_to_json(bad, info, "liboqs"), info)
+    assert failed.views == () and failed.error and "\n" not in failed.error
+    with pytest.raises(ValueError):  # a wrong shape: the caller's one error line
+        result_from_json('{"series": [{"key": 1}]}', info)
 
 
 def test_broken_store_is_an_error_line_never_a_traceback(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ kind's cost over the median of the random ones measured in the same run, the poo
 distribution and the time-per-Keccak-permutation fit (with its largest error over each
 kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
 in hex) so that anyone can check them with another verifier.  ``--minutes`` bounds the whole
-command (signing, grinding and timing, with a progress bar), shared by the suites; the
-default suites are the profile's SLH-DSA ones.  Exit 0, 2 on errors.
+command, shared by the suites (default: the profile's SLH-DSA ones).  The run is kept in
+the user's store as check's are (``--no-store``: not), its factors as a check run carries
+them.  Exit 0, 2 on errors.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-dual", action="store_true",
                         help="time liboqs only (skip the numba second verifier)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--no-store", action="store_true",
+                        help="do not keep the run in the user's store (kept by default, "
+                        "where history and calibrate --state-dir find its factors)")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="the store the run is kept in (default as for qprof history)")
 
 
 def _us(ns: float | None) -> str:
@@ -97,13 +103,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof adversary: --out: {exc}", file=sys.stderr)
         return 2
     deadline = time.monotonic() + 60 * args.minutes
-    results = []
+    started_at = time.time()
+    results: list[AdversaryRun] = []
     for i, suite in enumerate(suites):  # each suite an equal share of what is left
         end = time.monotonic() + (deadline - time.monotonic()) / (len(suites) - i)
         result = _one(args, suite, cpu, end)
         if result is None:
+            _keep(args, cpu, started_at, results, f"{suite} failed")
             return 2
         results.append(result)
+    _keep(args, cpu, started_at, results, None)
     if args.out:
         try:
             write_file(args.out, json.dumps([s for r in results for s in r.to_json_list()],
@@ -149,6 +158,46 @@ def _one(args: argparse.Namespace, suite: str, cpu: int, deadline: float) -> Adv
         print(f"qprof adversary: the run's cache: {exc}", file=sys.stderr)
         return None
     return result
+
+
+def _keep(args: argparse.Namespace, cpu: int, started_at: float,
+          results: list[AdversaryRun], failed: str | None) -> None:
+    """The run into the user's store (unless ``--no-store``): a Meta, each suite's
+    factors as the records a check run carries (read back from the cache just written)
+    and an End; a store that cannot take it is a warning."""
+    if args.no_store or not results:
+        return
+    import platform
+    import time
+    import uuid
+
+    from qprof import __version__
+    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+    from qprof.measure.preflight import adversary_records
+    from qprof.measure.records import End, Meta
+    from qprof.measure.runmeta import collect_versions, cpuinfo_field
+    from qprof.service.keep import keeper
+    from qprof.verify import available_backends
+
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    suites = [r.suite for r in results]
+    meta = Meta(run_id=run_id, started_at=started_at, qprof_version=__version__,
+                command=["qprof", "adversary", *sys.argv[2:]],
+                versions=collect_versions(available_backends()),
+                machine={"hostname": platform.node(), "kernel": platform.release(),
+                         "arch": platform.machine(), "cpu_model": results[0].cpu_model,
+                         "microcode": cpuinfo_field("/", "microcode")},
+                cpus=[{"cpu": cpu}],
+                settings={"mode": "adversary", "suites": suites, "minutes": args.minutes,
+                          "pool": args.pool, "rounds": args.rounds, "dual": not args.no_dual})
+    kept = keeper(args.state_dir, DEFAULT_UNIT_SUITE)
+    for record in (meta, *adversary_records(run_id, suites),
+                   End(run_id=run_id, finished_at=time.time(),
+                       status="partial" if failed else "finished", reason=failed)):
+        kept.add(record)
+    kept.finish()
+    if kept.error:
+        print(f"qprof adversary: warning: {shown(kept.error, 2000)}", file=sys.stderr)
 
 
 def _print(run: AdversaryRun) -> None:

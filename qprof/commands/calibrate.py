@@ -37,6 +37,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prometheus", metavar="URL",
                         help="also every node of the fleet in this Prometheus server "
                         "(http://host:9090), through its HTTP API")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR",
+                        help="also this node as its stores in DIR keep it (check's and "
+                        "adversary's runs: qprof history)")
     parser.add_argument("--profile", default="qanum",
                         help="the current profile, name or path (default qanum)")
     parser.add_argument("-o", "--output", metavar="FILE.toml",
@@ -153,6 +156,24 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
     return estimates, problems
 
 
+def _from_store(profile: Profile, state_dir: Path, factors: dict[str, Factors],
+                problems: list[str]) -> list[NodeEstimate]:
+    """The node the user's stores in ``state_dir`` keep (named by the directory): its
+    estimates as check judges them, and its kept adversary factors into ``factors``."""
+    from qprof.consensus.calibrate import node_estimates
+    from qprof.consensus.headroom import factors_of_records
+    from qprof.service.keep import kept_node
+
+    kept = kept_node(state_dir, profile)
+    if not kept.coverage and not kept.factors:
+        raise ValueError(kept.problems[0] if kept.problems else
+                         f"{state_dir}: no run kept there (qprof check, qprof adversary)")
+    problems += kept.problems
+    node = shown(str(state_dir), MAX_NODE_NAME)
+    factors[node] = factors_of_records(kept.factors)
+    return node_estimates(node, kept.coverage)
+
+
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -166,9 +187,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from qprof.service.fleet import FleetError, fleet_estimates
 
-    if not args.runs and not args.prometheus:
-        return _fail(args, "nothing to calibrate from: give RUN.jsonl files and/or "
-                     "--prometheus URL")
+    if not args.runs and not args.prometheus and args.state_dir is None:
+        return _fail(args, "nothing to calibrate from: give RUN.jsonl files, --state-dir "
+                     "DIR and/or --prometheus URL")
     if args.name is not None and (shown(args.name, MAX_PROFILE_NAME) != args.name
                                   or not args.name.strip()):
         return _fail(args, f"--name {shown(args.name, 40)!r}: a profile name is one line "
@@ -184,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         factors: dict[str, Factors] = {}
         estimates, problems = _from_runs(profile, args.runs, factors)
+        if args.state_dir is not None:
+            estimates += _from_store(profile, args.state_dir, factors, problems)
         if args.prometheus:
             fleet = fleet_estimates(args.prometheus)
             if profile.ratio_binds == "all":  # the user's profile binds every core

@@ -1,5 +1,7 @@
-"""qprof history: runs, latest results per CPU and suite, and recent alerts from the user's
-stores: the daemon's and the monitor's (qprof.service.store_paths), each in its section."""
+"""qprof history [RUN.jsonl...]: runs, latest results per CPU and suite, the judgement and
+recent alerts from the user's stores (the daemon's and the monitor's:
+qprof.service.store_paths) and from recorded runs, each source in its section. The
+files' judgement stands on their runs and, with ``--state-dir``, the stores' kept runs."""
 
 from __future__ import annotations
 
@@ -16,9 +18,13 @@ from qprof.measure.units import fmt_ns
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="*", metavar="RUN.jsonl",
+                        help="recorded runs (check -o, bench -o, export; .xz/.gz too), "
+                        "shown and judged together (with --state-dir: with its kept runs)")
     parser.add_argument("--state-dir", type=Path, metavar="DIR",
                         help="the state dir holding the daemon's qprof.db and the monitor's "
-                        "monitor.db, both read (default as for qprof daemon)")
+                        "monitor.db, both read (default as for qprof daemon; with "
+                        "RUN.jsonl only when given)")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--runs", type=Number(int, at_least=0), default=10, metavar="N",
                         help="runs to list")
@@ -47,29 +53,85 @@ MAX_LINE = 2000  # one line of the text, whatever a stored string holds
 
 
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from qprof.commands.history_trend import history_trend
-    from qprof.consensus.judgement_codec import judgement_json
     from qprof.service.judged import store_judgement
+    from qprof.service.keep import kept_factors
 
     runs = store.runs(max(n_runs, 20))
     profile = _profile(runs)
     found = store_judgement(store, profile)
-    j = found.judgement
+    return _doc(runs[:n_runs], profile, found.judgement, found.left_out,
+                store.latest_measurements(), store.alerts.recent(n_alerts),
+                kept_factors(store))
+
+
+def _doc(runs: list[Any], profile: Any, j: Any, left_out: int, latest: list[Any],
+         alerts: list[Any], factors: list[Any]) -> dict[str, Any]:
+    """One source's section: the same keys for a store and for recorded runs."""
+    from dataclasses import asdict
+
+    from qprof.commands.history_trend import history_trend
+    from qprof.consensus.judgement_codec import judgement_json
+
     unit_vu = profile.unit_vu if profile is not None else 100
-    trend = history_trend(j, unit_vu, found.left_out)
+    trend = history_trend(j, unit_vu, left_out)
+    newest = {(f.suite, f.kind): f for f in factors}  # oldest first: the newest kept
     return {
-        "runs": [r.to_dict() for r in runs[:n_runs]],
+        "runs": [r.to_dict() for r in runs],
         "profile": profile.name if profile is not None else None,
         "results": [asdict(r) for r in j.results],
         "coverage": [c.to_dict() for c in j.coverage],
         "judgement": judgement_json(j, unit_vu),
-        "latest_measurements": [m.to_dict() for m in store.latest_measurements()],
-        "alerts": [a.to_dict() for a in store.alerts.recent(n_alerts)],
+        "latest_measurements": [m.to_dict() for m in latest],
+        "alerts": [a.to_dict() for a in alerts],
+        "adversary": [f.to_dict() for _k, f in sorted(newest.items())],
         "trend": trend.series,
         "trend_text": trend.lines,
     }
+
+
+def _files_doc(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The recorded runs' section: the newest run judged with every file's points (and
+    the stores' kept ones with --state-dir); None when a file gives no run (said)."""
+    from qprof.consensus import ProfileError
+    from qprof.consensus.judgement import judge
+    from qprof.consensus.policy import cores_from_records, with_quota
+    from qprof.consensus.profiles import run_profile
+    from qprof.consensus.trend.from_jsonl import RunFileError
+    from qprof.measure.records import AdversaryFactors, Throttled
+    from qprof.service.keep import kept_points
+    from qprof.service.trend_source import file_runs
+
+    try:
+        got = file_runs(args.files)
+    except RunFileError as exc:
+        print(f"qprof history: {shown(str(exc), MAX_LINE)}", file=sys.stderr)
+        return None
+    for problem in got.problems:
+        print(f"qprof history: {shown(problem, MAX_LINE)}", file=sys.stderr)
+    points = list(got.points)
+    if args.state_dir is not None:
+        kept, problems = kept_points(args.state_dir)
+        points += kept
+        for problem in problems:
+            print(f"qprof history: {shown(problem, MAX_LINE)}", file=sys.stderr)
+    newest = got.newest
+    try:
+        profile = run_profile(newest.meta.profile if newest.meta else None, "qanum")
+    except ProfileError:
+        profile = None
+    quota = next((r.quota_cpus for r in newest.records if isinstance(r, Throttled)), None)
+    try:
+        j = judge(newest.measurements, profile, points,
+                  cores=with_quota(cores_from_records(newest.records), quota))
+    except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
+        print(f"qprof history: {newest.path}: its measurements do not give an estimate "
+              f"({type(exc).__name__}: {shown(str(exc), 200)})", file=sys.stderr)
+        return None
+    latest = {(m.cpu, m.suite, m.backend, m.operation): m for m in newest.measurements}
+    factors = [r for r in newest.records if isinstance(r, AdversaryFactors)]
+    return {"store": None, "kind": "files", "files": [str(f) for f in args.files],
+            **_doc(got.runs[:args.runs], profile, j, 0, list(latest.values()), [],
+                   factors)}
 
 
 def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[str]:
@@ -106,24 +168,30 @@ def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Every store of the user's (the daemon's, the monitor's: qprof.service.store_paths),
-    each in its own section; JSON: the first store's keys at the top (as before) and every
-    store under "stores"."""
+    """Every source, each in its own section: recorded runs (RUN.jsonl) first, then every
+    store of the user's (without files, or with --state-dir); JSON: the first section's
+    keys at the top (as before) and every section under "stores"."""
     from qprof.service.store_paths import user_stores
 
-    stores = user_stores(args.state_dir)
-    found = stores.existing()
-    if not found:
-        print(f"qprof history: {stores.none_yet()}", file=sys.stderr)
-        return 2
     docs: list[dict[str, Any]] = []
     failed = False
-    for loc in found:
-        data = _read(loc.path, args.runs, args.alerts)
-        if data is None:
-            failed = True
-            continue
-        docs.append({"store": str(loc.path), "kind": loc.kind, **data})
+    if args.files:
+        files = _files_doc(args)
+        if files is None:
+            return 2
+        docs.append(files)
+    if not args.files or args.state_dir is not None:
+        stores = user_stores(args.state_dir)
+        found = stores.existing()
+        if not found and not docs:
+            print(f"qprof history: {stores.none_yet()}", file=sys.stderr)
+            return 2
+        for loc in found:
+            data = _read(loc.path, args.runs, args.alerts)
+            if data is None:
+                failed = True
+                continue
+            docs.append({"store": str(loc.path), "kind": loc.kind, **data})
     if not docs:
         return 2
     if args.json:
@@ -153,7 +221,9 @@ def _read(path: Path, n_runs: int, n_alerts: int) -> dict[str, Any] | None:
 
 
 def _text(data: dict[str, Any]) -> list[str]:
-    out = [f"{data['kind']} store: {data['store']}", "", "runs (newest first):"]
+    head = (f"recorded runs: {', '.join(data['files'])}" if data["kind"] == "files"
+            else f"{data['kind']} store: {data['store']}")
+    out = [head, "", "runs (newest first):"]
     if not data["runs"]:
         out.append("  none yet")
     for r in data["runs"]:
@@ -177,9 +247,17 @@ def _text(data: dict[str, Any]) -> list[str]:
     for c in data["coverage"]:
         out += _coverage_line(c, segments)
     out += _block_times(data["coverage"])
+    if data["adversary"]:
+        out += ["", "adversary factors kept (qprof adversary; the newest of each suite and "
+                "kind; calibrate --headroom reads them):"]
+        out += [f"  {f['suite']:<20} {f['kind']:<16} x{f['factor']:.3f} (95 % "
+                f"{f['low']:.3f}-{f['high']:.3f}) on {f['cpu_model']}, measured "
+                f"{_when(f['measured_at'])}, run {f['run_id']}" for f in data["adversary"]]
     if data["trend_text"]:
         out += ["", "the ratio over time (per CPU and suite: the current segment, every run "
                 "since the last change point, and the changes):", *data["trend_text"]]
+    if data["kind"] == "files":  # recorded runs raise no alerts
+        return out
     out += ["", "recent alerts:"]
     if not data["alerts"]:
         out.append("  none")

@@ -33,6 +33,7 @@ from qprof.measure.fixtures import (
     write_cached,
 )
 from qprof.measure.machine_lock import Holder, machine_lock, someone_measures
+from qprof.userfile import read_bounded
 
 MEASURING_LOCK = "measuring.lock"
 GROW_LOCK = "grow.lock"
@@ -61,16 +62,11 @@ def short_suites(suites: Sequence[str], directory: Path) -> list[str]:
 
 def grower_pid(directory: Path) -> int | None:
     """The running grower's pid, from ``grow.lock`` (None: none runs)."""
-    fd = _lock_file(directory, GROW_LOCK)
-    if fd is None:
-        return None
-    try:
-        pid = int(os.pread(fd, 32, 0).decode().strip() or 0)
+    try:  # bounded and non-blocking: a FIFO or a huge file there is no grower
+        pid = int(read_bounded(directory / GROW_LOCK, 32, "grow lock").strip() or 0)
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # UserFileError is a ValueError
         return None
-    finally:
-        os.close(fd)
     return pid if pid > 0 and MODULE.encode() in cmdline else None
 
 

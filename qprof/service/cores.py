@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from qprof.consensus.policy import CoreDesign, cores_from_rows, cores_from_topology
-from qprof.measure.records import Measurement, Meta
+from qprof.measure.records import Measurement, Meta, Throttled
 from qprof.service.store import Store
 
 
@@ -35,3 +35,15 @@ def recorded_cores(store: Store, measurements: Iterable[Measurement]) -> dict[in
                                   if c.known})
                 break  # the Meta is a run's first record
     return cores
+
+
+def recorded_quota(store: Store, measurements: Iterable[Measurement]) -> float | None:
+    """The cgroup CPU quota (CPUs) the runs behind ``measurements`` ran under, from their
+    Throttled record (the newest run's first); None: no quota. Check prices a run's
+    worst-case block with it; so do the readers of a store."""
+    for run_id in reversed(list(dict.fromkeys(m.run_id for m in measurements))):
+        with contextlib.suppress(KeyError, sqlite3.Error):
+            for record in store.run_records(run_id):
+                if isinstance(record, Throttled):
+                    return record.quota_cpus
+    return None

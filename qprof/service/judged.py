@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.judgement import Judgement, judge
-from qprof.consensus.policy import CoreDesign
+from qprof.consensus.policy import CoreDesign, with_quota
 from qprof.consensus.profiles import Profile
-from qprof.service.cores import recorded_cores
+from qprof.service.cores import recorded_cores, recorded_quota
 from qprof.service.store import Store
 from qprof.service.trend import TREND_RUNS
 from qprof.service.trend_source import store_points
@@ -41,5 +41,9 @@ def store_judgement(store: Store, profile: Profile | None,
         points = points + store.points.run_points(operation="dual_enforce", newest=TREND_RUNS)
     measurements = [m for op in operations for m in store.newest_run_measurements(op)]
     all_cores = {**(cores or {}), **recorded_cores(store, measurements)}
+    quota = recorded_quota(store, measurements)
+    if quota is not None:  # its block priced at the quota it ran under, as check does
+        all_cores = with_quota({**{m.cpu: CoreDesign(cpu=m.cpu) for m in measurements},
+                                **all_cores}, quota)
     return StoreJudgement(judge(measurements, profile, points, cores=all_cores,
                                 operations=operations), found.left_out)

@@ -5,14 +5,22 @@ every later verdict read. A store that cannot take it is said once, never fatal.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
+from qprof.consensus.profiles import Profile
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
-from qprof.measure.records import Meta, Record, RecordError
+from qprof.consensus.verdict import CoverageResult
+from qprof.measure.records import AdversaryFactors, Meta, Record, RecordError
+from qprof.service.judged import store_judgement
 from qprof.service.store import Store
 from qprof.service.store_file import StoreError
 from qprof.service.store_paths import StoreLocation, read_store, user_stores
+
+# The newest runs whose adversary factors a reader takes (qprof adversary's own runs and
+# the check runs carrying the node's last ones).
+FACTOR_RUNS = 100
 
 
 class RunKeeper:
@@ -88,3 +96,38 @@ def kept_points(state_dir: Path | None) -> tuple[list[tuple[SeriesKey, RunPoint]
         except StoreError as exc:
             problems.append(str(exc))
     return points, problems
+
+
+def kept_factors(store: Store, runs: int = FACTOR_RUNS) -> list[AdversaryFactors]:
+    """The adversary factors the store's newest ``runs`` runs carry, oldest first (the
+    newest of each suite and kind last)."""
+    return [r for r in store.newest_runs_records(AdversaryFactors.type, runs)
+            if isinstance(r, AdversaryFactors)]
+
+
+@dataclass(frozen=True)
+class KeptNode:
+    """This node as the user's stores keep it: the judgement's coverage (the daemon's
+    store first, else the monitor's) and every adversary factor kept, oldest first."""
+
+    coverage: tuple[CoverageResult, ...]
+    factors: tuple[AdversaryFactors, ...]
+    problems: tuple[str, ...]  # a line per store that could not be read
+
+
+def kept_node(state_dir: Path | None, profile: Profile) -> KeptNode:
+    """What `qprof calibrate --state-dir` takes of this node."""
+    coverage: tuple[CoverageResult, ...] = ()
+    factors: list[AdversaryFactors] = []
+    problems: list[str] = []
+    for loc in user_stores(state_dir).existing():
+        try:
+            judged, kept = read_store(loc.path, lambda s: (
+                store_judgement(s, profile).judgement.coverage, kept_factors(s)))
+        except StoreError as exc:
+            problems.append(str(exc))
+            continue
+        coverage = coverage or tuple(judged)
+        factors += kept
+    return KeptNode(coverage, tuple(sorted(factors, key=lambda f: f.measured_at)),
+                    tuple(problems))

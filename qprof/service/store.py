@@ -263,6 +263,17 @@ class Store(OnConnection):
         for (text,) in rows:
             yield record_from_dict(json.loads(text))
 
+    def newest_runs_records(self, record_type: str, runs: int) -> list[Record]:
+        """The records of one type of the newest ``runs`` runs with results, oldest
+        first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT rec.json FROM records rec JOIN (SELECT run_id, started_at FROM runs "
+                f"WHERE status IN {_RESULT_SQL} ORDER BY started_at DESC LIMIT ?) r "
+                "ON r.run_id=rec.run_id WHERE rec.type=? ORDER BY r.started_at, rec.id",
+                (runs, record_type)).fetchall()
+        return [record_from_dict(json.loads(text)) for (text,) in rows]
+
     def latest_measurements(self, cpu: int | None = None,
                             backend: str | None = None) -> list[Measurement]:
         """Newest measurement per (cpu, suite, backend, operation) of finished/partial runs."""
@@ -303,12 +314,14 @@ class Store(OnConnection):
         return _measurements(rows)
 
     def newest_meta(self) -> Meta | None:
-        """The Meta of the newest run with results (what it was measured with: the
-        daemon compares its libraries, kernel and microcode with today's)."""
+        """The Meta of the newest run with results, measurements among them (what it was
+        measured with: the daemon compares its libraries, kernel and microcode with
+        today's)."""
         with self._lock:
             row = self._db.execute(
                 "SELECT rec.json FROM records rec JOIN runs r ON r.run_id=rec.run_id "
-                f"WHERE rec.type='meta' AND r.status IN {_RESULT_SQL} "
+                f"WHERE rec.type='meta' AND r.status IN {_RESULT_SQL} AND EXISTS (SELECT 1 "
+                "FROM measurements m WHERE m.run_id=r.run_id) "
                 "ORDER BY r.started_at DESC, rec.id DESC LIMIT 1").fetchone()
         if row is None:
             return None

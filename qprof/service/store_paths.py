@@ -98,8 +98,9 @@ def locate_run(stores: UserStores, run_id: str) -> tuple[StoreLocation, str]:
                 return loc, run_id
             continue
         runs = read_store(loc.path, lambda s: s.runs(100))
-        # A cycle cut short (aborted, often empty) is rarely what "latest" means.
-        with_results = [r for r in runs if r.status in RESULT_STATUSES]
+        # A cycle cut short (aborted, often empty) is rarely what "latest" means, nor a
+        # run that measured nothing (qprof adversary's).
+        with_results = [r for r in runs if r.status in RESULT_STATUSES and r.measurements]
         for r in (with_results or runs)[:1]:
             key = (bool(with_results), r.started_at)
             if best is None or key > best[0]:

@@ -1,5 +1,6 @@
 """A daemon's (or the monitor's) store as run points: the source of `qprof trend
---state-dir DIR`.
+--state-dir DIR`; and recorded JSONL runs with their records, as `qprof history` reads
+them beside the stores.
 
 The store keeps every finished run's points (``Store.points``, written when the run
 ends, kept past retention). Runs recorded before that table existed, or whose points were
@@ -10,13 +11,17 @@ them, each a few seconds of the estimator's bootstrap.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+from qprof.consensus.trend.from_jsonl import read_run_file
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
+from qprof.measure.jsonl import RunData
 from qprof.measure.records import Meta, Record
-from qprof.service.store import RESULT_STATUSES, Store
+from qprof.service.store import RESULT_STATUSES, RunInfo, Store
 
 # Runs without stored points computed from their records, newest first: enough for weeks
 # of hourly runs; older ones are counted and said.
@@ -43,7 +48,9 @@ def store_points(store: Store, unit_suite: str | None = None, operation: str = "
     own)."""
     points = store.points.run_points(operation=operation, newest=newest)
     have = {p.run_id for _k, p in points}
-    runs = [r for r in store.runs(limit=MAX_RUNS) if r.status in RESULT_STATUSES]
+    # A run without measurements (qprof adversary's) has no points to compute.
+    runs = [r for r in store.runs(limit=MAX_RUNS)
+            if r.status in RESULT_STATUSES and r.measurements]
     missing = [r.run_id for r in runs if r.run_id not in have
                and (newest is None or not store.points.has(r.run_id))]
     computed = 0
@@ -65,3 +72,33 @@ def run_unit(records: list[Record]) -> str:
     meta = next((r for r in records if isinstance(r, Meta)), None)
     unit = meta.settings.get("unit_suite") if meta is not None else None
     return unit if isinstance(unit, str) else DEFAULT_UNIT_SUITE
+
+
+@dataclass(frozen=True)
+class FileRuns:
+    """Recorded runs (JSONL files, .xz and .gz too), listed as a store lists its runs."""
+
+    runs: list[RunInfo]  # newest first
+    newest: RunData  # the newest run's records: what its judgement is of
+    points: list[tuple[SeriesKey, RunPoint]]
+    problems: list[str]  # bad lines skipped, "file:line: reason"
+
+
+def file_runs(paths: Sequence[str | Path], unit_suite: str | None = None) -> FileRuns:
+    """Each file's run, records and points (RunFileError: the first file that gives
+    none, one line naming it)."""
+    files = [read_run_file(p, unit_suite, with_run=True) for p in paths]
+    runs = sorted((f.run for f in files if f.run is not None),
+                  key=lambda r: r.meta.started_at if r.meta else 0.0, reverse=True)
+    return FileRuns(runs=[_run_info(r) for r in runs], newest=runs[0],
+                    points=[pt for f in files for pt in f.points],
+                    problems=[x for f in files for x in f.problems])
+
+
+def _run_info(run: RunData) -> RunInfo:
+    s, end = run.summary(), run.end
+    return RunInfo(run_id=s.run_id, started_at=run.meta.started_at if run.meta else 0.0,
+                   finished_at=end.finished_at if end else None, status=s.status,
+                   reason=s.reason, profile=run.meta.profile if run.meta else None,
+                   cpus=s.cpus, measurements=len(s.measurements), checks=s.checks,
+                   disagreements=s.disagreements)

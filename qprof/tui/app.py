@@ -141,7 +141,8 @@ class MonitorApp(App[int]):
         self.query_one(CoreTable).show(frame.cores, self.collector.profile.suites)
         self.query_one(CoveragePanel).show(frame.coverage, frame.machine.profile,
                                            frame.machine.backend, frame.coverage_note,
-                                           frame.verdict_note, frame.preflight)
+                                           frame.verdict_note, frame.preflight,
+                                           frame.worst)
         self.query_one(TrendPanel).show(self.trend.views)
         self.query_one(FreqHistory).show(frame.history)
         self.query_one(AlertsLog).show(frame.alerts)

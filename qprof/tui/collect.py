@@ -341,6 +341,7 @@ class Collector:
             coverage_note=note,
             verdict_note=self.verdict_note(),
             preflight=evaluation.preflight if evaluation is not None else (),
+            worst=evaluation.worst if evaluation is not None else (),
         )
 
     def verdict_note(self) -> str | None:

@@ -103,12 +103,6 @@ class CoverageView:
     block_reference_ns: float | None = None
     block_reference_core: str | None = None
     block_text: str | None = None  # "125 x SLH-DSA-SHAKE-128s (bound by ...)"
-    # The worst signature an adversary can bring (qprof adversary), beside the median:
-    # its VU and 95 % interval, which kind, and whether the constants are held to it.
-    worst_vu: int | None = None
-    worst_ci: tuple[int, int] | None = None
-    worst_kind: str | None = None
-    worst_binds: bool = False
     # The verdict's word (qprof.consensus.verdict.WORDS key, CoverageResult.state) and
     # its one-line verdict, as `qprof check` prints them.
     state: str | None = None
@@ -189,6 +183,8 @@ class Frame:
     # The newest run's known answers, memory per operation and constants with headroom
     # (qprof.tui.preflight), one line each.
     preflight: tuple[str, ...] = ()
+    # The worst signature beside the median (qprof.report.headroom.worst_lines).
+    worst: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- formatting helpers

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
+from qprof.consensus.trend.covariate import adjusted, attributed, sibling
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
     MOVED_P,
@@ -205,6 +206,37 @@ def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> li
                  cfg.keep_p)
 
 
+def _log_step(series: Series, suite: str, lo: int, at: int, hi: int) -> float | None:
+    a, b = _segment(series, suite, lo, at), _segment(series, suite, at, hi)
+    return None if a is None or b is None else math.log(b.ratio / a.ratio)
+
+
+def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequence[int],
+                     cfg: RetroConfig) -> list[int]:
+    """The changes over [lo, hi) found on ``suite``'s ratio read against its sibling's
+    (covariate.py), more than 2 runs from every change its own ratio or the sibling's
+    shows, each where its own ratio moved more than the sibling's."""
+    other = sibling(suite, series.suite_names())
+    adj = adjusted(series, suite, other, lo, hi) if other else None
+    if adj is None or other is None:
+        return []
+    aseries, b = adj
+    found = _retro(aseries, suite, lo, hi, replace(cfg, keep_p=cfg.sibling_keep_p))
+    if found:
+        sib = _retro(series, other, lo, hi, cfg)
+        found = [k for k in found if all(abs(k - j) > 2 for j in (*plain, *sib))]
+    out = []
+    for k in found:
+        a = max([lo, *[j for j in (*plain, *found) if j < k]])
+        z = min([hi, *[j for j in (*plain, *found) if j > k]])
+        d = _log_step(aseries, suite, a, k, z)
+        mine, theirs = _log_step(series, suite, a, k, z), _log_step(series, other, a, k, z)
+        if d is not None and mine is not None and theirs is not None and attributed(
+                mine, theirs, d, b):
+            out.append(k)
+    return out
+
+
 def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
                  ) -> SuiteTrend:
     """One suite's segments and changes: the known change points, every change found
@@ -213,8 +245,12 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     n = len(series.runs)
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
+    against: set[int] = set()
     for lo, hi in zip(stretches, stretches[1:], strict=False):
-        detected += _retro(series, suite, lo, hi, cfg.retro)
+        plain = _retro(series, suite, lo, hi, cfg.retro)
+        extra = _against_sibling(series, suite, lo, hi, plain, cfg.retro)
+        detected += sorted([*plain, *extra])
+        against.update(extra)
     last = max([stretches[-2], *detected])
     _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
     needed = max(0, cfg.retro.needs - len(log_points(series, suite, stretches[-2], n)))
@@ -235,6 +271,8 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         w = cfg.explain_window
         what = (*(k.what if k else ()),
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
+                *((f"found against {sibling(suite, series.suite_names())}'s ratio (the "
+                   "wander they share taken out)",) if at in against else ()),
                 *_which_moved(series, suite, at, lo, hi, w, math.log(after.ratio / before.ratio)))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,

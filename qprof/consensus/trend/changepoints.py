@@ -26,6 +26,9 @@ class RetroConfig:
     min_side: int = 3  # decided runs on each side of a change
     # A step stays while its segments differ at this two-sided level (the pruning step).
     keep_p: float = 0.001
+    # A step found against the sibling suite's ratio (covariate.py) is a second look at
+    # the same runs, with noise the adjusted runs themselves measured: a stricter level.
+    sibling_keep_p: float = 0.0001
     wild_sd: float = 4.0  # a run this many robust sds off its neighbours' median is clipped
     median_window: int = 5  # runs of the running median the wild rule compares with
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
-from qprof.measure.jsonl import read_run
+from qprof.measure.jsonl import RunData, read_run
 from qprof.userfile import UserFileError, read_bounded
 
 # A compressed run is read whole (an hour's check run: ~2 MB as xz) and may expand to at
@@ -40,6 +40,7 @@ class RunFile:
     profile: str | None  # the profile the run was measured against (its Meta's)
     points: list[tuple[SeriesKey, RunPoint]]
     problems: list[str]  # bad lines skipped, "file:line: reason"
+    run: RunData | None = None  # its records, when asked for (qprof history)
 
 
 def _expand(path: Path) -> bytes:
@@ -85,9 +86,10 @@ def _plain(path: Path) -> Iterator[Path]:
         yield plain
 
 
-def read_run_file(path: str | Path, unit_suite: str | None = None) -> RunFile:
-    """One recorded run's points, each CPU and backend one; the unit suite is the run's
-    own (its settings) unless ``unit_suite`` is given."""
+def read_run_file(path: str | Path, unit_suite: str | None = None,
+                  with_run: bool = False) -> RunFile:
+    """One recorded run's points, each CPU and backend one (``with_run``: its records
+    too); the unit suite is the run's own (its settings) unless ``unit_suite`` is given."""
     p = Path(path)
     with _plain(p) as plain:
         try:
@@ -109,4 +111,5 @@ def read_run_file(path: str | Path, unit_suite: str | None = None) -> RunFile:
     points = run_points(run.records, unit_suite=unit)
     if not points:
         raise RunFileError(f"{p}: no CPU with the unit suite and another suite measured")
-    return RunFile(path=str(p), profile=run.meta.profile, points=points, problems=problems)
+    return RunFile(path=str(p), profile=run.meta.profile, points=points, problems=problems,
+                   run=run if with_run else None)

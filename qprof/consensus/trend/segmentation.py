@@ -94,35 +94,34 @@ def _se(seg: SegmentEstimate, without_pool: bool) -> float:
     return se
 
 
-def _step(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float, float]:
-    """(log step, its standard error, degrees of freedom): both segments' errors
-    (Welch-Satterthwaite). Segments of one signature pool share its deviation, which then
-    cancels in the difference."""
-    d = math.log(after.ratio / before.ratio)
+def _welch(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float]:
+    """(standard error, degrees of freedom) of the log step from both segments' own
+    errors (Welch-Satterthwaite). Segments of one signature pool share its deviation,
+    which then cancels in the difference."""
     same_pool = (before.pool_signatures is not None
                  and before.pool_signatures == after.pool_signatures)
     sb, sa = _se(before, same_pool), _se(after, same_pool)
     se = math.hypot(sb, sa)
     df = se ** 4 / (sb ** 4 / before.df + sa ** 4 / after.df) if se > 0 else 1000.0
-    return d, se, max(df, 1.0)
+    return se, max(df, 1.0)
 
 
 OWN_SE_FROM = 8  # runs from which a segment's own error (HAC: its drift) stands in a test
 
 
-def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
-    """The two-sided p-value of no step between two adjacent segments: a two-sample t
-    test on their pooled run-to-run variance (each run's own error and the wander, as the
-    segments measured them; n1 + n2 - 2 degrees of freedom or the segments' own, where
-    more), a mean's error no smaller
-    than its segment's own once that has OWN_SE_FROM runs (its autocorrelation in it). A
-    step leaves the host's noise as it was, so a short side borrows the other's."""
-    from scipy.stats import t as student_t
-
+def _step(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float, float]:
+    """(log step, its standard error, degrees of freedom): one rule for the test that
+    keeps a step and for its interval. The runs' pooled run-to-run variance (each run's
+    own error and the wander, as the segments measured them) over each side's runs, a
+    side's error no smaller than its own estimate's once it has OWN_SE_FROM runs (its
+    autocorrelation in it), nor the step's error than the segments' own (:func:`_welch`).
+    A step leaves the host's noise as it was, so a short side borrows the other's: 5 runs
+    cannot tell their wander (docs/TREND.md has what this did to the interval)."""
     n1, n2 = before.runs, after.runs
-    if n1 + n2 < 3:
-        return 1.0
     d = math.log(after.ratio / before.ratio)
+    welch_se, welch_df = _welch(before, after)
+    if n1 + n2 < 3:
+        return d, welch_se, welch_df
     same_pool = (before.pool_signatures is not None
                  and before.pool_signatures == after.pool_signatures)
 
@@ -134,17 +133,26 @@ def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
     for g in (before, after):
         own = _se(g, same_pool) if g.runs >= OWN_SE_FROM else 0.0
         errs.append(max(math.sqrt(s2 / g.runs), own))
-    se = math.hypot(*errs)
+    se = max(math.hypot(*errs), welch_se)
+    return d, se, max(n1 + n2 - 2.0, welch_df)  # the segments' own df, where more
+
+
+def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
+    """The two-sided p-value of no step between two adjacent segments (:func:`_step`)."""
+    from scipy.stats import t as student_t
+
+    if before.runs + after.runs < 3:
+        return 1.0
+    d, se, df = _step(before, after)
     if se <= 0:
         return 0.0 if d else 1.0
-    df = max(n1 + n2 - 2.0, _step(before, after)[2])  # the segments' own, where more
     return float(2 * student_t.sf(abs(d) / se, df))
 
 
 def step_size(before: SegmentEstimate, after: SegmentEstimate
               ) -> tuple[float, tuple[float, float]]:
     """(change in bp, its 95 % interval in bp): after against before, the interval from
-    both segments' errors (:func:`_step`)."""
+    the error the step was kept on (:func:`_step`)."""
     from scipy.stats import t as student_t
 
     d, se, df = _step(before, after)

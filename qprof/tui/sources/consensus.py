@@ -17,6 +17,7 @@ from pathlib import Path
 from qprof.consensus import Profile
 from qprof.consensus.judgement import VERIFY_OPERATIONS, Judgement
 from qprof.consensus.verdict import CoverageResult
+from qprof.report.headroom import worst_lines
 from qprof.tui.model import CoverageView, cpu_ranges, short_design
 from qprof.tui.sources.hardware import ClusterFacts
 
@@ -76,6 +77,8 @@ class Evaluation:
     # The newest run's known answers, memory and constants with headroom (tui.preflight).
     preflight: tuple[str, ...] = ()
     segments: dict[tuple[int, str], str] = field(default_factory=dict)
+    # The worst signature beside the median, a line per SLH-DSA suite, in check's words.
+    worst: tuple[str, ...] = ()
 
 
 def evaluation_of(judgement: Judgement, info: ProfileInfo, backend: str | None
@@ -91,7 +94,10 @@ def evaluation_of(judgement: Judgement, info: ProfileInfo, backend: str | None
     segments = {(s.verdict.cpu, s.verdict.suite): text for s in keep
                 if s.segment is not None and s.segment.runs > 1
                 and (text := s.segment_text(unit_vu)) is not None}
-    return Evaluation(tuple(s.verdict for s in keep), measured_at, segments=segments)
+    results = tuple(s.verdict for s in keep)
+    worst = (tuple(worst_lines(info.profile, results, label=lambda cpu: f"@{cpu}"))
+             if info.profile is not None else ())
+    return Evaluation(results, measured_at, segments=segments, worst=worst)
 
 
 def evaluate_store(path: Path, info: ProfileInfo, backend: str | None,
@@ -132,6 +138,7 @@ def evaluation_to_json(evaluation: Evaluation) -> str:
         "preflight": list(evaluation.preflight),
         "segments": [[cpu, suite, text] for (cpu, suite), text in
                      evaluation.segments.items()],
+        "worst": list(evaluation.worst),
     })
 
 
@@ -145,6 +152,7 @@ def evaluation_from_json(text: str) -> Evaluation:
         preflight=tuple(str(x) for x in data.get("preflight", ())),
         segments={(int(cpu), str(suite)): str(text) for cpu, suite, text in
                   data.get("segments", ())},
+        worst=tuple(str(x) for x in data.get("worst", ())),
     )
 
 
@@ -235,10 +243,6 @@ def coverage_rows(
                 block_text=(f"{r.block_time.worst.text()} "
                             f"({r.block_time.worst.binding_text()})"
                             if r.block_time else None),
-                worst_vu=r.worst_signature.vu if r.worst_signature else None,
-                worst_ci=r.worst_signature.vu_ci if r.worst_signature else None,
-                worst_kind=r.worst_signature.kind if r.worst_signature else None,
-                worst_binds=r.held_to == "worst_signature",
                 state=r.state,
                 headline=r.headline,
                 segment=(evaluation.segments.get((r.cpu, suite))

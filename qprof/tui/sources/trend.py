@@ -4,9 +4,9 @@ points and the current segment's estimate beside the newest run's
 daemon judge on).
 
 Computed in a child process, and only after the newest figures are on screen: the
-estimator takes ~3 s of CPU for a run read back from its records (runs the daemon did not
-store points of), and statsmodels, scipy and ruptures ~1-2 s to import. The UI process
-imports none of it (this module's top level is plain data).
+estimator is seconds of CPU for a run read back from its records, and statsmodels, scipy
+and ruptures are slow to import. The child sends the consensus's series trends in their
+own codec (:mod:`qprof.consensus.trend.codec`); the views are made from them here.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from qprof.tui.model import TrendView
 
@@ -109,49 +109,63 @@ class TrendState:
         return self.want(self.wanted)
 
 
+def _judged_series(path: Path, info: ProfileInfo, backend: str | None,
+                   from_records: int) -> list[SeriesTrend]:
+    """The series of the store's judgement (the ones check, history and the daemon judge
+    on), read through its own connection."""
+    from qprof.service.judged import store_judgement
+    from qprof.service.store import Store
+
+    store = Store(path, readonly=True)
+    try:
+        judgement = store_judgement(store, info.profile, max_computed=from_records).judgement
+    finally:
+        store.close()
+    return list(judgement.series(backend))
+
+
 def evaluate_trend(path: Path, info: ProfileInfo, backend: str | None,
                    from_records: int = FROM_RECORDS) -> TrendResult:
-    """The trend of the store file at ``path`` (its own connection): its stored run points,
-    and those of its newest ``from_records`` runs without them from their records;
-    failures become ``error``."""
+    """The trend of the store file at ``path``: its stored run points, and those of its
+    newest ``from_records`` runs without them from their records; failures become
+    ``error``."""
     if info.profile is None:
         return TrendResult()
     try:
-        from qprof.service.judged import store_judgement
-        from qprof.service.store import Store
-
-        store = Store(path, readonly=True)
-        try:  # the judgement's series: the ones check, history and the daemon judge on
-            judgement = store_judgement(store, info.profile,
-                                        max_computed=from_records).judgement
-        finally:
-            store.close()
-        return TrendResult(trend_views(judgement.series(backend), info))
+        return TrendResult(trend_views(_judged_series(path, info, backend, from_records),
+                                       info))
     except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
         return TrendResult(error=f"trend of {path}: {type(exc).__name__}: {exc}")
 
 
-def result_to_json(result: TrendResult) -> str:
-    return json.dumps({"views": [asdict(v) for v in result.views], "error": result.error})
+def series_to_json(path: Path, info: ProfileInfo, backend: str | None,
+                   from_records: int = FROM_RECORDS) -> str:
+    """What the child sends: the consensus's own series trends (its codec), or the error
+    line; the views are built on the UI's side."""
+    from qprof.consensus.trend.codec import series_trend_to_dict
+
+    if info.profile is None:
+        return json.dumps({"series": []})
+    try:
+        trends = _judged_series(path, info, backend, from_records)
+    except Exception as exc:  # noqa: BLE001 - a broken store or record: show, keep the UI
+        return json.dumps({"error": f"trend of {path}: {type(exc).__name__}: {exc}"})
+    return json.dumps({"series": [series_trend_to_dict(t) for t in trends]})
 
 
-def _pair(value: Any) -> tuple[int, int] | None:
-    return None if value is None else (int(value[0]), int(value[1]))
+def result_from_json(text: str, info: ProfileInfo) -> TrendResult:
+    """The child's answer as the views on screen (a wrong shape: ValueError)."""
+    from qprof.consensus.trend.codec import series_trend_from_dict
 
-
-def result_from_json(text: str) -> TrendResult:
     data = json.loads(text)
-    views = tuple(TrendView(
-        cpu=int(v["cpu"]), suite=str(v["suite"]), backend=str(v["backend"]),
-        estimates=tuple(None if x is None else float(x) for x in v["estimates"]),
-        changes=tuple(int(i) for i in v["changes"]),
-        change_bp=tuple(float(x) for x in v["change_bp"]),
-        segment_vu=v["segment_vu"], segment_ci=_pair(v["segment_ci"]),
-        segment_runs=int(v["segment_runs"]), segment_gaps=int(v["segment_gaps"]),
-        newest_vu=v["newest_vu"], newest_ci=_pair(v["newest_ci"]),
-        change_lines=tuple(str(x) for x in v["change_lines"]), alarm=v["alarm"],
-    ) for v in data["views"])
-    return TrendResult(views, data.get("error"))
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    if data.get("error") is not None:
+        return TrendResult(error=str(data["error"]))
+    series = data.get("series")
+    if not isinstance(series, list):
+        raise ValueError("series: not a list")
+    return TrendResult(trend_views([series_trend_from_dict(t) for t in series], info))
 
 
 def evaluate_trend_in_child(path: Path, info: ProfileInfo, backend: str | None,
@@ -168,7 +182,7 @@ def evaluate_trend_in_child(path: Path, info: ProfileInfo, backend: str | None,
         if rc != 0:
             tail = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
             return TrendResult(error=f"trend of {path}: {tail}")
-        return result_from_json(out)
+        return result_from_json(out, info)
     except (OSError, subprocess.SubprocessError, ValueError, TypeError, KeyError) as exc:
         return TrendResult(error=f"trend of {path}: {type(exc).__name__}: {exc}")
 
@@ -183,4 +197,4 @@ if __name__ == "__main__":  # the child of evaluate_trend_in_child: PATH PROFILE
     _info = load_profile_info(_profile)
     if _info.error:
         sys.exit(f"profile: {_info.error}")
-    print(result_to_json(evaluate_trend(Path(_path), _info, _backend or None)))
+    print(series_to_json(Path(_path), _info, _backend or None))

@@ -11,10 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from qprof.consensus.adversarial import KIND_WORDS
 from qprof.consensus.verdict import WORDS
 from qprof.measure.units import fmt_ns
-from qprof.report.headroom import held_words, worst_word
 from qprof.tui.fit import column_widths, fitting
 from qprof.tui.model import (
     CAP_MARK,
@@ -89,29 +87,6 @@ def block_time_line(rows: tuple[CoverageView, ...]) -> str:
         if parts else ""
 
 
-def worst_line(rows: tuple[CoverageView, ...]) -> str:
-    """The worst-signature figure beside the median, where `qprof adversary` measured
-    one, a line per SLH-DSA suite in the verdict's words: 'Worst signature, SLH-256s:
-    @1 3813 VU 3790-3890 (ground valid) vs median 3492: not binding here; shown, the
-    constants are held to the median' (over/within only where the ratio binds)."""
-    by_suite: dict[str, list[str]] = {}
-    binds = False
-    for r in rows:
-        if (r.worst_vu is None or r.worst_ci is None or r.cpu is None
-                or r.vu_constant is None or r.basis == "comparison"
-                or r.decision == "no_estimate"):  # no figure to scale
-            continue
-        binds = binds or r.worst_binds
-        word = worst_word(r.worst_ci, r.vu_constant, r.ratio_binds is not False)
-        kind = KIND_WORDS.get(r.worst_kind or "", r.worst_kind or "")
-        by_suite.setdefault(r.suite, []).append(
-            f"@{r.cpu} {r.worst_vu} VU {r.worst_ci[0]}-{r.worst_ci[1]} ({kind}) vs median "
-            f"{r.vu_estimate}: {word}")
-    held = held_words("worst_signature" if binds else "median")
-    return "\n".join(f"Worst signature, {short_suite(suite)}: " + "; ".join(parts)
-                     + f"; {held}" for suite, parts in by_suite.items())
-
-
 def statistic_line(rows: tuple[CoverageView, ...]) -> str:
     """Which statistic each measured core's verdict used, and why (as `qprof check`
     says it): 'Stat as `qprof check`: p10 on CPU 0,1: ML-DSA round medians …'."""
@@ -175,7 +150,7 @@ class CoveragePanel(Vertical):
         self._title = ""
         self._lines: dict[str, str] = {}
         self._shown_with: tuple[tuple[CoverageView, ...], str, str, str | None, str | None,
-                                tuple[str, ...]] | None = None
+                                tuple[str, ...], tuple[str, ...]] | None = None
 
     def _line(self, name: str, text: str) -> None:
         """One of :data:`LINES`: wrapped (never cut at the screen's edge), hidden empty."""
@@ -194,8 +169,8 @@ class CoveragePanel(Vertical):
 
     def show(self, rows: tuple[CoverageView, ...], profile: str, backend: str,
              note: str | None, verdict_note: str | None = None,
-             preflight: tuple[str, ...] = ()) -> None:
-        self._shown_with = (rows, profile, backend, note, verdict_note, preflight)
+             preflight: tuple[str, ...] = (), worst: tuple[str, ...] = ()) -> None:
+        self._shown_with = (rows, profile, backend, note, verdict_note, preflight, worst)
         title = f"Verify-Unit coverage · profile {profile} · backend {backend}"
         binding = [r for r in rows if r.ratio_binds is not False]
         covered = sum(1 for r in binding if r.covered is True)
@@ -229,7 +204,7 @@ class CoveragePanel(Vertical):
         self._line("segment", segment_line(rows))
         self._line("why", statistic_line(rows))
         self._line("time", block_time_line(rows))
-        self._line("worst", worst_line(rows))
+        self._line("worst", "\n".join(worst))
         self._line("preflight", "\n".join(preflight))  # known answers, memory, headroom
         self._views = rows
         table = self.query_one(DataTable)
