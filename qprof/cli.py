@@ -2,48 +2,18 @@
 
 Each subcommand lives in its own module under ``qprof.commands`` and exposes
 ``add_parser(subparsers)`` and ``run(args) -> int``. Modules are imported only when
-their command runs (the parser is built from the light ``COMMANDS`` table), so
+their command runs (the parser is built from the light ``qprof.commands.COMMANDS``), so
 ``qprof monitor`` does not pay for numba or pyperf imports it does not need.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import sys
 
 from qprof import __version__
-
-# name -> (module under qprof.commands, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "monitor": ("monitor", "live terminal UI: per-core costs, caps, Verify-Unit coverage"),
-    "topology": ("topology", "cores, core designs, clusters, frequency ranges and caps"),
-    "freq": ("freq", "per-CPU current/max frequency and cap flags (optionally live)"),
-    "snapshot": ("snapshot", "copy this machine's /proc and /sys CPU files into a directory"),
-    "env": ("env", "environment snapshot (load, frequencies, governors, temperatures) as JSON"),
-    "backends": ("backends", "which verifier backends work here, and why not"),
-    "setup": ("setup", "build what qprof needs: `setup liboqs` builds liboqs 0.16.0 into "
-              "~/_oqs"),
-    "verify-bench": ("verify_bench", "median verify time of every backend on one pinned core"),
-    "bench": ("bench", "measure suites per core through pyperf, write a JSONL run"),
-    "report": ("report", "Markdown (and HTML) report of JSONL runs, or of the newest stored run"),
-    "block": ("block", "verify a real worst-case block over the node's cores (wall vs estimate)"),
-    "adversary": ("adversary", "costliest signatures an adversary can bring: ground valid, "
-                  "crafted invalid, timed against random ones"),
-    "check": ("check", "does a profile's Verify-Unit constants cover this machine? (exit 0-4)"),
-    "calibrate": ("calibrate", "propose Verify-Unit constants from a fleet's runs (JSONL, "
-                  "Prometheus) as a profile TOML"),
-    "daemon": ("daemon", "background service: watch, measure on a schedule, alert, export metrics"),
-    "history": ("history", "runs and results the daemon and the monitor recorded"),
-    "trend": ("trend", "the verdict over time: segment estimates and every change of a "
-              "ratio, from runs, a store or a fleet's Prometheus"),
-    "export": ("export", "export a run the daemon or the monitor recorded as JSONL"),
-    "pool": ("pool", "pool grow: sign the signature pools up to full now (else they grow "
-             "while the monitor or the daemon runs)"),
-    "completion": ("completion", "print a bash or zsh completion script"),
-}
-
+from qprof.commands import COMMANDS, command_module
 
 # The exit codes, as README.md's table gives them (`qprof --help`, `qprof check --help`).
 EXIT_CODES_HELP = """\
@@ -75,31 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_module(name: str):
-    module_name, _ = COMMANDS[name]
-    return importlib.import_module(f"qprof.commands.{module_name}")
-
-
-# Commands that time or sign outside the engine (which takes the machine lock itself).
-MEASURING = ("block", "adversary")
-
-
-def _measuring(name: str) -> contextlib.AbstractContextManager[object]:
-    """The machine lock for ``name`` when it measures (qprof.measure.machine_lock)."""
-    if name not in MEASURING:
-        return contextlib.nullcontext()
-    from qprof.measure.machine_lock import Holder, machine_lock
-
-    said: list[int] = []
-
-    def waiting(holder: Holder) -> None:
-        if not said:
-            said.append(1)
-            print(f"qprof {name}: {holder.text()}", file=sys.stderr, flush=True)
-
-    return machine_lock(on_wait=waiting)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
@@ -117,22 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     module.add_parser(parser)
     args = parser.parse_args(rest)
-    from qprof.commands.output import OutputError, guarded_stdout
 
-    try:
-        if name == "monitor":  # the terminal UI draws on stdout itself
-            return int(module.run(args) or 0)
-        with guarded_stdout(), _measuring(name):
-            return int(module.run(args) or 0)
-    except OutputError as exc:
-        print(f"qprof {name}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # `qprof topology | head`: the reader left; exit quietly like coreutils do.
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    # The runner is imported like the command: `qprof --help` loads neither.
+    running = importlib.import_module("qprof.commands.running")
+    return int(running.run_command(name, module, args))

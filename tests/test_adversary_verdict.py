@@ -79,7 +79,7 @@ def test_no_adversary_run_no_figure() -> None:
 @pytest.mark.usefixtures("factors")
 def test_views_show_it(capsys: pytest.CaptureFixture[str]) -> None:
     from qprof.commands.check_adversarial import print_worst, reference_json
-    from qprof.consensus.verdict import CoverageResult
+    from qprof.consensus.verdict_types import CoverageResult
     from qprof.report.headroom import worst_lines
     from qprof.service.metrics_adversarial import worst_signature_metrics
     from qprof.tui.sources.consensus import Evaluation, evaluation_from_json, evaluation_to_json

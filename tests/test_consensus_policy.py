@@ -21,7 +21,8 @@ from qprof.consensus.policy import (
     ratio_binding,
 )
 from qprof.consensus.profiles import profile_from_dict
-from qprof.consensus.verdict import CoverageResult, evaluate
+from qprof.consensus.verdict import evaluate
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.hw.topology import read_topology
 from qprof.measure.records import Measurement, Meta
 

@@ -18,7 +18,8 @@ import pytest
 from qprof.commands import check as check_cmd
 from qprof.consensus import load_profile
 from qprof.consensus.policy import CoreDesign
-from qprof.consensus.verdict import WORDS, evaluate
+from qprof.consensus.verdict import evaluate
+from qprof.consensus.verdict_types import WORDS
 from qprof.measure.config import RunSummary
 from qprof.measure.records import Measurement
 

@@ -18,7 +18,8 @@ from test_service_cycle import runner
 
 from qprof.consensus.trend.analysis import analyze, group
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
-from qprof.consensus.verdict import CoverageResult, coverage
+from qprof.consensus.verdict import coverage
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.records import End, Measurement, Meta
 from qprof.service.cycle import CycleRunner
 from qprof.service.metrics import MetricsState, QprofCollector

@@ -1,16 +1,10 @@
 """`qprof adversary SUITE`: what the costliest signatures an adversary can bring cost.
 
-With a key qprof generates: 16 fresh random signatures, the costliest of a cached pool,
-valid signatures ground by the key owner and signed by liboqs, and invalid ones crafted
-so that every layer walks long chains (ML-DSA: the rejections that fail last), all
-timed together on one pinned core (liboqs; numba too, for dual mode).  Prints each
-kind's cost over the median of the random ones measured in the same run, the pool's
-distribution and the time-per-Keccak-permutation fit (with its largest error over each
-kind of signature), and writes the signatures (``--out``: a JSON list, every byte value
-in hex) so that anyone can check them with another verifier.  ``--minutes`` bounds the whole
-command, shared by the suites (default: the profile's SLH-DSA ones).  The run is kept in
-the user's store as check's are (``--no-store``: not), its factors as a check run carries
-them.  Exit 0, 2 on errors.
+Fresh random, pooled, ground valid and crafted invalid signatures of one key, timed
+together on one pinned core; prints each kind's cost over the random ones' median and
+writes the signatures (``--out``) for anyone to check. ``--minutes`` bounds the whole
+command; the run is kept in the user's store as check's are (``--no-store``: not).
+Exit 0, 2 on errors. What it times: docs/ADVERSARY.md.
 """
 
 from __future__ import annotations
@@ -19,16 +13,31 @@ import argparse
 import io
 import json
 import os
+import platform
 import sys
+import time
+import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from qprof import __version__
 from qprof.commands.options import Number
 from qprof.commands.output import OutputError, check_output, shown, write_file
-from qprof.measure.sigtime import DEFAULT_ROUNDS
-
-if TYPE_CHECKING:
-    from qprof.measure.adversary import AdversaryRun
+from qprof.consensus import ProfileError, load_profile
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+from qprof.hw.format import table
+from qprof.measure.adversary import (
+    AdversaryError,
+    AdversaryRun,
+    run_adversary,
+    save_last,
+    summary_path,
+)
+from qprof.measure.preflight import adversary_records
+from qprof.measure.records import End, Meta
+from qprof.measure.runmeta import collect_versions, cpuinfo_field
+from qprof.measure.sigtime import DEFAULT_ROUNDS, SigTimeError
+from qprof.service.keep import keeper
+from qprof.verify import SUITES, available_backends
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -66,8 +75,6 @@ def _us(ns: float | None) -> str:
 
 def _suites(args: argparse.Namespace) -> list[str] | None:
     """SUITE, else the profile's SLH-DSA suites (None: said why on stderr)."""
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.verify import SUITES
 
     if args.suite is not None:
         if args.suite in SUITES:
@@ -88,8 +95,6 @@ def _suites(args: argparse.Namespace) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
     suites = _suites(args)
     if suites is None:
         return 2
@@ -118,8 +123,6 @@ def run(args: argparse.Namespace) -> int:
             write_file(args.out, json.dumps([s for r in results for s in r.to_json_list()],
                                             indent=1) + "\n")
         except OutputError as exc:
-            from qprof.measure.adversary import summary_path
-
             kept = ", ".join(str(summary_path(r.suite)) for r in results)
             print(f"qprof adversary: --out: {exc}; the run is kept in {kept}",
                   file=sys.stderr)
@@ -139,8 +142,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(args: argparse.Namespace, suite: str, cpu: int, deadline: float) -> AdversaryRun | None:
     """One suite's run by ``deadline``, kept in the cache (None: said why on stderr)."""
-    from qprof.measure.adversary import AdversaryError, run_adversary, save_last
-    from qprof.measure.sigtime import SigTimeError
 
     say = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
     try:
@@ -167,17 +168,7 @@ def _keep(args: argparse.Namespace, cpu: int, started_at: float,
     and an End; a store that cannot take it is a warning."""
     if args.no_store or not results:
         return
-    import platform
-    import time
-    import uuid
 
-    from qprof import __version__
-    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
-    from qprof.measure.preflight import adversary_records
-    from qprof.measure.records import End, Meta
-    from qprof.measure.runmeta import collect_versions, cpuinfo_field
-    from qprof.service.keep import keeper
-    from qprof.verify import available_backends
 
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     suites = [r.suite for r in results]
@@ -201,8 +192,6 @@ def _keep(args: argparse.Namespace, cpu: int, started_at: float,
 
 
 def _print(run: AdversaryRun) -> None:
-    from qprof.hw.format import table
-
     base = run.baseline_ns
     nb_base = run.numba_baseline_ns
     print(f"{run.suite} on CPU {run.cpu} ({run.cpu_model}), {run.rounds} rounds interleaved; "

@@ -15,9 +15,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from qprof.commands.check_preflight import print_preflight
 from qprof.commands.options import Number, add_backends, add_cpus, add_suites
-from qprof.measure.config import MODES, TIMERS, ProgressEvent
+from qprof.consensus import ProfileError, load_profile
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+from qprof.consensus.estimate.stopping import rule_for
+from qprof.hw.sysfs import parse_cpu_arg
+from qprof.measure import hwinfo
+from qprof.measure.config import MODES, TIMERS, BenchConfig, ProgressEvent
+from qprof.measure.engine import EngineError, run_bench
+from qprof.measure.jsonl import JsonlSink
 from qprof.measure.records import Record
+from qprof.service.keep import keeper as user_keeper
 
 if TYPE_CHECKING:  # rich is imported only when a terminal shows the bar
     from rich.progress import Progress, TaskID
@@ -68,8 +77,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def _unit_suite(profile: str) -> str:
     """The profile's unit suite, the ratios' denominator in the kept run's points."""
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
 
     try:
         return load_profile(profile).unit_suite
@@ -78,9 +85,6 @@ def _unit_suite(profile: str) -> str:
 
 
 def resolve_cpus(text: str | None, root: str = "/") -> list[int] | None:
-    from qprof.hw.sysfs import parse_cpu_arg
-    from qprof.measure import hwinfo
-
     if text is None:
         return None
     if text.strip() == "all":  # every online CPU of the topology
@@ -154,12 +158,6 @@ class ProgressLine:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.consensus import ProfileError
-    from qprof.consensus.estimate.stopping import rule_for
-    from qprof.measure.config import BenchConfig
-    from qprof.measure.engine import EngineError, run_bench
-    from qprof.measure.jsonl import JsonlSink
-
     mode = "quick" if args.quick else "full" if args.full else "default"
     assert mode in MODES
     try:
@@ -185,8 +183,6 @@ def run(args: argparse.Namespace) -> int:
     jsonl = JsonlSink(out)
     keeper = None
     if not args.no_store:
-        from qprof.service.keep import keeper as user_keeper
-
         keeper = user_keeper(args.state_dir, _unit_suite(args.profile))
 
     def sink(record: Record) -> None:
@@ -239,7 +235,6 @@ def run(args: argparse.Namespace) -> int:
           f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
     if pyperf_dir.is_dir():
         print(f"pyperf JSON per worker process: {pyperf_dir}/ (python -m pyperf stats FILE)")
-    from qprof.commands.check_preflight import print_preflight
 
     print_preflight([*summary.functional, *summary.resources])
     if summary.checks:

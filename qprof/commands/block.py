@@ -1,20 +1,10 @@
 """`qprof block`: verify a real worst-case block, spread over cores as a node does.
 
-For each suite: as many spends as every limit of the profile allows (its
-MAX_BLOCK_VERIFY_UNITS and its auth bytes, ``qprof.consensus.worst_block``), fresh keys,
-verified by one pinned thread per CPU (``qprof.measure.block``). ``--worst`` measures
-the worst-case block instead: the costliest mixture of suites under all the limits, from
-the per-signature times measured here on the first CPU, with its composition and the
-limits that bind. Printed per scope (all the CPUs given, each cluster among them when
-there are several, and one core alone): the median wall time and its 95 % interval, the
-single-core estimate (signatures x the median per-signature time on the first CPU, the
-figure ``qprof check`` uses), the speed-up, the ratio to the single-CPU runs (paired
-repeat by repeat) and the share of the profile's block interval.
-Each block is verified ``--repeat`` times per scope (default 9: a distribution-free 95 %
-interval of a median needs at least 6), the scopes in turns and in reversed order every
-other repeat, so the single-CPU and all-CPU runs share the host's phases (one short
-block is easily slowed by a neighbour); the JSON keeps every run's wall time in
-``wall_runs_s``. Exit 0 when every verdict was right, 1 otherwise, 2 on errors.
+Per suite (or ``--worst``: the costliest mixture under every limit) as many spends as
+the profile's limits allow, verified by one pinned thread per CPU, ``--repeat`` times
+per scope in alternating order; prints the median wall time with its interval against
+the single-core estimate `qprof check` uses. Exit 0 when every verdict was right, 1
+otherwise, 2 on errors. What each figure is: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
@@ -22,15 +12,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
+from qprof.commands.bench import resolve_cpus
+from qprof.commands.block_adversarial import run_adversarial
 from qprof.commands.options import Number, add_backend, add_cpus, add_suites
 from qprof.commands.output import emit
-from qprof.measure.block import MODES
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.measure.block import Block, BlockResult
+from qprof.consensus import Profile, ProfileError, load_profile
+from qprof.consensus.vu import block_signatures
+from qprof.consensus.worst_block import BlockLimits, worst_block
+from qprof.hw import read_topology
+from qprof.hw.sysfs import format_cpulist
+from qprof.measure.block import (
+    MODES,
+    Block,
+    BlockError,
+    BlockResult,
+    build_block,
+    build_mixed_block,
+    median_run,
+    node_verifier,
+    single_core_median_s,
+    verify_block,
+)
+from qprof.verify import SUITES, backend_status
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +93,6 @@ MAX_SIGNATURES = 100_000
 def _signature_limit(profile: Profile) -> int:
     """The most spends a block of ``profile`` can hold, of any priced suite, under every
     limit it states (its VU budget, its auth bytes)."""
-    from qprof.consensus.vu import block_signatures
 
     return max((block_signatures(profile, s) for s in profile.verify_units), default=1)
 
@@ -97,7 +100,6 @@ def _signature_limit(profile: Profile) -> int:
 def _unavailable(suites: list[str], backends: list[str]) -> str | None:
     """Why a verifier this block needs cannot run here (None: all can), found before any
     signing: a missing backend was a BackendUnavailable traceback after it."""
-    from qprof.verify import backend_status
 
     for name in dict.fromkeys(backends):
         try:
@@ -114,7 +116,6 @@ def _unavailable(suites: list[str], backends: list[str]) -> str | None:
 
 def _scopes(cpus: list[int], root: str) -> list[tuple[str, list[int]]]:
     """("all", cpus), each cluster's share when the CPUs span several, one core alone."""
-    from qprof.hw import read_topology
 
     scopes = [("all", cpus)]
     try:
@@ -131,18 +132,10 @@ def _scopes(cpus: list[int], root: str) -> list[tuple[str, list[int]]]:
 
 
 def _default_backend() -> str:
-    from qprof.verify import backend_status
-
     return "liboqs" if backend_status("liboqs").available else "numba"
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.commands.bench import resolve_cpus
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.vu import block_signatures
-    from qprof.measure.block import BlockError, build_block, node_verifier, single_core_median_s
-    from qprof.verify import SUITES
-
     def fail(text: str) -> int:
         if args.json:
             print(json.dumps({"error": text, "results": []}))
@@ -179,8 +172,6 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         return fail(refused)
     if args.adversarial:
-        from qprof.commands.block_adversarial import run_adversarial
-
         return run_adversarial(args, profile, suites, cpus, backend)
     scopes = _scopes(cpus, args.root)
     results: list[BlockResult] = []
@@ -221,7 +212,6 @@ def _repeat(args: argparse.Namespace, profile: Profile, block: Block, per_sig: f
             scopes: list[tuple[str, list[int]]], backend: str) -> list[BlockResult]:
     """Every scope ``--repeat`` times, in turns, the order reversed every other repeat;
     each scope's median run, paired with the single-CPU runs of the same repeats."""
-    from qprof.measure.block import median_run, verify_block
 
     runs: dict[str, list[BlockResult]] = {scope: [] for scope, _ in scopes}
     for k in range(max(1, args.repeat)):
@@ -238,13 +228,6 @@ def _worst_block(args: argparse.Namespace, profile: Profile, suites: list[str], 
                  backend: str) -> tuple[Block, float, dict[str, object]]:
     """The costliest mixture under the profile's limits, from per-signature medians
     measured here on ``cpu`` (a pool of each suite), built as a real block."""
-    from qprof.consensus.worst_block import BlockLimits, worst_block
-    from qprof.measure.block import (
-        build_block,
-        build_mixed_block,
-        node_verifier,
-        single_core_median_s,
-    )
 
     times = {}
     for suite in suites:
@@ -268,8 +251,6 @@ def _worst_block(args: argparse.Namespace, profile: Profile, suites: list[str], 
 
 
 def _print_table(results: list, profile: str) -> None:
-    from qprof.hw.sysfs import format_cpulist
-
     print(f"worst-case blocks of profile {profile} (one pinned thread per CPU; median "
           "wall time of the repeats, [95 % interval])")
     print(

@@ -14,21 +14,20 @@ import sys
 from typing import Any
 
 from qprof.commands.output import emit
+from qprof.consensus.vu import block_signatures
+from qprof.measure.adversary_block import adversarial_blocks
+from qprof.measure.block import (
+    BlockError,
+    BlockResult,
+    median_run,
+    node_verifier,
+    single_core_median_s,
+    verify_block,
+)
 
 
 def run_adversarial(args: argparse.Namespace, profile: Any, suites: list[str],
                     cpus: list[int], backend: str) -> int:
-    from qprof.consensus.vu import block_signatures
-    from qprof.measure.adversary_block import adversarial_blocks
-    from qprof.measure.block import (
-        BlockError,
-        BlockResult,
-        median_run,
-        node_verifier,
-        single_core_median_s,
-        verify_block,
-    )
-
     rows: list[dict[str, Any]] = []
     for suite in suites:
         if not suite.startswith("SLH-DSA"):

@@ -14,21 +14,39 @@ import argparse
 import json
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
+from qprof.commands.check_policy import block_time_json
 from qprof.commands.output import OutputError, check_output, shown, write_file
+from qprof.consensus import Profile, ProfileError, load_profile
+from qprof.consensus.adversarial import AdversaryFactor
+from qprof.consensus.calibrate import (
+    MAX_CONSTANT,
+    NodeEstimate,
+    Proposal,
+    node_estimates,
+    profile_toml,
+    propose,
+)
+from qprof.consensus.headroom import (
+    Factors,
+    apply_headroom,
+    default_headroom,
+    factors_of_records,
+    reference_projections,
+)
+from qprof.hw.format import table
+from qprof.measure.jsonl import RunData, read_run
+from qprof.report.judgement import report_judgement
+from qprof.service.fleet import FleetError, fleet_estimates
+from qprof.service.keep import kept_node
 
 MAX_ERROR = 2000  # an error line names what a run or a server held: bounded
 NODES_NAMED = 20  # in the proposed TOML's comment and the text's first line
 WHY_WIDTH = 52  # the WHY column: the table (47 columns before it) within 100 columns
 
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.adversarial import AdversaryFactor
-    from qprof.consensus.calibrate import NodeEstimate, Proposal
-    from qprof.consensus.headroom import Factors
-    from qprof.measure.jsonl import RunData
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +115,6 @@ def _machine(run: RunData) -> tuple[str, ...]:
 
 def _read(paths: list[str]) -> tuple[dict[tuple[str, ...], list[RunData]], list[str]]:
     """The runs by machine, each machine's oldest first, and the readers' problems."""
-    from qprof.measure.jsonl import read_run
 
     machines: dict[tuple[str, ...], list[RunData]] = {}
     problems: list[str] = []
@@ -120,9 +137,6 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
                ) -> tuple[list[NodeEstimate], list[str]]:
     """Each machine's estimates (its newest run, on the segment its runs make, as check
     judges it) and, in ``factors``, its newest recorded adversary factors."""
-    from qprof.consensus.calibrate import MAX_CONSTANT, node_estimates
-    from qprof.consensus.headroom import factors_of_records
-    from qprof.report.judgement import report_judgement
 
     estimates: list[NodeEstimate] = []
     machines, problems = _read(paths)
@@ -160,9 +174,6 @@ def _from_store(profile: Profile, state_dir: Path, factors: dict[str, Factors],
                 problems: list[str]) -> list[NodeEstimate]:
     """The node the user's stores in ``state_dir`` keep (named by the directory): its
     estimates as check judges them, and its kept adversary factors into ``factors``."""
-    from qprof.consensus.calibrate import node_estimates
-    from qprof.consensus.headroom import factors_of_records
-    from qprof.service.keep import kept_node
 
     kept = kept_node(state_dir, profile)
     if not kept.coverage and not kept.factors:
@@ -175,17 +186,6 @@ def _from_store(profile: Profile, state_dir: Path, factors: dict[str, Factors],
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.calibrate import profile_toml, propose
-    from qprof.consensus.headroom import (
-        apply_headroom,
-        default_headroom,
-        reference_projections,
-    )
-    from qprof.service.fleet import FleetError, fleet_estimates
 
     if not args.runs and not args.prometheus and args.state_dir is None:
         return _fail(args, "nothing to calibrate from: give RUN.jsonl files, --state-dir "
@@ -250,8 +250,6 @@ def _comment(p: Proposal) -> list[str]:
 
 
 def _json(p: Proposal, output: str | None, problems: list[str]) -> dict[str, object]:
-    from qprof.commands.check_policy import block_time_json
-
     return {
         "profile": p.profile.name, "proposed_profile": p.proposed_profile.name,
         "output": output, "nodes": list(p.nodes), "constants": p.constants,
@@ -272,7 +270,6 @@ def _json(p: Proposal, output: str | None, problems: list[str]) -> dict[str, obj
 def _print(p: Proposal, output: str | None, problems: list[str]) -> None:
     """The nodes, then a table per suite of the current constant, the proposal and why
     (wrapped on words within ``WHY_WIDTH``), then each node's time bound."""
-    from qprof.hw.format import table
 
     more = f", and {len(p.nodes) - NODES_NAMED} more" if len(p.nodes) > NODES_NAMED else ""
     print(f"calibrate {shown(p.profile.name)} from {len(p.nodes)} node(s): "

@@ -1,30 +1,11 @@
 """`qprof check --profile NAME`: do the profile's Verify-Unit constants cover this machine?
 
-Measures the profile's suites (verify only) on the chosen CPUs through the engine's
-"check" mode: A/B/A/B/A rounds, adding B/A pairs while an estimate's 95 % interval
-straddles its constant, within a time limit. Each suite and CPU gets both verdicts of
-the chain's rule (``qprof.consensus.policy``): the ratio coverage, which counts only where
-the profile's ``ratio_binds`` makes it bind (qanum: on its reference cores), and the time
-bound (the CPU's worst-case block against the same block on the slowest reference core).
-Exit 0: every binding verdict holds (each whole 95 % interval at or below its constant
-where the ratio binds, every time bound kept); 1: some suite not covered where its ratio
-binds, or a worst-case block over its time bound; 2: error
-(nothing measured, bad profile, bad CPU list, the profile's verifier unavailable...);
-3: unsure or no reliable estimate: no suite surely over its constant, but some interval
-straddles it, or the host was too contended to estimate (the output says what to do);
-4: comparison figures only (``--comparison`` with a verifier no node runs alone): no
-verdict. The text fits 100 columns (``qprof.commands.check_text``); ``--verbose`` adds
-the details.
-
-A verdict is given only for the verifier the profile's constants are held to
-(``qprof.consensus.basis``); without it `qprof check` says what to install and exits 2,
-unless ``--comparison`` asks for another verifier's figures, which then carry no verdict.
-
-``--from RUN.jsonl`` measures nothing: it judges a recorded run (``check -o``, ``bench -o``,
-``qprof export``) with today's estimator and the profile given (else the run's own), and
-prints what a live check of those records prints, with the same exit codes: both paths
-end in :func:`conclude`. A file that cannot be judged is exit 2 with one line saying why;
-bad lines are reported as ``file:line: reason`` and skipped, as `qprof report` does.
+Measures the profile's suites on the chosen CPUs through the engine's "check" mode
+(pairs added while an interval straddles its constant, within a time limit), or judges
+a recorded run (``--from``); both end in :func:`conclude`. Each suite and CPU gets both
+verdicts of :mod:`qprof.consensus.policy`. A verdict only for the profile's verifier
+(``--comparison``: figures only). Exit codes as `qprof --help` gives them (0 covered,
+1 not, 2 error, 3 unsure, 4 comparison); the details: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
@@ -33,23 +14,44 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from qprof.atomicfile import AtomicFile
 from qprof.commands.bench import ProgressLine, add_common, resolve_cpus
+from qprof.commands.check_adversarial import reference_json, worst_json
+from qprof.commands.check_invalid_block import invalid_block_json
+from qprof.commands.check_policy import policy_json
+from qprof.commands.check_preflight import (
+    decision_with_checks,
+    functional_lines,
+    mismatched,
+    preflight_json,
+)
+from qprof.commands.check_text import meta as run_meta
+from qprof.commands.check_text import notes, print_text, unit_rows
 from qprof.commands.options import Number, add_backend, add_node_cgroup
 from qprof.commands.output import OutputError, check_output
+from qprof.consensus import Profile, ProfileError, load_profile
+from qprof.consensus.basis import comparison_only_reason, verdict_basis
 from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
+from qprof.consensus.estimate.statistic import STATISTIC_TEXT
+from qprof.consensus.estimate.stopping import rule_for
+from qprof.consensus.judgement import Judgement, judge
+from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
+from qprof.consensus.profiles import run_profile, run_profile_note
+from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.consensus.verdict import UNSURE_ADVICE
-from qprof.measure.config import CHECK_TIME_LIMIT_S
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.judgement import Judgement
-    from qprof.consensus.trend.model import RunPoint, SeriesKey
-    from qprof.consensus.verdict import CoverageResult, Decision
-    from qprof.measure.config import RunSummary
-    from qprof.measure.records import Record
-    from qprof.service.keep import RunKeeper
+from qprof.consensus.verdict_types import CoverageResult, Decision
+from qprof.hw.cgroup import NodeCgroupError, node_of
+from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, RunSummary
+from qprof.measure.engine import EngineError, run_bench
+from qprof.measure.jsonl import read_run
+from qprof.measure.markdown import one_line
+from qprof.measure.records import Record, Throttled
+from qprof.measure.units import fmt_ns
+from qprof.service.keep import RunKeeper, kept_points
+from qprof.service.keep import keeper as user_keeper
+from qprof.verify import available_backends
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -102,8 +104,6 @@ EXIT_CODES = {"covered": 0, "not_covered": 1, "unsure": 3, "no_estimate": 3, "co
 
 def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -> str | None:
     """Why this run could give no verdict and is refused (None: go ahead)."""
-    from qprof.consensus.basis import comparison_only_reason, verdict_basis
-    from qprof.verify import available_backends
 
     if comparison:
         return None
@@ -122,8 +122,6 @@ def _verifier_refusal(profile: Profile, backend: str | None, comparison: bool) -
 
 
 def _ms(ns: float) -> str:
-    from qprof.measure.units import fmt_ns
-
     return fmt_ns(ns)
 
 
@@ -135,7 +133,6 @@ MAX_LINE = 2000
 
 def _shown(text: str, limit: int = MAX_SHOWN) -> str:
     """``text`` (from a recorded run) as one bounded line of plain text."""
-    from qprof.measure.markdown import one_line
 
     line = one_line(text)
     return line if len(line) <= limit else line[:limit] + "..."
@@ -153,10 +150,6 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
              records: list[Record], keeper: RunKeeper | None) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl`` and the
     user's store."""
-    from qprof.atomicfile import AtomicFile
-    from qprof.consensus.estimate.stopping import rule_for
-    from qprof.measure.config import BenchConfig
-    from qprof.measure.engine import run_bench
 
     # The run is written line by line to a temporary file beside -o (a crash keeps it
     # there) and renamed over -o at the end, as every file qprof writes.
@@ -192,9 +185,6 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.measure.engine import EngineError
-
     if args.from_run is not None:
         return _judge_recorded(args)
     try:
@@ -212,7 +202,6 @@ def run(args: argparse.Namespace) -> int:
     refused = _verifier_refusal(profile, args.backend, args.comparison)
     if refused:
         return _fail(args, refused)
-    from qprof.hw.cgroup import NodeCgroupError, node_of
 
     try:
         node_of(args.root, args.node_cgroup, args.node_unit)  # named wrong: before measuring
@@ -221,8 +210,6 @@ def run(args: argparse.Namespace) -> int:
     records: list[Record] = []
     keeper = None
     if not args.no_store:
-        from qprof.service.keep import keeper as user_keeper
-
         keeper = user_keeper(args.state_dir, profile.unit_suite)
     try:
         summary = _measure(args, profile, cpus, records, keeper)
@@ -236,8 +223,6 @@ def run(args: argparse.Namespace) -> int:
         if keeper.error:
             print(f"qprof check: warning: {_shown(keeper.error, MAX_LINE)}", file=sys.stderr)
         else:
-            from qprof.service.keep import kept_points
-
             points = kept_points(args.state_dir)[0]
     return conclude(args, profile, summary, records, points)
 
@@ -248,10 +233,6 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     """A run's records (and the kept runs' ``points`` behind it) -> the judgement printed
     (text, or JSON with ``--json``) and the exit code: the one path of a live check and
     of ``--from``. The rows are the run's own; the verdict stands on the segment."""
-    from qprof.consensus.judgement import judge
-    from qprof.consensus.policy import cores_from_records, gated_decision, run_gaps, with_quota
-    from qprof.hw.cgroup import NodeCgroupError, node_of
-    from qprof.measure.records import Throttled
 
     try:
         node = node_of(getattr(args, "root", "/"), args.node_cgroup, args.node_unit)
@@ -267,7 +248,6 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
     except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
         return _fail(args, f"cannot judge run {summary.run_id}: its measurements do not "
                      f"give an estimate ({type(exc).__name__}: {exc})")
-    from qprof.commands.check_preflight import decision_with_checks, functional_lines, mismatched
 
     results = judgement.run_coverage
     if not results:
@@ -283,8 +263,6 @@ def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,
         print(json.dumps(_json(args, profile, summary, records, judgement, decision),
                          indent=2))
     else:
-        from qprof.commands.check_text import print_text
-
         # The known answers, the memory table and the invalid block are said there too,
         # within 100 columns and before the verdict (the last line).
         print_text(profile, summary, records, judgement, decision,
@@ -301,9 +279,6 @@ _MEASURING_OPTIONS = (("cpus", "--cpus"), ("backend", "--backend"), ("output", "
 
 def _judge_recorded(args: argparse.Namespace) -> int:
     """``--from RUN.jsonl``: the recorded run's records through :func:`conclude`."""
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.profiles import run_profile, run_profile_note
-    from qprof.measure.jsonl import read_run
 
     given = [flag for dest, flag in _MEASURING_OPTIONS if getattr(args, dest) is not None]
     if given or args.comparison:
@@ -342,7 +317,6 @@ def _judge_recorded(args: argparse.Namespace) -> int:
         print(f"qprof check: {path}: {_shown(note, MAX_LINE)}", file=sys.stderr)
     points = None
     if args.state_dir is not None:  # judged with the kept runs of that store
-        from qprof.service.keep import kept_points
 
         points, problems = kept_points(args.state_dir)
         for problem in problems:
@@ -352,9 +326,6 @@ def _judge_recorded(args: argparse.Namespace) -> int:
 
 def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
     """One result row of `qprof check --json` (keys kept across versions; new ones added)."""
-    from qprof.commands.check_adversarial import worst_json
-    from qprof.commands.check_policy import policy_json
-    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
 
     e = r.estimate
     return {
@@ -367,7 +338,7 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
         "worst_block_signatures": r.worst_block_signatures,
         "worst_block_ns": r.worst_block_ns, "reference_block_ns": r.reference_block_ns,
         "verdict": r.verdict,
-        # The row's word (qprof.consensus.verdict.WORDS) and its one-line verdict.
+        # The row's word (qprof.consensus.verdict_types.WORDS) and its one-line verdict.
         "state": r.state, "headline": r.headline,
         "statistic": asked, "statistic_used": r.statistic,
         "statistic_text": STATISTIC_TEXT[r.statistic], "statistic_why": e.statistic_why,
@@ -405,15 +376,6 @@ def result_json(r: CoverageResult, asked: str) -> dict[str, object]:
 def _json(args: argparse.Namespace, profile: Profile, summary: RunSummary,
           records: list[Record], judgement: Judgement, decision: Decision
           ) -> dict[str, object]:
-    from qprof.commands.check_adversarial import reference_json
-    from qprof.commands.check_invalid_block import invalid_block_json
-    from qprof.commands.check_preflight import preflight_json
-    from qprof.commands.check_text import meta as run_meta
-    from qprof.commands.check_text import notes, unit_rows
-    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
-    from qprof.consensus.judgement_codec import judgement_json
-    from qprof.consensus.policy import run_gaps
-
     results = judgement.run_coverage
     meta = run_meta(records)
     return {

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from qprof.commands.check_text import say
+from qprof.commands.check_say import say
 from qprof.consensus import Profile
 from qprof.consensus.adversarial import describe, each_kind, reference_worst
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.report.headroom import worst_lines
 
 

@@ -4,13 +4,9 @@ crafted factors) and on each CPU measured, against the block interval. Never bin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from qprof.consensus import Profile
 from qprof.consensus.headroom import invalid_blocks
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 
 
 def invalid_block_json(profile: Profile, results: list[CoverageResult]) -> dict[str, object]:

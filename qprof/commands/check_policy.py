@@ -5,13 +5,8 @@ decision that counts; and the CPUs over their time bound, for the text's verdict
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult
 from qprof.measure.units import fmt_ns
-
-if TYPE_CHECKING:
-    from qprof.consensus.policy import BlockTimeVerdict
-    from qprof.consensus.verdict import CoverageResult
 
 
 def block_time_json(bt: BlockTimeVerdict | None) -> dict[str, object] | None:

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
+from qprof.consensus import Profile
+from qprof.consensus.verdict_types import Decision
+from qprof.hw.format import table
 from qprof.measure.native_memory import stack_text
-from qprof.measure.records import FunctionalCheck, ResourceUse
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.verdict import Decision
-    from qprof.measure.records import Record
+from qprof.measure.records import FunctionalCheck, Record, ResourceUse
 
 MEMORY_CAVEAT = ("upper-bound proxies, not isolated algorithm memory: the RSS is the whole "
                  "measuring process (interpreter, numpy, every library loaded); the "
@@ -107,7 +104,6 @@ def _bytes(value: int | None) -> str:
 
 def resource_table(records: Sequence[Record]) -> str | None:
     """The resource table (SQIsign report section 5) with its caveat; None: none."""
-    from qprof.hw.format import table
 
     rows = resources_of(records)
     if not rows:

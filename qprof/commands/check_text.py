@@ -2,7 +2,7 @@
 
 By default: the run in one line, the warnings (each once), the timer when it is not the
 wall clock, one short line per suite and CPU (the verdict's headline, its word first:
-``qprof.consensus.verdict.WORDS``), where the ratio does not bind and why (its own short
+``qprof.consensus.verdict_types.WORDS``), where the ratio does not bind and why (its own short
 line), the worst signature beside the median (a line per SLH-DSA suite), each CPU's time
 bound in a line, and the run's verdict last. ``--verbose`` adds the method and timer, the
 statistic and why, each suite's rounds and full verdict, the other statistics, the
@@ -11,43 +11,33 @@ contended rounds, each kind of worst signature and the time bound's reasons.
 
 from __future__ import annotations
 
-import textwrap
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from qprof.commands.check_adversarial import print_worst, print_worst_lines
+from qprof.commands.check_policy import over_time
+from qprof.commands.check_preflight import functional_lines, mismatched, resource_table
+from qprof.commands.check_say import INDENT, say
+from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import UNDECIDED_ADVICE
-from qprof.consensus.verdict import TIME_WORDS, UNSURE_ADVICE, WORDS, contended_text
+from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
+from qprof.consensus.headroom import invalid_blocks
+from qprof.consensus.judgement import Judgement
+from qprof.consensus.policy import run_gaps
+from qprof.consensus.verdict import TIME_WORDS, UNSURE_ADVICE
+from qprof.consensus.verdict_types import WORDS, CoverageResult, Decision, contended_text
+from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
+from qprof.measure.config import RunSummary
 from qprof.measure.markdown import one_line
+from qprof.measure.records import Meta, Note, Record
 from qprof.measure.units import fmt_ns
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.estimate.statistic import Statistic
-    from qprof.consensus.judgement import Judgement
-    from qprof.consensus.verdict import CoverageResult, Decision
-    from qprof.measure.config import RunSummary
-    from qprof.measure.records import Meta, Record
-
-WIDTH = 100
-INDENT = "    "  # a wrapped line's continuation
-
-
-def say(text: str, indent: str = INDENT) -> None:
-    """One line of check's text (control characters of recorded strings made spaces),
-    wrapped at :data:`WIDTH`."""
-    print(textwrap.fill(one_line(text), WIDTH, subsequent_indent=indent,
-                        break_on_hyphens=False))
 
 
 def notes(records: list[Record], levels: tuple[str, ...]) -> list[str]:
-    from qprof.measure.records import Note
-
     return [r.text for r in records if isinstance(r, Note) and r.level in levels]
 
 
 def meta(records: list[Record]) -> Meta | None:
-    from qprof.measure.records import Meta
-
     return next((r for r in records if isinstance(r, Meta)), None)
 
 
@@ -64,8 +54,6 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
                judgement: Judgement, decision: Decision, verbose: bool) -> None:
     """The run's own rows, each with the kept runs' segment beside it where there is
     one; the verdict (last line) on the judgement's figures."""
-    from qprof.consensus.estimate.statistic import STATISTIC_TEXT
-    from qprof.consensus.policy import run_gaps
 
     results = judgement.run_coverage
 
@@ -93,13 +81,11 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
         _row(r, units[(r.cpu, r.backend)], verbose)
         _segment(judgement, r, profile.unit_vu)
     _not_binding(results)
-    from qprof.commands.check_adversarial import print_worst, print_worst_lines
 
     print_worst_lines(profile, results)
     if verbose:
         for (cpu, b), u in sorted(units.items()):
             _alternatives(profile, results, cpu, b, u)
-        from qprof.consensus.headroom import invalid_blocks
 
         print_worst(profile, results)
         for block in invalid_blocks(profile, results):  # never binding: a detail
@@ -110,7 +96,6 @@ def print_text(profile: Profile, summary: RunSummary, records: list[Record],
 
 def _timer(records: list[Record]) -> None:
     """The timer in use when it is not the wall clock (the seeds' method), and why."""
-    from qprof.measure.records import Note
 
     m = meta(records)
     if m is None or m.settings.get("timer") in (None, "wall"):
@@ -133,7 +118,6 @@ def _segment(judgement: Judgement, r: CoverageResult, unit_vu: int) -> None:
 def _preflight(records: list[Record], verbose: bool) -> None:
     """The known answers (a MISMATCH always); the memory table with --verbose (a table,
     as wide as its columns)."""
-    from qprof.commands.check_preflight import functional_lines, resource_table
 
     for line in functional_lines(records):
         say(line)
@@ -242,11 +226,6 @@ def _where(results: list[CoverageResult], decision: str) -> str:
 
 def _footer(summary: RunSummary, results: list[CoverageResult], decision: Decision,
             verbose: bool, gaps: list[str], records: list[Record]) -> None:
-    import sys
-
-    from qprof.commands.check_policy import over_time
-    from qprof.commands.check_preflight import functional_lines, mismatched
-    from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 
     for cpu in sorted({r.cpu for r in results if r.capped}):
         factor = max(r.cap_factor or 0.0 for r in results if r.cpu == cpu) or None

@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from qprof import __version__
+from qprof.commands import COMMANDS, command_module
+
 SHELLS = ("bash", "zsh")
 
 
@@ -21,8 +24,6 @@ def full_parser() -> argparse.ArgumentParser:
     """`qprof` with every command's real parser (the CLI builds only the chosen one)."""
     import shtab
 
-    from qprof import __version__
-    from qprof.cli import COMMANDS, command_module
 
     parser = argparse.ArgumentParser(prog="qprof")
     parser.add_argument("--version", action="version", version=f"qprof {__version__}")

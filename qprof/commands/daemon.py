@@ -7,7 +7,9 @@ import logging
 from pathlib import Path
 
 from qprof.commands.options import add_backend, add_cpus, add_node_cgroup, add_suites
-from qprof.service.config import DEFAULT_LISTEN
+from qprof.service.config import DEFAULT_LISTEN, ConfigError, build_config
+from qprof.service.daemon import EXIT_CONFIG, run_daemon
+from qprof.service.journal import setup_logging
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -87,10 +89,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.service.config import ConfigError, build_config
-    from qprof.service.daemon import EXIT_CONFIG, run_daemon
-    from qprof.service.journal import setup_logging
-
     log = setup_logging()
     try:
         cfg = build_config(args)

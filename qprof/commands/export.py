@@ -4,11 +4,18 @@ writes (qprof.service.store_paths: the user's stores)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from qprof.commands.output import OutputError, check_output, write_output
+from qprof.consensus import ProfileError, load_profile
+from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.profiles import run_profile
+from qprof.service.judged import store_judgement
 from qprof.service.store import Store
+from qprof.service.store_file import StoreError
+from qprof.service.store_paths import locate_run, read_store, user_stores
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +33,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import locate_run, read_store, user_stores
-
     try:  # before any store is opened
         check_output(args.output)
     except OutputError as exc:
@@ -58,12 +62,7 @@ def run(args: argparse.Namespace) -> int:
 def _judgement(store: Store, run_id: str) -> str:
     """The store's judgement (its newest runs, every kept run behind them) as JSON, with
     the profile the run was measured against."""
-    import json
 
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.judgement_codec import judgement_json
-    from qprof.consensus.profiles import run_profile
-    from qprof.service.judged import store_judgement
 
     name = store.run_status(run_id)
     recorded = next((r.profile for r in store.runs(100) if r.run_id == run_id), None)

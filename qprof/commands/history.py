@@ -9,12 +9,28 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from qprof.commands.history_trend import history_trend
 from qprof.commands.options import Number
 from qprof.commands.output import shown
+from qprof.consensus import ProfileError, load_profile
+from qprof.consensus.judgement import judge
+from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.policy import cores_from_records, with_quota
+from qprof.consensus.profiles import run_profile
+from qprof.consensus.trend.from_jsonl import RunFileError
+from qprof.consensus.verdict import TIME_WORDS
+from qprof.consensus.verdict_types import CoverageResult
+from qprof.measure.records import AdversaryFactors, Throttled
 from qprof.measure.units import fmt_ns
+from qprof.service.judged import store_judgement
+from qprof.service.keep import kept_factors, kept_points
+from qprof.service.store_file import StoreError
+from qprof.service.store_paths import read_store, user_stores
+from qprof.service.trend_source import file_runs
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +56,6 @@ def _when(ts: float | None) -> str:
 
 def _profile(runs: list[Any]) -> Any:
     """The profile the newest runs were measured against (else qanum), or None."""
-    from qprof.consensus import ProfileError, load_profile
 
     name = next((r.profile for r in runs if r.profile), None) or "qanum"
     try:
@@ -53,9 +68,6 @@ MAX_LINE = 2000  # one line of the text, whatever a stored string holds
 
 
 def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
-    from qprof.service.judged import store_judgement
-    from qprof.service.keep import kept_factors
-
     runs = store.runs(max(n_runs, 20))
     profile = _profile(runs)
     found = store_judgement(store, profile)
@@ -67,10 +79,7 @@ def collect(store: Any, n_runs: int, n_alerts: int) -> dict[str, Any]:
 def _doc(runs: list[Any], profile: Any, j: Any, left_out: int, latest: list[Any],
          alerts: list[Any], factors: list[Any]) -> dict[str, Any]:
     """One source's section: the same keys for a store and for recorded runs."""
-    from dataclasses import asdict
 
-    from qprof.commands.history_trend import history_trend
-    from qprof.consensus.judgement_codec import judgement_json
 
     unit_vu = profile.unit_vu if profile is not None else 100
     trend = history_trend(j, unit_vu, left_out)
@@ -92,14 +101,6 @@ def _doc(runs: list[Any], profile: Any, j: Any, left_out: int, latest: list[Any]
 def _files_doc(args: argparse.Namespace) -> dict[str, Any] | None:
     """The recorded runs' section: the newest run judged with every file's points (and
     the stores' kept ones with --state-dir); None when a file gives no run (said)."""
-    from qprof.consensus import ProfileError
-    from qprof.consensus.judgement import judge
-    from qprof.consensus.policy import cores_from_records, with_quota
-    from qprof.consensus.profiles import run_profile
-    from qprof.consensus.trend.from_jsonl import RunFileError
-    from qprof.measure.records import AdversaryFactors, Throttled
-    from qprof.service.keep import kept_points
-    from qprof.service.trend_source import file_runs
 
     try:
         got = file_runs(args.files)
@@ -138,7 +139,6 @@ def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[s
     """One verdict as `qprof check` gives it: its headline (the word first, the estimate
     with its 95 % interval), the seeds' median rule beside it when the estimate used
     another statistic, and the segment it stands on where one holds several runs."""
-    from qprof.consensus.verdict import CoverageResult
 
     r = CoverageResult.from_dict(c)
     unit = r.estimate.is_unit
@@ -153,7 +153,6 @@ def _coverage_line(c: dict[str, Any], segments: dict[str, str | None]) -> list[s
 
 def _block_times(coverage: list[dict[str, Any]]) -> list[str]:
     """Each CPU's time bound, as consensus decided it (qprof.consensus.policy)."""
-    from qprof.consensus.verdict import TIME_WORDS
 
     lines, seen = [], set()
     for c in coverage:
@@ -171,7 +170,6 @@ def run(args: argparse.Namespace) -> int:
     """Every source, each in its own section: recorded runs (RUN.jsonl) first, then every
     store of the user's (without files, or with --state-dir); JSON: the first section's
     keys at the top (as before) and every section under "stores"."""
-    from qprof.service.store_paths import user_stores
 
     docs: list[dict[str, Any]] = []
     failed = False
@@ -207,8 +205,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _read(path: Path, n_runs: int, n_alerts: int) -> dict[str, Any] | None:
     """One store's runs, results and alerts; None (said on stderr) when it cannot be read."""
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import read_store
 
     try:
         data, note = read_store(path, lambda s: (collect(s, n_runs, n_alerts), s.note))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qprof.consensus.judgement import Judgement
+from qprof.consensus.trend.report import change_text, segment_text, trend_dict
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,6 @@ class HistoryTrend:
 
 def history_trend(judgement: Judgement, unit_vu: int, left_out: int) -> HistoryTrend:
     """The judgement's trends as `qprof trend --json` gives them, and their lines."""
-    from qprof.consensus.trend.report import change_text, segment_text, trend_dict
 
     lines = []
     for t in judgement.trends:

@@ -1,7 +1,7 @@
 """``qprof monitor``: the live terminal UI (per-core costs, caps, Verify-Unit coverage).
 
-Only argparse and the light data layer are imported before the first frame; Textual is
-imported when the app starts, numba/oqs/pyperf only when something is measured.
+numba, oqs and pyperf are imported only when something is measured (they stay lazy in
+the modules below), so the first frame waits for Textual and the data layer only.
 """
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
 from qprof.commands.options import Number, add_backend
 from qprof.hw.sysfs import kernel_text
+from qprof.tui.app import MonitorApp
+from qprof.tui.collect import Collector, MonitorConfig
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -66,7 +69,6 @@ def _wait_for_threads() -> None:
     """Wait for the measurement's thread (it ends at its next checkpoint); Ctrl-C meanwhile
     ends the process at once, without a traceback (its workers and signing helpers die
     with it: PR_SET_PDEATHSIG)."""
-    import threading
 
     try:
         for thread in threading.enumerate():
@@ -78,8 +80,6 @@ def _wait_for_threads() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.tui.collect import Collector, MonitorConfig
-
     config = MonitorConfig(
         root=args.root,
         state_dir=args.state_dir,
@@ -101,7 +101,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"qprof monitor: {collector.profile.error}", file=sys.stderr)
         return 2
 
-    from qprof.tui.app import MonitorApp
 
     started = time.monotonic()
     age_at_start = _process_age_s() if args.startup_report else None

@@ -13,13 +13,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from qprof.commands.output import OutputError, check_output, write_file, write_output
-
-if TYPE_CHECKING:
-    from qprof.consensus.trend.model import RunPoint, SeriesKey
-    from qprof.measure.jsonl import RunData
+from qprof.consensus import ProfileError, load_profile
+from qprof.consensus.profiles import run_profile, run_profile_note
+from qprof.consensus.trend.model import RunPoint, SeriesKey
+from qprof.measure.block import BlockError
+from qprof.measure.block_file import read_block_results
+from qprof.measure.jsonl import RunData, read_run
+from qprof.measure.markdown import one_line
+from qprof.measure.records import Meta
+from qprof.report.html import render_html
+from qprof.report.judgement import report_judgement
+from qprof.report.markdown import render_report
+from qprof.service.keep import kept_points
+from qprof.service.store_file import StoreError
+from qprof.service.store_paths import locate_run, read_store, user_stores
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -42,14 +51,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.profiles import run_profile, run_profile_note
-    from qprof.measure.block import BlockError
-    from qprof.measure.block_file import read_block_results
-    from qprof.measure.jsonl import read_run
-    from qprof.measure.markdown import one_line
-    from qprof.report.markdown import render_report
-
     try:  # before reading anything
         check_output(args.output)
         check_output(args.html)
@@ -84,8 +85,6 @@ def run(args: argparse.Namespace) -> int:
             return 2
         runs.append(from_store)
     if stored is not None or args.state_dir is not None:
-        from qprof.service.keep import kept_points
-
         kept, problems = kept_points(args.state_dir)
         for problem in problems:
             print(f"qprof report: {problem}", file=sys.stderr)
@@ -105,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"qprof report: {exc}; no coverage columns", file=sys.stderr)
         profile = None
-    from qprof.report.judgement import report_judgement
 
     # Once, for both reports: the judgement over the runs and the kept ones, its series
     # of several runs the trend section.
@@ -113,8 +111,6 @@ def run(args: argparse.Namespace) -> int:
     trends = [t for t in judgement.trends if len(t.runs) >= 2]
     text = render_report(runs, profile, blocks, trends, judgement)
     if args.html:
-        from qprof.report.html import render_html
-
         write_file(args.html, render_html(runs, profile, trends, judgement))
         print(f"qprof report: wrote {args.html}", file=sys.stderr)
     # -o -, or no file at all: stdout; a file written is named.
@@ -128,10 +124,6 @@ def _stored_run(run_id: str, state_dir: Path | None) -> RunData | None:
     """A run of the user's stores (the daemon's, the monitor's) as a JSONL run's data;
     None, said in one line, when there is none."""
 
-    from qprof.measure.jsonl import RunData
-    from qprof.measure.records import Meta
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import locate_run, read_store, user_stores
 
     try:
         loc, run_id = locate_run(user_stores(state_dir), run_id)

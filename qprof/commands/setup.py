@@ -1,13 +1,9 @@
 """``qprof setup liboqs``: build the pinned liboqs release into ``~/_oqs``.
 
-The verdict is held to liboqs (the chain's node verifier); without it qprof measures
-numba for comparison only. This builds liboqs 0.16.0 (checked: the tarball's sha256 or
-a directory's git tree, computed from its files) from the network or
-``$QPROF_LIBOQS_SOURCE``, as a minimal shared build of the algorithms qprof uses, with its
-progress on screen (cmake, then ninja's ``[n/N]`` steps). ``./scripts/monitor`` runs it
-when liboqs is missing; a library that does not load is built again. Exit 0: built or
-already there; 1: the build failed; 2: it cannot start (no source offline, tools missing, a
-bad source), with what to do; 128+N: stopped by signal N, its build tree removed.
+The verdict is held to liboqs; without it qprof measures numba for comparison only.
+Builds liboqs 0.16.0 (its source checked by content) as a minimal shared library, its
+progress on screen. Exit 0: built or already there; 1: the build failed; 2: it cannot
+start, with what to do; 128+N: stopped by signal N. Details: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
@@ -22,6 +18,10 @@ from typing import TextIO
 
 from qprof.commands.options import Number
 from qprof.commands.output import own_terminal
+from qprof.verify import liboqs_build as lb
+from qprof.verify.availability import find_liboqs
+from qprof.verify.liboqs_build import STEP_LINE
+from qprof.verify.liboqs_lib import open_named
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -61,8 +61,6 @@ class BuildScreen:
               file=self.out, flush=True)
 
     def step(self, line: str) -> None:
-        from qprof.verify.liboqs_build import STEP_LINE
-
         if STEP_LINE.match(line) and self.tty:
             cols = shutil.get_terminal_size((100, 20)).columns
             print(f"\r\033[K  {line[:cols - 3]}", end="", file=self.out, flush=True)
@@ -76,10 +74,6 @@ class BuildScreen:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.verify import liboqs_build as lb
-    from qprof.verify.availability import find_liboqs
-    from qprof.verify.liboqs_lib import open_named
-
     prefix = (args.prefix or lb.default_prefix()).expanduser()
     if lb.setup_disabled():
         print(f"qprof setup liboqs: not built ({lb.SETUP_ENV}=off)", file=sys.stderr)

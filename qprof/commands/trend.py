@@ -1,20 +1,9 @@
-"""`qprof trend RUN.jsonl... | --state-dir DIR | --prometheus URL [--profile P] [--json]`:
-the verdict over time.
+"""`qprof trend RUN.jsonl... | --state-dir DIR | --prometheus URL`: the verdict over time.
 
-The runs of each series (one node's CPU, core model, backend and method; runs ordered by
-their start) are combined into segment estimates, and every change of a suite's ratio is
-found, sized and explained (:func:`qprof.consensus.trend.analysis.analyze`, what the daemon,
-its metrics and the monitor use too). The runs come from recorded JSONL files (``.xz`` and
-``.gz`` too; :mod:`qprof.consensus.trend.from_jsonl`), the daemon's and the monitor's
-stores (:mod:`qprof.service.trend_source`; without another source, those of the default
-state dir) or a Prometheus server's history of a fleet's qprof
-metrics (:mod:`qprof.service.fleet_trend`); across nodes, changes close in time are one
-fleet-wide change (:func:`qprof.consensus.trend.fleet.fleet_changes`).
-
-Estimates are in Verify Units of the profile (``--profile``, else the runs' own, else
-qanum), as `qprof check` gives them. Exit 0: analysed (a change found is no error);
-2: error (a file that gives no run, a store or server that cannot be read, a bad
-profile), one line naming what.
+The runs of each series (JSONL files, the stores, or a fleet's Prometheus) go through
+:func:`qprof.consensus.trend.analysis.analyze`, as the daemon and the monitor do, in
+Verify Units of ``--profile`` (else the runs' own, else qanum). Exit 0: analysed (a
+change found is no error); 2: error, one line naming what. Sources: docs/TREND.md.
 """
 
 from __future__ import annotations
@@ -27,16 +16,37 @@ import sys
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qprof.commands.options import Number
-
-if TYPE_CHECKING:
-    from qprof.consensus import Profile
-    from qprof.consensus.trend.from_jsonl import RunFile
-    from qprof.consensus.trend.model import FleetChange, RunPoint, SeriesKey, SeriesTrend
+from qprof.consensus import Profile, ProfileError, load_profile
+from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
+from qprof.consensus.judgement import judge
+from qprof.consensus.judgement_codec import judgement_json
+from qprof.consensus.profiles import available_profiles, find_profile
+from qprof.consensus.trend.analysis import analyze, group
+from qprof.consensus.trend.fleet import fleet_changes
+from qprof.consensus.trend.from_jsonl import RunFile, RunFileError, read_run_file
+from qprof.consensus.trend.model import FleetChange, RunPoint, SeriesKey, SeriesTrend
+from qprof.consensus.trend.report import (
+    alarm_text,
+    change_text,
+    fleet_dict,
+    fleet_text,
+    segment_text,
+    trend_dict,
+    waiting_text,
+    when,
+)
+from qprof.service.cores import recorded_cores
+from qprof.service.fleet import FleetError
+from qprof.service.fleet_trend import fleet_points
+from qprof.service.store_file import StoreError
+from qprof.service.store_paths import read_store, user_stores
+from qprof.service.trend_source import MAX_COMPUTED, store_points
 
 DEFAULT_PROFILE = "qanum"
 WIDTH = 100  # the text output fits this many columns
@@ -118,15 +128,12 @@ def _jobs(asked: int | None, files: int) -> int:
 def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Input:
     """Each file's points (a few seconds of the estimator's bootstrap each: read side by
     side). The first file that gives none ends it, named."""
-    from qprof.consensus.trend.from_jsonl import RunFileError, read_run_file
 
     files: list[RunFile] = []
     try:
         if jobs == 1:
             files = [read_run_file(p, unit_suite) for p in paths]
         else:
-            from concurrent.futures import ProcessPoolExecutor
-
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 futures = [pool.submit(read_run_file, p, unit_suite) for p in paths]
                 try:
@@ -146,9 +153,6 @@ def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Inpu
 def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
     """The points of every store of the user's in ``state_dir`` (the daemon's and the
     monitor's: qprof.service.store_paths), the daemon's first."""
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import read_store, user_stores
-    from qprof.service.trend_source import MAX_COMPUTED, store_points
 
     stores = user_stores(state_dir)
     found = stores.existing()
@@ -177,10 +181,6 @@ def _from_store(state_dir: Path | None, unit_suite: str | None) -> Input:
 
 def _from_prometheus(url: str, since_s: float, step_s: float | None,
                      unit_suite: str | None) -> Input:
-    from qprof.consensus.estimate.estimator import DEFAULT_UNIT_SUITE
-    from qprof.service.fleet import FleetError
-    from qprof.service.fleet_trend import fleet_points
-
     try:
         got = fleet_points(url, since_s, step_s, unit_suite or DEFAULT_UNIT_SUITE)
     except FleetError as exc:
@@ -195,8 +195,6 @@ def _from_prometheus(url: str, since_s: float, step_s: float | None,
 def _recorded(name: str) -> str | None:
     """A recorded profile as found here: its path, else its name among the profiles here
     (a run records another installation's path), else None."""
-    from qprof.consensus import ProfileError
-    from qprof.consensus.profiles import available_profiles, find_profile
 
     try:
         find_profile(name)
@@ -209,7 +207,6 @@ def _recorded(name: str) -> str | None:
 def _recorded_profile(recorded: list[str]) -> Profile:
     """The profile the runs were measured against (the most used one found here), else
     qanum."""
-    from qprof.consensus import load_profile
 
     return load_profile(next((n for r in recorded if (n := _recorded(r))), DEFAULT_PROFILE))
 
@@ -222,8 +219,6 @@ def _wrap(text: str, indent: int, hang: int = 4) -> list[str]:
 
 
 def _series_head(t: SeriesTrend) -> str:
-    from qprof.consensus.trend.report import when
-
     k = t.key
     model = f" ({k.cpu_model})" if k.cpu_model else ""
     span = (f", {when(t.runs[0].started_at)} to {when(t.runs[-1].started_at)}"
@@ -233,13 +228,6 @@ def _series_head(t: SeriesTrend) -> str:
 
 
 def _suite_lines(t: SeriesTrend, unit_vu: int) -> list[str]:
-    from qprof.consensus.trend.report import (
-        alarm_text,
-        change_text,
-        segment_text,
-        waiting_text,
-    )
-
     out: list[str] = []
     width = max((len(s.suite) for s in t.suites), default=0)
     for s in t.suites:
@@ -263,8 +251,6 @@ def _suite_lines(t: SeriesTrend, unit_vu: int) -> list[str]:
 
 def _text(inp: Input, profile: Profile, trends: list[SeriesTrend],
           fleet: list[FleetChange]) -> str:
-    from qprof.consensus.trend.report import fleet_text
-
     runs = len({p.run_id for _k, p in inp.points})
     out = _wrap(f"{runs} run{'s' if runs != 1 else ''}, {len(trends)} series; profile "
                 f"{profile.name} ({profile.unit_suite} = {profile.unit_vu} VU): estimates "
@@ -286,8 +272,6 @@ def _text(inp: Input, profile: Profile, trends: list[SeriesTrend],
 
 def _json(inp: Input, profile: Profile, trends: list[SeriesTrend],
           fleet: list[FleetChange]) -> dict[str, Any]:
-    from qprof.consensus.trend.report import fleet_dict, trend_dict
-
     unit_vu = profile.unit_vu
     return {"source": inp.source, "profile": profile.name, "unit_suite": profile.unit_suite,
             "unit_vu": unit_vu, "runs": len({p.run_id for _k, p in inp.points}),
@@ -323,11 +307,6 @@ def _store_judgement(args: argparse.Namespace, profile: Profile, inp: Input
     given behind it, as check, history and the monitor show it."""
     if args.prometheus or (args.runs and args.state_dir is None):
         return None
-    from qprof.consensus.judgement import judge
-    from qprof.consensus.judgement_codec import judgement_json
-    from qprof.service.cores import recorded_cores
-    from qprof.service.store_file import StoreError
-    from qprof.service.store_paths import read_store, user_stores
 
     found = user_stores(args.state_dir).existing()
     if not found:
@@ -342,10 +321,6 @@ def _store_judgement(args: argparse.Namespace, profile: Profile, inp: Input
 
 
 def run(args: argparse.Namespace) -> int:
-    from qprof.consensus import ProfileError, load_profile
-    from qprof.consensus.trend.analysis import analyze, group
-    from qprof.consensus.trend.fleet import fleet_changes
-
     try:
         given = load_profile(args.profile) if args.profile else None
         inp = _input(args, given.unit_suite if given else None)

@@ -1,13 +1,9 @@
 """`qprof verify-bench`: median verify time of every available backend on one pinned core.
 
-Not the measurement engine (that is `qprof bench`, through pyperf workers): a quick
-side-by-side of backends in one process. The process is pinned to one CPU
-(``os.sched_setaffinity``); for each suite every backend is timed in interleaved
-rounds (round r times backend A, then B, then C, in an order rotated each round), so
-frequency drift and background load hit all backends alike. Each round times a batch
-of calls sized to take ~``--round-ms``; the per-call median over rounds is reported
-with its ratio to liboqs (or to rustcrypto when liboqs is absent).
-`bench/verify_backends.py` calls the same code.
+A quick side-by-side of backends in one pinned process (not the engine: that is `qprof
+bench`), in interleaved rounds so drift and load hit all backends alike; the per-call
+median with its ratio to liboqs. `bench/verify_backends.py` calls the same code. How
+the rounds run: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations

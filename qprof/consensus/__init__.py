@@ -1,19 +1,12 @@
-"""qprof.consensus: chain profiles (TOML), the estimator, the coverage verdict.
+"""qprof.consensus: chain profiles, Verify Units and the verdict on a run's records.
 
-- ``profiles``: ``load_profile`` -> ``Profile`` (constants, unit, the verifier they are
-  held to);
-- ``basis``: which figures may carry a verdict (the profile's verifier) and which are
-  comparison only;
-- ``statistic``: the statistic a CPU's estimates use (``auto``: median or paired; p10
-  only when asked for);
-- ``estimator``: ``estimate(measurements, ...) -> list[SuiteEstimate]``, the one
-  estimator (estimate, interval, statistic);
-- ``verdict``: ``evaluate(profile, measurements, ...) -> list[CoverageResult]``;
-- ``vu``: exact Verify-Unit arithmetic, blocks of one suite;
-- ``worst_block``: the costliest block under every limit (an exact small integer program);
-- ``policy``: the chain's rule: where the ratio binds, the block-time bound everywhere,
-  the decision that counts (``policy_decision``);
-- ``calibrate``: constants proposed from a fleet's runs.
+- ``profiles`` (``load_profile`` -> ``Profile``), ``vu`` (exact VU arithmetic),
+  ``worst_block`` (the costliest block under every limit), ``basis`` (which figures may
+  carry a verdict);
+- ``estimate/``: the one estimator (records -> ``SuiteEstimate``, interval, statistic);
+- ``verdict`` (``evaluate`` -> ``CoverageResult``, typed in ``verdict_types``),
+  ``policy`` (where the ratio binds, the block-time bound), ``judgement`` (a run's whole
+  verdict); ``adversarial``, ``headroom``, ``calibrate`` and ``trend/`` on top.
 """
 
 from qprof.consensus.profiles import (

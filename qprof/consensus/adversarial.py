@@ -1,17 +1,8 @@
 """The worst-signature figure: the Verify Units of the costliest signature an adversary
-can bring, beside the median signature's.
-
-The constants are computed from the median signature (the seeds' method).  Whoever
-builds a block chooses its signatures, so for SLH-DSA the figure that matters to an
-attacker is the median estimate times the factor ``qprof adversary`` measured: the
-liboqs time of the costliest ground valid (or crafted invalid) signature over the
-median of fresh random ones, timed together on one pinned core.  The factor is a
-property of the verifier's code path (Keccak permutations per signature and time per
-permutation), so it carries to a core where only the median was measured (the seeds'
-Silver) as a projection, and is labelled so.
-
-Worst VU = ceil(unit_vu x ratio x factor); its interval multiplies the ends of the two
-intervals (both are positive), so it holds every source of error of both.
+can bring, beside the median signature's: the median estimate times the factor
+``qprof adversary`` measured (a property of the verifier's code path, so it carries to
+a core where only the median was measured, as a projection). Worst VU = ceil(unit_vu x
+ratio x factor), its interval from both intervals' ends. Why: docs/ADVERSARY.md.
 """
 
 from __future__ import annotations

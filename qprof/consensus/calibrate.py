@@ -1,17 +1,10 @@
 """Constants proposed from a fleet's runs (`qprof calibrate`).
 
-The chain's constants were changed once after a measurement (SLH-DSA-128s 1200 -> 1600).
-Given the estimates of many nodes' CPUs, the proposal is the smallest constant of each
-suite that covers the top of the 95 % interval of its estimate on every CPU where the
-ratio binds (``qprof.consensus.policy``: qanum's reference cores); the unit keeps its
-constant, and a suite no binding CPU measured keeps its current one. The time bound is
-then judged again on every node with the proposed constants (they change the worst-case
-block: the VU budget holds other counts).
-
-Inputs are already judged (``NodeEstimate``: from recorded runs through
-``qprof.consensus.verdict.evaluate``, or from a fleet's Prometheus). With a headroom
-(``qprof.consensus.headroom``: ground or crafted) the SLH-DSA estimates are first raised
-to the worst signature's, from each node's last ``qprof adversary`` factors.
+Each suite's proposal is the smallest constant that covers the top of its estimate's
+95 % interval on every CPU where the ratio binds (the unit keeps its constant); the time
+bound is then judged again with the proposed constants. With a headroom
+(:mod:`qprof.consensus.headroom`) SLH-DSA estimates are first raised to the worst
+signature's. Background: docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations
@@ -23,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qprof.consensus.policy import BlockTimeVerdict, block_time_verdict
+from qprof.consensus.policy import block_time_verdict
 from qprof.consensus.profiles import Profile
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult
 from qprof.untrusted import one_line
 
 # No Verify-Unit constant is this large (SLH-DSA-SHAKE-256s: 3600); an estimate beyond it

@@ -1,14 +1,7 @@
-"""A backend that failed its functional check is never decided.
-
-The engine checks each backend's known answers before timing
-(:mod:`qprof.measure.preflight`); a suite whose backend gave a wrong answer is timed only
-under ``--allow-mismatch``, and its measurements carry ``functional_mismatch`` (why). Its
-estimate is then undecided with that reason (``SuiteEstimate.undecided``): the verdict
-shows its figures and gives no covered / not covered, in every view alike (check, the
-daemon's metrics and alerts, the report, the monitor). A mismatch of the unit suite
-leaves every suite of that CPU and backend undecided: each ratio divides by it. So is a
-suite whose timed verifies gave a wrong verdict (``Measurement.wrong_verdicts``: every
-timed result counts, so a pool signature the backend refuses never reaches a verdict).
+"""A backend that failed its functional check is never decided: its suites' estimates
+are undecided with the reason, in every view alike (a wrong answer of the unit suite
+leaves every suite of that CPU and backend undecided: each ratio divides by it).
+What is checked and when: docs/FUNCTIONAL.md and docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations

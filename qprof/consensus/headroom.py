@@ -1,24 +1,10 @@
 """The adversary inside the constants: headroom for `qprof calibrate`, and the cost to
 reject the costliest invalid block.
 
-Whoever builds a block picks its signatures. ``qprof adversary`` measures, per SLH-DSA
-suite, how much longer than the median random signature the costliest one an attacker
-can bring takes to verify (a factor with its 95 % interval, ``AdversaryFactor``): "ground"
-valid signatures (the key owner grinds the signing randomness), "crafted_invalid" ones.
-
-- :func:`apply_headroom`: ``calibrate --headroom ground|crafted`` raises each node's
-  SLH-DSA estimate to that signature's figure before the proposal
-  (``qprof.consensus.calibrate.propose`` then covers the largest 95 % upper bound where
-  the ratio binds): ceil(unit VU x ratio's upper bound x the factor's upper bound), the
-  same figure the verdict judges for a profile held to the worst signature, so a profile
-  with the proposed constants reads "covered" on the same records. Its time stays the
-  median's: the proposal's time bound compares it with the reference cores' medians (the
-  factor, a property of the code path, would multiply both sides). A node whose runs
-  carry no factor for a suite keeps its median figure there, and is named.
-- :func:`invalid_block`: the costliest block the profile's limits allow, made of crafted
-  invalid signatures (each suite's median time x its crafted factor; suites without one
-  at their median), against the target block interval. A node pays it to find the block
-  invalid. Shown and exported, never binding.
+:func:`apply_headroom` raises each node's SLH-DSA estimate to the worst signature's
+figure before the proposal (``calibrate --headroom ground|crafted``);
+:func:`invalid_blocks` prices the costliest block of crafted invalid signatures against
+the block interval, shown and never binding. Details: docs/ADVERSARY.md.
 """
 
 from __future__ import annotations
@@ -38,9 +24,10 @@ from qprof.consensus.adversarial import (
 )
 from qprof.consensus.calibrate import NodeEstimate, Projection, reference_median_vu
 from qprof.consensus.profiles import Profile
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
 from qprof.measure.records import AdversaryFactors
+from qprof.measure.units import fmt_ns
 
 Headroom = Literal["median", "ground", "crafted"]
 HEADROOMS: tuple[Headroom, ...] = ("median", "ground", "crafted")
@@ -151,8 +138,6 @@ class InvalidBlock:
         return self.time_ns / (self.interval_s * 1e9) if self.interval_s else None
 
     def text(self) -> str:
-        from qprof.measure.units import fmt_ns
-
         share = (f", {100 * self.interval_fraction:.2g} % of the {self.interval_s:g} s block "
                  "interval" if self.interval_fraction is not None else "")
         factors = ", ".join(f"{s} x{f:.3f}" for s, f in sorted(self.crafted.items()))

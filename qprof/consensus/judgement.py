@@ -36,7 +36,8 @@ from qprof.consensus.trend.verdict import (
     segment_vu,
     with_segments,
 )
-from qprof.consensus.verdict import WORDS, CoverageResult, Decision, coverage
+from qprof.consensus.verdict import coverage
+from qprof.consensus.verdict_types import WORDS, CoverageResult, Decision
 from qprof.measure.records import Measurement
 
 VERIFY_OPERATIONS = ("verify", "dual_enforce")  # what a block's signature check costs

@@ -8,7 +8,7 @@ from typing import Any
 
 from qprof.consensus.judgement import Judgement, SuiteJudgement
 from qprof.consensus.trend.report import change_dict, segment_dict
-from qprof.consensus.verdict import WORDS, CoverageResult
+from qprof.consensus.verdict_types import WORDS, CoverageResult
 
 
 def _figure(r: CoverageResult) -> dict[str, Any]:

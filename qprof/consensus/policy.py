@@ -1,23 +1,10 @@
 """The chain's own rule: where the ratio binds, and the block-time bound everywhere.
 
-A profile's constants follow its slowest reference core (seed 2026-10-14_x86-64: "The
-Verify-Unit budgets bound the wall-clock time of a block. The constants follow the slowest
-reference core, where that time is largest ... The constants are not raised to the x86-64
-ratios"). So each suite on each core gets two verdicts, decided here and nowhere else:
-
-- the ratio coverage (``qprof.consensus.verdict``), always shown, which *binds* only
-  where the profile says (``ratio_binds``: on its reference cores, matched by design or
-  part, or on every core). Elsewhere a ratio above the constant is shown as such, "not
-  binding here";
-- the time bound (``[block_time]``), on every core: this core's worst-case block (the
-  costliest mixture the limits allow, ``qprof.consensus.worst_block``, from this core's
-  verify times) takes no longer than the same block on the slowest reference core (times
-  ``max_vs_reference``) and, when stated, than ``max_interval_fraction`` of the target
-  block interval.
-
-:func:`apply_policy` puts both on the verdict's results; ``policy_decision`` is what
-check's exit code, the daemon's alerts and metrics, history, the report and the monitor
-act on.
+The constants follow the profile's slowest reference core, so each suite on each core
+gets two verdicts, decided here and nowhere else: the ratio coverage, binding only where
+``ratio_binds`` says, and the time bound (this core's worst-case block against the same
+block on the slowest reference core). :func:`apply_policy` puts both on the results;
+``policy_decision`` is what every view acts on. The seed's words: docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations
@@ -25,18 +12,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qprof.consensus.profiles import Profile, ReferenceCore
+from qprof.consensus.verdict_types import BlockTimeVerdict, CoverageResult, Decision
 from qprof.consensus.worst_block import BlockLimits, WorstBlock, worst_block
-
-if TYPE_CHECKING:
-    from qprof.consensus.verdict import CoverageResult, Decision
-    from qprof.hw.topology import Topology
+from qprof.hw.topology import Topology
+from qprof.measure.records import Meta
+from qprof.measure.units import fmt_ns
 
 UNSURE_TIME_ADVICE = ("to decide, measure longer or on a quieter host (nothing else "
                       "running on that core)")
-# The not-binding rows' first words (qprof.consensus.verdict.WORDS["not_binding"]).
+# The not-binding rows' first words (qprof.consensus.verdict_types.WORDS["not_binding"]).
 NOT_BINDING = "not binding here: the constants follow the slowest reference core"
 # The ratio against the constant on a core where it does not bind: no covered/NOT covered.
 _RATIO_SIDE = {"covered": "within", "not_covered": "above", "unsure": "straddling"}
@@ -88,7 +75,6 @@ def cores_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[int, CoreDesign]:
 def cores_from_records(records: Iterable[object]) -> dict[int, CoreDesign]:
     """What each measured CPU is, from the runs' Meta records (a run records the topology
     rows of the CPUs it measured), newest run last."""
-    from qprof.measure.records import Meta
 
     cores: dict[int, CoreDesign] = {}
     for r in records:
@@ -160,44 +146,7 @@ def ratio_binding(profile: Profile, core: CoreDesign | None) -> RatioBinding:
                         "the slowest reference core", detail)
 
 
-@dataclass(frozen=True)
-class BlockTimeVerdict:
-    """The time bound on one core (one backend and operation)."""
-
-    covered: bool | None  # None: unsure, no bound stated, or nothing to compare with
-    worst: WorstBlock  # this core's worst-case block, from its own times
-    time_ns: float  # that block here
-    reference_core: str | None  # the slowest reference core for that very block
-    reference_ns: float | None  # the same block there
-    max_vs_reference: float | None  # the bound's factor (None: no reference bound)
-    vs_reference: float | None  # time_ns / reference_ns
-    interval_fraction: float | None  # time_ns / the target block interval
-    max_interval_fraction: float | None
-    why: str
-    # "covered" / "not_covered": the bound holds / fails over the whole range of the
-    # block's time (the estimate and every round's block time); "unsure": the range
-    # straddles it; "none": no bound stated or nothing to compare with.
-    decision: str = "none"
-    time_range_ns: tuple[float, float] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> BlockTimeVerdict:
-        w = dict(data["worst"])
-        for key in ("composition",):
-            w[key] = tuple(tuple(x) for x in w[key])
-        for key in ("binding", "unsized", "left_out"):
-            w[key] = tuple(w.get(key) or ())
-        time_range = data.get("time_range_ns")
-        return cls(**{**data, "worst": WorstBlock(**w),
-                      "time_range_ns": tuple(time_range) if time_range else None})
-
-
 def _ms(ns: float) -> str:
-    from qprof.measure.units import fmt_ns
-
     return fmt_ns(ns)
 
 

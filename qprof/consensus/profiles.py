@@ -1,18 +1,9 @@
 """Chain profiles: a chain's Verify-Unit constants, block limits and policy, in TOML.
 
-A profile is found by name in ``$QPROF_PROFILES`` (directories, searched first) or among
-the profiles shipped as package data (the package ``qprof.profiles``: the repository's
-top-level ``profiles/`` directory), or given as a path. Every error names the file, the
-key and what was expected, so a typo in a profile never turns into a silently wrong
-verdict.
-
-The policy (the chain's own rule, ``qprof.consensus.policy`` applies it):
-``ratio_binds`` says on which cores the ratio coverage binds ("reference": the reference
-cores, matched by design or part; "all": every core), ``[block_time]`` the bound every
-node is held to (its worst-case block no longer than the same block on the slowest
-reference core, times ``max_vs_reference``; optionally at most ``max_interval_fraction``
-of the target block interval), and ``[auth_bytes_per_spend]`` what one spend of each suite
-adds to a block against ``max_block_auth_bytes``.
+Found by name in ``$QPROF_PROFILES``, then among the shipped ones, or given as a path.
+Every error names the file, the key and what was expected, so a typo never turns into a
+silently wrong verdict. The policy keys (``ratio_binds``, ``[block_time]``,
+``[auth_bytes_per_spend]``): docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """The worst-case block: the costliest block a profile's limits allow, on a given core.
 
-A block is bounded by every limit the profile states: its Verify-Unit budget
-(``max_block_verify_units``, each spend costing its suite's constant) and its auth bytes
-(``max_block_auth_bytes``, each spend costing ``auth_bytes_per_spend``, the block itself
-``auth_bytes_per_block``). Who builds a block picks its spends, so the worst case is the
-mixture of suites that takes longest to verify under all the limits at once:
-
-    maximise  sum_s n_s x t_s   subject to  sum_s n_s x vu_s <= VU,
-                                            sum_s n_s x bytes_s <= BYTES,  n_s >= 0 integer
-
-with ``t_s`` the per-signature verify time on that core. It is a small integer linear
-program (a handful of suites), solved exactly by branch and bound: the bound of a branch is
-the linear relaxation of what is left, whose optimum sits on a vertex with at most two
-non-zero suites (two constraints), so it is computed by trying every suite and pair. Its
-optimum can be a mixture: on the seeds' Silver core, ML-DSA-44 gives the most time per VU
-but four times SLH-DSA-128s's bytes per VU, and the worst block mixes the two.
-
-A limit *binds* when the optimum without it would be costlier (the seeds' "bound by":
-415 ML-DSA-87 spends fill the auth bytes at 60 % of the VU budget).
+Who builds a block picks its spends, so the worst case is the mixture of suites that
+takes longest to verify under every limit at once (VU budget, auth bytes): a small
+integer linear program, solved exactly by branch and bound (each bound the linear
+relaxation, computed over every suite and pair). The program and the seeds' example:
+docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.judgement import column_verdicts as judged_columns
 from qprof.consensus.judgement import run_estimates as judged_estimates
 from qprof.consensus.policy import CoreDesign
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.jsonl import RunData
 from qprof.report.columns import Column, Columns
 

@@ -21,7 +21,7 @@ from qprof.consensus.adversarial import (
     worst_signature_vu,
 )
 from qprof.consensus.headroom import CRAFTED, factors_of_records, invalid_block
-from qprof.consensus.verdict import WORDS, CoverageResult
+from qprof.consensus.verdict_types import WORDS, CoverageResult
 from qprof.measure.markdown import md_table, md_text
 from qprof.measure.units import fmt_ns
 from qprof.report.columns import Column, backends_of, unit_of

@@ -20,7 +20,7 @@ from qprof.consensus import Profile
 from qprof.consensus.estimate.stats import drift_bp
 from qprof.consensus.judgement import Judgement
 from qprof.consensus.trend.model import SeriesTrend
-from qprof.consensus.verdict import WORDS, State, contended_text
+from qprof.consensus.verdict_types import WORDS, State, contended_text
 from qprof.consensus.vu import block_signatures
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import FreqSample

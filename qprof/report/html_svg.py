@@ -1,17 +1,10 @@
-"""Inline SVG charts and the self-contained HTML page around them.
-
-No JavaScript, no fonts or styles from the network: a report page opens the same way
-offline, in a mail attachment or from a CI artifact. Two chart shapes cover the
-reports: a row chart (one row per core: a value, an optional interval, a reference line
-such as a Verify-Unit constant or the block interval) and a line chart (values over
-rounds or seconds, with shaded bands such as frequency caps). Meaning is never carried
-by colour alone: each row's text says its verdict in words.
-
-Every string on the page passes :func:`esc`, the one escaping of this destination:
-``qprof.untrusted.one_line`` (bounded, no control character, so the inline SVG is valid
-XML), then HTML's. Every label is sized from its text (:func:`text_width`) and fitted
-to the room it has (:func:`fit`, the whole text kept as a tooltip), so none is clipped
-by its chart; tests/test_report_html_layout.py measures them in headless Chromium.
+"""Inline SVG charts and the self-contained HTML page around them: no JavaScript, nothing
+from the network, so a page opens the same offline. Two chart shapes: a row chart (one
+row per core, a value, its interval, a reference line) and a line chart (values over
+time, shaded bands); meaning never by colour alone. Every string passes :func:`esc`
+(``qprof.untrusted.one_line``, then HTML's); every label is sized to its text
+(:func:`text_width`) and fitted (:func:`fit`), measured by
+tests/test_report_html_layout.py in headless Chromium.
 """
 
 from __future__ import annotations

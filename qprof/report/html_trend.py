@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from qprof.consensus import Profile
+from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
+from qprof.consensus.trend.report import change_text
+from qprof.consensus.trend.verdict import segment_vu
 from qprof.measure.jsonl import RunData
 from qprof.report.html_svg import (
     BAD,
@@ -28,9 +30,6 @@ from qprof.report.html_svg import (
     text_width,
 )
 from qprof.report.trend import INTRO, run_names, run_order, series_title, unit_of
-
-if TYPE_CHECKING:
-    from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
 
 SEGMENT = "#009E73"  # the segments' bands and lines (Okabe-Ito green)
 RUN = "#555555"
@@ -153,8 +152,6 @@ def trend_chart(title: str, runs: Sequence[RunMark], segments: Sequence[SegmentB
 
 
 def suite_chart(t: SeriesTrend, s: SuiteTrend, unit_vu: int) -> str:
-    from qprof.consensus.trend.verdict import segment_vu
-
     marks = []
     for i, r in enumerate(t.runs):
         x = r.suite(s.suite)
@@ -180,7 +177,6 @@ def trend_section(trends: Sequence[SeriesTrend], profile: Profile | None,
     """The HTML section; None when no series has two runs."""
     if not trends:
         return None
-    from qprof.consensus.trend.report import change_text
 
     _unit, unit_vu = unit_of(profile)
     names = run_names(runs)

@@ -12,7 +12,7 @@ from qprof.consensus.judgement import Judgement, SuiteJudgement, judge
 from qprof.consensus.policy import cores_from_records
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
-from qprof.consensus.verdict import WORDS, CoverageResult
+from qprof.consensus.verdict_types import WORDS, CoverageResult
 from qprof.measure.jsonl import RunData
 from qprof.report.trend import unit_of
 

@@ -101,7 +101,8 @@ def machine_section(cols: list[Column]) -> list[str]:
         "rounds; invalid signatures: median of the round medians. Every Verify-Unit "
         "estimate in this report is the estimator's, the one `qprof check` gives for the "
         "same records, with its 95 % interval; the statistic it used is named beside it "
-        "(on a busy host not the seeds' median rule, whose figure then stands beside it).",
+        "(for interleaved rounds the quiet-turn pairs, not the seeds' median rule, whose "
+        "figure then stands beside it).",
     ]
     cmds = {" ".join(c.run.meta.command) for c in cols if c.run.meta}
     lines += [f"- Command: {md_code(cmd)}" for cmd in sorted(cmds)]

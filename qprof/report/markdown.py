@@ -17,7 +17,7 @@ from qprof.consensus.estimate.reduce import unit_drift_bp
 from qprof.consensus.estimate.statistic import STATISTIC_TEXT, Statistic
 from qprof.consensus.judgement import Judgement
 from qprof.consensus.trend.model import SeriesTrend
-from qprof.consensus.verdict import WORDS, CoverageResult
+from qprof.consensus.verdict_types import WORDS, CoverageResult
 from qprof.consensus.vu import block_signatures
 from qprof.hw.caps import RATIOS_UNAFFECTED, cap_message
 from qprof.hw.sysfs import format_cpulist
@@ -131,7 +131,7 @@ def _median_rule_cell(e: SuiteEstimate | None) -> str:
 def _estimate_cell(e: SuiteEstimate | None) -> str:
     if e is None or e.vu_estimate is None:
         return "-"
-    if e.undecided:  # the contended median's figure is no estimate (verdict.WORDS)
+    if e.undecided:  # the contended median's figure is no estimate (verdict_types.WORDS)
         return "no reliable estimate"
     if e.vu_ci is not None and not e.is_unit:  # even when it is one value, as check says
         return f"{e.vu_estimate} ({e.vu_ci[0]}-{e.vu_ci[1]})"
@@ -151,7 +151,7 @@ def _covered_cell(verdicts: list[CoverageResult]) -> str:
         if any(v.decision == "no_estimate" for v in verdicts):
             return "no reliable estimate, not binding here (not a reference core)"
         return WORDS["not_binding"]
-    # The verdict's words (qprof.consensus.verdict.WORDS): "unsure" only for an interval
+    # The verdict's words (qprof.consensus.verdict_types.WORDS): "unsure" only for an interval
     # straddling a binding constant; a contended run has no reliable estimate.
     binding = [v for v in verdicts if v.ratio_binds]
     judged = [v.covered for v in binding if v.covered is not None]

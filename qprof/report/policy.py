@@ -6,7 +6,7 @@ them for the same records."""
 from __future__ import annotations
 
 from qprof.consensus import Profile
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.markdown import md_table, md_text
 from qprof.report.columns import Column, backends_of, unit_of
 from qprof.report.figures import column_estimates, column_verdicts

@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from qprof.consensus import Profile
+from qprof.consensus.trend.analysis import analyze, group
+from qprof.consensus.trend.from_records import run_points
+from qprof.consensus.trend.model import SeriesTrend
+from qprof.consensus.trend.report import change_text, segment_text
 from qprof.measure.jsonl import RunData
 from qprof.measure.markdown import md_code, md_table, md_text
-
-if TYPE_CHECKING:
-    from qprof.consensus.trend.model import SeriesTrend
 
 DEFAULT_UNIT = ("ML-DSA-44", 100)  # a report without a profile: the estimator's default
 
@@ -42,8 +42,6 @@ def report_trends(runs: Sequence[RunData], profile: Profile | None) -> list[Seri
     a single run: its report has no trend)."""
     if len(runs) < 2:
         return []
-    from qprof.consensus.trend.analysis import analyze, group
-    from qprof.consensus.trend.from_records import run_points
 
     unit, _vu = unit_of(profile)
     points = [p for run in runs for p in run_points(run.records, unit_suite=unit)]
@@ -74,7 +72,6 @@ def trend_section(trends: Sequence[SeriesTrend], profile: Profile | None,
     """The Markdown section; no lines when no series has two runs."""
     if not trends:
         return []
-    from qprof.consensus.trend.report import change_text, segment_text
 
     _unit, unit_vu = unit_of(profile)
     names = run_names(runs)

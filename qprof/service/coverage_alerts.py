@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from qprof.consensus.verdict import TIME_WORDS, WORDS, CoverageResult
+from qprof.consensus.verdict import TIME_WORDS
+from qprof.consensus.verdict_types import WORDS, CoverageResult
 from qprof.service.alerts import Alert, AlertDispatcher
 from qprof.service.store_alerts import AlertLog
 

@@ -37,7 +37,7 @@ from qprof.consensus.policy import CoreDesign, with_quota
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import SeriesTrend
 from qprof.consensus.trend.report import change_dict, change_text
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.hw.cgroup import NodeCgroupError, node_of
 from qprof.hw.choose import one_per_cluster
 from qprof.hw.sysfs import parse_cpu_arg

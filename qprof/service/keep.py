@@ -11,7 +11,7 @@ from pathlib import Path
 from qprof.consensus.profiles import Profile
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.records import AdversaryFactors, Meta, Record, RecordError
 from qprof.service.judged import store_judgement
 from qprof.service.store import Store

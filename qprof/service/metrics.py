@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 from qprof.consensus import Profile
 from qprof.consensus.estimate.estimator import SuiteEstimate
 from qprof.consensus.judgement import Judgement, SuiteResult
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.hw.freq import CpuFreq
 from qprof.measure.block import BlockResult
 from qprof.measure.records import (

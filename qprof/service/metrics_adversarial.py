@@ -8,7 +8,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from qprof.consensus import Profile
 from qprof.consensus.adversarial import reference_worst
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 
 
 def worst_signature_metrics(cov: list[CoverageResult], profile: Profile | None

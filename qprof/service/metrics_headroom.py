@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from qprof.consensus import Profile
 from qprof.consensus.headroom import invalid_blocks
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.records import AdversaryFactors
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -22,10 +22,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
+from qprof.atomicfile import OutputError
 from qprof.hw.choose import one_per_cluster
 from qprof.tui.collect import SNAPSHOT, Collector, MonitorConfig
 from qprof.tui.model import Frame, Progress
-from qprof.tui.sources.trend import TrendResult, TrendState
+from qprof.tui.report import write_report
+from qprof.tui.sources.child import ChildStopped
+from qprof.tui.sources.consensus import profile_names
+from qprof.tui.sources.hardware import estimate_clocks
+from qprof.tui.sources.measure import MeasureSource
+from qprof.tui.sources.trend import TrendResult, TrendState, evaluate_trend_in_child
 from qprof.tui.widgets.alerts_log import AlertsLog
 from qprof.tui.widgets.choice_screen import ChoiceScreen
 from qprof.tui.widgets.core_table import CoreTable
@@ -35,9 +41,8 @@ from qprof.tui.widgets.help_screen import HelpScreen
 from qprof.tui.widgets.machine_header import MachineHeader
 from qprof.tui.widgets.measure_progress import MeasureProgress
 from qprof.tui.widgets.trend_panel import TrendPanel
-
-if TYPE_CHECKING:  # the probe runs after the first frame (see probe_backends)
-    from qprof.verify import BackendStatus
+from qprof.verify import BackendStatus, available_backends
+from qprof.verify.availability import LiboqsLocation, find_liboqs
 
 PREFERRED_BACKENDS = ("liboqs", "numba", "rustcrypto", "openssl", "reference")
 
@@ -164,8 +169,6 @@ class MonitorApp(App[int]):
 
     @work(thread=True, group="evaluate")
     def _evaluate(self, key: tuple) -> None:
-        from qprof.tui.sources.child import ChildStopped
-
         try:
             evaluation = self.collector.evaluate(key, stop=self._stop)
         except ChildStopped:
@@ -187,8 +190,6 @@ class MonitorApp(App[int]):
     def _trend(self, key: tuple) -> None:
         """The trend of the store's runs in a child process (qprof.tui.sources.trend),
         started only once the newest figures are on screen."""
-        from qprof.tui.sources.child import ChildStopped
-        from qprof.tui.sources.trend import evaluate_trend_in_child
 
         store = self.collector.sources.store
         try:
@@ -213,8 +214,6 @@ class MonitorApp(App[int]):
     def estimate_clocks(self, cpus: list[int]) -> None:
         """No cpufreq (a VM): time a loop once per CPU in a child process, as
         `qprof freq` does; shown as "~x.xx est" (not a live reading)."""
-        from qprof.tui.sources.child import ChildStopped
-        from qprof.tui.sources.hardware import estimate_clocks
 
         try:
             khz, problems = estimate_clocks(cpus, stop=self._stop)
@@ -236,8 +235,6 @@ class MonitorApp(App[int]):
         library is where liboqs-python looks (file checks only), else numba. The full
         probe (which imports oqs and numba) waits until `v` is pressed."""
         try:
-            from qprof.verify.availability import LiboqsLocation, find_liboqs
-
             name = "liboqs" if isinstance(find_liboqs(), LiboqsLocation) else "numba"
         except Exception:  # noqa: BLE001 - a broken verify package: say so, keep going
             name = "liboqs"
@@ -253,8 +250,6 @@ class MonitorApp(App[int]):
         """Which backends work here (imports the verifier libraries: off the UI thread,
         and only once the user asks for the list)."""
         try:
-            from qprof.verify import available_backends
-
             status = dict(available_backends())
         except Exception as exc:  # noqa: BLE001 - a broken backend must not kill the UI
             status = {}
@@ -300,8 +295,6 @@ class MonitorApp(App[int]):
 
     # ----------------------------------------------------------------- profiles
     def action_profile(self) -> None:
-        from qprof.tui.sources.consensus import profile_names
-
         names = profile_names()
         choices = [(n, n, True) for n in names]
         self.push_screen(ChoiceScreen("Chain profile (Enter selects, Esc cancels)", choices,
@@ -352,8 +345,6 @@ class MonitorApp(App[int]):
 
     @work(thread=True, group="measure")
     def _measure(self, cpu: int, backend: str, suites: tuple[str, ...], mode: str) -> None:
-        from qprof.tui.sources.measure import MeasureSource
-
         source = MeasureSource(self.collector.sources.store_path,  # type: ignore[arg-type]
                                root=self.config.root, profile=self.collector.profile.location,
                                mode=mode)
@@ -441,9 +432,6 @@ class MonitorApp(App[int]):
 
     # ------------------------------------------------------------------- export
     def action_export(self) -> None:
-        from qprof.atomicfile import OutputError
-        from qprof.tui.report import write_report
-
         if self.frame is None:
             return
         directory = self.collector.export_directory()

@@ -1,17 +1,10 @@
-"""Builds one :class:`~qprof.tui.model.Frame` per refresh from the data sources.
+"""Builds one :class:`~qprof.tui.model.Frame` per refresh from the data sources, and
+decides where the data come from (:func:`resolve_sources`: a ``--root`` snapshot, a
+daemon's store attached live, or standalone with the monitor's own store).
 
-Also decides where the data come from (:func:`resolve_sources`):
-
-- ``--root DIR`` without a store: another machine's snapshot; topology and frequencies
-  from DIR, costs "not measured here", nothing can be measured;
-- a daemon's store in the state dir (``qprof.db``): attached, read live; measurements
-  asked for with ``b`` are written to it too (SQLite WAL takes both writers);
-- otherwise standalone: the monitor's own store ``monitor.db`` in the state dir (a temp
-  dir when that is not writable), filled by on-demand and scheduled measurements.
-
-No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer. The coverage
-is `qprof check`'s verdict of the store's newest runs (:meth:`Collector.evaluate`,
-slow), recomputed by the app off the UI process only when a new result lands.
+No Textual here: the app calls :meth:`Collector.frame` on its 1 Hz timer; the coverage
+(:meth:`Collector.evaluate`, slow) is recomputed off the UI process when a result lands.
+The sources in detail: docs/FIRST_MINUTES.md.
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from qprof.atomicfile import OutputError, private_dir
+from qprof.consensus.basis import verdict_basis
 from qprof.hw.caps import CapSeen, CapTracker
 from qprof.hw.cgroup import own_limit
 from qprof.service.store_paths import user_stores
@@ -53,6 +47,7 @@ from qprof.tui.sources.consensus import (
 from qprof.tui.sources.hardware import ClusterFacts, CpuFacts, HardwareSource
 from qprof.tui.sources.load import LoadSource
 from qprof.tui.sources.store import StoreSource
+from qprof.verify.liboqs_build import qprof_command
 
 STANDALONE = "standalone"
 DAEMON = "daemon"
@@ -347,8 +342,6 @@ class Collector:
     def verdict_note(self) -> str | None:
         """One line when the backend can give no verdict (numba alone is comparison only,
         qprof.consensus.basis): why, and what to run for one."""
-        from qprof.consensus.basis import verdict_basis
-        from qprof.verify.liboqs_build import qprof_command
 
         profile = self.profile.profile
         if profile is None or self.backend is None or self.sources.store is None:

@@ -81,8 +81,9 @@ class CoverageView:
     worst_block_ns: float | None = None
     measured_at: float | None = None
     note: str | None = None  # why there is no figure ("not measured yet", ...)
-    # `qprof check`'s statistic for this core: "median", or "paired" when the ML-DSA
-    # rounds disagree (a busy host); time_ns is by that statistic.
+    # `qprof check`'s statistic for this core: "paired" for interleaved rounds, "median"
+    # for rounds timed one suite after the other, "p10" only when asked for (as
+    # qprof.consensus.estimate.statistic chooses); time_ns is by that statistic.
     statistic: str | None = None
     statistic_why: str | None = None
     confidence: str | None = None  # "high" | "uncertain" (CI straddles the constant)
@@ -103,7 +104,7 @@ class CoverageView:
     block_reference_ns: float | None = None
     block_reference_core: str | None = None
     block_text: str | None = None  # "125 x SLH-DSA-SHAKE-128s (bound by ...)"
-    # The verdict's word (qprof.consensus.verdict.WORDS key, CoverageResult.state) and
+    # The verdict's word (qprof.consensus.verdict_types.WORDS key, CoverageResult.state) and
     # its one-line verdict, as `qprof check` prints them.
     state: str | None = None
     headline: str | None = None
@@ -215,7 +216,7 @@ def fmt_cap(core: CoreView) -> str:
     return " ".join(parts)
 
 
-# The Covered cell in the verdict's words (qprof.consensus.verdict.WORDS): a figure that
+# The Covered cell in the verdict's words (qprof.consensus.verdict_types.WORDS): a figure that
 # carries no verdict (a verifier no node runs alone); a 95 % interval straddling a binding
 # constant (no ✓/✗ until measured longer); a run too contended to estimate (no figure);
 # a ratio that does not bind on this core, "not binding here" first.

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from qprof.consensus import Profile
 from qprof.consensus.adversarial import AdversaryFactor, load_factors, worst_signature_vu
 from qprof.consensus.headroom import CRAFTED, factors_of_records, invalid_block
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.measure.native_memory import stack_text
 from qprof.measure.records import FunctionalCheck, Record, ResourceUse
 from qprof.measure.units import fmt_ns

@@ -18,6 +18,7 @@ from qprof.tui.model import (
     fmt_ghz,
     fmt_stat,
 )
+from qprof.tui.report_html import report_html
 
 
 def report_markdown(frame: Frame, profile: str) -> str:
@@ -147,7 +148,6 @@ def write_report(frame: Frame, directory: Path, profile: str,
     """Write the Markdown report and, beside it with the same name, the HTML page with
     charts; returns the Markdown's path. Both are new files (``atomicfile.write_private``:
     a name taken, by an export in the same second or by anything else, is skipped)."""
-    from qprof.tui.report_html import report_html
 
     directory = private_dir(directory)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(frame.taken_at))

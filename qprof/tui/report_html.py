@@ -7,7 +7,7 @@ import math
 import time
 from typing import cast
 
-from qprof.consensus.verdict import State
+from qprof.consensus.verdict_types import State
 from qprof.measure.units import fmt_ns
 from qprof.report.html import STATE_STYLE, verdict_text
 from qprof.report.html_svg import (

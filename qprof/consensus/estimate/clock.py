@@ -1,19 +1,8 @@
-"""Clock changes during a run, found from its measurement records.
-
-A run's ratios hold while the core runs at one clock: pooling rounds timed at two clocks
-mixes two speeds in every median and percentile. Two ways to see a change:
-
-- cpufreq: the frequency sampler marks each round ``capped`` (with ``cap_factor``) when
-  any sample taken during it was capped; a cap that starts or ends mid-run shows as rounds
-  of both states.
-- no cpufreq (a VM): the interleaved unit suite is the clock. Its quiet speed per round
-  (the 10th percentile of its turn medians: contention spells that cover most of a round
-  do not move it) stepping by more than ``STEP_BP`` for longer than the longest spell of
-  contention (``SPELL_S``), and holding level, is a probable clock change.
-
-Either way the rounds around the change are marked and the estimate keeps the largest set
-of rounds timed at one clock, when there are at least ``MIN_STEADY_ROUNDS`` of them;
-otherwise it keeps every round and the note says the change could not be left out.
+"""Clock changes during a run, found from its measurement records: pooling rounds timed
+at two clocks mixes two speeds in every median, so the estimate keeps the largest set of
+rounds timed at one clock (:func:`steady_measurements`). A change is a cap that came or
+went (cpufreq) or, without cpufreq (a VM), a step of the unit suite's quiet speed
+(``STEP_BP``, held longer than ``SPELL_S``). How: docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The one estimator: from Measurement records to a Verify-Unit estimate per suite.
 
-Entry point: :func:`estimate` (records -> :class:`SuiteEstimate` per CPU, backend and
-suite); :func:`qprof.consensus.verdict.evaluate` puts a profile's constants on top.
-`qprof check`, the daemon's metrics, `qprof history`, the monitor, the engine's adaptive
-stopping rule and the noise simulator all call these; nothing else works a statistic, an
-estimate or its interval out.
-
-Per CPU and backend one statistic (``median``, ``p10`` or ``paired``; ``auto`` picks
-with :func:`qprof.consensus.estimate.statistic.choose_statistic`) gives the suite's time and the
-unit suite's time, and the 95 % interval of their ratio.
+:func:`estimate` (records -> :class:`SuiteEstimate` per CPU, backend and suite): one
+statistic per CPU and backend gives the suite's and the unit's time and the 95 %
+interval of their ratio. Every view (check, the daemon, history, the monitor, the
+stopping rule) calls it; nothing else works an estimate or its interval out.
 """
 
 from __future__ import annotations

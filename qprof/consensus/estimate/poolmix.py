@@ -1,17 +1,8 @@
-"""A signature pool's mix of costs, held to every signature's.
-
-What verifying an SLH-DSA signature costs follows its Keccak-f permutations (time = b x
-permutations, rms error 0.3-0.8 % per signature on the AMD EPYC guest's adversary runs,
-docs/ADVERSARY.md), and only the WOTS+ chain steps vary between signatures, with an
-exactly known distribution (``verify.slhdsa_calls.signature_steps_cdf``). A pool of n
-signatures draws its mix from that distribution, and every run that uses the pool keeps
-the draw: 256 signatures leave ~15-23 bp (one sd) of error common to all of them, which
-no number of runs averages out. So each value is brought to the signature the
-population holds at the same place: the pool's signatures are ranked by their chain
-steps and the i-th of n takes the population's quantile at (i + 1/2) / n, the value
-scaled by its permutations there over its own. The pool's mix is then the population's;
-what is left of the pool's share is what the count does not explain, ``RESIDUAL_SD``
-per signature, an error of RESIDUAL_SD / sqrt(n).
+"""A signature pool's mix of costs, held to the population's: an SLH-DSA pool draws its
+mix of chain steps once and every run keeps the draw, an error no number of runs
+averages out. Each value is brought to the population's signature at its rank (known
+exactly: ``verify.slhdsa_calls.signature_steps_cdf``); ``RESIDUAL_SD`` is what the count
+does not explain. Evidence and figures: docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations
@@ -19,8 +10,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-
-import numpy as np
 
 from qprof.verify.slhdsa_calls import signature_steps_cdf
 
@@ -43,6 +32,8 @@ def population_factors(suite: str, permutations: Sequence[int], fixed: int
 @functools.lru_cache(maxsize=64)  # every round's record of a run carries the same pool
 def _factors(suite: str, permutations: tuple[int, ...], fixed: int
              ) -> tuple[float, ...] | None:
+    import numpy as np  # heavy: loaded when a pool is weighed, not with the verdict
+
     steps = np.asarray(permutations, dtype=np.float64) - fixed
     if (steps < 0).any():
         return None

@@ -1,46 +1,11 @@
 """Quiet turns and the quiet ratio under contention (the ``paired`` statistic).
 
-Interleaved rounds time the unit and every suite in turns of a few ms (A B1 B2 B3 A ...).
-Each operation of suite turn c lies between unit turns c and c+1: the mean of their
-medians is the unit's speed at that moment (the "clock"), and the operation over it is
-one per-operation ratio. On a shared host the core is slowed now and then, and the
-slowdown moves the ratio itself (a neighbour on the SMT sibling slows the suites
-unequally: on the Intel Xeon guest measured here the SLH-DSA ratios fall about 50 bp per
-1 % of unit slowdown, docs/ESTIMATOR.md). So the estimate is the ratio at no contention:
-
-1. **The run's quiet speed** u0: the centre of the quickest phase of the unit's turn
-   medians over every round: the median of the quickest band ``QUIET_SIGMAS`` sigma wide
-   (a turn median's jitter, from the within-turn spread of its samples) that holds
-   ``QUIET_MIN_SHARE`` of the turns. A share, not a few turns: the fast tail of a spread
-   round is no speed the core held (the Xeon guest: 15.8 us tails beside a 17.2 us
-   phase). The phase's centre, not its edge: s = 0 where a pair's clock is as often
-   quicker as slower by jitter alone (an operation over a clock quick by jitter reads
-   high, so a line through pairs measured from the phase's edge climbs towards s = 0:
-   +40 bp for ML-DSA-87 on the simulator's cap shape). One speed for the whole run, not
-   one per round: on the shared guests measured here a worker process's own quiet speed
-   is a contention level like any other. Rounds whose unit held 17.0-17.9 us (AMD EPYC
-   guest, one run) gave ML-DSA-87 ratios falling from 226.5 to 217.7 along one line, the
-   same line as the pairs within rounds; a per-round centre hid the contention of the
-   slower processes and split the run's estimate by process (docs/ESTIMATOR.md).
-   A run spent inside one contended level has a quickest band too, so the band must be
-   a steady phase: its turns differ from the next by no more than ``MAX_WANDER`` times
-   what their jitter gives, else the run has no quiet speed and no reliable estimate.
-2. **Contention of a pair**: s = clock / u0 - 1.
-3. **Each pool signature's own cost** (records that say which signature each value
-   verified, ``Measurement.pool_size``): the median of its ratios brought to the quiet
-   speed, over all signatures' median. Dividing by it takes the signatures' spread
-   (SLH-DSA: ~4 % per signature) out of the fit; the estimate keeps the pool's mix.
-4. **The contention curve**: the median signature-normalised ratio per bin of s; a line
-   through the quiet bins (s <= ``FIT_MAX``) gives the level at s = 0 (the quiet ratio),
-   each bin beyond keeps its own level; g(s) = level(s) / level(0).
-5. **The estimate**: the median over every operation (s <= ``USE_MAX``) of ratio / g(s):
-   each operation brought to the quiet speed, every signature counted as often as it was
-   verified.
-
-The interval (:func:`paired_ci`): a hierarchical Bayesian bootstrap of steps 1 and 4-5
-with weights for the rounds (worker processes, and the drift and phases that move whole
-rounds), the pool signatures and the operations; each replicate's u0 is the weighted
-median of the band's unit turns, and its estimate moves along its own curve to it.
+Interleaved rounds time the unit and every suite in turns; each operation over the
+unit's speed around it is one ratio. Contention moves the ratio itself, so the estimate
+is the ratio at no contention: the run's quiet speed, each pair's contention, each pool
+signature's own cost, a contention curve through the quiet bins, and the median of the
+operations brought to the quiet speed; :func:`paired_ci` bootstraps it hierarchically.
+The steps, their reasons and the measured figures: docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations

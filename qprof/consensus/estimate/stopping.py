@@ -1,15 +1,10 @@
 """The adaptive stopping rule: add B/A pairs while the verdict is not sure yet.
 
-The engine is handed it (:class:`qprof.measure.adaptive.StoppingRule` is the seam); the
-caller builds it here with :func:`rule_for`. A CPU gets more rounds while, for the
-estimates the verdict will make (:func:`qprof.consensus.estimate.estimator.estimate`), a
-Verify-Unit interval straddles the profile's constant or a ratio's interval is wider than
-``target_ci_bp``,
-an ML-DSA round spread exceeds ``max_spread_bp``, or (quiet-turn pairs) fewer quiet
-rounds than the base rounds were kept; the engine adds one only while it fits in the
-time limit (:func:`qprof.measure.adaptive.pair_fits`). The rule also says about how many
-pairs it would take (intervals shrink as 1/sqrt(rounds)), so the engine need not ask it
-after every pair: each answer is a bootstrap the measured CPU waits for.
+The engine is handed it (:class:`qprof.measure.adaptive.StoppingRule`), built by
+:func:`rule_for`: a CPU gets more rounds while an interval straddles a constant or is
+wider than ``target_ci_bp``, an ML-DSA spread exceeds ``max_spread_bp`` or too few quiet
+rounds were kept. It also says about how many pairs that takes, so the engine need not
+ask (a bootstrap) after every pair.
 """
 
 from __future__ import annotations

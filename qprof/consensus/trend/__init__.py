@@ -1,11 +1,6 @@
-"""The verdict over time (issue 29): runs of a series combined into segment estimates,
-known and detected change points, each step sized and explained.
+"""The verdict over time: the runs of a series combined into segment estimates, every
+change of a ratio found, sized and explained (method and the real series: docs/TREND.md).
 
-Modules: ``model`` (the types), ``from_records`` (a run's records -> run points),
-``codec`` (run points as JSON data), ``segment`` (one segment's estimate), ``detector``
-(the sequential CUSUM), ``segmentation`` (locating and sizing a step), ``explain`` (what
-changed), ``analysis`` (all of it over series: :func:`analysis.analyze`), ``fleet``
-(changes across nodes), ``verdict`` (the segment's figures into the coverage verdict),
-``report`` (JSON and one-line texts). `consensus/estimate` judges one run; this package
-judges the runs of a series.
+``model`` holds the types; ``analysis.analyze`` runs it all. `consensus/estimate` judges
+one run; this package judges the runs of a series.
 """

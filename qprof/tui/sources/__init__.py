@@ -1,12 +1,6 @@
-"""Data sources of the monitor: one class per origin of data (s-tui style).
-
-- :class:`~qprof.tui.sources.hardware.HardwareSource`: topology and frequencies
-  (``qprof.hw`` over a root directory: this machine or a ``--root`` snapshot);
-- :class:`~qprof.tui.sources.load.LoadSource`: per-CPU load from /proc/stat;
-- :class:`~qprof.tui.sources.store.StoreSource`: measurements, alerts and frequency
-  history from a ``qprof.service.store.Store`` (the daemon's or the monitor's own);
-- :class:`~qprof.tui.sources.consensus.ConsensusSource`: profile constants and
-  Verify-Unit coverage;
-- :class:`~qprof.tui.sources.measure.MeasureSource`: on-demand and scheduled
-  measurements through ``qprof.measure.engine.run_bench`` in a worker thread.
+"""Data sources of the monitor, one module per origin of data (s-tui style): ``hardware``
+(topology and frequencies over a root), ``load`` (/proc/stat), ``store`` (measurements,
+alerts and frequency history of a store), ``consensus`` (profile constants and the
+store's judgement), ``trend`` (the verdict over time), ``measure`` (on-demand and
+scheduled runs of the engine) and ``child`` (work done in a child process).
 """

@@ -14,11 +14,16 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qprof.consensus import Profile
+from qprof.consensus import Profile, available_profiles, load_profile
 from qprof.consensus.judgement import VERIFY_OPERATIONS, Judgement
-from qprof.consensus.verdict import CoverageResult
+from qprof.consensus.verdict_types import CoverageResult
 from qprof.report.headroom import worst_lines
+from qprof.service.cores import topology_cores
+from qprof.service.judged import store_judgement
+from qprof.service.store import Store
 from qprof.tui.model import CoverageView, cpu_ranges, short_design
+from qprof.tui.preflight import preflight_lines
+from qprof.tui.sources.child import run_child
 from qprof.tui.sources.hardware import ClusterFacts
 
 
@@ -51,15 +56,12 @@ class ProfileInfo:
 
 def profile_names() -> list[str]:
     """Profiles the `p` key offers."""
-    from qprof.consensus import available_profiles
 
     return available_profiles() or ["qanum"]
 
 
 def load_profile_info(name: str) -> ProfileInfo:
     try:
-        from qprof.consensus import load_profile
-
         profile = load_profile(name)
     except Exception as exc:  # noqa: BLE001 - ProfileError, OSError: show, do not crash
         return ProfileInfo(name=name, profile=None, error=str(exc))
@@ -108,10 +110,6 @@ def evaluate_store(path: Path, info: ProfileInfo, backend: str | None,
     if info.profile is None:
         return Evaluation()
     try:
-        from qprof.service.cores import topology_cores
-        from qprof.service.judged import store_judgement
-        from qprof.service.store import Store
-
         store = Store(path, readonly=True)
         try:
             found = store_judgement(store, info.profile, cores=topology_cores(root),
@@ -121,7 +119,6 @@ def evaluate_store(path: Path, info: ProfileInfo, backend: str | None,
         finally:
             store.close()
         evaluation = evaluation_of(found.judgement, info, backend)
-        from qprof.tui.preflight import preflight_lines
 
         return dataclasses.replace(evaluation, preflight=preflight_lines(
             records, info.profile, evaluation.results))
@@ -163,7 +160,6 @@ def evaluate_store_in_child(path: Path, info: ProfileInfo, backend: str | None,
     GIL for seconds (pure-Python statistics and a bootstrap: keys answered ~3.5 s late
     on this 2-vCPU VM); a child leaves the UI process idle. Blocking: from a worker;
     ``stop`` kills the child (raises ChildStopped)."""
-    from qprof.tui.sources.child import run_child
 
     cmd = [sys.executable, "-m", "qprof.tui.sources.consensus", str(path), info.location,
            backend or "", root]

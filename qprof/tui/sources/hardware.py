@@ -19,6 +19,7 @@ from typing import Any
 from qprof.hw.freq import CpuFreq, read_frequencies
 from qprof.hw.sysfs import kernel_text
 from qprof.hw.topology import CpuTopo, Topology, read_topology
+from qprof.tui.sources.child import run_child
 
 # Run in a child process: numba (the estimate's timing loop) never enters the UI
 # process, and the loop's ~100 ms per CPU never holds the UI's GIL.
@@ -192,7 +193,6 @@ def estimate_clocks(cpus: list[int], stop: threading.Event | None = None,
     loop, ~100 ms per CPU) for machines without cpufreq; with the problems met.
     Blocking: call it from a worker thread, once; ``stop`` kills the child (raises
     ChildStopped)."""
-    from qprof.tui.sources.child import run_child
 
     if not cpus:
         return {}, []

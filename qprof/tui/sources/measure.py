@@ -14,9 +14,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from qprof.consensus.estimate.stopping import rule_for
 from qprof.measure.config import CHECK_TIME_LIMIT_S, BenchConfig, ProgressEvent
+from qprof.measure.engine import run_bench
 from qprof.measure.first_look import MESSAGE as FIRST_LOOK
-from qprof.measure.records import Record
+from qprof.measure.records import Measurement, Note, Record
 from qprof.measure.units import medians_text
 from qprof.service.keep import keep_points
 from qprof.service.store import Store
@@ -82,9 +84,6 @@ class MeasureSource:
                 progress: Callable[[Progress], None] | None = None,
                 stop: threading.Event | None = None) -> str:
         """Measure verify of ``suites`` on ``cpu``; returns a one-line summary."""
-        from qprof.consensus.estimate.stopping import rule_for
-        from qprof.measure.engine import run_bench
-        from qprof.measure.records import Measurement, Note
 
         store = Store(self.store_path)
         records: list[Record] = []

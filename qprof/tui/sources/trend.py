@@ -18,13 +18,16 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from qprof.consensus.trend.codec import series_trend_from_dict, series_trend_to_dict
+from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
+from qprof.consensus.trend.report import alarm_text, change_text
+from qprof.consensus.trend.verdict import ratio_vu, segment_vu
+from qprof.service.judged import store_judgement
+from qprof.service.store import Store
 from qprof.tui.model import TrendView
-
-if TYPE_CHECKING:
-    from qprof.consensus.trend.model import SeriesTrend, SuiteTrend
-    from qprof.tui.sources.consensus import ProfileInfo
+from qprof.tui.sources.child import run_child
+from qprof.tui.sources.consensus import ProfileInfo
 
 # Runs without stored points (the monitor's own measurements, a daemon's runs from before
 # the points table) are read back from their records through the estimator, ~3 s of CPU
@@ -39,9 +42,6 @@ class TrendResult:
 
 
 def suite_view(t: SeriesTrend, s: SuiteTrend, unit_vu: int) -> TrendView:
-    from qprof.consensus.trend.report import alarm_text, change_text
-    from qprof.consensus.trend.verdict import ratio_vu, segment_vu
-
     runs = [r.suite(s.suite) for r in t.runs]
     estimates = tuple(unit_vu * x.ratio if x is not None and x.decided and x.ratio
                       else None for x in runs)
@@ -113,8 +113,6 @@ def _judged_series(path: Path, info: ProfileInfo, backend: str | None,
                    from_records: int) -> list[SeriesTrend]:
     """The series of the store's judgement (the ones check, history and the daemon judge
     on), read through its own connection."""
-    from qprof.service.judged import store_judgement
-    from qprof.service.store import Store
 
     store = Store(path, readonly=True)
     try:
@@ -142,7 +140,6 @@ def series_to_json(path: Path, info: ProfileInfo, backend: str | None,
                    from_records: int = FROM_RECORDS) -> str:
     """What the child sends: the consensus's own series trends (its codec), or the error
     line; the views are built on the UI's side."""
-    from qprof.consensus.trend.codec import series_trend_to_dict
 
     if info.profile is None:
         return json.dumps({"series": []})
@@ -155,7 +152,6 @@ def series_to_json(path: Path, info: ProfileInfo, backend: str | None,
 
 def result_from_json(text: str, info: ProfileInfo) -> TrendResult:
     """The child's answer as the views on screen (a wrong shape: ValueError)."""
-    from qprof.consensus.trend.codec import series_trend_from_dict
 
     data = json.loads(text)
     if not isinstance(data, dict):
@@ -173,7 +169,6 @@ def evaluate_trend_in_child(path: Path, info: ProfileInfo, backend: str | None,
                             timeout_s: float = 900.0) -> TrendResult:
     """:func:`evaluate_trend` in a child process (blocking: from a worker; ``stop`` kills
     the child and raises ChildStopped)."""
-    from qprof.tui.sources.child import run_child
 
     cmd = [sys.executable, "-m", "qprof.tui.sources.trend", str(path), info.location,
            backend or ""]

@@ -16,7 +16,8 @@ from qprof.tui.model import (
     fmt_stat,
 )
 
-# "Stat": the statistic `qprof check` compared on that core (med, or paired on a busy host).
+# "Stat": the statistic `qprof check` compared on that core (paired for interleaved rounds,
+# med for rounds timed one suite after the other).
 BASE_COLUMNS = ("CPU", "Cl", "Design", "Class", "Governor", "Cur GHz", "Max GHz", "Cap",
                 "Load", "Stat")
 CLASS_SHORT = {"performance": "perf", "efficiency": "eff", "prime": "prime"}

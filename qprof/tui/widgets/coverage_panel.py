@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from qprof.consensus.verdict import WORDS
+from qprof.consensus.verdict_types import WORDS
 from qprof.measure.units import fmt_ns
 from qprof.tui.fit import column_widths, fitting
 from qprof.tui.model import (
@@ -25,8 +25,8 @@ from qprof.tui.model import (
 from qprof.tui.widgets.core_table import short_suite
 
 # Cap before the worst block: at 80 columns the last column is the one cut off.
-# "Verify" is the time `qprof check` compared: the median, or the 10th percentile when
-# "Stat" says p10 (ML-DSA rounds disagree: a busy or shared host). "Est" is the estimate
+# "Verify" is the time `qprof check` compared, by the statistic "Stat" names (paired for
+# interleaved rounds, the median otherwise, p10 only when asked for). "Est" is the estimate
 # with its 95 % interval, as `qprof check` prints it.
 COLUMNS = ("Suite", "Where", "Verify", "Stat", "Est", "Const", "Margin", "Covered", "Cap",
            "Worst block")
@@ -89,7 +89,7 @@ def block_time_line(rows: tuple[CoverageView, ...]) -> str:
 
 def statistic_line(rows: tuple[CoverageView, ...]) -> str:
     """Which statistic each measured core's verdict used, and why (as `qprof check`
-    says it): 'Stat as `qprof check`: p10 on CPU 0,1: ML-DSA round medians …'."""
+    says it): 'Stat as `qprof check`: paired on CPU 0,1: …'."""
     by_cpu: dict[int, CoverageView] = {}
     for r in rows:
         if r.cpu is not None and r.statistic:
@@ -97,7 +97,7 @@ def statistic_line(rows: tuple[CoverageView, ...]) -> str:
     if not by_cpu:
         return ""
     parts = []
-    # Statistics other than the plain median first: they are the news (a busy host).
+    # Statistics other than the plain median first: they are the news.
     stats = sorted({r.statistic for r in by_cpu.values()}, key=lambda s: (s == "median", s))
     for stat in stats:
         cpus = sorted(c for c, r in by_cpu.items() if r.statistic == stat)
