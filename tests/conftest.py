@@ -71,3 +71,14 @@ def _small_signature_pools(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run signs 256 SLH-DSA signatures per suite once (minutes, then cached); tests
     with an empty cache sign pools of 8 (qprof.measure.fixtures.POOL_SIZE_ENV)."""
     monkeypatch.setenv("QPROF_POOL_SIZE", "8")
+
+
+@pytest.fixture(autouse=True)
+def _own_machine_lock(monkeypatch: pytest.MonkeyPatch,
+                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Real measurements take qprof's machine lock; each pytest process (an xdist worker)
+    has its own, so no bounded wait of a test sits behind another worker's or another qprof
+    run's measurement on this host (a daemon, another checkout's tests)."""
+    lock_dir = tmp_path_factory.getbasetemp() / "machine-lock"
+    lock_dir.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("QPROF_LOCK_DIR", str(lock_dir))

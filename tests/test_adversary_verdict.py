@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from gen_run_json import _SUMMARY, ALL_SUITES, CACHE_128S, SHIPPED, gen_lines, qprof_env
 
 from qprof.consensus import load_profile
 from tests.test_consensus_policy import HW, SILVER, judge
@@ -139,3 +140,50 @@ def test_default_check_text_has_one_worst_line_per_suite(
     out = capsys.readouterr().out
     assert all(len(x) <= 100 for x in out.splitlines())
     assert out.count("worst signature (") == 1
+
+
+DAMAGED_CACHES = {
+    "summary_list": ('{"summary": []}', "summary"),
+    "nan_ratio": ('{"summary": {"suite": "SLH-DSA-SHAKE-128s", "cpu_model": "x", '
+                  '"measured_at": 1, "worst": {"ground": {"ratio": NaN, "low": 1, '
+                  '"high": 1}}}, "signatures": []}', "NaN"),
+    "string_ratio": (json.dumps({"summary": {**_SUMMARY, "worst": {"ground": {
+        "ratio": "big", "low": 1.0, "high": 1.2}}}, "signatures": []}),
+        "summary.worst.ground.ratio"),
+    "zero_ratio": (json.dumps({"summary": {**_SUMMARY, "worst": {"ground": {
+        "ratio": 0, "low": 0, "high": 1.2}}}, "signatures": []}),
+        "summary.worst.ground.ratio"),
+    "deep": ("[" * 100000 + "]" * 100000, "nested"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED_CACHES))
+def test_10_check_from_ignores_a_damaged_cache_with_one_warning(tmp_path: Path,
+                                                                name: str) -> None:
+    text, field = DAMAGED_CACHES[name]
+    adv = tmp_path / "adv"
+    adv.mkdir()
+    (adv / CACHE_128S).write_text(text)
+    run = gen_lines(tmp_path / "run.jsonl", ALL_SUITES)
+    r = qprof_env("check", "--from", str(run), "--json", env={"QPROF_ADVERSARY_DIR": str(adv)})
+    assert "Traceback" not in r.stderr and r.returncode == 0, r.stderr[-2000:]
+    warned = [x for x in r.stderr.splitlines() if "adversary cache ignored" in x]
+    assert len(warned) == 1 and CACHE_128S in warned[0] and field in warned[0], r.stderr
+    assert json.loads(r.stdout)["decision"] == "covered"
+
+
+def test_10_metrics_go_on_without_the_damaged_cache(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from qprof.service.metrics_adversarial import worst_signature_metrics
+
+    def reference_samples() -> list[object]:
+        families = {f.name: f for f in worst_signature_metrics([], SHIPPED)}
+        return families["qprof_vu_worst_signature_reference"].samples
+
+    adv = tmp_path / "adv"
+    adv.mkdir()
+    (adv / CACHE_128S).write_text('{"summary": []}')
+    monkeypatch.setenv("QPROF_ADVERSARY_DIR", str(adv))
+    assert reference_samples() == []  # /metrics goes on without the figure (was a 500)
+    (adv / CACHE_128S).write_text(json.dumps({"summary": _SUMMARY, "signatures": []}))
+    assert reference_samples()  # a sound cache is read again

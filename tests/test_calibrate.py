@@ -5,13 +5,22 @@ HTTP API path against a stand-in server (the real Prometheus: tests/test_contrib
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import resource
+import subprocess
+import sys
 import threading
+import tomllib
+from contextlib import redirect_stderr, redirect_stdout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from gen_run import HOSTILE, assert_plain, gen, run_qprof
 from test_consensus_policy import HW, SILVER, X86, run_records
 
 from qprof.cli import main
@@ -21,6 +30,7 @@ from qprof.consensus.policy import cores_from_records
 from qprof.consensus.verdict import evaluate
 from qprof.measure.jsonl import read_run
 from qprof.measure.records import End
+from qprof.measure.records_parts import CpuRow, RunSettings
 
 # The seeds' Gold core at full speed (2026-10-14_arm, gold-core6.jsonl).
 GOLD = {"ML-DSA-44": 59_000.0, "ML-DSA-87": 166_600.0, "SLH-DSA-SHAKE-128s": 864_600.0,
@@ -226,3 +236,202 @@ def test_a_state_dir_that_keeps_no_run_is_one_line(tmp_path: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"qprof calibrate: {tmp_path}: no run kept there (qprof check, qprof "
                    "adversary)"]
+
+
+def run_main(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def hostile_run(tmp_path: Path) -> Path:
+    return gen(tmp_path / "hostile.jsonl", hostname=HOSTILE, text=HOSTILE, status=HOSTILE,
+               cpu_row=CpuRow(cpu=0, part_name=HOSTILE, uarch=HOSTILE),
+               settings=RunSettings(mode="check", interleaving=HOSTILE, timer_clock=HOSTILE))
+
+
+def test_2_5_calibrate_names_and_toml(tmp_path: Path, hostile_run: Path) -> None:
+    out = tmp_path / "proposed.toml"
+    done = run_qprof("calibrate", str(hostile_run), "-o", str(out))
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert_plain(done.stdout, "calibrate stdout")
+    assert_plain(done.stderr, "calibrate stderr")
+    text = out.read_text()
+    assert_plain(text, "calibrate -o")
+    proposed = load_profile(out)
+    assert proposed.constants_held_to == load_profile("qanum").constants_held_to
+    assert proposed.name == "qanum-proposed"
+    assert re.findall(r"^constants_held_to", text, re.M) == ["constants_held_to"]
+
+
+# -- 7. calibrate --prometheus trusts the server no more ------------------------------------
+
+def _vector(value: str, **labels: str) -> dict[str, Any]:
+    metric = {"instance": "n1:9464", "cpu": "0", "suite": "ML-DSA-87", "backend": "liboqs",
+              **labels}
+    return {"status": "success", "data": {"resultType": "vector",
+                                          "result": [{"metric": metric,
+                                                      "value": [1.0, value]}]}}
+
+
+BAD_ANSWERS = {
+    "data []": json.dumps({"status": "success", "data": []}),
+    "data null": json.dumps({"status": "success", "data": None}),
+    "non-dict items": json.dumps({"status": "success", "data": {"result": [1, "x"]}}),
+    "+Inf": json.dumps(_vector("+Inf")),
+    "NaN": json.dumps(_vector("NaN")),
+    "negative": json.dumps(_vector("-5")),
+    "1e300": json.dumps(_vector("1e300")),
+    "zero": json.dumps(_vector("0")),
+    "deep nesting": "[" * 200_000 + "]" * 200_000,
+    "not JSON": "<html>hello</html>",
+}
+
+
+class _Server:
+    """A stand-in Prometheus on 127.0.0.1: every query answered with ``body``, sent
+    ``drip`` bytes at a time every ``pause`` seconds."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.body, self.drip, self.pause = b"", 0, 0.0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                import time
+
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(outer.body)))
+                self.end_headers()
+                try:
+                    if not outer.drip:
+                        self.wfile.write(outer.body)
+                        return
+                    for i in range(0, len(outer.body), outer.drip):
+                        self.wfile.write(outer.body[i:i + outer.drip])
+                        self.wfile.flush()
+                        time.sleep(outer.pause)
+                except OSError:
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    s = _Server()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.mark.parametrize("shape", sorted(BAD_ANSWERS))
+def test_7_every_bad_answer_is_one_line_naming_the_url(server: _Server, shape: str) -> None:
+    server.body, server.drip = BAD_ANSWERS[shape].encode(), 0
+    code, out, err = run_main("calibrate", "--prometheus", server.url)
+    assert code == 2, (shape, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and server.url in lines[0], (shape, err[-2000:])
+    if shape in ("+Inf", "NaN", "negative", "1e300", "zero"):
+        assert "qprof_vu_estimate" in lines[0] and "value" in lines[0], lines[0]
+
+
+def test_7_a_dripping_server_meets_one_deadline(server: _Server) -> None:
+    import time
+
+    from qprof.service.fleet import FleetError, query
+
+    server.body, server.drip, server.pause = json.dumps(_vector("100")).encode(), 1, 0.2
+    start = time.monotonic()
+    with pytest.raises(FleetError, match="within 2 s"):
+        query(server.url, "qprof_vu_estimate", deadline_s=2.0)
+    assert time.monotonic() - start < 10  # a per-read timeout would run ~30 s here
+
+
+def test_7_a_huge_answer_is_cut_at_the_cap(server: _Server,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from qprof.service import fleet
+
+    monkeypatch.setattr(fleet, "MAX_BYTES", 1 << 20)
+    server.body, server.drip = b"[" + b"0," * (1 << 20) + b"0]", 0
+    with pytest.raises(fleet.FleetError, match="larger than 1 MiB"):
+        fleet.query(server.url, "qprof_vu_estimate")
+
+
+# -- 8. calibrate -o round-trips -------------------------------------------------------------
+
+def test_8_profile_toml_round_trips(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from qprof.consensus.profiles import BlockTimeBound
+
+    qanum = load_profile("qanum")
+    cases = {
+        "held to the worst signature": replace(qanum, constants_held_to="worst_signature"),
+        "time fraction, no reference cores": replace(
+            qanum, reference_cores=(), ratio_binds="all",
+            block_time=BlockTimeBound(max_interval_fraction=0.5)),
+        "control characters": replace(qanum, name="a\rb\x1b[2K\x07 c",
+                                      description='d\n"q"\\ \x7f\t end'),
+    }
+    for what, profile in cases.items():
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.toml"
+        path.write_text(profile_toml(profile, [HOSTILE[:300], "plain"]))
+        back = load_profile(path)
+        assert replace(back, path=profile.path) == profile, what
+        tomllib.loads(path.read_text())
+
+
+def test_8_name_with_control_characters_is_refused(tmp_path: Path) -> None:
+    run = gen(tmp_path / "gen.jsonl")
+    code, out, err = run_main("calibrate", str(run), "--name", "a\rb", "-o",
+                              str(tmp_path / "p.toml"))
+    assert code == 2 and "--name" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "p.toml").exists()
+
+
+# -- 9. calibrate -o writes whole or not at all ----------------------------------------------
+
+def test_9_calibrate_o_leaves_the_old_file_on_a_failed_write(tmp_path: Path) -> None:
+    run = gen(tmp_path / "gen.jsonl")
+    out = tmp_path / "proposed.toml"
+    out.write_text("# the old profile\n")
+
+    def small_files() -> None:  # ulimit -f 1: writes past 1024 bytes fail (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    done = subprocess.run([sys.executable, "-m", "qprof", "calibrate", str(run), "-o",
+                           str(out)], capture_output=True, text=True, timeout=120,
+                          preexec_fn=small_files)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and str(out) in done.stderr
+    assert out.read_text() == "# the old profile\n"
+    assert not list(tmp_path.glob("proposed.toml.*"))
+
+
+# -- 20. duplicate node names ------------------------------------------------------------------
+
+def test_20_duplicate_node_names_are_numbered() -> None:
+    from qprof.commands.calibrate import _node_name
+
+    seen: dict[str, int] = {}
+    names = [_node_name(Path("run.jsonl"), "localhost", seen) for _ in range(1000)]
+    assert len(set(names)) == 1000
+    assert names[:3] == ["localhost", "localhost #2",
+                         "localhost #3"]
+    assert names[-1] == "localhost #1000"
+    # A hostname that already ends in " #2" does not collide with a numbered one.
+    assert _node_name(Path("run.jsonl"), "localhost", {"localhost": 1,
+                                                       "localhost #2": 1}) \
+        == "localhost #3"

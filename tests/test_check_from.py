@@ -18,9 +18,12 @@ import statistics
 from pathlib import Path
 
 import pytest
+from gen_run import HOSTILE, assert_plain, gen, run_qprof
+from gen_run_json import ALL_SUITES, SHIPPED, assert_clean, gen_lines, huge_qanum, qprof_env
 
 from qprof.commands import check as check_cmd
 from qprof.consensus import load_profile
+from qprof.measure.records_parts import CpuRow, RunSettings
 
 RUNS = Path(__file__).parent / "data" / "runs"
 RECORDED = sorted(p.name.removesuffix(".jsonl.xz") for p in RUNS.glob("*.jsonl.xz"))
@@ -76,7 +79,7 @@ def _binding_everywhere(tmp_path: Path) -> Path:
 # not part of the recorded run (the live runs were recorded beside such a cache).
 MACHINE_KEYS = ("worst_signature_reference", "vu_worst_signature", "worst_signature")
 # The verdict's sentence: its words were made one per meaning after these runs (issue 30,
-# tests/test_first_minutes_words.py); the figures and decisions it states are compared.
+# tests/test_consensus_verdict_words.py); the figures and decisions it states are compared.
 WORDING_KEYS = ("verdict",)
 
 
@@ -414,3 +417,89 @@ def test_a_hostile_recorded_profile_is_one_bounded_line(recorded, capsys, hostil
     assert "Traceback" not in err and "\x1b" not in err and "\x00" not in err
     assert all(len(line) < 2200 for line in err.splitlines())
     assert "CRITICAL forged" not in [line[:15] for line in err.splitlines()]
+
+
+@pytest.fixture
+def hostile_run(tmp_path: Path) -> Path:
+    return gen(tmp_path / "hostile.jsonl", hostname=HOSTILE, text=HOSTILE, status=HOSTILE,
+               cpu_row=CpuRow(cpu=0, part_name=HOSTILE, uarch=HOSTILE),
+               settings=RunSettings(mode="check", interleaving=HOSTILE, timer_clock=HOSTILE))
+
+
+def test_5_check_from_prints_the_hostile_run_plainly(hostile_run: Path) -> None:
+    for extra in ((), ("--verbose",)):
+        done = run_qprof("check", "--from", str(hostile_run), "--profile", "qanum", *extra)
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert_plain(done.stdout, f"check --from {extra} stdout")
+        assert_plain(done.stderr, f"check --from {extra} stderr")
+        lines = done.stdout.splitlines()
+        assert sum(line.startswith("verdict:") for line in lines) == 1, done.stdout[-2000:]
+        assert len(done.stdout) < 60_000  # seven 100 kB strings, each bounded
+    done = run_qprof("check", "--from", str(hostile_run), "--profile", "qanum", "--json")
+    json.loads(done.stdout)  # JSON escapes every character itself
+
+
+# -- 12. calibrate and report as cleanly as check ---------------------------------------------
+
+@pytest.mark.parametrize("case", ["unit samples all 0", "unit medians 1e-300"])
+def test_12_no_traceback_where_check_is_clean(tmp_path: Path, case: str) -> None:
+    run = (gen(tmp_path / "z.jsonl", unit_samples=[0.0, 0.0, 0.0])
+           if case == "unit samples all 0" else gen(tmp_path / "t.jsonl", unit_ns=1e-300))
+    for args in (("calibrate", str(run)), ("report", str(run), "--profile", "qanum"),
+                 ("report", str(run), "--html", str(tmp_path / "p.html")),
+                 ("check", "--from", str(run), "--profile", "qanum")):
+        done = run_qprof(*args)
+        assert "Traceback" not in done.stderr, (args, done.stderr[-2000:])
+    done = run_qprof("calibrate", str(run))
+    assert done.returncode == 2 and str(run) in done.stderr, done.stderr[-2000:]
+
+
+# -- 3. a recorded run's profile is a name, never a path --------------------------------
+
+def test_3_check_from_never_opens_the_profile_path_a_run_names(tmp_path: Path) -> None:
+    evil = huge_qanum(tmp_path / "x")
+    run = gen_lines(tmp_path / "run.jsonl", ALL_SUITES, profile=str(evil))
+    r = qprof_env("check", "--from", str(run), "--json")
+    doc = json.loads(r.stdout)
+    assert doc["profile_path"] == str(SHIPPED.path)  # the name, looked up here
+    assert {x["suite"]: x["vu_constant"] for x in doc["results"]}["ML-DSA-87"] == 290
+    assert str(SHIPPED.path) in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("recorded", ["/proc/kmsg", "/dev/zero", "../../etc/passwd\n"])
+def test_3_a_recorded_kernel_file_or_odd_name_is_one_line(tmp_path: Path,
+                                                          recorded: str) -> None:
+    run = gen_lines(tmp_path / "run.jsonl", profile=recorded)
+    err = assert_clean(qprof_env("check", "--from", str(run), timeout=30))
+    assert "give --profile" in err
+
+
+# -- 4. priced suites not measured never pass ---------------------------------------------
+
+def test_4_a_run_of_the_unit_suite_alone_does_not_pass(tmp_path: Path) -> None:
+    run = gen_lines(tmp_path / "run.jsonl", (("ML-DSA-44", 17000.0),))
+    r = qprof_env("check", "--from", str(run), "--json")
+    assert_clean(r, 3)
+    doc = json.loads(r.stdout)
+    assert doc["decision"] == "unsure" and doc["exit_code"] == 3
+    assert any("not measured: ML-DSA-87" in g for g in doc["gaps"]), doc["gaps"]
+    text = qprof_env("check", "--from", str(run))
+    assert text.returncode == 3
+    # Its own word (issue 30: one word per meaning; "unsure" is an interval straddling).
+    assert "verdict: incomplete: not measured: ML-DSA-87, SLH-DSA-SHAKE-128s" in " ".join(
+        text.stdout.split())
+
+
+def test_4_a_run_cut_short_does_not_pass(tmp_path: Path) -> None:
+    every = tmp_path / "every.toml"
+    every.write_text(SHIPPED.path.read_text().replace('ratio_binds = "reference"',
+                                                      'ratio_binds = "all"'))
+    whole = gen_lines(tmp_path / "whole.jsonl", ALL_SUITES)
+    cut = gen_lines(tmp_path / "cut.jsonl", ALL_SUITES, end=False)
+    done = json.loads(qprof_env("check", "--from", str(whole), "--profile", str(every),
+                                "--json").stdout)
+    assert done["decision"] == "covered", done["gaps"]  # all measured, finished: passes
+    r = qprof_env("check", "--from", str(cut), "--profile", str(every), "--json")
+    assert r.returncode == 3
+    doc = json.loads(r.stdout)
+    assert doc["decision"] == "unsure" and any("partial" in g for g in doc["gaps"])

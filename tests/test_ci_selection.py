@@ -124,7 +124,7 @@ def test_the_scan_sees_the_known_kinds() -> None:
     found = ambient_tests()
     assert found["tests/test_verify_api.py::test_kem_roundtrip"] == "uses liboqs_available"
     assert found["tests/test_nb_cache.py::test_xdg_cache_home_then_home"] == "names HOME"
-    assert found["tests/test_hostile_cli.py::test_3_worker_killed_keeps_its_finished_tasks"
+    assert found["tests/test_measure_engine.py::test_3_worker_killed_keeps_its_finished_tasks"
                  ] == "uses compiled_backend"
     assert "tests/test_layers.py::test_one_package_holds_the_estimator" not in found
 

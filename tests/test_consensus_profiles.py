@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from faults import one_line, qprof
 
 from qprof.consensus import ProfileError, available_profiles, load_profile
+from qprof.service.config import ConfigError, load_config_file
 
 
 def test_qanum_profile_has_todays_constants():
@@ -201,3 +204,65 @@ def test_only_the_profiles_verifier_gets_covered() -> None:
     assert (numba.covered, numba.margin, numba.confidence, numba.vu_estimate) == (
         None, None, None, 300)
     assert "covered" not in numba.verdict.lower()
+
+
+# -- 1. profiles and --config: not UTF-8, deeply nested, nan/inf -----------------------------
+
+NOT_UTF8 = b'name = "x\xff\xfe"\n'
+
+
+DEEP = b"x = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
+
+
+@pytest.mark.parametrize("content,words", [(NOT_UTF8, "not UTF-8"), (DEEP, "nested")],
+                         ids=["not-utf8", "deep"])
+def test_profile_not_utf8_or_deep_is_a_profile_error(tmp_path: Path, content: bytes,
+                                                     words: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_bytes(content)
+    with pytest.raises(ProfileError, match=words):
+        load_profile(path)
+    with pytest.raises(ConfigError, match=words):
+        load_config_file(path)
+
+
+@pytest.mark.parametrize("content", [NOT_UTF8, DEEP], ids=["not-utf8", "deep"])
+def test_check_and_daemon_exit_2_on_a_bad_file(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "p.toml"
+    path.write_bytes(content)
+    r = qprof("check", "--profile", str(path), "--quiet")
+    assert r.returncode == 2
+    assert str(path) in one_line(r.stderr)
+    r = qprof("daemon", "--config", str(path), "--state-dir", str(tmp_path / "s"))
+    assert r.returncode == 2
+    assert "config error" in one_line(r.stderr)
+
+
+def test_profile_nan_inf_directly(tmp_path: Path) -> None:
+    base = ('name = "t"\nunit_suite = "ML-DSA-44"\nmax_block_verify_units = 200000\n'
+            '[verify_units]\n"ML-DSA-44" = 100\n')
+    for extra in ("target_block_interval_s = nan\n", "target_block_interval_s = inf\n"):
+        path = tmp_path / "p.toml"
+        path.write_text(extra + base)
+        with pytest.raises(ProfileError, match="target_block_interval_s"):
+            load_profile(path)
+    path = tmp_path / "p.toml"
+    path.write_text(base + '[[reference_cores]]\nname = "c"\n'
+                    '[reference_cores.verify_median_ns]\n"ML-DSA-44" = inf\n')
+    with pytest.raises(ProfileError, match="verify_median_ns"):
+        load_profile(path)
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo"])
+def test_profile_path_that_is_a_directory_or_fifo_says_so(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "p.toml"
+    if kind == "dir":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    r = qprof("check", "--profile", str(path), "--quiet", timeout=30)
+    assert r.returncode == 2
+    assert ("a directory" if kind == "dir" else "a FIFO") in one_line(r.stderr)
+    r = qprof("daemon", "--config", str(path), timeout=30)
+    assert r.returncode == 2
+    assert ("a directory" if kind == "dir" else "a FIFO") in one_line(r.stderr)

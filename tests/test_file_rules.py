@@ -13,8 +13,17 @@ with why it may, or the scan fails.
 from __future__ import annotations
 
 import ast
+import json
+import os
+import resource
+import signal
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from gen_run_json import _bad_outputs, assert_clean, gen_lines, qprof_env
 from hostile_exit import clean_exit
 
 import qprof
@@ -211,3 +220,117 @@ def test_every_finding_of_issue_49_is_run_without_a_traceback() -> None:
                     ast.get_source_segment(source, node) or ""):
                 checked.add(int(m.group(1)))
     assert set(range(1, 18)) - checked == set()
+
+
+def test_3_read_toml_refuses_kernel_files_without_reading() -> None:
+    from qprof.tomlfile import TomlFileError, read_toml
+
+    for path in ("/proc/self/status", "/proc/kmsg", "/sys/kernel/notes"):
+        with pytest.raises(TomlFileError, match="kernel file"):
+            read_toml(Path(path))
+
+
+def test_3_read_toml_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
+    from qprof.tomlfile import TomlFileError, read_toml
+
+    fifo = tmp_path / "p.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(TomlFileError, match="FIFO"):
+        read_toml(fifo)
+
+
+def test_14_check_o_bad_path_is_one_line_before_measuring(tmp_path: Path) -> None:
+    for bad in _bad_outputs(tmp_path):
+        err = assert_clean(qprof_env("check", "--cpus", "0", "--time-limit", "0", "-o", bad))
+        assert bad in err and "cannot write" in err
+
+
+def test_9_report_and_export_check_their_paths_before_any_work(tmp_path: Path) -> None:
+    from qprof.service.store import Store
+
+    run = gen_lines(tmp_path / "run.jsonl")
+    with run.open("a") as fh:
+        fh.write("not json\n")  # reading the run would say so: it is never read
+    state = tmp_path / "state"
+    Store(state / "qprof.db").close()  # no runs: opening it would say so
+    for bad in _bad_outputs(tmp_path):
+        for argv in (["report", str(run), "-o", bad], ["report", str(run), "--html", bad],
+                     ["export", "latest", "-o", bad, "--state-dir", str(state)]):
+            err = assert_clean(qprof_env(*argv))
+            assert "cannot write" in err and bad in err, (argv, err)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
+def test_9_no_permission_is_one_line(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    run = gen_lines(tmp_path / "run.jsonl")
+    assert "Permission denied" in assert_clean(qprof_env("report", str(run), "-o",
+                                                         str(ro / "r.md")))
+
+
+def _limited_write(path: Path, text_len: int) -> subprocess.CompletedProcess[str]:
+    """write_file under `ulimit -f 1` (SIGXFSZ ignored: the write fails with EFBIG)."""
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    code = ("import sys\nfrom qprof.commands.output import OutputError, write_file\n"
+            "try:\n    write_file(sys.argv[1], 'y' * int(sys.argv[2]))\n"
+            "except OutputError as exc:\n    print(exc, file=sys.stderr); sys.exit(2)\n")
+    return subprocess.run([sys.executable, "-c", code, str(path), str(text_len)],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          preexec_fn=limit)
+
+
+def test_9_a_write_cut_short_leaves_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "profile.toml"
+    target.write_text("old = 1\n")
+    r = _limited_write(target, 5000)
+    assert_clean(r)
+    assert target.read_text() == "old = 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.toml"]  # no tmp left
+
+
+def test_9_check_o_is_written_whole(tmp_path: Path) -> None:
+    """check -o goes through the atomic writer: a temporary file beside it while the run
+    lasts, renamed over it at the end (the old contents replaced, nothing left beside)."""
+    from qprof.atomicfile import AtomicFile
+
+    out = tmp_path / "run.jsonl"
+    out.write_text("old\n")
+    f = AtomicFile(out)
+    f.write("new\n")
+    f.flush()
+    assert out.read_text() == "old\n"
+    assert len(list(tmp_path.iterdir())) == 2  # the run so far is on disk beside it
+    f.commit()
+    assert out.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == [out.name]
+
+
+def test_fixture_and_pool_caches_are_read_bounded(tmp_path: Path) -> None:
+    """A damaged signature cache is not used (it is signed again); deep nesting was a
+    RecursionError through every command that verifies a pool."""
+    from qprof.measure.fixtures import cache_path, read_cached
+
+    path = cache_path("ML-DSA-44", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for text in ("[" * 100000 + "]" * 100000, "[1, 2]", '[{"suite": NaN}]', "{"):
+        path.write_text(text)
+        assert read_cached("ML-DSA-44", tmp_path) == []
+
+
+def test_9_live_check_o_writes_the_run_whole(tmp_path: Path, liboqs_available: None) -> None:
+    """A live check -o: the run is in the file at the end, nothing beside it, and it
+    judges as recorded (check --from)."""
+    out = tmp_path / "run.jsonl"
+    out.write_text("an older file, replaced whole\n")
+    r = qprof_env("check", "--cpus", "0", "--rounds", "3", "--max-rounds", "3", "--budget",
+                  "0.02", "--time-limit", "0", "-o", str(out), "--json", timeout=600)
+    assert "Traceback" not in r.stderr and r.returncode in (0, 1, 3), r.stderr[-2000:]
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    first = out.read_text().splitlines()[0]
+    assert json.loads(first)["type"] == "meta"
+    again = qprof_env("check", "--from", str(out), "--json")
+    assert json.loads(again.stdout)["run_id"] == json.loads(r.stdout)["run_id"]

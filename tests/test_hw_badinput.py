@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from faults import CPU_DIR, SEEDS_HW
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -180,3 +181,49 @@ def test_many_possible_few_present(tmp_path: Path) -> None:
     assert topo.cpu(100).present is False and topo.cpu(100).cluster is None
     reading = read_frequencies(root, topo)
     assert reading.cpu(100).capped is None
+
+
+def test_cpulist_bounded() -> None:
+    from qprof.hw.sysfs import parse_cpulist
+
+    huge = ",".join(f"{i * 65536}-{i * 65536 + 65535}" for i in range(1500))
+    cpus, problem = parse_cpulist(huge, "online")
+    assert cpus is None and problem is not None and "65536" in problem
+    assert len(problem) < 200
+    cpus, problem = parse_cpulist("0-3,99999999", "online")
+    assert cpus is None and problem is not None
+    assert parse_cpulist("0-3,6", "online") == ({0, 1, 2, 3, 6}, None)
+
+
+def test_hexmask_linear_and_bounded() -> None:
+    from qprof.hw.sysfs import parse_hexmask
+
+    cpus, problem = parse_hexmask("f" * (1 << 20), "core_siblings")  # 4 M bits: too many
+    assert cpus is None and problem is not None and len(problem) < 200
+    cpus, problem = parse_hexmask("ff," * 2000 + "ff", "core_siblings")  # 16 k bits: linear
+    assert problem is None and cpus is not None and len(cpus) == 8 * 2001
+    assert parse_hexmask("00000000,000000f0") == ({4, 5, 6, 7}, None)
+
+
+def test_problem_messages_truncate_the_bad_token() -> None:
+    from qprof.hw.sysfs import parse_cpulist, parse_int
+
+    _, problem = parse_cpulist("x" * 20_000_000, "online")
+    assert problem is not None and len(problem) < 200
+    _, problem = parse_int("9" * 100_000, "scaling_max_freq")
+    assert problem is not None and len(problem) < 200
+
+
+@pytest.mark.parametrize("value", ["-1000", "0", "999999999999"])
+def test_bad_frequencies_rejected_with_a_reason(tmp_path: Path, value: str) -> None:
+    import shutil
+
+    from qprof.hw import read_frequencies, read_topology
+
+    root = tmp_path / "root"
+    shutil.copytree(SEEDS_HW, root)
+    (root / CPU_DIR / "cpu6/cpufreq/scaling_max_freq").write_text(value + "\n")
+    freq = read_frequencies(root, read_topology(root)).to_dict()
+    cpu6 = freq["cpus"][6]
+    assert cpu6["max_khz"] is None and cpu6["capped"] is None
+    assert any("scaling_max_freq" in p and "kHz" in p for p in freq["problems"])

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from faults import CPU_DIR, SEEDS_HW, qprof
 
 from qprof.cli import main
 from qprof.hw import read_topology
@@ -98,3 +99,14 @@ def test_unknown_part_is_shown_as_such(tmp_path: Path, capsys: pytest.CaptureFix
     assert "unknown part 0x123 (Arm)" in out and "unknown part 0x123 of Arm" in out
     topo = read_topology(root)
     assert topo.cpus[0].uarch is None and topo.cpus[0].part == "0x123"
+
+
+def test_env_json_stays_small_on_a_huge_token(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(SEEDS_HW, root)
+    (root / CPU_DIR / "online").write_text("0-" + "7" * 3_000_000 + "\n")
+    r = qprof("env", "--root", str(root))
+    assert "Traceback" not in r.stderr
+    assert len(r.stdout) < 200_000

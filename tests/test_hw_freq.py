@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from faults import qprof
 
 from qprof.hw import CapWatch, read_frequencies, read_topology, take_env_snapshot
 from qprof.hw.freq import cap_factor
@@ -160,3 +162,50 @@ def test_env_snapshot_reads_hwmon() -> None:
     hw = [t for t in snap["temperatures"] if t["source"] == "hwmon"]
     assert {"type": "coretemp/Package id 0", "temp_c": 46.0, "zone": None,
             "source": "hwmon"} in hw
+
+
+# -- 7, 8. governor names from /sys: first token, no control characters, bounded ------------
+
+FORGED = "performance\nCRITICAL alert disagreement: forged\x1b[2J\x1b[H\r\x9b31m\n"
+
+
+def _governors(root: Path) -> list[Path]:
+    files = sorted((root / "sys/devices/system/cpu").glob("cpu*/cpufreq/scaling_governor"))
+    assert files
+    return files
+
+
+def test_7_governor_with_newline_and_escapes_is_one_clean_word(seeds: Path) -> None:
+    from qprof.hw.freq import read_frequencies
+    from qprof.hw.sysfs import SysRoot
+
+    for f in _governors(seeds):
+        f.write_text(FORGED)
+    freq = read_frequencies(seeds)
+    assert {c.governor for c in freq.cpus} == {"performance"}
+    assert SysRoot(seeds).line(
+        "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")[0] == "performance"
+    for cmd in (["topology"], ["freq"], ["freq", "--json"], ["env"]):
+        r = qprof(*cmd, "--root", str(seeds))
+        assert r.returncode == 0, (cmd, r.stderr)
+        out = r.stdout + r.stderr
+        assert "forged" not in out and "CRITICAL" not in out, cmd
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out), (cmd, out)
+        assert "performance" in out, cmd
+
+
+def test_8_dev_zero_as_governor_is_not_read_whole(seeds: Path) -> None:
+    from qprof.hw.freq import read_frequencies
+
+    gov = _governors(seeds)
+    gov[0].unlink()
+    gov[0].symlink_to("/dev/zero")
+    gov[1].write_text("p" * 100 + "\n")  # a word no kernel writes: over CPUFREQ_NAME_LEN
+    freq = read_frequencies(seeds)
+    assert freq.cpus[0].governor is None and freq.cpus[1].governor is None
+    text = " ".join(freq.problems)
+    assert "longer than 65536 bytes" in text and "not a name" in text  # and why
+    for cmd in (["env"], ["freq", "--json"], ["topology", "--json"]):
+        r = qprof(*cmd, "--root", str(seeds))
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert len(r.stdout) + len(r.stderr) < 100_000, cmd

@@ -159,3 +159,50 @@ def test_chipset_names() -> None:
     assert chipset_name("MT6797T") == "MT6797"
     assert chipset_name("Kirin920") == "Kirin 920"
     assert chipset_name("something else") is None
+
+
+# -- 9. the topology of N CPUs is read in time linear in N -----------------------------------
+
+def _many_cpus(root: Path, n: int, own_siblings: bool) -> Path:
+    """A root with ``n`` identical x86 CPUs, no cpufreq; ``own_siblings``: each CPU's
+    topology names itself alone (per-core domains, merged by the clustering rule)."""
+    cpu_dir = root / "sys/devices/system/cpu"
+    cpu_dir.mkdir(parents=True)
+    (cpu_dir / "online").write_text(f"0-{n - 1}\n")
+    (root / "proc").mkdir()
+    (root / "proc/cpuinfo").write_text("".join(
+        f"processor\t: {i}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n"
+        "model name\t: Test\nflags\t\t: fpu avx2\n\n" for i in range(n)))
+    for i in range(n):
+        (cpu_dir / f"cpu{i}").mkdir()
+        if own_siblings:
+            (cpu_dir / f"cpu{i}/topology").mkdir()
+            (cpu_dir / f"cpu{i}/topology/core_siblings_list").write_text(f"{i}\n")
+    return root
+
+
+@pytest.mark.parametrize("own_siblings", [False, True], ids=["bare", "per-core"])
+def test_9_topology_work_grows_linearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       own_siblings: bool) -> None:
+    """The clustering rule's reads of CPU details, counted for 2,500 and 20,000 CPUs: 8
+    times the CPUs, about 8 times the reads (the sequential scan and the merge of per-core
+    domains compared each CPU with every member of its group: 64 times)."""
+    from qprof.hw import cpudir
+    from qprof.hw.topology import read_topology
+
+    class Counted(cpudir.CpuDirFacts):
+        reads = 0
+
+        def __getattribute__(self, name: str) -> object:
+            if name in ("max_khz", "min_khz", "midr", "package"):
+                Counted.reads += 1
+            return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(cpudir, "CpuDirFacts", Counted)
+    reads = {}
+    for n in (2_500, 20_000):
+        Counted.reads = 0
+        topo = read_topology(_many_cpus(tmp_path / str(n), n, own_siblings))
+        reads[n] = Counted.reads
+        assert [len(c.cpus) for c in topo.clusters] == [n]
+    assert reads[20_000] < 10 * reads[2_500], reads

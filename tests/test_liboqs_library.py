@@ -158,3 +158,18 @@ def test_liboqs_is_loaded_in_one_place() -> None:
               for path in sorted(root.rglob("*.py")) if path not in homes
               for text in [path.read_text()] for m in loads.finditer(text)]
     assert bypass == []
+
+
+# -- found by the real systemd (scripts/test-systemd) ------------------------------------------
+
+@pytest.mark.fresh
+def test_liboqs_search_without_a_home_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DynamicUser= service has no $HOME and no passwd entry: Path.home() raises."""
+    from qprof.verify.availability import find_liboqs
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    found = find_liboqs({"OQS_INSTALL_PATH": "/nonexistent"})
+    assert isinstance(found, str) or found.source == "system"

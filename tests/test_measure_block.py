@@ -11,8 +11,18 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from gen_run_json import (
+    _SUMMARY,
+    BAD_BLOCK_FILES,
+    CACHE_128S,
+    _block_file,
+    _block_row,
+    assert_clean,
+    qprof_env,
+)
 
 from qprof.hw.sysfs import format_cpulist
 from qprof.measure.block import BlockError, build_block, verify_block
@@ -300,3 +310,82 @@ def test_daemon_verifies_the_worst_mixture_too(tmp_path) -> None:  # noqa: ANN00
     text = generate_latest(registry).decode()
     assert 'qprof_block_composition_info{block="1 x ML-DSA-44 + 13 x ML-DSA-87",suite="worst"}' \
         in text
+
+
+_ROW = {"kind": "ground", "suite": "SLH-DSA-SHAKE-128s", "pk": "00", "msg": "00",
+        "sig": "00", "ctx": "", "valid": True, "verify_ns": 1000.0}
+
+
+# The signatures are read by block --adversarial alone (the verdict needs the summary).
+ROW_WITHOUT_KIND = json.dumps({"summary": _SUMMARY, "signatures": [
+    {k: v for k, v in _ROW.items() if k != "kind"}]})
+
+
+def test_10_block_adversarial_on_a_row_without_kind_is_one_line(tmp_path: Path) -> None:
+    adv = tmp_path / "adv"
+    adv.mkdir()
+    (adv / CACHE_128S).write_text(ROW_WITHOUT_KIND)
+    r = qprof_env("block", "--adversarial", "--suites", "SLH-DSA-SHAKE-128s", "--signatures",
+                  "1", "--repeat", "1", "--cpus", "0", env={"QPROF_ADVERSARY_DIR": str(adv)})
+    assert "signatures[0].kind" in assert_clean(r)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_BLOCK_FILES))
+def test_13_report_block_checks_its_input(tmp_path: Path, name: str) -> None:
+    path = _block_file(tmp_path, name)
+    err = assert_clean(qprof_env("report", "--block", str(path)))
+    assert str(path) in err and BAD_BLOCK_FILES[name][1] in err
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/proc/self/status"])
+def test_13_report_block_does_not_read_a_device_or_kernel_file(device: str) -> None:
+    assert device in assert_clean(qprof_env("report", "--block", device, timeout=30))
+
+
+def test_13_a_real_block_file_still_reads(tmp_path: Path) -> None:
+    from qprof.measure.block_file import read_block_results
+
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"profile": "qanum", "results": [_block_row()]}))
+    [row] = read_block_results(path)
+    assert row.signatures == 60 and row.wall_s == 0.01 and row.cpus == [0]
+
+
+# -- 15, 16. block: verifiers found before any signing; bounded options ---------------------
+
+def test_15_block_with_a_verifier_that_cannot_run_is_one_line_before_signing() -> None:
+    # openssl has no SLH-DSA (cryptography exposes ML-DSA only); where openssl is not
+    # installed at all it is refused as unavailable: one line either way.
+    r = qprof_env("block", "--backend", "openssl", "--suites", "SLH-DSA-SHAKE-128s",
+                  "--signatures", "1", "--repeat", "1", "--cpus", "0")
+    err = assert_clean(r)
+    assert "openssl" in err and "signing" not in err
+
+
+def test_15_block_second_verifier_unknown_is_one_line() -> None:
+    r = qprof_env("block", "--mode", "shadow", "--second", "nope", "--suites", "ML-DSA-44",
+                  "--signatures", "1", "--repeat", "1", "--cpus", "0")
+    assert "nope" in assert_clean(r)
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--signatures", "1000000000000"], "--signatures"),
+    (["--signatures", "5000"], "holds at most"),
+    (["--invalid", "1000000000000"], "--invalid"),
+    (["--repeat", "1e9"], "--repeat"),
+])
+def test_16_block_counts_are_bounded(argv: list[str], words: str) -> None:
+    r = qprof_env("block", "--suites", "ML-DSA-44", "--cpus", "0", *argv)
+    assert "Traceback" not in r.stderr and r.returncode == 2, r.stderr[-2000:]
+    assert words in r.stderr
+
+
+def test_16_block_signatures_parse_bounded_in_process() -> None:
+    import argparse
+
+    from qprof.commands import block
+
+    parser = argparse.ArgumentParser()
+    block.add_parser(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--signatures", "1000000000000"])

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 from backends import compiled_backend
+from faults import QPROF
 
 from qprof.consensus.estimate.stopping import StoppingRule, rule_for
 from qprof.measure.config import BenchConfig, ProgressEvent
 from qprof.measure.engine import EngineError, choose_timer, run_bench
+from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
 
 pytestmark = pytest.mark.slow
@@ -582,3 +587,93 @@ def test_the_estimator_reads_which_signature_each_value_verified():
     p = paired_ratios(red["SLH-DSA-SHAKE-256s"], unit, round_quiet(unit))
     assert p is not None and p.ops is not None
     assert len(set(p.ops.signature.tolist())) > 200  # of the pool's 256
+
+
+@pytest.fixture(scope="module")
+def numba_kernels_compiled() -> None:
+    from qprof.verify import warm_up
+
+    warm_up("numba", "ML-DSA-44")
+
+
+def test_interrupted_bench_keeps_every_finished_measurement(
+        tmp_path: Path, numba_kernels_compiled: None) -> None:
+    import signal
+    import time
+
+    out = tmp_path / "run.jsonl"
+    proc = subprocess.Popen(
+        [*QPROF, "bench", "--cpus", "0", "--suites", "ML-DSA-44", "--backends", "numba",
+         "--rounds", "15", "--no-adaptive", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pyperf_dir = tmp_path / "run.pyperf"
+        deadline = time.monotonic() + 300
+        # Interrupt once the worker has finished a task of its block (its pyperf file
+        # exists), long before its 15 rounds end.
+        while time.monotonic() < deadline and not any(pyperf_dir.glob("*.json")):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    run = read_run(out)
+    assert run.bad_lines == 0, run.problems
+    assert run.measurements, "the finished measurements of the block in flight were lost"
+    assert run.end is not None and run.end.status == "aborted"
+
+
+# -- 3. kill -9 of a worker keeps the tasks it finished ---------------------------------------
+
+def _child_pids(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.fresh
+@pytest.mark.slow
+def test_3_worker_killed_keeps_its_finished_tasks(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL of the worker after its first task (as the OOM killer or `kill -9` would):
+    that task's measurement is kept, in the JSONL and the summary; the CPU is aborted with
+    the worker's exit code; every task in the pyperf file is among the measurements."""
+    import pyperf
+
+    from qprof.measure.config import BenchConfig
+    from qprof.measure.engine import run_bench
+
+    monkeypatch.setenv("QPROF_CACHE_DIR", str(tmp_path / "cache"))
+    killed: list[int] = []
+
+    def progress(ev: ProgressEvent) -> None:
+        if ev.message == "done" and not killed:  # on the engine's thread: the worker waits
+            for pid in _child_pids(os.getpid()):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    cfg = BenchConfig(cpus=[max(os.sched_getaffinity(0))], suites=["ML-DSA-44", "ML-DSA-87"],
+                      backends=[compiled_backend()], mode="default", budget_s=0.5, rounds=3,
+                      max_rounds=3, adaptive=False, command=["pytest"], interleave_block_s=0.0,
+                      pyperf_dir=tmp_path / "k9.pyperf", record_base=tmp_path)
+    out = tmp_path / "k9.jsonl"
+    with JsonlSink(out) as sink:
+        summary = run_bench(cfg, sink, progress)
+    assert killed
+    run = read_run(out)
+    kept = {(m.suite, m.round) for m in run.measurements}
+    assert ("ML-DSA-44", 0) in kept
+    assert len(summary.measurements) == len(run.measurements) >= 1
+    assert summary.status == "aborted"
+    assert "exit code -9" in " ".join(summary.aborted_cpus.values())
+    [pyperf_file] = (tmp_path / "k9.pyperf").glob("*.json")
+    suite = pyperf.BenchmarkSuite.load(str(pyperf_file))
+    in_pyperf = {(r.get_metadata()["qprof_suite"], r.get_metadata()["qprof_round"])
+                 for b in suite.get_benchmarks() for r in b.get_runs()}
+    assert in_pyperf and in_pyperf <= kept

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+from faults import BAD_LINES, measurement_line, meta_record
+from gen_run_json import ALL_SUITES, gen_lines
+
 from qprof.measure.jsonl import JsonlSink, read_run
 from qprof.measure.records import End, Measurement, Meta, Note
 
@@ -78,3 +85,45 @@ def test_a_rounds_steal_round_trips_and_hostile_counts_are_bad_lines(tmp_path):
     assert run.bad_lines == 3
     assert any("steal_ticks must not be negative" in p for p in run.problems)
     assert any("must not exceed cpu_ticks" in p for p in run.problems)
+
+
+def test_read_run_reports_each_malformed_line_and_keeps_the_good(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    good = measurement_line()
+    path.write_text("\n".join([meta_record().to_json(), good, *BAD_LINES, good]) + "\n")
+    run = read_run(path)
+    assert run.bad_lines == len(BAD_LINES)
+    where = {p.split(": ", 1)[0] for p in run.problems}
+    for i in range(len(BAD_LINES)):
+        assert f"{path}:{i + 3}" in where
+    assert len(run.measurements) == 2
+    assert all(len(p) < 400 for p in run.problems)
+
+
+# -- done when #4: JSONL numbers -------------------------------------------------------------
+
+@pytest.mark.parametrize("field,value", [
+    ("samples_ns", [0.0, 0.0, 0.0]), ("cap_factor", 1e300), ("cpu", 10 ** 9),
+    ("finished_at", 6e14), ("pool_size", 0), ("min_ns", -1.0),
+])
+def test_jsonl_numbers_out_of_range_are_one_problem_naming_the_field(
+        tmp_path: Path, field: str, value: object) -> None:
+    from qprof.measure.jsonl import read_run
+
+    run = gen_lines(tmp_path / "run.jsonl", ALL_SUITES)
+    lines = run.read_text().splitlines()
+    row = json.loads(lines[1])
+    row[field] = value
+    lines[1] = json.dumps(row)
+    run.write_text("\n".join(lines) + "\n")
+    problems = read_run(run).problems
+    assert len(problems) == 1 and f"{run}:2:" in problems[0] and field in problems[0]
+
+
+def test_freq_record_far_future_is_refused(tmp_path: Path) -> None:
+    from qprof.measure.records import RecordError, record_from_dict
+
+    with pytest.raises(RecordError, match="taken_at"):
+        record_from_dict({"type": "freq", "run_id": "r", "taken_at": 6e14, "cpu": 0,
+                          "cur_khz": None, "max_khz": None, "hw_max_khz": None,
+                          "capped": None})

@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import resource
 import selectors
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_hostile_service import closed_by_peer, metrics_port, threads_of
+from faults import closed_by_peer, metrics_port
 from test_service_daemon import NO_CYCLE, DaemonProc
 from test_service_watch import make_root
 
@@ -416,3 +418,101 @@ if __name__ == "__main__":  # the attacker's process: its settings in, its count
     attacker = Attacker(**json.loads(sys.argv[1]))
     attacker.run(float(sys.argv[2]))
     print(json.dumps(asdict(attacker)))
+
+
+def threads_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    m = re.search(r"^Threads:\s+(\d+)", status, re.M)
+    assert m
+    return int(m.group(1))
+
+
+def reset(sock: socket.socket) -> None:
+    """Close with a TCP RST (SO_LINGER 0), as a client that crashed."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+# -- 1. the metrics port: connection cap, request deadline, a thread that cannot start ------
+
+def test_idle_connections_neither_pile_up_threads_nor_stay(
+        tmp_path: Path, daemons: Callable[..., DaemonProc]) -> None:
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE)
+    port = metrics_port(d)
+    before = threads_of(d.proc.pid)
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(200)]
+    try:
+        time.sleep(1.0)  # let the daemon accept them all
+        # Before: a thread per connection (203 for 200). Now one loop and WORKERS.
+        assert threads_of(d.proc.pid) <= before + 16 + 2
+        # Each is closed after the request deadline (5 s).
+        assert all(closed_by_peer(s, 15) for s in idle)
+    finally:
+        for s in idle:
+            s.close()
+    assert "qprof_cpu_online" in d.scrape()
+    assert d.proc.poll() is None
+    assert "Traceback" not in d.log
+    assert "failed: no complete request within 5 s" in d.log
+
+
+def test_request_deadline_covers_the_whole_request_and_the_cap_drops_the_idle() -> None:
+    """A client trickling a byte at a time is cut off at the deadline; past the cap the
+    longest-idle connection is closed (408), not the newcomer; a real scrape works."""
+    from prometheus_client import CollectorRegistry
+
+    from qprof.service.metrics_http import ServerLimits, serve
+
+    server, _thread = serve(CollectorRegistry(), "127.0.0.1", 0, ServerLimits(2, 1.0))
+    port = server.server_address[1]
+    try:
+        dropped = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.1)
+        trickle = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.1)
+        idle = socket.create_connection(("127.0.0.1", port), timeout=5)  # the cap: 2
+        assert dropped.recv(100).startswith(b"HTTP/1.0 408")
+        dropped.close()
+        cut_off = False
+        for byte in b"GET /metrics HTTP/1.0\r\nX-Slow: " + b"a" * 200:
+            try:
+                trickle.send(bytes([byte]))
+            except OSError:
+                cut_off = True
+                break
+            trickle.settimeout(0.1)
+            try:
+                trickle.recv(1)  # the 408, or the end
+                cut_off = True
+                break
+            except TimeoutError:
+                pass
+            except OSError:
+                cut_off = True
+                break
+        assert cut_off  # 200 bytes at 0.1 s each outlast the 1 s deadline
+        assert closed_by_peer(idle, 5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            assert resp.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# -- 14. a failed request is one line in the log, never a traceback -------------------------
+
+def test_failed_requests_are_one_line_each(tmp_path: Path,
+                                           daemons: Callable[..., DaemonProc]) -> None:
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE)
+    port = metrics_port(d)
+    for payload in (b"GET /metrics HTTP/1.1\r\nHost: x\r\n", b""):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(payload)
+        time.sleep(0.3)  # the daemon is reading the request now
+        reset(s)
+    d.wait_log("failed: ConnectionResetError")
+    time.sleep(0.5)
+    assert "Traceback" not in d.log and "Exception occurred" not in d.log
+    failed = [line for line in d.log.splitlines() if "metrics: request from" in line]
+    assert len(failed) == 2 and all("ConnectionResetError" in line for line in failed)
+    assert "qprof_cpu_online" in d.scrape()

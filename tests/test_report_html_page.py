@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
 import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from gen_run import HOSTILE, assert_plain, gen, run_qprof, svgs_are_xml
 from test_report_html import png_size
 from test_report_html_layout import MEASURE
+
+from qprof.measure.records import FreqSample, Meta
+from qprof.measure.records_parts import CpuRow, RunSettings
 
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -118,3 +124,58 @@ def test_page_in_chromium_opens_with_the_verdict_and_has_the_trend(
     run = chromium(f"--screenshot={shot}", target=page)
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     assert png_size(shot) == WINDOW
+
+
+# -- 1. report --html never ended -----------------------------------------------------------
+
+def test_1_report_html_ends_on_timestamps_closer_than_float_spacing(tmp_path: Path) -> None:
+    # The issue's 6e14 and 6e14 + 0.125 are no unix times (the reader refuses them now);
+    # two neighbouring floats at 9e10 s are, and stalled the chart's axis the same way.
+    run = tmp_path / "freq.jsonl"
+    meta = Meta(run_id="r", started_at=0.0, qprof_version="t", command=["qprof"])
+    freqs = [FreqSample(run_id="r", taken_at=t, cpu=0, cur_khz=2_000_000, max_khz=2_000_000,
+                        hw_max_khz=2_000_000, capped=False)
+             for t in (9e10, math.nextafter(9e10, math.inf))]
+    run.write_text("\n".join(r.to_json() for r in (meta, *freqs)) + "\n")
+    page = tmp_path / "page.html"
+    done = run_qprof("report", str(run), "--html", str(page), timeout=60)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert svgs_are_xml(page.read_text()) >= 1
+
+
+def test_1_ticks_are_finite_and_few_near_1e17() -> None:
+    # In a child: the old code never returned (value += step did not move).
+    code = textwrap.dedent("""
+        import math
+        from qprof.report.html_svg import MAX_TICKS, Series, line_chart, nice_ticks
+        for lo, hi in ((6e14, 600000000000000.125), (1e17, 1e17 + 16), (-1e17 - 16, -1e17),
+                       (0.0, 5e-324), (-1e308, 1e308)):
+            ticks = nice_ticks(lo, hi)
+            assert 1 <= len(ticks) <= MAX_TICKS and all(map(math.isfinite, ticks)), (lo, ticks)
+        svg = line_chart("drift", [Series("a", ((1, 1e17), (2, 1e17 + 16), (3, 1e17 + 1)))],
+                         "round", "bp")
+        assert "nan" not in svg and "inf" not in svg
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.fixture
+def hostile_run(tmp_path: Path) -> Path:
+    return gen(tmp_path / "hostile.jsonl", hostname=HOSTILE, text=HOSTILE, status=HOSTILE,
+               cpu_row=CpuRow(cpu=0, part_name=HOSTILE, uarch=HOSTILE),
+               settings=RunSettings(mode="check", interleaving=HOSTILE, timer_clock=HOSTILE))
+
+
+def test_5_19_report_markdown_and_html(tmp_path: Path, hostile_run: Path) -> None:
+    page = tmp_path / "page.html"
+    done = run_qprof("report", str(hostile_run), "--profile", "qanum", "-o", "-", "--html",
+                     str(page))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_plain(done.stdout, "report Markdown")
+    assert_plain(done.stderr, "report stderr")
+    html = page.read_text()
+    assert_plain(html, "report --html")
+    assert svgs_are_xml(html) >= 2

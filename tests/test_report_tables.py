@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pytest
+from faults import (
+    BAD_LINES,
+    EVIL,
+    _assert_inert,
+    full_tmpfs,
+    measurement_line,
+    meta_record,
+    one_line,
+    qprof,
+)
+from gen_run_json import ALL_SUITES, SHIPPED, gen_lines, huge_qanum, qprof_env
 
+from qprof.cli import main
 from qprof.consensus import load_profile
 from qprof.consensus.verdict import evaluate
 from qprof.measure.jsonl import JsonlSink, read_run
@@ -244,3 +259,112 @@ def test_verdict_with_tenth_percentiles(tmp_path):
     assert r.statistic == "p10"
     with pytest.raises(ValueError):
         evaluate(load_profile("qanum"), run.measurements, statistic="mode")
+
+
+def test_report_cli_skips_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join([meta_record().to_json(), measurement_line(), *BAD_LINES]) + "\n")
+    r = qprof("report", str(path))
+    assert "Traceback" not in r.stderr
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stderr.count(f"{path}:") >= len(BAD_LINES)
+    assert "ML-DSA-44" in r.stdout
+
+
+def test_report_on_dev_zero_is_bounded() -> None:
+    r = qprof("report", "/dev/zero", timeout=120)
+    assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr
+    assert "is a device, not a JSONL run" in r.stderr  # never read (issue 49)
+    assert r.returncode == 2
+
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+# -- 6. report and check --from grow linearly with the CPUs -----------------------------------
+
+def _lines_run(argv: list[str]) -> int:
+    """Lines of qprof (not of the JSONL reader) executed by one command."""
+    count = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        name = frame.f_code.co_filename
+        return local if "/qprof/" in name and "/qprof/measure/" not in name else None
+
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        sys.settrace(trace)
+        try:
+            main(argv)
+        finally:
+            sys.settrace(None)
+    return count
+
+
+def test_6_report_and_check_from_work_grows_linearly(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from report_scale import many_cpu_run
+    finally:
+        sys.path.remove(str(BENCH))
+    runs = {n: many_cpu_run(tmp_path / f"run{n}.jsonl", n) for n in (20, 40, 80)}
+    for argv in (["report", "{}", "--profile", "qanum"],
+                 ["check", "--from", "{}", "--profile", "qanum"]):
+        work = {n: _lines_run([a.format(run) for a in argv]) for n, run in runs.items()}
+        # Linear: doubling the CPUs doubles the work (the old report: x4.6 from 40 to 80).
+        assert work[80] / work[40] < 2.3, (argv[0], work)
+
+
+def test_3_report_never_opens_the_profile_path_a_run_names(tmp_path: Path) -> None:
+    evil = huge_qanum(tmp_path / "x")
+    run = gen_lines(tmp_path / "run.jsonl", ALL_SUITES, profile=str(evil))
+    r = qprof_env("report", str(run))
+    assert r.returncode == 0, r.stderr
+    assert "99999" not in r.stdout and "290" in r.stdout
+    assert str(SHIPPED.path) in r.stderr
+
+
+def _evil_run(path: Path) -> Path:
+    suite = "ML-DSA-44|<b>evil</b>"
+    meta = Meta(run_id="r1", started_at=1000.0, qprof_version="0.1.0",
+                command=["qprof", "bench", EVIL],
+                machine=MachineInfo(cpu_model=EVIL, arch="x86_64", kernel=EVIL, hostname=EVIL),
+                cpus=[CpuRow(cpu=0, part_name=EVIL, uarch=EVIL, part="`|0x1`", governor=EVIL)],
+                settings=RunSettings(mode="default", rounds=1, unit_suite=suite))
+    with JsonlSink(path) as sink:
+        sink(meta)
+        for s in (suite, "ML-DSA-87\n| forged | row |"):
+            sink(Measurement(run_id="r1", cpu=0, suite=s, backend="numba<i>", operation="verify",
+                             round=0, n=3, median_ns=1e5, p95_ns=1e5,
+                             samples_ns=[1e5, 1e5, 1e5]))
+        sink(Note(run_id="r1", level="warning", text=EVIL, kind="x"))
+        sink(End(run_id="r1", finished_at=1010.0, status="finished", reason=EVIL))
+    return path
+
+
+def test_6_report_markdown_escapes_every_string(tmp_path: Path) -> None:
+    run = _evil_run(tmp_path / "a|b`c.jsonl")
+    assert read_run(run).measurements
+    out = tmp_path / "F.md"
+    r = qprof("report", str(run), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    _assert_inert(md)
+    assert r"\<script\>alert(1)\</script\> \| x ## forged" in md  # the text, as text
+
+
+def test_13_report_on_a_full_disk_names_the_file(tmp_path: Path) -> None:
+    run = _evil_run(tmp_path / "run.jsonl")
+    with full_tmpfs(tmp_path / "mnt") as mnt:
+        for opt in ("-o", "--html"):
+            target = mnt / ("r.md" if opt == "-o" else "r.html")
+            r = qprof("report", str(run), opt, str(target))
+            assert r.returncode == 2
+            line = one_line(r.stderr)
+            assert str(target) in line and "No space left" in line, line
+            assert sorted(p.name for p in mnt.iterdir()) == ["filler"]  # no 0-byte file

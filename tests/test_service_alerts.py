@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -105,3 +106,39 @@ def test_alert_command_queue_does_not_block_the_caller(tmp_path: Path) -> None:
         time.sleep(0.05)
     cmd.close()
     assert marker.exists()
+
+
+def test_alert_command_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    import time
+
+    from qprof.service.alerts import Alert, AlertCommand
+
+    pids = tmp_path / "pids"
+    script = tmp_path / "hang.sh"
+    script.write_text(f"#!/bin/sh\nsleep 300 &\necho $! >> {pids}\n"
+                      f"(sleep 300; true) &\necho $! >> {pids}\nsleep 300\n")
+    script.chmod(0o755)
+    cmd = AlertCommand(str(script), timeout_s=1.0)
+    try:
+        start = time.monotonic()
+        assert cmd.run_one(Alert(ts=0.0, kind="test", severity="info", message="m")) is False
+        assert time.monotonic() - start < 10
+        children = [int(p) for p in pids.read_text().split()]
+        assert len(children) == 2
+        deadline = time.monotonic() + 5
+        alive = children
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in children if _alive(p)]
+            time.sleep(0.1)
+        assert not alive, f"orphans left: {alive}"
+    finally:
+        cmd.close(wait_s=0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie waiting for init is gone for us
+        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from gen_run_json import qprof_env
 
 from qprof.commands import daemon as daemon_cmd
 from qprof.hw.sysfs import parse_cpu_arg
@@ -111,3 +114,60 @@ def test_systemd_configuration_directory_is_read_by_default(tmp_path: Path) -> N
     unit = (Path(__file__).resolve().parents[1] / "systemd" / "qprof.service").read_text()
     assert "ConfigurationDirectory=qprof\n" in unit
     assert "Documentation=file:/opt/qprof/share/doc/qprof/README.md\n" in unit
+
+
+# -- 18. the daemon's numbers are bounded ---------------------------------------------------
+
+@pytest.mark.parametrize("option,value", [
+    ("--watch-interval", "1e300"), ("--interval", "1e300"), ("--retry", "inf"),
+    ("--alert-timeout", "1e300"), ("--store-wait", "1e300"), ("--keep-days", "1e300"),
+    ("--first-cycle-delay", "1e300"), ("--cap-hold-seconds", "1e300"),
+    ("--max-busy", "1e300"), ("--cap-hold-samples", str(10 ** 30)),
+])
+def test_18_daemon_refuses_huge_numbers(tmp_path: Path, option: str, value: str) -> None:
+    r = qprof_env("daemon", option, value, "--state-dir", str(tmp_path / "st"), "--listen",
+                  "none", timeout=30)
+    assert "Traceback" not in r.stderr and r.returncode == 2, r.stderr[-2000:]
+    assert option.lstrip("-").replace("-", "_") in r.stderr
+
+
+def test_18_daemon_config_file_huge_integer(tmp_path: Path) -> None:
+    from qprof.service.config import ConfigError, load_config_file
+
+    cfg = tmp_path / "qprof.toml"
+    cfg.write_text(f"watch_interval = {10 ** 400}\n")
+    with pytest.raises(ConfigError, match="at most"):
+        load_config_file(cfg)
+
+
+QPROF = [sys.executable, "-m", "qprof"]
+
+
+# -- 10. an alert command that cannot be split ----------------------------------------------
+
+def test_unterminated_alert_command_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    r = subprocess.run([*QPROF, "daemon", "--alert-command", '"unterminated', "--state-dir",
+                        str(tmp_path / "s"), "--listen", "none"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert "alert-command" in lines[0] and "No closing quotation" in lines[0]
+    conf = tmp_path / "qprof.toml"
+    conf.write_text("[daemon]\nalert_command = 'notify \"oops'\n")
+    r = subprocess.run([*QPROF, "daemon", "--config", str(conf), "--state-dir",
+                        str(tmp_path / "s"), "--listen", "none"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert str(conf) in r.stderr and "alert_command" in r.stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_interval_zero_and_negative_say_the_same(tmp_path: Path, value: str) -> None:
+    r = subprocess.run([*QPROF, "daemon", "--interval", value, "--state-dir",
+                        str(tmp_path / "s")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    [line] = r.stderr.strip().splitlines()
+    assert line.endswith(f"config error: --interval: interval must be a number above 0, got "
+                         f"{value}")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from faults import closed_by_peer, metrics_port, one_line, tmpfs
 from hostile_exit import clean_exit
 from test_service_watch import _w, cap, make_root, set_online
 
@@ -507,3 +508,298 @@ def test_finding_13_a_fifo_as_the_store_is_one_line_for_every_reader(tmp_path: P
         assert r.returncode == 2, (cmd, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and "is a FIFO, not a store" in lines[0], (cmd, r.stderr)
+
+
+# -- the daemon: 3 state-dir lock, 4 locked store / full disk, 5 alert command group, 7 signals
+
+def _daemon_helpers():  # type: ignore[no-untyped-def]
+    from test_service_daemon import FAST_CYCLE, NO_CYCLE, DaemonProc, wait_for
+    from test_service_watch import cap, make_root
+
+    return FAST_CYCLE, NO_CYCLE, DaemonProc, wait_for, cap, make_root
+
+
+def test_second_daemon_on_the_same_state_dir_exits_2_naming_the_holder(
+        tmp_path: Path, daemons, numba_kernels_compiled) -> None:  # type: ignore[no-untyped-def]
+    FAST_CYCLE, _n, _D, wait_for, _c, _m = _daemon_helpers()
+    first = daemons(*FAST_CYCLE)
+    running = wait_for("a running run", lambda: first.runs_with("running"), timeout=120)
+    second = daemons(*FAST_CYCLE, wait_started=False)
+    assert second.wait_exit(30) == 2
+    line = one_line(second.log)
+    assert f"pid {first.proc.pid}" in line and str(first.state_dir) in line
+    assert first.proc.poll() is None
+    assert not first.runs_with("aborted")
+    assert running[0] in first.runs_with("running") + first.runs_with("finished")
+    assert "cycle_aborted" not in [a.kind for a in first.store().alerts.recent()]
+
+
+def _lock_store(path: Path):  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from qprof.service.store import Store
+
+    Store(path).close()
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.execute("BEGIN EXCLUSIVE")
+    return con
+
+
+def test_store_locked_at_start_waits_then_uses_the_real_store(
+        tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    _f, NO_CYCLE, _D, _w, _c, make_root = _daemon_helpers()
+    state = tmp_path / "state"
+    con = _lock_store(state / "qprof.db")
+    threading.Timer(8.0, con.rollback).start()  # a backup that takes 8 s
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, "--store-wait", "60",
+                     state_dir=state, wait_started=False)
+    d.wait_log("qprof daemon started", timeout=60)
+    assert "in memory" not in d.log
+    assert "locked" in d.log
+    assert 'qprof_degraded{' not in d.scrape() or 'what="store"' not in d.scrape()
+
+
+def test_store_locked_for_good_exits_for_a_retry(tmp_path: Path,
+                                                 daemons) -> None:  # type: ignore[no-untyped-def]
+    _f, NO_CYCLE, _D, _w, _c, make_root = _daemon_helpers()
+    state = tmp_path / "state"
+    con = _lock_store(state / "qprof.db")
+    try:
+        d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, "--store-wait", "3",
+                         state_dir=state, wait_started=False)
+        rc = d.wait_exit(40)
+    finally:
+        con.rollback()
+    assert rc not in (0, 2)  # systemd restarts it (Restart=on-failure), not a config error
+    assert "locked" in d.log and "in memory" not in d.log
+
+
+def test_disk_filling_later_sets_qprof_degraded(tmp_path: Path) -> None:
+    """Alert writes failing (the disk filled after start) mark the store degraded."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from qprof.service.alerts import Alert
+    from qprof.service.config import DaemonConfig
+    from qprof.service.daemon import Daemon
+    from qprof.service.metrics import QprofCollector
+    from qprof.service.store import Store
+    from qprof.service.store_held import HeldWrites
+
+    with tmpfs(tmp_path / "small", "1m") as mnt:
+        daemon = Daemon(DaemonConfig(state_dir=mnt))
+        daemon.store = Store(mnt / "qprof.db")
+        daemon.held = HeldWrites(daemon.store)
+        try:
+            with open(mnt / "filler", "wb") as fh, contextlib.suppress(OSError):
+                fh.write(b"\0" * 4 * 1024 * 1024)
+            for i in range(20):
+                daemon._alert_to_store(Alert(ts=float(i), kind="cap_started",
+                                             severity="warning", message="x" * 20_000))
+        finally:
+            daemon.store.close()
+    assert "store" in daemon.state.degraded
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QprofCollector(daemon.state, {}))
+    assert 'what="store"' in generate_latest(registry).decode()
+
+
+@pytest.mark.parametrize("signame", ["SIGHUP", "SIGUSR1", "SIGUSR2"])
+def test_hup_usr1_usr2_never_kill_the_daemon_uncleanly(
+        tmp_path: Path, daemons, numba_kernels_compiled, signame: str) -> None:  # type: ignore[no-untyped-def]
+    import signal
+
+    FAST_CYCLE, _n, _D, wait_for, _c, _m = _daemon_helpers()
+    d = daemons(*FAST_CYCLE)
+    wait_for("a running run", lambda: d.runs_with("running"), timeout=120)
+    d.signal(getattr(signal, signame))
+    if signame == "SIGHUP":  # stop cleanly (systemd sends no HUP; a terminal closing does)
+        assert d.wait_exit(10) == 0
+        assert not d.runs_with("running")
+        assert "SIGHUP" in d.log
+    else:  # a status line in the log, nothing else
+        d.wait_log(f"{signame}: ", timeout=10)
+        assert d.proc.poll() is None
+        assert d.runs_with("running") or d.runs_with("finished")
+
+
+@contextlib.contextmanager
+def pids_cgroup(name: str) -> Iterator[Path]:
+    """A cgroup of the pids controller (what systemd's TasksMax= sets), v1 or v2."""
+    for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        if (base / "cgroup.procs").exists() and not (base / "pids.max").exists():
+            group = base / name
+            try:
+                group.mkdir()
+            except OSError:
+                continue
+            if (group / "pids.max").exists():
+                break
+            group.rmdir()
+    else:
+        pytest.skip("no pids cgroup can be made here (needs root and the pids controller)")
+    try:
+        yield group
+    finally:
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def test_a_thread_that_cannot_start_costs_a_request_or_a_cycle_not_the_daemon(
+        tmp_path: Path, daemons: Callable[..., DaemonProc], numba_kernels_compiled: None) -> None:
+    with pids_cgroup(f"qprof-test-{os.getpid()}-{time.monotonic_ns()}") as group:
+        d = daemons("--root", str(make_root(tmp_path)), *FAST_CYCLE, "--first-cycle-delay",
+                    "4", "--retry", "1")
+        port = metrics_port(d)
+        (group / "cgroup.procs").write_text(str(d.proc.pid))
+        try:
+            (group / "pids.max").write_text((group / "pids.current").read_text().strip())
+            # No thread can start: a scrape is dropped (one line), the cycle is skipped.
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                assert closed_by_peer(s, 10)
+            d.wait_log("cannot start a thread for it")
+            d.wait_log("cannot start the measurement thread")
+            time.sleep(2.5)  # two more watch ticks and a retried cycle
+            assert d.proc.poll() is None, d.log
+            assert "Traceback" not in d.log
+        finally:
+            (group / "pids.max").write_text("max")
+        # Room again: the next retry runs the cycle, and scrapes work.
+        d.wait_log("cycle finished", timeout=90)
+        assert "qprof_cpu_online" in d.scrape()
+        [run] = [r for r in d.store().runs(5) if r.status == "finished"]
+        assert run.measurements >= 1
+        skipped = [a for a in d.store().alerts.recent() if a.kind == "cycle_skipped"]
+        assert len(skipped) == 1 and "TasksMax" in skipped[0].message
+        d.signal(signal.SIGTERM)
+        assert d.wait_exit(10) == 0
+
+
+# -- 2. the store replaced under a running daemon --------------------------------------------
+
+def _integrity(path: Path) -> str:
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+            return str(con.execute("PRAGMA integrity_check").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+
+
+def test_store_replaced_under_the_daemon_is_noticed_and_put_back(
+        tmp_path: Path, daemons: Callable[..., DaemonProc], numba_kernels_compiled: None) -> None:
+    from qprof.service.alerts import Alert
+    from qprof.service.store import Store
+
+    state = tmp_path / "state"
+    store = Store(state / "qprof.db")  # a store with history, as after weeks of running
+    for i in range(3000):
+        store.alerts.add(Alert(ts=time.time(), kind="cap_started", severity="info",
+                               message=f"old alert {i}"))
+    store.close()
+    d = daemons("--root", str(make_root(tmp_path)), *FAST_CYCLE, "--first-cycle-delay", "4",
+                state_dir=state)
+    db = state / "qprof.db"
+    copy = state / "t"
+    copy.write_bytes(db.read_bytes())  # cp qprof.db t; truncate -s 1000 t; mv t qprof.db
+    os.truncate(copy, 1000)
+    os.rename(copy, db)
+    d.wait_log("was replaced by another file while the daemon had it open")
+    d.wait_log("cycle finished", timeout=90)
+    assert _integrity(db) == "ok"
+    [aside] = state.glob("qprof.db.replaced-*")
+    assert aside.stat().st_size == 1000  # the file found there, kept as it was
+    s = d.store()
+    assert len([a for a in s.alerts.recent(5000) if a.kind == "cap_started"]) == 3000
+    [run] = s.runs(5)
+    assert run.status == "finished" and run.measurements >= 1  # written after the swap
+    [alert] = [a for a in s.alerts.recent() if a.kind == "degraded"
+               and a.details.get("what") == "store"]
+    assert str(aside) in alert.message
+    d.signal(signal.SIGTERM)
+    assert d.wait_exit(10) == 0
+    assert _integrity(db) == "ok"
+    assert "Traceback" not in d.log
+
+
+# -- 4. a full disk, then space again -------------------------------------------------------
+
+def _fill(directory: Path) -> Path:
+    filler = directory / "filler"
+    with open(filler, "wb") as fh, contextlib.suppress(OSError):
+        while True:
+            fh.write(b"\0" * 65536)
+            fh.flush()
+    return filler
+
+
+def test_full_disk_then_space_again_alerts_holds_and_writes_the_results(
+        tmp_path: Path, daemons: Callable[..., DaemonProc], numba_kernels_compiled: None) -> None:
+    with tmpfs(tmp_path / "state", "2m") as state:
+        d = daemons("--root", str(make_root(tmp_path)), *FAST_CYCLE, "--first-cycle-delay",
+                    "3", state_dir=state)
+        filler = _fill(state)
+        d.wait_log("alert degraded: degraded: store: writing failed", timeout=90)
+        d.wait_log("cycle finished", timeout=90)
+        assert 'qprof_degraded{reason="store_write_failed",what="store"} 1.0' in d.scrape()
+        assert not [r for r in d.runs_with("finished")]  # nothing of it on disk yet
+        filler.unlink()
+        d.wait_log("store: writing works again; no longer degraded", timeout=30)
+        assert 'what="store"' not in d.scrape()
+        s = d.store()
+        [run] = s.runs(5)
+        assert run.status == "finished" and run.measurements >= 1  # closed, results in
+        assert [a for a in s.alerts.recent() if a.kind == "degraded"
+                and a.details.get("what") == "store"]  # the alert too, once it fitted
+        assert re.search(r'qprof_verify_seconds\{backend="numba",cpu="0",'
+                         r'suite="ML-DSA-44"\}', d.scrape())
+        d.signal(signal.SIGTERM)
+        assert d.wait_exit(10) == 0
+        assert _integrity(state / "qprof.db") == "ok"
+        assert "Traceback" not in d.log
+
+
+# -- 5. two daemons on one store through a symlink ------------------------------------------
+
+def test_second_daemon_on_a_symlinked_store_exits_2_and_aborts_nothing(
+        tmp_path: Path, daemons: Callable[..., DaemonProc], numba_kernels_compiled: None) -> None:
+    root = make_root(tmp_path)
+    first = daemons(*_slow_cycle(root), state_dir=tmp_path / "one")
+    running = wait_for("a running run", lambda: first.runs_with("running"), timeout=120)
+    other = tmp_path / "two"
+    other.mkdir()
+    (other / "qprof.db").symlink_to(tmp_path / "one" / "qprof.db")
+    second = daemons(*_slow_cycle(root), state_dir=other, wait_started=False)
+    assert second.wait_exit(30) == 2
+    lines = second.log.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in second.log, second.log
+    assert f"pid {first.proc.pid}" in lines[0] and "is in use by another qprof daemon" \
+        in lines[0] and str(other / "qprof.db") in lines[0]
+    assert first.proc.poll() is None
+    assert running[0] in first.runs_with("running") + first.runs_with("finished")
+    assert not first.runs_with("aborted")
+    assert "cycle_aborted" not in [a.kind for a in first.store().alerts.recent()]
+
+
+# -- 13. messages: an IPv6 metrics URL, --interval 0 and -5 ---------------------------------
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
+def test_ipv6_listen_logs_a_url_that_works(tmp_path: Path,
+                                          daemons: Callable[..., DaemonProc]) -> None:
+    d = daemons("--root", str(make_root(tmp_path)), *NO_CYCLE, listen="[::1]:0")
+    assert d.metrics_url.startswith("http://[::1]:")
+    assert "qprof_cpu_online" in d.scrape()

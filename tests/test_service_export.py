@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from faults import QPROF, full_tmpfs, one_line, qprof
 
 from qprof.commands import export as export_cmd
 from qprof.commands import history as history_cmd
@@ -84,3 +88,87 @@ def test_interval_is_rest_after_a_cycle_not_start_to_start(tmp_path: Path) -> No
     # The next cycle is an interval after this one *ended*, so a cycle longer than the
     # interval is never followed by another at once.
     assert d.next_cycle >= time.time() + 30.0 - 1.0
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A daemon state dir whose store holds one finished run."""
+    from qprof.service.store import Store
+
+    state = tmp_path / "state"
+    state.mkdir()
+    store = Store(state / "qprof.db")
+    store.add(Meta(run_id="r1", started_at=1000.0, qprof_version="t", command=[],
+                   cpus=[CpuRow(cpu=0)], profile="qanum"))
+    for rnd in range(3):
+        store.add(Measurement(run_id="r1", cpu=0, suite="ML-DSA-44", backend="liboqs",
+                              operation="verify", round=rnd, n=10, median_ns=1e5, p95_ns=1e5,
+                              finished_at=1001.0))
+    store.add(End(run_id="r1", finished_at=1005.0, status="finished"))
+    store.close()
+    return state
+
+
+def _export(state: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return qprof("export", "latest", "--state-dir", str(state), *args, **kw)
+
+
+def test_11_export_to_a_device_writes_into_it(state: Path, tmp_path: Path) -> None:
+    """A char device like /dev/full (made here: the test must not risk the real one) stays
+    a device: written in place, ENOSPC is one line, exit 2, no "wrote"."""
+    import stat as st
+
+    dev = tmp_path / "full"
+    try:
+        os.mknod(dev, st.S_IFCHR | 0o666, os.makedev(1, 7))
+    except OSError as exc:
+        pytest.skip(f"cannot make a device node: {exc}")
+    r = _export(state, "-o", str(dev))
+    assert r.returncode == 2
+    assert str(dev) in one_line(r.stderr) and "No space left" in r.stderr
+    assert st.S_ISCHR(os.lstat(dev).st_mode)
+    assert not list(tmp_path.glob("full*.tmp"))
+
+
+def test_11_export_to_a_fifo_and_a_symlink_keeps_them(state: Path, tmp_path: Path) -> None:
+    import stat as st
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    r = _export(state, "-o", str(fifo))
+    reader.join(30)
+    assert r.returncode == 0, r.stderr
+    assert st.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert b'"run_id": "r1"' in got[0] or b'"run_id":"r1"' in got[0]
+    # A symlink to a regular file: the target is replaced, the link stays.
+    target, link = tmp_path / "target.jsonl", tmp_path / "link.jsonl"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    r = _export(state, "-o", str(link))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and "r1" in target.read_text() and "old" not in target.read_text()
+    # A symlink to stdout (what /dev/stdout is): written through, not replaced.
+    out = tmp_path / "stdout"
+    out.symlink_to("/proc/self/fd/1")
+    r = _export(state, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.is_symlink() and "r1" in r.stdout
+
+
+def test_11_a_full_disk_is_one_line_and_no_partial_file(state: Path, tmp_path: Path) -> None:
+    with full_tmpfs(tmp_path / "mnt") as mnt:
+        r = _export(state, "-o", str(mnt / "run.jsonl"))
+        assert r.returncode == 2
+        assert str(mnt / "run.jsonl") in one_line(r.stderr)
+        assert sorted(p.name for p in mnt.iterdir()) == ["filler"]
+        for args in (["export", "latest", "--state-dir", str(state)], ["topology", "--json"],
+                     ["freq", "--json"], ["env"]):
+            with open(mnt / "stdout", "w") as fh:
+                r = subprocess.run([*QPROF, *args], stdout=fh, stderr=subprocess.PIPE,
+                                   text=True, timeout=60)
+            assert r.returncode == 2, (args, r.stderr)
+            assert "cannot write to stdout: No space left" in one_line(r.stderr), args
+            assert (mnt / "stdout").stat().st_size == 0, args  # nothing partial

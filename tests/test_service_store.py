@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from faults import meta_record, one_line, qprof, tmpfs
 
 from qprof.measure.records import (
     Disagreement,
@@ -306,3 +309,50 @@ def test_retention_works_off_a_backlog_a_bounded_step_at_a_time(tmp_path: Path) 
     assert store.maintain(step, now=now)["runs"] == 2
     assert store.maintain(step, now=now)["runs"] == 1  # the next hourly call
     assert [r.run_id for r in store.runs()] == ["new"]
+
+
+# -- 8. damaged store, read-only filesystem, odd profile paths, interrupted bench ------------
+
+def _store_with_a_run(path: Path) -> str:
+    from qprof.measure.records import End
+    from qprof.service.store import Store
+
+    store = Store(path)
+    meta = meta_record()
+    store.add(meta)
+    for rnd in range(40):
+        store.add(Measurement(run_id="r", cpu=0, suite="ML-DSA-44", backend="numba",
+                              operation="verify", round=rnd, n=3, median_ns=10.0 + rnd,
+                              p95_ns=12.0 + rnd, samples_ns=[float(i) for i in range(500)]))
+    store.add(End(run_id="r", finished_at=2.0, status="finished"))
+    store.close()
+    return meta.run_id
+
+
+def test_history_and_export_on_damaged_pages_exit_2_with_one_line(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    _store_with_a_run(state / "qprof.db")
+    db = state / "qprof.db"
+    data = bytearray(db.read_bytes())
+    assert len(data) > 8 * 4096
+    for page in range(1, len(data) // 4096):  # keep the header page, damage the rest
+        data[page * 4096: page * 4096 + 400] = b"\xa5" * 400  # its b-tree header too
+    db.write_bytes(bytes(data))
+    for args in (["history"], ["history", "--json"], ["export", "latest"]):
+        r = qprof(*args, "--state-dir", str(state))
+        assert r.returncode == 2, (args, r.stdout[-500:], r.stderr[-2000:])
+        assert "damaged" in one_line(r.stderr) or "malformed" in one_line(r.stderr)
+    assert db.read_bytes() == bytes(data)  # left as it was
+
+
+def test_wal_store_on_a_read_only_filesystem_is_read(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro", "8m") as mnt:
+        _store_with_a_run(mnt / "qprof.db")
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        r = qprof("history", "--json", "--state-dir", str(mnt))
+        assert r.returncode == 0, r.stderr
+        assert [run["run_id"] for run in json.loads(r.stdout)["runs"]] == ["r"]
+        assert "read-only" in r.stderr
+        r = qprof("export", "r", "--state-dir", str(mnt))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.count('"type": "measurement"') == 40

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_first_minutes_tmux import FirstRun
+from test_tui_first_run_tmux import FirstRun
 from test_tui_tmux import tmux, wait_for
 
 from qprof.tui.widgets.core_table import BASE_COLUMNS, short_suite

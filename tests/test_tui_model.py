@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from faults import EVIL, _assert_inert
+from gen_run import HOSTILE, assert_plain, svgs_are_xml
 from test_tui_helpers import seed_store
 
 from qprof.consensus.judgement import VERIFY_OPERATIONS, judge
@@ -265,3 +267,70 @@ def test_a_helper_child_is_killed_when_the_monitor_quits() -> None:
     stop.set()
     with pytest.raises(ChildStopped):
         estimate_clocks([0] * 300, stop)
+
+
+def test_5_monitor_export_and_log_lines(tmp_path: Path) -> None:
+    import logging
+
+    from qprof.service.journal import JournalFormatter, LineFormatter
+    from qprof.tui.model import ClusterHistory, CoverageView, Frame, MachineView
+    from qprof.tui.report import write_report
+
+    frame = Frame(
+        taken_at=1e9,
+        machine=MachineView(model=HOSTILE, designs=HOSTILE, arch=HOSTILE, profile=HOSTILE,
+                            backend=HOSTILE, source=HOSTILE, measurable=True,
+                            problems=(HOSTILE,)),
+        cores=(),
+        coverage=(CoverageView(suite=HOSTILE, where=HOSTILE, cluster=0, cpu=0,
+                               backend="liboqs", time_ns=1e5, vu_estimate=1614,
+                               vu_constant=1600, margin=-14, covered=None, note=HOSTILE,
+                               statistic="paired", vu_median_rule=1600, basis="node",
+                               decision="unsure", vu_ci=(1583, 1640), ratio_binds=True,
+                               worst_block_ns=2e9),),
+        history=(ClusterHistory(cluster=0, label=HOSTILE, samples_khz=(2_000_000,) * 3,
+                                max_khz=2_000_000),),
+        alerts=(),
+    )
+    md = write_report(frame, tmp_path, HOSTILE, 75.0)
+    assert_plain(md.read_text(), "monitor export Markdown")
+    html = md.with_suffix(".html").read_text()
+    assert_plain(html, "monitor export HTML")
+    assert svgs_are_xml(html) >= 2
+    record = logging.LogRecord("qprof.daemon", logging.WARNING, __file__, 1,
+                               "alert %s: %s", ("kind", HOSTILE), None)
+    for formatter in (JournalFormatter(), LineFormatter("%(levelname)s %(message)s")):
+        line = formatter.format(record)
+        assert "\n" not in line and len(line) <= 2100
+        assert_plain(line, type(formatter).__name__)
+
+
+def test_6_monitor_export_escapes_every_string(tmp_path: Path) -> None:
+    from qprof.tui.model import (
+        AlertView,
+        ClusterHistory,
+        CoreView,
+        CoverageView,
+        Frame,
+        MachineView,
+    )
+    from qprof.tui.report import write_report
+
+    frame = Frame(
+        taken_at=1e9,
+        machine=MachineView(model=EVIL, designs=EVIL, arch=EVIL, profile=EVIL, backend=EVIL,
+                            source=EVIL, measurable=False, problems=(EVIL,)),
+        cores=(CoreView(cpu=0, online=True, cluster=0, design=EVIL, part=EVIL, core_class=EVIL,
+                        governor=EVIL, cur_khz=None, max_khz=None, hw_max_khz=None,
+                        capped=None, cap_factor=None, cap_cause=EVIL,
+                        times_ns={EVIL: 1e5}, statistic=EVIL),),
+        coverage=(CoverageView(suite=EVIL, where=EVIL, cluster=0, cpu=0, backend=EVIL,
+                               time_ns=1e5, vu_estimate=100, vu_constant=100, margin=0,
+                               covered=True, note=EVIL, statistic="paired",
+                               statistic_why=EVIL, basis="comparison", basis_label=EVIL),),
+        history=(ClusterHistory(cluster=0, label=EVIL, samples_khz=(), max_khz=None),),
+        alerts=(AlertView(ts=1e9, kind=EVIL, severity="warning", where=EVIL, message=EVIL),),
+        coverage_note=EVIL,
+    )
+    path = write_report(frame, tmp_path, EVIL)
+    _assert_inert(path.read_text())
