@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from qprof.hw.cgroup import CAUSE, own_limit
 from qprof.hw.sysfs import parse_cpu_arg
 from qprof.measure import hwinfo
 from qprof.measure.protocol import WorkerRun
@@ -182,6 +183,13 @@ def test_bench_quick_writes_jsonl_pyperf_and_report(tmp_path: Path):
     report = _qprof("report", str(out))
     assert report.returncode == 0, report.stderr
     assert "## Signature verification and Verify Units" in report.stdout
+    # Without a CPU quota (issue 50), no throttling is recorded, said or priced.
+    limit = own_limit()
+    if limit is None or limit.cpus is None:
+        lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+        assert not [x for x in lines if x["type"] == "throttled"]
+        assert CAUSE not in res.stderr and CAUSE not in out.read_text()
+        assert "CPU quota" not in report.stdout
 
 
 def test_cpu_problems(tmp_path: Path):

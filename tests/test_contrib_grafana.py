@@ -17,6 +17,9 @@ from test_headroom import _adversary_cache
 from test_service_daemon import NO_CYCLE, DaemonProc
 from test_tui_helpers import BIG_LITTLE, GOLD_CAPPED_MEDIANS, fixture_root, seed_store
 
+from qprof.measure.records import Throttled
+from qprof.service.store import Store
+
 DASHBOARD = CONTRIB / "grafana" / "qprof-dashboard.json"
 # Grafana's variables, replaced by what they stand for before promtool sees an expression
 # (the job/instance variables are regex matchers: ".*" is their "All").
@@ -72,6 +75,10 @@ def test_dashboard_and_rules_use_only_exported_metrics(tmp_path: Path) -> None:
     state.mkdir()
     seed_store(state / "qprof.db", cpu=6, medians=GOLD_CAPPED_MEDIANS, capped=True,
                cap_factor=0.45, t0=time.time() - 600)
+    store = Store(state / "qprof.db")  # the run ran under a CPU quota: its cgroup metrics
+    store.add(Throttled("seed-silver", "/system.slice/qprof.service", 1, 0.5, 2.0, 600, 240,
+                        30_000_000))
+    store.close()
     _adversary_cache()  # this node's last `qprof adversary` runs: the worst-signature panels
     d = DaemonProc(tmp_path, "--root", str(root), *NO_CYCLE, state_dir=state)
     try:

@@ -53,8 +53,8 @@ def _bounds(tmp_path: Path, quota: bool) -> tuple[set[str], set[str]]:
     run.write_text("".join(r.to_json() + "\n" for r in records))
     history = _qprof("history", "--state-dir", str(state), "--json")
     check = _qprof("check", "--from", str(run), "--profile", "qanum", "--json")
-    told = {c["block_time"]["why"] for c in history["coverage"]
-            if c["basis"] == "node" and c.get("block_time")}
+    told = {c["worst_block"]["why"] for c in history["coverage"]
+            if c["basis"] == "node" and c.get("worst_block")}
     checked = {r["worst_block"]["why"] for r in check["results"] if r.get("worst_block")}
     return told, checked
 

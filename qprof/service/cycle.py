@@ -146,6 +146,10 @@ class CycleRunner:
         """Re-read results from the store into the metrics: the verdict on each suite's
         current segment; alert on coverage changes and on confirmed ratio changes."""
         measurements = self.store.newest_run_measurements("verify")
+        if self.state.throttled is None:  # after a restart: the newest run's, as recorded
+            kept = self.store.newest_runs_records("throttled", 1)
+            if kept and isinstance(kept[-1], Throttled):
+                self.state.set_throttled(kept[-1])
         judgement = judge(measurements, self.state.profile,
                           self.store.points.run_points(operation="verify", newest=TREND_RUNS),
                           cores=self.cores(measurements))
