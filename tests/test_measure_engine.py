@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -539,14 +540,23 @@ def test_a_sure_rule_is_first_asked_past_the_cpus_floor():
 
     assert floor_s(50.0, 60.0, 1) == 50.0 and floor_s(50.0, 60.0, 2) == 30.0
     assert floor_s(50.0, None, 3) == 50.0
+    # The floor counts from the CPU's start, worker start-up included: a loaded or fresh
+    # machine took more than 1.5 s for the three base rounds (the floor was behind them
+    # and the rule, asked once, ended the run). The floor is set past the base rounds'
+    # time measured here, on this machine, now.
+    t0 = time.monotonic()
+    run_bench(_config(adaptive=True, rounds=3, max_rounds=3, budget_s=0.01), lambda _r: None,
+              rule=_CountingRule(0))
+    base_s = time.monotonic() - t0
     rule = _CountingRule(0)
     records: list = []
-    summary = run_bench(_config(adaptive=True, rounds=3, max_rounds=41, budget_s=0.01,
-                                min_cpu_s=1.5, time_limit_s=30.0), records.append, rule=rule)
+    summary = run_bench(_config(adaptive=True, rounds=3, max_rounds=401, budget_s=0.01,
+                                min_cpu_s=2 * base_s + 1.0, time_limit_s=600.0),
+                        records.append, rule=rule)
     assert summary.status == "finished"
     ms = [m for m in records if isinstance(m, Measurement)]
     rounds = {m.round for m in ms}
-    assert len(rounds) > 3 and len(rounds) % 2 == 1 and len(rounds) < 41
+    assert len(rounds) > 3 and len(rounds) % 2 == 1 and len(rounds) < 401
     # Twice: half-way to the floor for the ETA only (PairCredit.preview), then past the
     # floor, where it said sure.
     assert rule.asked == 2
