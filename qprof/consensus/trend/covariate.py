@@ -15,8 +15,12 @@ from qprof.consensus.trend.changepoints import noise_var
 from qprof.consensus.trend.model import Series, SuiteRun
 from qprof.consensus.trend.segment import Z95, measurement_var, run_se
 
-MIN_RUNS = 16  # runs decided in both: 8 a side, as the 1 % steps it is for (the slope too)
+MIN_RUNS = 16  # runs decided in both from which the slope is estimated (8 a side)
 MAX_SLOPE = 1.5
+# Below MIN_RUNS the slope is physics': a host speed factor for Keccak scales both suites'
+# own times alike, so b = 1 on the log ratios (RLM gives 0.6-1.1 on the long series).
+PRIOR_SLOPE = 1.0
+MIN_PAIRS = 6  # runs decided in both before the sibling can stand in at all
 
 
 def sibling(suite: str, names: Sequence[str]) -> str | None:
@@ -47,9 +51,12 @@ def _both(series: Series, suite: str, other: str, lo: int, hi: int
 def slope(pairs: Sequence[tuple[int, SuiteRun, SuiteRun]]) -> float | None:
     """How much of the sibling's log ratio moves with the suite's from run to run: a
     robust regression (statsmodels' RLM, Tukey's biweight) of successive differences, so
-    a step, which moves one difference, weighs nothing; clamped to [0, MAX_SLOPE]."""
-    if len(pairs) < MIN_RUNS:
+    a step, which moves one difference, weighs nothing; clamped to [0, MAX_SLOPE].
+    Under MIN_RUNS runs, PRIOR_SLOPE; None under MIN_PAIRS."""
+    if len(pairs) < MIN_PAIRS:
         return None
+    if len(pairs) < MIN_RUNS:
+        return PRIOR_SLOPE
     import numpy as np
     from statsmodels.robust.norms import TukeyBiweight
     from statsmodels.robust.robust_linear_model import RLM
