@@ -351,7 +351,7 @@ def test_too_few_runs_say_how_many_more_and_a_factor_reads_as_one() -> None:
 
     [trend] = analyze(group(_synthetic_points()[:4]))
     flat = " ".join(" ".join(_suite_lines(trend, 100)).split())
-    assert flat.count("no change found; 2 more decided runs are needed before a change can "
+    assert flat.count("no change found; 4 more decided runs are needed before a change can "
                       "be found") == 3, flat
     [trend] = analyze(group(_synthetic_points()))
     assert "more decided run" not in " ".join(_suite_lines(trend, 100))

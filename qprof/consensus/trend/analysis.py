@@ -15,6 +15,7 @@ from qprof.consensus.trend.covariate import adjusted, attributed, sibling
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
     MOVED_P,
+    WHOSE_P,
     OwnTime,
     conditions,
     known_differences,
@@ -202,8 +203,7 @@ def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> li
     bounds = [lo, *at, hi]
     base = [g for a, b in zip(bounds, bounds[1:], strict=False)
             if (g := _segment(series, suite, a, b)) is not None]
-    return prune(bounds, lambda a, b: _segment(series, suite, a, b, base), step_pvalue,
-                 cfg.keep_p)
+    return prune(bounds, lambda a, b: _segment(series, suite, a, b, base), step_pvalue, cfg)
 
 
 def _log_step(series: Series, suite: str, lo: int, at: int, hi: int) -> float | None:
@@ -237,6 +237,53 @@ def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequen
     return out
 
 
+def _neighbours(k: int, at: Sequence[int], lo: int, hi: int) -> tuple[int, int]:
+    return max([lo, *[j for j in at if j < k]]), min([hi, *[j for j in at if j > k]])
+
+
+def _unit_carries(series: Series, at: int, lo: int, hi: int, step: float,
+                  window: int = 12) -> bool:
+    """Whether the unit's own time, the core's speed out (explain.relative_times), moved
+    across ``at`` by about ``step`` (log) at WHOSE_P: what a step of every ratio alike
+    needs to be the unit's, not the host's."""
+    a, b = max(lo, at - window), min(hi, at + window)
+    if conditions(series.runs[a:at], series.runs[at:b]):
+        return False  # the host changed there (contention, load, steal, caps): its step
+    x, y = relative_times(_own_log_times(series, a, b), at - a).get(
+        series.runs[at].unit_suite, ([], []))
+    t = own_time(x, y, step, WHOSE_P)
+    return t is not None and t.carries
+
+
+def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
+           cfg: RetroConfig) -> list[int]:
+    """The changes over [lo, hi) at runs where another suite's ratio changed (looking back)
+    and ``suite``'s stepped there, at ``joint_p``, the same way and nearer that suite's step
+    than none: the unit's time moves every ratio alike, so one ratio's clear step tells
+    where to look in a noisier one (one run tested, no search)."""
+    out: list[int] = []
+    for other in series.suite_names():
+        if other == suite:
+            continue
+        theirs = _retro(series, other, lo, hi, cfg)
+        for k in theirs:
+            if any(abs(k - j) <= 2 for j in (*mine, *out)):
+                continue
+            a, z = _neighbours(k, theirs, lo, hi)
+            d0 = _log_step(series, other, a, k, z)
+            a, z = _neighbours(k, mine, lo, hi)
+            before, after = _segment(series, suite, a, k), _segment(series, suite, k, z)
+            if d0 is None or before is None or after is None:
+                continue
+            if before.runs < cfg.min_side or after.runs < cfg.min_side:
+                continue
+            d = math.log(after.ratio / before.ratio)
+            if (d * d0 > 0 and abs(d - d0) < abs(d) and step_pvalue(before, after) < cfg.joint_p
+                    and _unit_carries(series, k, lo, hi, -d0)):
+                out.append(k)
+    return out
+
+
 def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
                  ) -> SuiteTrend:
     """One suite's segments and changes: the known change points, every change found
@@ -246,11 +293,14 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
     against: set[int] = set()
+    joint: set[int] = set()
     for lo, hi in zip(stretches, stretches[1:], strict=False):
         plain = _retro(series, suite, lo, hi, cfg.retro)
         extra = _against_sibling(series, suite, lo, hi, plain, cfg.retro)
-        detected += sorted([*plain, *extra])
+        alike = _joint(series, suite, lo, hi, [*plain, *extra], cfg.retro)
+        detected += sorted([*plain, *extra, *alike])
         against.update(extra)
+        joint.update(alike)
     last = max([stretches[-2], *detected])
     _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
     needed = max(0, cfg.retro.needs - len(log_points(series, suite, stretches[-2], n)))
@@ -273,6 +323,8 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
                 *((f"found against {sibling(suite, series.suite_names())}'s ratio (the "
                    "wander they share taken out)",) if at in against else ()),
+                *(("found where another suite's ratio stepped alike (the unit's own time "
+                   "moved there)",) if at in joint else ()),
                 *_which_moved(series, suite, at, lo, hi, w, math.log(after.ratio / before.ratio)))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,

@@ -24,18 +24,29 @@ class RetroConfig:
     # Pelt's penalty per change, in run-to-run variances x ln(runs): BIC-like.
     penalty: float = 3.0
     min_side: int = 3  # decided runs on each side of a change
+    # ... and after one at a stretch's newest runs: 3 runs that read apart may be a host
+    # excursion (the detector alarms on them meanwhile).
+    end_side: int = 5
     # A step stays while its segments differ at this two-sided level (the pruning step).
     keep_p: float = 0.001
+    # A step with a side of fewer runs is kept only at a short_factor-th of its level: that
+    # side cannot tell the host's slow drift (its HAC error), and a host excursion at a
+    # stretch's end is just such a side (docs/TREND.md, "as recorded").
+    short_side: int = 5
+    short_factor: float = 10.0
     # A step found against the sibling suite's ratio (covariate.py) is a second look at
     # the same runs, with noise the adjusted runs themselves measured: a stricter level.
     sibling_keep_p: float = 0.0001
+    # A step at a run where another suite's ratio changed by about as much (the unit's
+    # time moves every ratio alike) is tested at that one run, not searched for: a looser level.
+    joint_p: float = 0.01
     wild_sd: float = 4.0  # a run this many robust sds off its neighbours' median is clipped
     median_window: int = 5  # runs of the running median the wild rule compares with
 
     @property
     def needs(self) -> int:
         """Decided runs before a change can be found."""
-        return 2 * self.min_side
+        return self.min_side + max(self.min_side, self.end_side)
 
 
 def _running_median(y: Sequence[float], k: int) -> list[float]:
@@ -90,18 +101,25 @@ Segmenter = Callable[[int, int], SegmentEstimate | None]
 Tester = Callable[[SegmentEstimate, SegmentEstimate], float]
 
 
-def prune(bounds: list[int], segment: Segmenter, pvalue: Tester, keep_p: float) -> list[int]:
+def prune(bounds: list[int], segment: Segmenter, pvalue: Tester, cfg: RetroConfig,
+          keep_p: float | None = None) -> list[int]:
     """The inner bounds of ``bounds`` (series indices, first and last the stretch's) whose
-    segments either side differ at ``keep_p``: the weakest step is merged away, and its
-    neighbours tested again, until every step left holds."""
+    segments either side differ at ``keep_p`` (the config's by default; a short_factor-th
+    of it where a side has fewer than short_side runs): the weakest step (its p over its
+    level) is merged away, and its neighbours tested again, until every step left holds."""
+    level = cfg.keep_p if keep_p is None else keep_p
     inner = list(bounds)
     while len(inner) > 2:
-        worst, worst_p = None, keep_p
+        worst, worst_p = None, 1.0
         for j in range(1, len(inner) - 1):
             a, b = segment(inner[j - 1], inner[j]), segment(inner[j], inner[j + 1])
             p = 1.0 if a is None or b is None else pvalue(a, b)
-            if p >= worst_p:
-                worst, worst_p = j, p
+            if b is not None and j == len(inner) - 2 and b.runs < cfg.end_side:
+                p = 1.0
+            if a is not None and b is not None and min(a.runs, b.runs) < cfg.short_side:
+                p *= cfg.short_factor
+            if p / level >= worst_p:
+                worst, worst_p = j, p / level
         if worst is None:
             break
         del inner[worst]
