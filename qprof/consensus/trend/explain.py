@@ -22,6 +22,7 @@ MOVED_P = 0.05  # a suite's own time moved when the runs either side differ at t
 # Whose time moved is named at a stricter level: own times drift between runs, which makes
 # a rank test's p too small, and naming the wrong one is worse than saying it cannot be told.
 WHOSE_P = 0.01
+CLEAR = 2.0  # a time alone is named only for a step past this many times both times' sd
 
 
 def moved_beyond_noise(before: Sequence[float], after: Sequence[float],
@@ -68,11 +69,13 @@ def own_time(before: Sequence[float], after: Sequence[float], carry: float,
     step (log) it would take alone, tested at ``p``; None under two runs a side."""
     if len(before) < 2 or len(after) < 2:
         return None
-    from statistics import median
+    from statistics import fmean, median
 
     mb, ma = median(before), median(after)
-    spread = [abs(x - mb) for x in before] + [abs(x - ma) for x in after]
-    return OwnTime(step=ma - mb, noise=1.4826 * median(spread),
+    # The plain sd about each side's mean: a few contended runs are what makes a time's
+    # move unreadable, so they count here (the test itself is on ranks).
+    sq = [(x - fmean(before)) ** 2 for x in before] + [(x - fmean(after)) ** 2 for x in after]
+    return OwnTime(step=ma - mb, noise=math.sqrt(sum(sq) / (len(sq) - 2)),
                    moved=moved_beyond_noise(before, after, p),
                    off_carry=moved_beyond_noise(before, [x - carry for x in after], p))
 
@@ -115,22 +118,26 @@ def whose_time(suite: str, unit: str, mine: OwnTime | None, units: OwnTime | Non
     """Whose own time moved for a change of ``suite``'s ratio (over ``unit``) by ``step``
     (log): the suite's alone (it moved with the step, the unit's held), the unit's alone,
     or both, each with its run-to-run noise. "The ratio alone moved" only when both times
-    are shown steadier than the step (neither moved, neither could have carried it);
+    are shown steadier than the step (neither moved, neither could have carried it); one
+    time alone or neither only where both times' sd is under 1 / CLEAR of the step;
     otherwise which time moved cannot be told."""
     if mine is None or units is None:
         return "which own time moved cannot be told (too few runs with own times)"
     s = f"{suite}'s"
     u = f"the unit's ({unit})"
-    if mine.carries and units.steady:
+    # A time whose run-to-run sd is half the step or more can carry it, or hide it, in a
+    # few runs: one time alone (or neither) is named only past that.
+    clear = CLEAR * max(mine.noise, units.noise) < abs(step)
+    if clear and mine.carries and units.steady:
         return (f"{s} own time moved {_pct_log(mine.step)} ({_noise(mine.noise)}); "
                 f"{u} did not ({_noise(units.noise)})")
-    if units.carries and mine.steady:
+    if clear and units.carries and mine.steady:
         return (f"{u} own time moved {_pct_log(units.step)} ({_noise(units.noise)}); "
                 f"{s} did not ({_noise(mine.noise)})")
     if mine.moved and units.moved:
         return (f"both own times moved: {s} {_pct_log(mine.step)} ({_noise(mine.noise)}), "
                 f"{u} {_pct_log(units.step)} ({_noise(units.noise)})")
-    if mine.steady and units.steady:
+    if clear and mine.steady and units.steady:
         return (f"neither {s} own time ({_noise(mine.noise)}) nor {u} "
                 f"({_noise(units.noise)}) moved: the ratio alone moved")
     return (f"which own time moved cannot be told: {s} wanders {100 * mine.noise:.1f} % and "
