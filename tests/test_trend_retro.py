@@ -135,3 +135,51 @@ def test_a_1pc_step_hidden_in_the_keccak_wander_is_found_against_the_sibling(
     _one_change(st, at, 0.01)
     assert any(w.startswith("found against SLH-DSA-SHAKE-128s's ratio")
                for w in st.changes[0].what_changed), st.changes[0]
+
+
+def test_a_3pc_step_in_12_runs_is_read_against_the_sibling_with_slope_1(
+        retro: ModuleType) -> None:
+    """held (Zen 5, not tuned on), its first 12 runs: too few for the slope to be
+    estimated, so b = 1 (Keccak's speed scales both SHAKE suites alike); a -3 % step of
+    128s's own time from run 7 is found there (it was not until 2026-12-06), and 256s
+    shows none."""
+    trend = analyze_series(retro.stepped(_window(retro, "held", 0, 12),
+                                         "SLH-DSA-SHAKE-128s", -0.03, 6))
+    st, other = trend.suite("SLH-DSA-SHAKE-128s"), trend.suite("SLH-DSA-SHAKE-256s")
+    assert st is not None and other is not None and other.changes == ()
+    assert len(st.changes) == 1 and abs(st.changes[0].run_index - 6) <= 2, st.changes
+    assert st.changes[0].change_bp < 0
+
+
+def test_a_unit_step_is_found_in_the_noisy_ratios_where_another_ratio_stepped(
+        retro: ModuleType) -> None:
+    """held's first 25 runs, +3 % of the unit's own time from run 6: ML-DSA-87's steady
+    ratio shows the step, and both SLH-DSA ratios (wandering 74-77 bp) are tested at that
+    run, found there and said to be where another suite's ratio stepped alike."""
+    trend = analyze_series(retro.stepped(_window(retro, "held", 0, 25), retro.UNIT, 0.03, 5))
+    for st in trend.suites:
+        assert len(st.changes) == 1 and abs(st.changes[0].run_index - 5) <= 2, st
+    slh = trend.suite("SLH-DSA-SHAKE-128s")
+    assert slh is not None
+    assert any(w.startswith("found where another suite's ratio stepped alike")
+               for w in slh.changes[0].what_changed), slh.changes[0]
+
+
+def test_an_excursion_in_a_window_s_last_runs_is_not_a_change(retro: ModuleType) -> None:
+    """zen3-late as recorded, runs 13-37: from its run 28 the SLH-DSA ratios read low (the
+    host, contended 31 -> 53 %), 3 decided runs to the window's end; a change at a
+    stretch's newest runs needs 5 after it (it was a change until 2026-12-06)."""
+    trend = analyze_series(_window(retro, "zen3-late", 12, 25))
+    assert all(st.changes == () for st in trend.suites), trend.suites
+
+
+def test_whose_time_cannot_be_told_where_the_own_times_wander_half_the_step(
+        retro: ModuleType) -> None:
+    """held's first 25 runs, -1 % of ML-DSA-87's own time from run 9: the ML-DSA times
+    move against the SLH-DSA ones by ~1 % in its contended runs, so the unit's time is
+    not named for it (it was, until 2026-12-06): which moved cannot be told."""
+    st = analyze_series(retro.stepped(_window(retro, "held", 0, 25), "ML-DSA-87", -0.01,
+                                      8)).suite("ML-DSA-87")
+    assert st is not None and len(st.changes) == 1, st
+    said = st.changes[0].what_changed[-1]
+    assert said.startswith("which own time moved cannot be told"), said
