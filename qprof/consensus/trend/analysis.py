@@ -245,12 +245,18 @@ def _unit_carries(series: Series, at: int, lo: int, hi: int, step: float,
                   window: int = 12) -> bool:
     """Whether the unit's own time, the core's speed out (explain.relative_times), moved
     across ``at`` by about ``step`` (log) at WHOSE_P: what a step of every ratio alike
-    needs to be the unit's, not the host's."""
+    needs to be the unit's, not the host's. Every suite's raw time moving (MOVED_P) is
+    the host's too: the core's speed out, the unit's time then seems to move alone."""
     a, b = max(lo, at - window), min(hi, at + window)
     if conditions(series.runs[a:at], series.runs[at:b]):
         return False  # the host changed there (contention, load, steal, caps): its step
-    x, y = relative_times(_own_log_times(series, a, b), at - a).get(
-        series.runs[at].unit_suite, ([], []))
+    rows, unit = _own_log_times(series, a, b), series.runs[at].unit_suite
+    raw = [own_time([r[n] for r in rows[:at - a] if n in r],
+                    [r[n] for r in rows[at - a:] if n in r], 0.0, MOVED_P)
+           for n in series.suite_names()]
+    if all(t is not None and t.moved for t in raw):
+        return False
+    x, y = relative_times(rows, at - a).get(unit, ([], []))
     t = own_time(x, y, step, WHOSE_P)
     return t is not None and t.carries
 
