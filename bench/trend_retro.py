@@ -271,29 +271,30 @@ def main() -> int:
     pools = "small (90 %)" if args.small_pools else "as recorded"
     print(f"Pelt penalty {r.penalty} x ln(runs) run-to-run variances, min side "
           f"{r.min_side}, kept at p < {r.keep_p}; pools {pools}")
-    print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
-          "unit's own time) | 1 %: found (87 / 128s / 256s / unit) | 1 %: located / holds "
-          "| 3 %: found (87 / 128s / 256s / unit) | 3 %: located / holds | contradicted | "
-          "wrong suite | "
-          "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
     whos = args.who.split(",")
+    sizes = sorted({round(abs(s) * 100, 1) for s in steps})  # in %
+    cols = "".join(f" {z:g} %: found ({' / '.join(whos)}) | {z:g} %: located / holds |"
+                   for z in sizes)
+    print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
+          f"unit's own time) |{cols} contradicted | wrong suite | "
+          "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
+    print("|---" * (7 + 2 * len(sizes)) + "|")
     for name in args.series.split(","):
         series = load(name)
         if args.small_pools:
             series = small_pools(series)
-        by = {(size, who): Tally() for size in (1, 3) for who in whos}
+        by = {(size, who): Tally() for size in sizes for who in whos}
         for w in () if args.no_steps else windows(series, lengths):
             for step in steps:
                 for where, k in positions(w, step).items():
                     for who in whos:
                         label = f"{len(w.runs)} runs {where}"
-                        by[round(abs(step) * 100), who].add(
+                        by[round(abs(step) * 100, 1), who].add(
                             judge(w, who, step, k, cfg, label))
         whole, false_w, runs_w = as_recorded(series, lengths, cfg)
         tuned = " (tuned)" if name in TUNED else ""
         cells = []
-        for size in (1, 3):
+        for size in sizes:
             total = Tally()
             for who in whos:
                 total.add(by[size, who])
