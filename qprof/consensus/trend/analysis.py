@@ -206,13 +206,29 @@ def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> li
     return prune(bounds, lambda a, b: _segment(series, suite, a, b, base), step_pvalue, cfg)
 
 
+@dataclass
+class PlainLooks:
+    """Each suite's plain look (:func:`_retro`) over a stretch of one series, computed
+    once: every suite's analysis reads the others' (its sibling's, another's step)."""
+
+    series: Series
+    cfg: RetroConfig
+    done: dict[tuple[str, int, int], list[int]] = field(default_factory=dict)
+
+    def __call__(self, suite: str, lo: int, hi: int) -> list[int]:
+        key = (suite, lo, hi)
+        if key not in self.done:
+            self.done[key] = _retro(self.series, suite, lo, hi, self.cfg)
+        return self.done[key]
+
+
 def _log_step(series: Series, suite: str, lo: int, at: int, hi: int) -> float | None:
     a, b = _segment(series, suite, lo, at), _segment(series, suite, at, hi)
     return None if a is None or b is None else math.log(b.ratio / a.ratio)
 
 
 def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequence[int],
-                     cfg: RetroConfig) -> list[int]:
+                     looks: PlainLooks) -> list[int]:
     """The changes over [lo, hi) found on ``suite``'s ratio read against its sibling's
     (covariate.py), more than 2 runs from every change its own ratio or the sibling's
     shows, each where its own ratio moved more than the sibling's."""
@@ -221,9 +237,9 @@ def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequen
     if adj is None or other is None:
         return []
     aseries, b = adj
-    found = _retro(aseries, suite, lo, hi, replace(cfg, keep_p=cfg.sibling_keep_p))
+    found = _retro(aseries, suite, lo, hi, replace(looks.cfg, keep_p=looks.cfg.sibling_keep_p))
     if found:
-        sib = _retro(series, other, lo, hi, cfg)
+        sib = looks(other, lo, hi)
         found = [k for k in found if all(abs(k - j) > 2 for j in (*plain, *sib))]
     out = []
     for k in found:
@@ -262,7 +278,7 @@ def _unit_carries(series: Series, at: int, lo: int, hi: int, step: float,
 
 
 def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
-           cfg: RetroConfig) -> list[int]:
+           looks: PlainLooks) -> list[int]:
     """The changes over [lo, hi) at runs where another suite's ratio changed (looking back)
     and ``suite``'s stepped there, at ``joint_p``, the same way and nearer that suite's step
     than none: the unit's time moves every ratio alike, so one ratio's clear step tells
@@ -271,7 +287,7 @@ def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
     for other in series.suite_names():
         if other == suite:
             continue
-        theirs = _retro(series, other, lo, hi, cfg)
+        theirs = looks(other, lo, hi)
         for k in theirs:
             if any(abs(k - j) <= 2 for j in (*mine, *out)):
                 continue
@@ -281,29 +297,32 @@ def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
             before, after = _segment(series, suite, a, k), _segment(series, suite, k, z)
             if d0 is None or before is None or after is None:
                 continue
-            if before.runs < cfg.min_side or after.runs < cfg.min_side:
+            if min(before.runs, after.runs) < looks.cfg.min_side:
                 continue
             d = math.log(after.ratio / before.ratio)
-            if (d * d0 > 0 and abs(d - d0) < abs(d) and step_pvalue(before, after) < cfg.joint_p
+            if (d * d0 > 0 and abs(d - d0) < abs(d)
+                    and step_pvalue(before, after) < looks.cfg.joint_p
                     and _unit_carries(series, k, lo, hi, -d0)):
                 out.append(k)
     return out
 
 
-def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig
-                 ) -> SuiteTrend:
+def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig,
+                looks: PlainLooks | None = None) -> SuiteTrend:
     """One suite's segments and changes: the known change points, every change found
     looking back over each stretch between them (changepoints.py), and the detector's
-    alarm over the runs since the last of them (a change the runs do not yet show)."""
+    alarm over the runs since the last of them (a change the runs do not yet show).
+    ``looks``: the series' plain looks, shared by its suites."""
+    looks = looks or PlainLooks(series, cfg.retro)
     n = len(series.runs)
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
     against: set[int] = set()
     joint: set[int] = set()
     for lo, hi in zip(stretches, stretches[1:], strict=False):
-        plain = _retro(series, suite, lo, hi, cfg.retro)
-        extra = _against_sibling(series, suite, lo, hi, plain, cfg.retro)
-        alike = _joint(series, suite, lo, hi, [*plain, *extra], cfg.retro)
+        plain = looks(suite, lo, hi)
+        extra = _against_sibling(series, suite, lo, hi, plain, looks)
+        alike = _joint(series, suite, lo, hi, [*plain, *extra], looks)
         detected += sorted([*plain, *extra, *alike])
         against.update(extra)
         joint.update(alike)
@@ -346,7 +365,8 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
 def analyze_series(series: Series, cfg: TrendConfig | None = None) -> SeriesTrend:
     cfg = cfg or TrendConfig()
     known = known_changes(series)
-    suites = tuple(suite_trend(series, s, known, cfg) for s in series.suite_names())
+    looks = PlainLooks(series, cfg.retro)
+    suites = tuple(suite_trend(series, s, known, cfg, looks) for s in series.suite_names())
     return SeriesTrend(key=series.key, runs=series.runs, suites=suites, known=tuple(known))
 
 
