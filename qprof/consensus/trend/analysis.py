@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
-from qprof.consensus.trend.covariate import adjusted, attributed, sibling
+from qprof.consensus.trend.covariate import MIN_RUNS, adjusted, attributed, sibling
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
     MOVED_P,
@@ -237,7 +237,10 @@ def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequen
     if adj is None or other is None:
         return []
     aseries, b = adj
-    found = _retro(aseries, suite, lo, hi, replace(looks.cfg, keep_p=looks.cfg.sibling_keep_p))
+    cfg = looks.cfg
+    short = len(log_points(aseries, suite, lo, hi)) < MIN_RUNS
+    found = _retro(aseries, suite, lo, hi, replace(
+        cfg, keep_p=cfg.sibling_short_keep_p if short else cfg.sibling_keep_p))
     if found:
         sib = looks(other, lo, hi)
         found = [k for k in found if all(abs(k - j) > 2 for j in (*plain, *sib))]

@@ -37,6 +37,8 @@ class RetroConfig:
     # A step found against the sibling suite's ratio (covariate.py) is a second look at
     # the same runs, with noise the adjusted runs themselves measured: a stricter level.
     sibling_keep_p: float = 0.0001
+    # ... and under 16 runs decided in both (b = 1, not estimated; fewer runs to look at).
+    sibling_short_keep_p: float = 0.0003
     # A step at a run where another suite's ratio changed by about as much (the unit's
     # time moves every ratio alike) is tested at that one run, not searched for: a looser level.
     joint_p: float = 0.01
