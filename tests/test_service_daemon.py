@@ -746,7 +746,9 @@ def test_full_disk_then_space_again_alerts_holds_and_writes_the_results(
         filler = _fill(state)
         d.wait_log("alert degraded: degraded: store: writing failed", timeout=90)
         d.wait_log("cycle finished", timeout=90)
-        assert 'qprof_degraded{reason="store_write_failed",what="store"} 1.0' in d.scrape()
+        scraped = d.scrape()
+        assert 'qprof_degraded{reason="store_write_failed",what="store"} 1.0' in scraped, \
+            (scraped, d.log)
         assert not [r for r in d.runs_with("finished")]  # nothing of it on disk yet
         filler.unlink()
         d.wait_log("store: writing works again; no longer degraded", timeout=30)

@@ -73,6 +73,8 @@ def read_value(value: Any, hint: Any, name: str) -> Any:
     if isinstance(hint, type) and issubclass(hint, Part):
         return hint.from_dict(value, name)
     if origin in (list, tuple) and isinstance(value, list):
+        if args[0] in (int, float) and all(_scalar(v, args[0]) for v in value):
+            return value if origin is list else tuple(value)  # samples: one pass
         items = [read_value(v, args[0], f"{name}[{i}]") for i, v in enumerate(value)]
         return items if origin is list else tuple(items)
     if origin in (dict, Mapping) and isinstance(value, dict):

@@ -410,7 +410,8 @@ class Daemon:
             self.store.freq.add([(c.cpu, tick.ts, c.cur_khz, c.max_khz, c.hw_max_khz,
                                           c.capped) for c in tick.cpus.values()])
         except sqlite3.Error as exc:
-            if not self._freq_write_failed:
+            # Results the store could not take (the graver reason) stay the one shown.
+            if not self._freq_write_failed and "store" not in self.state.degraded:
                 self.degrade("store", DegradedReason.FREQ_HISTORY_WRITE_FAILED,
                              f"writing frequency history failed: {exc}")
             self._freq_write_failed = True
