@@ -32,6 +32,7 @@ from qprof.verify.nb.mldsa_expand import (
 )
 from qprof.verify.nb.mldsa_poly import (
     INVNTT_F,
+    INVNTT_F_QINV,
     N,
     Q,
     caddq,
@@ -41,6 +42,7 @@ from qprof.verify.nb.mldsa_poly import (
     hints_valid,
     invntt_stages,
     montgomery_reduce,
+    mont_mul32,
     ntt,
     use_hint,
     w1_encode,
@@ -233,7 +235,7 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
         invntt_stages(w, scratch)
         for j in range(N):
             # invntt_tomont's final scaling, fused with the mapping to [0, q).
-            v = caddq(montgomery_reduce(INVNTT_F * np.int64(w[j])))
+            v = caddq(np.int64(mont_mul32(w[j], INVNTT_F, INVNTT_F_QINV)))
             w[j] = v
             w1[j] = highbits(v, gamma2)
         # UseHint: positions listed in the hint move to the neighbouring high part.

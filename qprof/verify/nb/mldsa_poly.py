@@ -49,6 +49,18 @@ def reduce32(a: np.int64) -> np.int64:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def mont_mul32(a: np.int32, z: np.int32, zq: np.int32) -> np.int32:
+    """montgomery_reduce(a * z), bit-identical, on int32 lanes (zq = z * QINV mod 2^32).
+
+    The high halves of a * z and of (a * zq mod 2^32) * q differ by exactly the reduced
+    value (their low halves are equal), so LLVM keeps 32-bit lanes, 16 per zmm with
+    even/odd vpmuldq, where int64 lanes halve the width."""
+    hi = np.int32((np.int64(a) * np.int64(z)) >> 32)
+    lo = np.int32(np.int64(a) * np.int64(zq))
+    return hi - np.int32((np.int64(lo) * Q) >> 32)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def caddq(a: np.int64) -> np.int64:
     """Add q if a is negative (maps (-q, q) to [0, q))."""
     return a + ((a >> 31) & Q)
@@ -73,14 +85,22 @@ def _stage_twiddles() -> tuple[np.ndarray, np.ndarray]:
     return fwd, inv
 
 
+def _times_qinv(table: np.ndarray) -> np.ndarray:
+    """Every entry times QINV mod 2^32, as int32: ``mont_mul32``'s zq."""
+    return ((table.astype(np.int64) * QINV) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
 NTT_TWIDDLES, INVNTT_TWIDDLES = _stage_twiddles()
+NTT_TWIDDLES_QINV = _times_qinv(NTT_TWIDDLES)
+INVNTT_TWIDDLES_QINV = _times_qinv(INVNTT_TWIDDLES)
+INVNTT_F_QINV = int(_times_qinv(np.array([INVNTT_F]))[0])
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _ntt_stage(src: np.ndarray, dst: np.ndarray, stage: int) -> None:
     for p in range(N // 2):
-        t = montgomery_reduce(np.int64(NTT_TWIDDLES[stage, p]) * np.int64(src[p + N // 2]))
-        x = np.int64(src[p])
+        t = mont_mul32(src[p + N // 2], NTT_TWIDDLES[stage, p], NTT_TWIDDLES_QINV[stage, p])
+        x = src[p]
         dst[2 * p] = x + t
         dst[2 * p + 1] = x - t
 
@@ -105,14 +125,14 @@ def ntt(a: np.ndarray, tmp: np.ndarray) -> None:
 @njit(cache=True, nogil=True, inline="always")
 def _invntt_stage(src: np.ndarray, dst: np.ndarray, stage: int) -> None:
     # The reference multiplies (t - u) by -zetas[k]; zetas[k] * (u - t) is the same.
-    # |u - t| < 256q < 2^31 (the reference's int32 bound), so the int32 view is exact
-    # and tells LLVM the product is 32x32->64 bits.
+    # |t|, |u|, |u - t| < 256q < 2^31 (the reference's int32 bounds): int32 lanes are exact.
     for p in range(N // 2):
-        t = np.int64(src[2 * p])
-        u = np.int64(src[2 * p + 1])
+        t = src[2 * p]
+        u = src[2 * p + 1]
         dst[p] = t + u
-        diff = np.int64(np.int32(u - t))
-        dst[p + N // 2] = montgomery_reduce(np.int64(INVNTT_TWIDDLES[stage, p]) * diff)
+        diff = np.int32(u - t)
+        dst[p + N // 2] = mont_mul32(diff, INVNTT_TWIDDLES[stage, p],
+                                     INVNTT_TWIDDLES_QINV[stage, p])  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
@@ -125,7 +145,7 @@ def invntt_tomont(a: np.ndarray, tmp: np.ndarray) -> None:
     """
     invntt_stages(a, tmp)
     for j in range(N):
-        a[j] = montgomery_reduce(INVNTT_F * np.int64(a[j]))
+        a[j] = mont_mul32(a[j], INVNTT_F, INVNTT_F_QINV)
 
 
 @njit(cache=True, nogil=True)
