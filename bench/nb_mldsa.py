@@ -188,13 +188,12 @@ def profile_level(
     @njit(nogil=True)
     def t_decode(sig, pk, k, l, cb, g1, omega, zh, t1, n):  # noqa: ANN001, E741
         zbytes = 32 * (g1 + 1)
-        pk_lanes = np.frombuffer(pk, dtype=np.uint64)
         for _ in range(n):
             hints_valid(sig, cb + l * zbytes, k, omega)
             for s in range(l):
                 decode_z_checked(sig, cb + s * zbytes, g1, 1 << g1, zh[s])
             for r in range(k):
-                decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
+                decode_t1_shifted(pk, 32 + 320 * r, t1)
 
     @njit(nogil=True)
     def t_c_tilde(mu, w1_packed, cb, state, out, n):  # noqa: ANN001

@@ -222,9 +222,8 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
         _hash_mu(tr, data, ctx_len, state, mu, prefix)
 
     hint_start = 0
-    pk_lanes = np.frombuffer(pk, dtype=np.uint64)  # 32 + 320k bytes: whole lanes
     for r in range(k):
-        decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
+        decode_t1_shifted(pk, 32 + 320 * r, t1)
         ntt(t1, scratch)
         row = acc[r]
         # One reduction of the difference: |A*z| < 7 * 9q^2 and |c * t1| < 81q^2 (both
