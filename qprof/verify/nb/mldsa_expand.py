@@ -373,6 +373,9 @@ def expand_a_times_z(
     ball_done = False
     mu_done = False
     mu_fits = want_tr and TR_BYTES + 2 + len(ctx_msg) < SHAKE256_RATE
+    # Entry m is (m // l, m % l); m < 64, so a multiply by 2^16 / l rounded up and a
+    # shift give m // l exactly, without a division per way and block.
+    inv_l = ((1 << 16) + l - 1) // l
     while first < total or tr_done < tr_perms:
         ways = min(WAYS if tr_done >= tr_perms else TR_WAY, total - first)
         # counts[w] doubles as the nonce until the stream is absorbed.
@@ -419,8 +422,8 @@ def expand_a_times_z(
                 done = counts[w]
                 if done < N:
                     m = first + w
-                    r = m // l
-                    s = m % l
+                    r = (m * inv_l) >> 16
+                    s = m - r * l
                     if (bad >> w) & 1:
                         counts[w] = mac_staged_rejecting(state, w, acc, r, zhat, s, done,
                                                          sampled, w)  # fmt: skip
