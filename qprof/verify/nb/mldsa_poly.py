@@ -34,7 +34,8 @@ ZETAS = _zetas()
 INVNTT_F = pow(2, 64, Q) * pow(256, -1, Q) % Q
 # Unsigned index offsets (uint64 + int would promote to float).
 _U1, _U2, _U3, _U4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
-_U5, _U6, _U7, _U8 = np.uint64(5), np.uint64(6), np.uint64(7), np.uint64(8)
+_U8 = np.uint64(8)
+_MASK18 = np.uint64(0x3FFFF)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -192,48 +193,46 @@ def decode_z_checked(
     ``bound`` is gamma1 - beta (FIPS 204 Algorithm 8, ||z||_inf check). Unsigned
     indexes, as in ``decode_t1_shifted``, so that LLVM vectorises.
     """
-    gamma1 = np.int64(1) << gamma1_bits
-    worst = np.int64(0)
     base = np.uint64(offset)
     if gamma1_bits == 17:
-        # 18 bits per coefficient: 4 coefficients per 9 bytes.
+        # 18 bits per coefficient: 4 coefficients per 9 bytes, the first eight bytes
+        # as one 64-bit word (LLVM merges the byte loads).
+        gamma1 = np.int64(1) << 17
+        worst = np.int64(0)
         for i in range(N // 4):
             p = base + np.uint64(9 * i)
-            b0 = np.int64(sig[p])
-            b1 = np.int64(sig[p + _U1])
-            b2 = np.int64(sig[p + _U2])
-            b3 = np.int64(sig[p + _U3])
-            b4 = np.int64(sig[p + _U4])
-            b5 = np.int64(sig[p + _U5])
-            b6 = np.int64(sig[p + _U6])
-            b7 = np.int64(sig[p + _U7])
-            b8 = np.int64(sig[p + _U8])
-            v0 = gamma1 - ((b0 | (b1 << 8) | (b2 << 16)) & 0x3FFFF)
-            v1 = gamma1 - (((b2 >> 2) | (b3 << 6) | (b4 << 14)) & 0x3FFFF)
-            v2 = gamma1 - (((b4 >> 4) | (b5 << 4) | (b6 << 12)) & 0x3FFFF)
-            v3 = gamma1 - (((b6 >> 6) | (b7 << 2) | (b8 << 10)) & 0x3FFFF)
+            x = np.uint64(0)
+            for b in range(8):
+                x |= np.uint64(sig[p + np.uint64(b)]) << np.uint64(8 * b)
+            b8 = np.uint64(sig[p + _U8])
+            v0 = gamma1 - np.int64(x & _MASK18)
+            v1 = gamma1 - np.int64((x >> np.uint64(18)) & _MASK18)
+            v2 = gamma1 - np.int64((x >> np.uint64(36)) & _MASK18)
+            v3 = gamma1 - np.int64(((x >> np.uint64(54)) | (b8 << np.uint64(10))) & _MASK18)
             o = np.uint64(4 * i)
             out[o] = v0
             out[o + _U1] = v1
             out[o + _U2] = v2
             out[o + _U3] = v3
             worst = max(worst, abs(v0), abs(v1), abs(v2), abs(v3))
-    else:
-        # 20 bits per coefficient: 2 coefficients per 5 bytes.
-        for i in range(N // 2):
-            p = base + np.uint64(5 * i)
-            b0 = np.int64(sig[p])
-            b1 = np.int64(sig[p + _U1])
-            b2 = np.int64(sig[p + _U2])
-            b3 = np.int64(sig[p + _U3])
-            b4 = np.int64(sig[p + _U4])
-            v0 = gamma1 - ((b0 | (b1 << 8) | (b2 << 16)) & 0xFFFFF)
-            v1 = gamma1 - (((b2 >> 4) | (b3 << 4) | (b4 << 12)) & 0xFFFFF)
-            o = np.uint64(2 * i)
-            out[o] = v0
-            out[o + _U1] = v1
-            worst = max(worst, abs(v0), abs(v1))
-    return worst < bound
+        return worst < bound
+    # 20 bits per coefficient: 2 coefficients per 5 bytes, on int32 lanes (16 per zmm).
+    gamma1_32 = np.int32(1 << 19)
+    worst_32 = np.int32(0)
+    for i in range(N // 2):
+        p = base + np.uint64(5 * i)
+        b0 = np.int32(sig[p])
+        b1 = np.int32(sig[p + _U1])
+        b2 = np.int32(sig[p + _U2])
+        b3 = np.int32(sig[p + _U3])
+        b4 = np.int32(sig[p + _U4])
+        v0 = np.int32(gamma1_32 - np.int32((b0 | (b1 << 8) | (b2 << 16)) & 0xFFFFF))
+        v1 = np.int32(gamma1_32 - np.int32(((b2 >> 4) | (b3 << 4) | (b4 << 12)) & 0xFFFFF))
+        o = np.uint64(2 * i)
+        out[o] = v0
+        out[o + _U1] = v1
+        worst_32 = max(worst_32, abs(v0), abs(v1))
+    return worst_32 < bound
 
 
 @njit(cache=True, nogil=True)
