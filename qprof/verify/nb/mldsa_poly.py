@@ -217,7 +217,7 @@ def decode_z_checked(
             worst = max(worst, abs(v0), abs(v1), abs(v2), abs(v3))
         return worst < bound
     # 20 bits per coefficient: 2 coefficients per 5 bytes, on int32 lanes (16 per zmm).
-    gamma1_32 = np.int32(1 << 19)
+    gamma1_32 = np.int32(1 << gamma1_bits)
     worst_32 = np.int32(0)
     for i in range(N // 2):
         p = base + np.uint64(5 * i)
