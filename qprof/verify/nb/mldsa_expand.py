@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from qprof.verify.nb.keccak import SHAKE256_RATE, absorb, keccak_f1600
-from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn
+from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn, keccak_f1600_xn_low
 from qprof.verify.nb.mldsa_poly import N, Q
 
 SHAKE128_RATE_LANES = 21  # 168-byte rate = 7 groups of 3 lanes = 56 candidates
@@ -386,20 +386,28 @@ def expand_a_times_z(
         for w in range(WAYS):
             counts[w] = 0 if w < ways else N
         pending = ways
+        # The ways after the entries carry SampleInBall's and mu's first permutation.
+        live = ways
         ball_way = -1
-        if not ball_done and tr_done >= tr_perms and ways < WAYS:
-            ball_way = WAYS - 1
+        if not ball_done and tr_done >= tr_perms and live < WAYS:
+            ball_way = live
+            live += 1
             absorb_ball_way(state, c_tilde, ball_way)
         mu_way = -1
-        if mu_fits and not mu_done and tr_done >= tr_perms and ways < WAYS - 1:
-            mu_way = WAYS - 2
+        if mu_fits and not mu_done and tr_done >= tr_perms and live < WAYS:
+            mu_way = live
+            live += 1
             absorb_mu_way(state, tr, ctx_msg, ctx_len, mu_way)
         while True:
             # One permutation of all ways; the last one may be advancing tr.
             tr_step = tr_done < tr_perms and ways < WAYS
             if tr_step:
                 absorb_tr_block(state, pk, pk_lanes, tr_done)
-            keccak_f1600_xn(state)
+            if tr_step or live > WAYS // 2:
+                keccak_f1600_xn(state)
+            else:
+                keccak_f1600_xn_low(state)  # the last batch, mostly
+            live = ways
             if ball_way >= 0:
                 for i in range(25):
                     ball_state[i] = state[WAYS * i + ball_way]
