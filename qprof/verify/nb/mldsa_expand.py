@@ -318,14 +318,21 @@ def mac_staged_rejecting(ws: np.ndarray, w: int, acc: np.ndarray, r: int, zhat: 
     """The rare block with a rejected candidate (about one in twenty): its candidates
     below q, in order, to row ``t`` of ``tmp``, multiplied in up to coefficient 256;
     returns the number of coefficients entry (r, s) now has."""
-    kept = 0
+    ut = np.uint64(t)
+    src = np.uint64(WS_STAGE) + np.uint64(w)
+    kept = np.uint64(0)
     for c in range(SAMPLE_SLACK):
-        v = ws[WS_STAGE + c * WAYS + w]
-        tmp[t, kept] = np.int32(v)
-        kept += v < Q_U64
-    take = min(kept, N - start)
+        v = ws[src + np.uint64(c) * UWAYS]
+        tmp[ut, kept] = np.int32(v)
+        kept += np.uint64(v < Q_U64)
+    take = min(np.int64(kept), N - start)
+    # Unsigned indexes (see ``mac_staged``): this loop is then vector code.
+    base = np.uint64(start)
+    ur = np.uint64(r)
+    us = np.uint64(s)
     for c in range(take):
-        acc[r, start + c] += np.int64(tmp[t, c]) * np.int64(zhat[s, start + c])
+        uc = np.uint64(c)
+        acc[ur, base + uc] += np.int64(tmp[ut, uc]) * np.int64(zhat[us, base + uc])
     return start + take
 
 
