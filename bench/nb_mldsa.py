@@ -21,6 +21,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -94,6 +98,16 @@ def _verifiers(
 
     out["rustcrypto"] = rust_verify
     return out
+
+
+def _aligned(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """A zeroed array that starts on a 64-byte line."""
+    import numpy as np
+
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.zeros(size + 64, dtype=np.uint8)
+    skip = -raw.ctypes.data % 64
+    return raw[skip : skip + size].view(dtype).reshape(shape)
 
 
 def _batch_size(fn: Callable[[], bool], target_s: float = 0.005) -> int:
@@ -188,13 +202,12 @@ def profile_level(
     @njit(nogil=True)
     def t_decode(sig, pk, k, l, cb, g1, omega, zh, t1, n):  # noqa: ANN001, E741
         zbytes = 32 * (g1 + 1)
-        pk_lanes = np.frombuffer(pk, dtype=np.uint64)
         for _ in range(n):
             hints_valid(sig, cb + l * zbytes, k, omega)
             for s in range(l):
                 decode_z_checked(sig, cb + s * zbytes, g1, 1 << g1, zh[s])
             for r in range(k):
-                decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
+                decode_t1_shifted(pk, 32 + 320 * r, t1)
 
     @njit(nogil=True)
     def t_c_tilde(mu, w1_packed, cb, state, out, n):  # noqa: ANN001
@@ -205,11 +218,14 @@ def profile_level(
             absorb_final(state, 136, pos)
             squeeze_into(state, out, 0, cb)
 
-    a = np.arange(256, dtype=np.int32)
-    tmp = np.empty(256, dtype=np.int32)
-    zhat = np.ones((p.l, 256), np.int32)
-    acc = np.empty((p.k, 256), np.int64)
-    st_xn = np.empty(WS_WORDS, np.uint64)
+    # Line-aligned, as the verifier's own buffers (numpy aligns to 16 bytes only).
+    a = _aligned((256,), np.int32)
+    a[:] = np.arange(256)
+    tmp = _aligned((256,), np.int32)
+    zhat = _aligned((p.l, 256), np.int32)
+    zhat[:] = 1
+    acc = _aligned((p.k, 256), np.int64)
+    st_xn = _aligned((WS_WORDS,), np.uint64)
     sampled = np.empty((WAYS, 256 + SAMPLE_SLACK), np.int32)
     nonces = np.empty(WAYS, np.int64)
     rho = np.arange(32, dtype=np.uint8)

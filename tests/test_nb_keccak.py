@@ -96,3 +96,17 @@ def test_permutation_into_another_array_leaves_the_source() -> None:
     expected = kept[:25].copy()
     keccak.keccak_f1600(expected)
     assert np.array_equal(src[25:], expected)
+
+
+def test_half_width_permutation_permutes_the_low_ways_only() -> None:
+    from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn_low
+
+    rng = np.random.default_rng(6)
+    states = rng.integers(0, 2**64 - 1, size=(25, WAYS), dtype=np.uint64, endpoint=True)
+    s = np.ascontiguousarray(states).reshape(-1).copy()
+    keccak_f1600_xn_low(s)
+    for j in range(WAYS):
+        expected = np.ascontiguousarray(states[:, j])
+        if j < WAYS // 2:
+            keccak.keccak_f1600(expected)
+        assert np.array_equal(s.reshape(25, WAYS)[:, j], expected)

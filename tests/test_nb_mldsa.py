@@ -26,7 +26,17 @@ from qprof.verify.nb.mldsa_expand import (
     sample_in_ball,
     stage_block_xn,
 )
-from qprof.verify.nb.mldsa_poly import INVNTT_F, ZETAS, Q, invntt_tomont, montgomery_reduce, ntt
+from qprof.verify.nb.mldsa_poly import (
+    INVNTT_F,
+    ZETAS,
+    Q,
+    decode_t1_shifted,
+    decode_z_checked,
+    invntt_tomont,
+    mont_mul32,
+    montgomery_reduce,
+    ntt,
+)
 from qprof.verify.vectors import wycheproof_mldsa
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -250,6 +260,41 @@ def test_ntt_product_is_negacyclic_product() -> None:
     )
     invntt_tomont(prod, scratch)
     assert [int(x) % Q for x in prod] == [x % Q for x in expected]
+
+
+def test_mont_mul32_is_montgomery_reduce_bit_for_bit() -> None:
+    # |a| < 2^31 (the NTTs' int32 bound) times a twiddle in (-q/2, q/2].
+    rng = np.random.default_rng(8)
+    values = [*rng.integers(-(2**31) + 1, 2**31, 300).tolist(), -(2**31) + 1, -1, 0, 2**31 - 1]
+    twiddles = [*rng.integers(-(Q // 2), Q // 2 + 1, 20).tolist(), -(Q // 2), Q // 2, 1, -1]
+    for z in twiddles:
+        zq = np.uint32(z * 58728449 % 2**32).view(np.int32)
+        for a in values:
+            got = int(mont_mul32(np.int32(a), np.int32(z), zq))
+            assert got == int(montgomery_reduce(np.int64(a) * np.int64(z)))
+
+
+def _bit_unpack(data: bytes, bits: int, count: int) -> list[int]:
+    value = int.from_bytes(data, "little")
+    return [(value >> (bits * i)) & ((1 << bits) - 1) for i in range(count)]
+
+
+@pytest.mark.parametrize("gamma1_bits", [17, 19])
+def test_decoders_match_bit_unpacking(gamma1_bits: int) -> None:
+    # Offsets that are not multiples of 8 too: the vector loops must not assume lanes.
+    rng = np.random.default_rng(gamma1_bits)
+    blob = rng.integers(0, 256, 3000, dtype=np.uint8).tobytes()
+    out = np.empty(256, dtype=np.int32)
+    for offset in (0, 5, 32, 333):
+        decode_t1_shifted(blob, offset, out)
+        assert out.tolist() == [v << 13 for v in _bit_unpack(blob[offset : offset + 320], 10, 256)]
+        size = 32 * (gamma1_bits + 1)
+        expected = [(1 << gamma1_bits) - v for v in
+                    _bit_unpack(blob[offset : offset + size], gamma1_bits + 1, 256)]  # fmt: skip
+        worst = max(abs(v) for v in expected)
+        assert decode_z_checked(blob, offset, gamma1_bits, worst + 1, out)
+        assert out.tolist() == expected
+        assert not decode_z_checked(blob, offset, gamma1_bits, worst, out)
 
 
 def _mont(a: int) -> int:

@@ -270,9 +270,12 @@ def absorb_range(state, rate, pos, data, start, stop):
             pos = 0
     # Whole lanes.
     while stop - i >= 8:
+        # Unsigned indexes: without numba's negative-index wrap-around LLVM merges the
+        # eight byte loads into one 64-bit load.
+        at = np.uint64(i)
         w = np.uint64(0)
         for b in range(8):
-            w |= np.uint64(data[i + b]) << np.uint64(8 * b)
+            w |= np.uint64(data[at + np.uint64(b)]) << np.uint64(8 * b)
         state[pos >> 3] ^= w
         i += 8
         pos += 8
@@ -327,9 +330,10 @@ def absorb2(state, rate, data1, data2):
 @njit(cache=True, nogil=True)
 def squeeze_into(state, out, offset, count):
     """Copy ``count`` (<= rate) bytes of the current state to ``out[offset:]``; no permute."""
+    base = np.uint64(offset)
     for j in range(count):
         w = state[j >> 3]
-        out[offset + j] = np.uint8((w >> np.uint64((j & 7) * 8)) & np.uint64(0xFF))
+        out[base + np.uint64(j)] = np.uint8((w >> np.uint64((j & 7) * 8)) & np.uint64(0xFF))
 
 
 @njit(cache=True, nogil=True)

@@ -32,6 +32,7 @@ from qprof.verify.nb.mldsa_expand import (
 )
 from qprof.verify.nb.mldsa_poly import (
     INVNTT_F,
+    INVNTT_F_QINV,
     N,
     Q,
     caddq,
@@ -40,6 +41,7 @@ from qprof.verify.nb.mldsa_poly import (
     highbits,
     hints_valid,
     invntt_stages,
+    mont_mul32,
     montgomery_reduce,
     ntt,
     use_hint,
@@ -117,6 +119,12 @@ def _hash_mu(
     squeeze_into(state, mu, 0, MU_BYTES)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _line_offset(buf: np.ndarray) -> int:
+    """Elements of ``buf`` to skip to reach a 64-byte boundary (a cache line)."""
+    return ((64 - buf.ctypes.data % 64) % 64) // buf.itemsize
+
+
 # One row per level, in PARAMS order: the kernel takes a row index instead of eight
 # integers (each argument costs numba's dispatcher a type check on every call, about
 # 0.1 us for a bytes object: the kernel therefore takes one integer and three bytes).
@@ -165,7 +173,12 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
     # Five allocations for the whole verification (each costs numba's allocator about
     # as much as a 256-coefficient loop); the buffers are views into them.
     w1_len = N // 2 if gamma2 == (Q - 1) // 32 else (N * 3) // 4
-    polys = np.empty((l + 5 + WAYS, N), dtype=np.int32)
+    # Every vector buffer starts on a 64-byte line (numba aligns to 32 bytes only): a
+    # zmm load at an unaligned offset splits two cache lines.
+    rows = l + 5 + WAYS
+    flat32 = np.empty(rows * N + 16, dtype=np.int32)
+    at = _line_offset(flat32)
+    polys = flat32[at : at + rows * N].reshape((rows, N))
     zhat = polys[:l]
     chat = polys[l]
     scratch = polys[l + 1]
@@ -186,10 +199,13 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
     at += MU_BYTES
     prefix = small[at : at + 2]
     w1_packed = small[at + 2 :]
-    words = np.empty(25 + WS_WORDS, dtype=np.uint64)
-    state = words[:25]
-    state_xn = words[25:]
-    wide = np.empty((k + 1, N), dtype=np.int64)
+    words = np.empty(WS_WORDS + 25 + 8, dtype=np.uint64)
+    at = _line_offset(words)
+    state_xn = words[at : at + WS_WORDS]
+    state = words[at + WS_WORDS : at + WS_WORDS + 25]
+    flat64 = np.empty((k + 1) * N + 8, dtype=np.int64)
+    at = _line_offset(flat64)
+    wide = flat64[at : at + (k + 1) * N].reshape((k + 1, N))
     acc = wide[:k]
     counts = wide[k, :WAYS]
     bound = (1 << gamma1_bits) - beta
@@ -220,9 +236,8 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
         _hash_mu(tr, data, ctx_len, state, mu, prefix)
 
     hint_start = 0
-    pk_lanes = np.frombuffer(pk, dtype=np.uint64)  # 32 + 320k bytes: whole lanes
     for r in range(k):
-        decode_t1_shifted(pk_lanes, (32 + 320 * r) // 8, t1)
+        decode_t1_shifted(pk, 32 + 320 * r, t1)
         ntt(t1, scratch)
         row = acc[r]
         # One reduction of the difference: |A*z| < 7 * 9q^2 and |c * t1| < 81q^2 (both
@@ -233,7 +248,7 @@ def _verify_kernel(code: int, pk: bytes, sig: bytes, data: bytes) -> bool:
         invntt_stages(w, scratch)
         for j in range(N):
             # invntt_tomont's final scaling, fused with the mapping to [0, q).
-            v = caddq(montgomery_reduce(INVNTT_F * np.int64(w[j])))
+            v = caddq(np.int64(mont_mul32(w[j], INVNTT_F, INVNTT_F_QINV)))
             w[j] = v
             w1[j] = highbits(v, gamma2)
         # UseHint: positions listed in the hint move to the neighbouring high part.

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from qprof.verify.nb.keccak import SHAKE256_RATE, absorb, keccak_f1600
-from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn
+from qprof.verify.nb.keccak_xn import WAYS, keccak_f1600_xn, keccak_f1600_xn_low
 from qprof.verify.nb.mldsa_poly import N, Q
 
 SHAKE128_RATE_LANES = 21  # 168-byte rate = 7 groups of 3 lanes = 56 candidates
@@ -318,14 +318,21 @@ def mac_staged_rejecting(ws: np.ndarray, w: int, acc: np.ndarray, r: int, zhat: 
     """The rare block with a rejected candidate (about one in twenty): its candidates
     below q, in order, to row ``t`` of ``tmp``, multiplied in up to coefficient 256;
     returns the number of coefficients entry (r, s) now has."""
-    kept = 0
+    ut = np.uint64(t)
+    src = np.uint64(WS_STAGE) + np.uint64(w)
+    kept = np.uint64(0)
     for c in range(SAMPLE_SLACK):
-        v = ws[WS_STAGE + c * WAYS + w]
-        tmp[t, kept] = np.int32(v)
-        kept += v < Q_U64
-    take = min(kept, N - start)
+        v = ws[src + np.uint64(c) * UWAYS]
+        tmp[ut, kept] = np.int32(v)
+        kept += np.uint64(v < Q_U64)
+    take = min(np.int64(kept), N - start)
+    # Unsigned indexes (see ``mac_staged``): this loop is then vector code.
+    base = np.uint64(start)
+    ur = np.uint64(r)
+    us = np.uint64(s)
     for c in range(take):
-        acc[r, start + c] += np.int64(tmp[t, c]) * np.int64(zhat[s, start + c])
+        uc = np.uint64(c)
+        acc[ur, base + uc] += np.int64(tmp[ut, uc]) * np.int64(zhat[us, base + uc])
     return start + take
 
 
@@ -373,6 +380,9 @@ def expand_a_times_z(
     ball_done = False
     mu_done = False
     mu_fits = want_tr and TR_BYTES + 2 + len(ctx_msg) < SHAKE256_RATE
+    # Entry m is (m // l, m % l); m < 64, so a multiply by 2^16 / l rounded up and a
+    # shift give m // l exactly, without a division per way and block.
+    inv_l = ((1 << 16) + l - 1) // l
     while first < total or tr_done < tr_perms:
         ways = min(WAYS if tr_done >= tr_perms else TR_WAY, total - first)
         # counts[w] doubles as the nonce until the stream is absorbed.
@@ -383,20 +393,28 @@ def expand_a_times_z(
         for w in range(WAYS):
             counts[w] = 0 if w < ways else N
         pending = ways
+        # The ways after the entries carry SampleInBall's and mu's first permutation.
+        live = ways
         ball_way = -1
-        if not ball_done and tr_done >= tr_perms and ways < WAYS:
-            ball_way = WAYS - 1
+        if not ball_done and tr_done >= tr_perms and live < WAYS:
+            ball_way = live
+            live += 1
             absorb_ball_way(state, c_tilde, ball_way)
         mu_way = -1
-        if mu_fits and not mu_done and tr_done >= tr_perms and ways < WAYS - 1:
-            mu_way = WAYS - 2
+        if mu_fits and not mu_done and tr_done >= tr_perms and live < WAYS:
+            mu_way = live
+            live += 1
             absorb_mu_way(state, tr, ctx_msg, ctx_len, mu_way)
         while True:
             # One permutation of all ways; the last one may be advancing tr.
             tr_step = tr_done < tr_perms and ways < WAYS
             if tr_step:
                 absorb_tr_block(state, pk, pk_lanes, tr_done)
-            keccak_f1600_xn(state)
+            if tr_step or live > WAYS // 2:
+                keccak_f1600_xn(state)
+            else:
+                keccak_f1600_xn_low(state)  # the last batch, mostly
+            live = ways
             if ball_way >= 0:
                 for i in range(25):
                     ball_state[i] = state[WAYS * i + ball_way]
@@ -419,8 +437,8 @@ def expand_a_times_z(
                 done = counts[w]
                 if done < N:
                     m = first + w
-                    r = m // l
-                    s = m % l
+                    r = (m * inv_l) >> 16
+                    s = m - r * l
                     if (bad >> w) & 1:
                         counts[w] = mac_staged_rejecting(state, w, acc, r, zhat, s, done,
                                                          sampled, w)  # fmt: skip
