@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import fmean, median
 
 from qprof.consensus.trend.model import RunContext, RunPoint, known_fields
 from qprof.consensus.trend.segmentation import differ
@@ -69,12 +70,11 @@ def own_time(before: Sequence[float], after: Sequence[float], carry: float,
     step (log) it would take alone, tested at ``p``; None under two runs a side."""
     if len(before) < 2 or len(after) < 2:
         return None
-    from statistics import fmean, median
-
     mb, ma = median(before), median(after)
     # The plain sd about each side's mean: a few contended runs are what makes a time's
     # move unreadable, so they count here (the test itself is on ranks).
-    sq = [(x - fmean(before)) ** 2 for x in before] + [(x - fmean(after)) ** 2 for x in after]
+    fb, fa = fmean(before), fmean(after)
+    sq = [(x - fb) ** 2 for x in before] + [(x - fa) ** 2 for x in after]
     return OwnTime(step=ma - mb, noise=math.sqrt(sum(sq) / (len(sq) - 2)),
                    moved=moved_beyond_noise(before, after, p),
                    off_carry=moved_beyond_noise(before, [x - carry for x in after], p))
@@ -90,8 +90,6 @@ def relative_times(rows: Sequence[dict[str, float]], split: int
     change. The host's speed moves every time alike (and no ratio); one suite's code, or
     the unit's, moves that time alone, and a median of three or more does not follow it.
     A run with fewer than MIN_COMMON times keeps its times as they are."""
-    from statistics import median
-
     names = list(dict.fromkeys(n for row in rows for n in row))
     base = {n: median(vals) for n in names
             if (vals := [row[n] for row in rows[:split] if n in row])}
