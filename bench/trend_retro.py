@@ -19,6 +19,7 @@ import argparse
 import functools
 import json
 import math
+import statistics
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -53,8 +54,6 @@ def load(name: str) -> Series:
 def noise_bp(series: Series, who: str) -> float:
     """A time's run-to-run sd as the analysis sees it: a suite's ratio's, the unit's own
     time's (robust: 1.4826 x the median absolute successive difference / sqrt 2)."""
-    import statistics
-
     if who == UNIT:
         ys = [math.log(p.unit_time_ns) for p in series.runs if p.unit_time_ns]
     else:
@@ -143,6 +142,7 @@ class Tally:
     found: int = 0
     located: int = 0
     covered: int = 0
+    halves: list[float] = field(default_factory=list)  # the found steps' 95 % half-widths
     contradicted: int = 0
     wrong: int = 0  # changes the step made in a suite whose ratio it did not move
     examples: list[str] = field(default_factory=list)
@@ -150,6 +150,7 @@ class Tally:
     def add(self, other: Tally) -> None:
         for name in ("cases", "found", "located", "covered", "contradicted", "wrong"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.halves += other.halves
         self.examples += other.examples
 
 
@@ -187,6 +188,7 @@ def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
         t.located += abs(c.run_index - k) <= 2
         lo, hi = c.ci_95_bp
         t.covered += lo <= size <= hi
+        t.halves.append((hi - lo) / 2)
         if contradicts(c.what_changed[-1], who, suite):
             t.contradicted += 1
             t.examples.append(f"contradicts {label} {suite} {who} {step:+.0%}: "
@@ -301,7 +303,8 @@ def main() -> int:
             cells.append(" / ".join(f"{t.found / t.cases:.0%}" if (t := by[size, who]).cases
                                     else "-" for who in whos))
             cells.append(f"{total.located / max(total.found, 1):.0%} / "
-                         f"{total.covered / max(total.found, 1):.0%} of {total.found}"
+                         f"{total.covered / max(total.found, 1):.0%} of {total.found}, "
+                         f"±{statistics.median(total.halves):.0f} bp"
                          if total.found else "-")
         contra = sum(t.contradicted for t in by.values())
         wrong = sum(t.wrong for t in by.values())

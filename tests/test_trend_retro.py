@@ -15,6 +15,7 @@ import pytest
 
 from qprof.consensus.trend.analysis import analyze_series, detect, log_points
 from qprof.consensus.trend.model import Series, SuiteTrend
+from qprof.consensus.trend.wander import level_var
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -183,3 +184,33 @@ def test_whose_time_cannot_be_told_where_the_own_times_wander_half_the_step(
     assert st is not None and len(st.changes) == 1, st
     said = st.changes[0].what_changed[-1]
     assert said.startswith("which own time moved cannot be told"), said
+
+
+def test_a_step_s_interval_holds_the_host_s_own_level_move_at_that_run(
+        retro: ModuleType) -> None:
+    """zen3-late's last 25 runs, +3 % in SLH-DSA-SHAKE-256s from their run 20: the host
+    moved the ratio's level there too (as recorded, the 11 decided runs before against the
+    5 after read -52 bp, -100 to -4), so the step reads +246 bp; the segments' errors alone
+    gave +197 to +296, the host's level wander (wander.py) widens it to hold the +300
+    injected (until 2026-12-06 it did not)."""
+    st = analyze_series(retro.stepped(_window(retro, "zen3-late", 15, 25),
+                                      "SLH-DSA-SHAKE-256s", 0.03, 19)).suite(
+                                          "SLH-DSA-SHAKE-256s")
+    assert st is not None and len(st.changes) == 1, st
+    (c,) = st.changes
+    lo, hi = c.ci_95_bp
+    assert c.change_bp < 260 and lo <= 300 <= hi, c
+
+
+def test_the_level_wander_is_the_block_means_spread_beyond_the_runs_noise() -> None:
+    """wander.level_var: runs that stray alone give the prior (a quarter of their
+    variance), here shrunk by half (8 blocks that show no level move against the prior's
+    8); runs whose level moves by blocks give more; too few runs give none."""
+    noise = [0.002 * (-1) ** i for i in range(40)]  # each run 20 bp off, no level move
+    quiet = level_var([noise])
+    run_var = (0.004 / 0.6745) ** 2 / 2  # from the successive differences' median
+    assert quiet == pytest.approx(0.5 * 0.25 * run_var, rel=0.01)
+    moving = level_var([[y + (0.008 if (i // 5) % 2 else -0.008)
+                         for i, y in enumerate(noise)]])
+    assert moving > 4 * quiet
+    assert level_var([[0.0, 0.001]]) == 0.0

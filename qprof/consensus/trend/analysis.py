@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune
+from qprof.consensus.trend.changepoints import RetroConfig, candidates, prune, tamed
 from qprof.consensus.trend.covariate import MIN_RUNS, adjusted, attributed, sibling
 from qprof.consensus.trend.detector import Cusum, DetectorConfig, score
 from qprof.consensus.trend.explain import (
@@ -38,6 +38,7 @@ from qprof.consensus.trend.model import (
 )
 from qprof.consensus.trend.segment import combine, measurement_var, pooled_wander
 from qprof.consensus.trend.segmentation import differ, locate, step_pvalue, step_size
+from qprof.consensus.trend.wander import level_var
 
 
 @dataclass(frozen=True)
@@ -339,10 +340,14 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         seg = _segment(series, suite, lo, hi, segments)
         if seg is not None:
             segments.append(seg)
+    # The host's level move at a run (wander.py), from the wild-tamed runs of each segment.
+    wander = level_var([tamed([y for _i, y, _v in ys], [v for _i, _y, v in ys], cfg.retro)
+                        for lo, hi in zip(bounds, bounds[1:], strict=False)
+                        if (ys := log_points(series, suite, lo, hi))])
     changes = []
     for before, after in zip(segments, segments[1:], strict=False):
         at = after.first_run
-        change_bp, ci = step_size(before, after)
+        change_bp, ci = step_size(before, after, wander)
         k = known_at.get(at)
         lo = max((b for b in bounds if b < at), default=0)
         hi = min((b for b in bounds if b > at), default=n)

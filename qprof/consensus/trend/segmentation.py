@@ -149,14 +149,15 @@ def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
     return float(2 * student_t.sf(abs(d) / se, df))
 
 
-def step_size(before: SegmentEstimate, after: SegmentEstimate
+def step_size(before: SegmentEstimate, after: SegmentEstimate, level_var: float = 0.0
               ) -> tuple[float, tuple[float, float]]:
     """(change in bp, its 95 % interval in bp): after against before, the interval from
-    the error the step was kept on (:func:`_step`)."""
+    the error the step was kept on (:func:`_step`) and the host's level move at a run
+    (``level_var``, wander.py)."""
     from scipy.stats import t as student_t
 
     d, se, df = _step(before, after)
-    half = float(student_t.ppf(0.975, df)) * se
+    half = float(student_t.ppf(0.975, df)) * math.sqrt(se * se + level_var)
 
     def bp(x: float) -> float:
         return 1e4 * (math.exp(x) - 1)
