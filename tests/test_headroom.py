@@ -186,6 +186,22 @@ def _cache_of(suite: str, worst: dict[str, tuple[float, float, float]]) -> None:
         "signatures": []}))
 
 
+def test_a_check_run_says_why_a_cache_s_factors_are_not_kept(tmp_path: Path) -> None:
+    """A cache whose factor no signature can have gives the run no factor of that suite,
+    and says why (a check's note, `qprof adversary`'s warning); a missing one says
+    nothing; the other suites' factors are kept."""
+    from qprof.measure.preflight import adversary_records
+
+    _cache_of("SLH-DSA-SHAKE-256s", {"ground": (0.5, 0.45, 0.55)})
+    _cache_of("SLH-DSA-SHAKE-128s", {"ground": (1.06, 1.05, 1.08)})
+    kept = adversary_records("r1", ["ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"])
+    assert [(r.suite, r.kind, r.factor) for r in kept.records] == [
+        ("SLH-DSA-SHAKE-128s", "ground", 1.06)]
+    [why] = kept.unreadable
+    assert why.startswith("SLH-DSA-SHAKE-256s's worst-signature factors are not used")
+    assert "below 1" in why
+
+
 def test_finding_2_a_factor_below_1_never_judges_a_signature_below_the_median(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Issue 49 finding 2: a cached ground factor of 0.5 judged a profile held to the worst

@@ -169,8 +169,6 @@ def _keep(args: argparse.Namespace, cpu: int, started_at: float,
     and an End; a store that cannot take it is a warning."""
     if args.no_store or not results:
         return
-
-
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     suites = [r.suite for r in results]
     meta = Meta(run_id=run_id, started_at=started_at, qprof_version=__version__,
@@ -187,8 +185,11 @@ def _keep(args: argparse.Namespace, cpu: int, started_at: float,
                                      rounds=args.rounds, dual=not args.no_dual,
                                      keys=("mode", "suites", "minutes", "pool", "rounds",
                                            "dual")))
+    factors = adversary_records(run_id, suites)
+    for why in factors.unreadable:
+        print(f"qprof adversary: warning: {shown(why, 2000)}", file=sys.stderr)
     kept = keeper(args.state_dir, NO_PROFILE_UNIT.suite)
-    for record in (meta, *adversary_records(run_id, suites),
+    for record in (meta, *factors.records,
                    End(run_id=run_id, finished_at=time.time(),
                        status="partial" if failed else "finished", reason=failed)):
         kept.add(record)

@@ -67,20 +67,35 @@ def _wrong(c: FunctionalCheck) -> str:
     return f"gave {len(c.failed)} wrong answer(s) of {c.cases} known for {c.suite} ({shown})"
 
 
-def adversary_records(run_id: str, suites: Iterable[str]) -> list[AdversaryFactors]:
-    """The node's last ``qprof adversary`` factors of ``suites`` (its cache; a damaged
-    or missing one: none), as records of the run."""
-    out = []
+@dataclass
+class KeptFactors:
+    """The node's last ``qprof adversary`` factors as records of a run, and why a suite's
+    cache gave none where it exists but cannot be used (damaged, or a factor no signature
+    can have): said, not dropped without a word."""
+
+    records: list[AdversaryFactors] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+
+def adversary_records(run_id: str, suites: Iterable[str]) -> KeptFactors:
+    """The node's last ``qprof adversary`` factors of ``suites`` (its cache; a missing one:
+    none, a damaged one: none and why)."""
+    out = KeptFactors()
     for suite in suites:
-        try:
-            summary = read_cache(summary_path(suite), signatures=False).summary
-        except (AdversaryCacheError, OSError):
+        path = summary_path(suite)
+        if not path.exists():
             continue
-        out += [AdversaryFactors(run_id=run_id, suite=summary.suite, kind=w.kind,
-                                 factor=w.ratio, low=w.low, high=w.high,
-                                 cpu_model=summary.cpu_model,
-                                 measured_at=summary.measured_at, hash_calls=w.hash_calls)
-                for w in summary.worst.values()]
+        try:
+            summary = read_cache(path, signatures=False).summary
+        except (AdversaryCacheError, OSError) as exc:
+            out.unreadable.append(f"{suite}'s worst-signature factors are not used: {exc}")
+            continue
+        out.records += [AdversaryFactors(run_id=run_id, suite=summary.suite, kind=w.kind,
+                                         factor=w.ratio, low=w.low, high=w.high,
+                                         cpu_model=summary.cpu_model,
+                                         measured_at=summary.measured_at,
+                                         hash_calls=w.hash_calls)
+                        for w in summary.worst.values()]
     return out
 
 
@@ -226,8 +241,9 @@ def run_preflight(plan: PreflightPlan, stop: threading.Event) -> Preflight:
             out.resources.append(ResourceUse(run_id=plan.run_id, cpu=plan.cpu, **m))
         for error in result.errors:
             out.notes.append(("warning", "preflight", f"{backend}: preflight: {error}"))
-    out.factors = adversary_records(plan.run_id, sorted({s for v in plan.suites.values()
-                                                         for s in v}))
+    kept = adversary_records(plan.run_id, sorted({s for v in plan.suites.values() for s in v}))
+    out.factors = kept.records
+    out.notes += [("warning", "adversary_cache", why) for why in kept.unreadable]
     for c in out.checks:
         if c.status == "MISMATCH":
             out.notes.append(("error", "functional_mismatch",
