@@ -559,3 +559,31 @@ def test_a_zen4_series_with_full_pools_holds_every_check_of_a_real_series() -> N
     assert len(files) == 20
     _assert_records_replay(series, [files[0], files[-1]])
     _assert_one_steady_segment(series, decided=42, gaps=0, windows_held=0.9, halves_agree=2)
+
+
+SAPPHIRE = DATA / "sapphire"  # the fourteenth: this project's Intel Sapphire Rapids guest
+
+
+def test_the_sapphire_host_s_change_is_found_in_ml_dsa_87_and_its_flips_are_not_changes(
+        ) -> None:
+    """60 runs on this project's own host (docs/TREND.md, "This project's own host"): the
+    records either side of run 44 replay to their points; from run 44 the unit's time rose
+    and ML-DSA-87's ratio +3 %: one change there, in ML-DSA-87 alone, its interval clear
+    of 0 and its own times' noise said; the SLH-DSA ratios' flips of 3 % for 1-5 runs
+    (the unit's own time with them) are no change, and their segment is one."""
+    series = _series(SAPPHIRE)
+    assert len(series.runs) == 60
+    _assert_records_replay(series, sorted(SAPPHIRE.glob("*.jsonl.xz")))
+    trend = analyze_series(series)
+    assert trend.known == ()
+    st = trend.suite("ML-DSA-87")
+    assert st is not None
+    (c,) = st.changes
+    assert abs(c.run_index - 43) <= 2 and c.cause == "detected", c
+    lo, hi = c.ci_95_bp
+    assert 0 < lo < c.change_bp < hi, c
+    assert any(w.startswith("which own time moved cannot be told") for w in c.what_changed)
+    for name in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
+        slh = trend.suite(name)
+        assert slh is not None and slh.changes == () and len(slh.segments) == 1, name
+        assert (slh.segments[0].runs, slh.gaps) == (47, 13), name
