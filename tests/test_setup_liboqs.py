@@ -344,7 +344,10 @@ def test_finding_15_a_stopped_build_leaves_no_build_tree(tmp_path: Path,
         [sys.executable, "-m", "qprof", "setup", "liboqs", "--prefix", str(tmp_path / "oqs"),
          "--source", str(SHARED_TARBALL)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**env, "TMPDIR": str(tmpdir)})
+        env={**env, "TMPDIR": str(tmpdir)},
+        # A terminal's user: SIGHUP acted on (a run under nohup ignores it, and qprof then
+        # keeps it ignored, which the test beside this one checks).
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     assert proc.stdout is not None
     for line in proc.stdout:
         if "configuring (cmake" in line:
@@ -359,3 +362,17 @@ def test_finding_15_a_stopped_build_leaves_no_build_tree(tmp_path: Path,
     assert list(tmpdir.iterdir()) == []
     assert not (tmp_path / "oqs").exists()
     assert _processes_under(tmpdir) == []
+
+
+def test_a_stop_signal_ignored_as_under_nohup_stays_ignored_during_a_build() -> None:
+    """`stopping`: SIGHUP ignored (nohup) stays ignored, so a build under nohup outlives
+    its terminal; SIGTERM still stops it; both are as before once it ends."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with lb.stopping():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is lb._stop
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is not lb._stop
+    finally:
+        signal.signal(signal.SIGHUP, before)
