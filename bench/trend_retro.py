@@ -8,7 +8,8 @@ unit's time and every ratio the other way. Steps of +-1 % and +-3 %, early, midd
 late; windows of 12 to 60 runs of each series (first and last window of each length); the
 pools as recorded and, with ``--small-pools``, every run's pool share raised to 90 % of its
 error (a pool of a few signatures). Prints per series: found / located within 2 runs /
-interval holds the step / explanations that contradict whose time moved, and, as
+interval holds the step (and the found steps' median 95 % half-width) / explanations
+that contradict whose time moved, and, as
 recorded, the changes found per 1,000 runs per suite (the whole series and its windows).
 docs/TREND.md ("Retrospective changes") has the table.
 """
