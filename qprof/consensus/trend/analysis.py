@@ -340,10 +340,12 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         seg = _segment(series, suite, lo, hi, segments)
         if seg is not None:
             segments.append(seg)
-    # The host's level move at a run (wander.py), from the wild-tamed runs of each segment.
+    # The host's level move at a run (wander.py), from the wild-tamed runs of each
+    # segment: only a change's interval holds it.
     wander = level_var([tamed([y for _i, y, _v in ys], [v for _i, _y, v in ys], cfg.retro)
                         for lo, hi in zip(bounds, bounds[1:], strict=False)
-                        if (ys := log_points(series, suite, lo, hi))])
+                        if (ys := log_points(series, suite, lo, hi))]
+                       ) if len(segments) > 1 else 0.0
     changes = []
     for before, after in zip(segments, segments[1:], strict=False):
         at = after.first_run

@@ -6,7 +6,8 @@ segments' errors alone missed the step (docs/TREND.md, "A step's interval")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from statistics import median
+
+from qprof.consensus.trend.changepoints import noise_var
 
 BLOCK = 5  # runs per block: the spread of block means beyond the runs' noise
 FLOOR = 0.5  # the level wander assumed before any is seen, in run-to-run sds
@@ -31,9 +32,7 @@ def level_var(segments: Sequence[Sequence[float]], block: int = BLOCK,
         means += [sum(r[j:j + block]) / block for j in range(0, len(r) - block + 1, block)]
     if len(resid) < 3:
         return 0.0
-    # The run-to-run variance, from successive differences (robust: their median).
-    d = median(abs(b - a) for a, b in zip(resid, resid[1:], strict=False))
-    noise = (d / 0.6745) ** 2 / 2
+    noise = noise_var(resid, [1.0] * len(resid))  # run to run, as Pelt's penalty reads it
     k = len(means) if len(means) >= 2 else 0
     measured = max(sum(m * m for m in means) / k - noise / block, 0.0) if k else 0.0
     return (k * measured + prior_blocks * floor * floor * noise) / (k + prior_blocks)
