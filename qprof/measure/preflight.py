@@ -29,6 +29,7 @@ from qprof.measure.child.launch import ChildStopped, ChildTimeout, run
 from qprof.measure.protocol import PreflightJob, PreflightResult, WorkerRun
 from qprof.measure.records import AdversaryFactors, FunctionalCheck, ResourceUse
 from qprof.measure.runmeta import kernels_digest, liboqs_build
+from qprof.untrusted import MAX_SHOWN, one_line
 from qprof.userfile import read_json
 from qprof.verify import BackendStatus
 
@@ -88,7 +89,9 @@ def adversary_records(run_id: str, suites: Iterable[str]) -> KeptFactors:
         try:
             summary = read_cache(path, signatures=False).summary
         except (AdversaryCacheError, OSError) as exc:
-            out.unreadable.append(f"{suite}'s worst-signature factors are not used: {exc}")
+            # The cache's own text may be in the error: one bounded line, as read.
+            out.unreadable.append(one_line(
+                f"{suite}'s worst-signature factors are not used: {exc}", MAX_SHOWN))
             continue
         out.records += [AdversaryFactors(run_id=run_id, suite=summary.suite, kind=w.kind,
                                          factor=w.ratio, low=w.low, high=w.high,
