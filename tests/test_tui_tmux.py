@@ -23,8 +23,16 @@ pytestmark = [
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True,
-                          timeout=10).stdout
+    """A tmux command on the shared server. A command that reaches the server as its last
+    session ends (another xdist worker's test) gets "server exited unexpectedly": tried
+    again, on a new server."""
+    for _ in range(3):
+        done = subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=10)
+        if "server exited unexpectedly" not in done.stderr:
+            break
+        time.sleep(0.2)
+    done.check_returncode()
+    return done.stdout
 
 
 def wait_for(predicate, timeout: float, what: str, screen=None) -> str:  # noqa: ANN001
