@@ -4,8 +4,8 @@ ratios, each run weighted by its precision (its own error less its pool's share,
 chart's), its penalty a multiple of the stretch's measured run-to-run noise, then each step
 kept only while the two segments either side of it differ at ``keep_p`` (their estimates'
 intervals: the wander and the runs' autocorrelation in them). A wild run is pulled in to
-its neighbours' running median first, so one contended run cannot be a segment; a step
-moves the running median with it, so a step is not a wild run. docs/TREND.md
+its nearer side's neighbours first, so one contended run cannot be a segment; a step moves
+one side's median, not both, so a step is not a wild run. docs/TREND.md
 ("Retrospective changes") has the calibration and the bench."""
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class RetroConfig:
     # A step at a run where another suite's ratio changed by about as much (the unit's
     # time moves every ratio alike) is tested at that one run, not searched for: a looser level.
     joint_p: float = 0.01
-    wild_sd: float = 4.0  # a run this many robust sds off its neighbours' median is clipped
-    median_window: int = 5  # runs of the running median the wild rule compares with
+    wild_sd: float = 4.0  # a run this many robust sds off both sides' medians is clipped
+    median_window: int = 5  # the wild rule's neighbours: median_window // 2 + 1 a side
 
     @property
     def needs(self) -> int:
@@ -51,22 +51,30 @@ class RetroConfig:
         return self.min_side + max(self.min_side, self.end_side)
 
 
-def _running_median(y: Sequence[float], k: int) -> list[float]:
-    half = k // 2
+def _side_medians(y: Sequence[float], k: int) -> list[tuple[float | None, float | None]]:
+    """Each run's neighbours' medians: the ``k`` runs before it and the ``k`` after."""
     n = len(y)
-    return [median(y[max(0, i - half):min(n, i + half + 1)]) for i in range(n)]
+    return [(median(y[max(0, i - k):i]) if i else None,
+             median(y[i + 1:i + 1 + k]) if i < n - 1 else None) for i in range(n)]
 
 
 def tamed(y: Sequence[float], v: Sequence[float], cfg: RetroConfig) -> list[float]:
     """``y`` with each run further than ``wild_sd`` robust sds (or its own error, where
-    larger) from its neighbours' running median pulled in to that distance."""
+    larger) from both sides' neighbours (the median of the ``median_window`` // 2 + 1
+    runs before it, and of those after) pulled in to that distance from the nearer. A
+    step moves one side's median, never both, so the runs either side of it stay; one
+    run of the host's other level beside a step does not move it either."""
     if len(y) < cfg.median_window:
         return list(y)
-    med = _running_median(y, cfg.median_window)
-    resid = [a - b for a, b in zip(y, med, strict=True)]
-    spread = 1.4826 * median(abs(r) for r in resid)
+    sides = _side_medians(y, cfg.median_window // 2 + 1)
+
+    def nearest(yi: float, side: tuple[float | None, float | None]) -> float:
+        return min((m for m in side if m is not None), key=lambda m: abs(yi - m))
+
+    near = [nearest(yi, side) for yi, side in zip(y, sides, strict=True)]
+    spread = 1.4826 * median(abs(a - b) for a, b in zip(y, near, strict=True))
     out = []
-    for yi, mi, vi in zip(y, med, v, strict=True):
+    for yi, mi, vi in zip(y, near, v, strict=True):
         allow = cfg.wild_sd * max(spread, math.sqrt(vi))
         out.append(min(max(yi, mi - allow), mi + allow))
     return out
