@@ -587,3 +587,27 @@ def test_the_sapphire_host_s_change_is_found_in_ml_dsa_87_and_its_flips_are_not_
         slh = trend.suite(name)
         assert slh is not None and slh.changes == () and len(slh.segments) == 1, name
         assert (slh.segments[0].runs, slh.gaps) == (47, 13), name
+
+
+SAPPHIRE_QUIET = DATA / "sapphire-quiet"  # the fifteenth: the same host, nothing else running
+
+
+def test_this_host_with_nothing_else_running_is_one_segment_and_its_flips_are_wild_runs(
+        ) -> None:
+    """60 runs on this project's own host with nothing else on the VM (docs/TREND.md,
+    "This project's own host"): 19 contended runs are gaps; the 41 decided are one
+    segment per suite and no change, the runs at the host's other level (the unit's own
+    time 15.4-16.1 µs against 14.7-15.1, the SLH-DSA ratios 3 % low) pulled in as wild
+    runs; ML-DSA-87's interval is within +-20 bp."""
+    series = _series(SAPPHIRE_QUIET)
+    assert len(series.runs) == 60
+    trend = analyze_series(series)
+    assert trend.known == ()
+    for st in trend.suites:
+        assert st.changes == () and len(st.segments) == 1, st
+        (seg,) = st.segments
+        assert (seg.runs, st.gaps) == (41, 19) and seg.clipped >= 3, st
+    ml87 = trend.suite("ML-DSA-87")
+    assert ml87 is not None
+    lo, hi = ml87.segments[0].ratio_ci
+    assert 1e4 * math.log(hi / lo) / 2 < 20, ml87.segments[0]
