@@ -11,6 +11,8 @@ error (a pool of a few signatures). Prints per series: found / located within 2 
 interval holds the step (and the found steps' median 95 % half-width) / explanations
 that contradict whose time moved, and, as
 recorded, the changes found per 1,000 runs per suite (the whole series and its windows).
+``--oracle`` adds, beside each found share, the share one look at the step's own run finds
+(:func:`oracle`): what the noise leaves within reach of any search.
 docs/TREND.md ("Retrospective changes") has the table.
 """
 
@@ -27,15 +29,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qprof.consensus.trend.analysis import TrendConfig, known_changes, suite_trend
+from qprof.consensus.trend.analysis import _segment as segment
 from qprof.consensus.trend.codec import key_from_dict, point_from_dict
+from qprof.consensus.trend.covariate import adjusted, sibling
 from qprof.consensus.trend.model import RunPoint, Series, SuiteRun
 from qprof.consensus.trend.segment import run_se
+from qprof.consensus.trend.segmentation import step_pvalue
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "trend"
 HOSTS = {"first": "Zen 5", "held": "Zen 5", "quiet": "Zen 5", "steal": "Zen 5",
          "sixty": "Zen 5", "zen3": "Zen 3", "zen3-shift": "Zen 3", "zen3-quiet": "Zen 3",
          "zen3-idle": "Zen 3", "zen3-late": "Zen 3", "zen4-fresh": "Zen 4", "zen4": "Zen 4",
-         "emerald": "Emerald Rapids", "sapphire": "Sapphire Rapids"}
+         "emerald": "Emerald Rapids", "sapphire": "Sapphire Rapids",
+         "sapphire-quiet": "Sapphire Rapids"}
 TUNED = ("zen3", "zen3-quiet", "sixty")  # the series the defaults were tuned on
 SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
 UNIT = "unit"  # a step in the unit's own time
@@ -146,10 +152,13 @@ class Tally:
     halves: list[float] = field(default_factory=list)  # the found steps' 95 % half-widths
     contradicted: int = 0
     wrong: int = 0  # changes the step made in a suite whose ratio it did not move
+    reachable: int = 0  # found by one look at the step's own run (oracle): its estimates
+    white: int = 0  # ... white noise
     examples: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("cases", "found", "located", "covered", "contradicted", "wrong"):
+        for name in ("cases", "found", "located", "covered", "contradicted", "wrong",
+                     "reachable", "white"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.halves += other.halves
         self.examples += other.examples
@@ -163,8 +172,55 @@ def recorded(series: Series, suite: str, cfg: TrendConfig) -> tuple[int, ...]:
                                                   cfg).changes)
 
 
+ORACLE_P = 0.001  # the per-run level the false-change target (1 per 1,000 runs) allows
+ORACLE_Z = 3.29  # the normal's two-sided ORACLE_P
+
+
+def _white(ys: list[tuple[int, float]], k: int, size: float) -> bool:
+    """The means of ``ys`` ((run, log value)) before run ``k`` and from it differ the way
+    of ``size`` by ORACLE_Z standard errors, the run-to-run noise known (robust, from the
+    successive differences) and white."""
+    y1, y2 = [y for i, y in ys if i < k], [y for i, y in ys if i >= k]
+    if len(y1) < 2 or len(y2) < 2:
+        return False
+    d = [abs(v - u) for (_i, u), (_j, v) in zip(ys, ys[1:], strict=False)]
+    se = 1.4826 * statistics.median(d) / math.sqrt(2) * math.sqrt(1 / len(y1) + 1 / len(y2))
+    step = statistics.fmean(y2) - statistics.fmean(y1)
+    return (step > 0) == (size > 0) and abs(step) > ORACLE_Z * se
+
+
+def oracle(series: Series, suite: str, k: int, size: float, unit: bool) -> tuple[bool, bool]:
+    """Whether one look told the step's run sees a step of ``size``'s sign at ORACLE_P:
+    the window's runs before ``k`` against those from it, on the suite's ratio and
+    (SLH-DSA) on it read against its sibling's; for a step of the unit (``unit``), the
+    white look also on the mean of every suite's log ratio (it moves them all alike). No
+    search, no second look, no rule for short sides. Two looks: the analysis' own segment
+    estimates (their wander, drift and degrees of freedom), and the runs' means with the
+    window's run-to-run noise known and white: an optimistic bound. What the white look
+    does not see, no search of these runs finds at that level."""
+    n = len(series.runs)
+    looks = [series]
+    other = sibling(suite, series.suite_names())
+    if other is not None and (adj := adjusted(series, suite, other, 0, n)) is not None:
+        looks.append(adj[0])
+    ours = white = False
+    for s in looks:
+        a, b = segment(s, suite, 0, k), segment(s, suite, k, n)
+        if a is not None and b is not None and (b.ratio > a.ratio) == (size > 0):
+            ours = ours or step_pvalue(a, b) < ORACLE_P
+        white = white or _white([(i, math.log(x.ratio)) for i, p in enumerate(s.runs)
+                                 if (x := p.suite(suite)) is not None and x.decided
+                                 and x.ratio], k, size)
+    if unit:
+        white = white or _white([(i, statistics.fmean(math.log(x.ratio) for x in p.suites
+                                                       if x.ratio))
+                                 for i, p in enumerate(series.runs)
+                                 if all(x.decided and x.ratio for x in p.suites)], k, size)
+    return ours, white
+
+
 def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
-          label: str) -> Tally:
+          label: str, with_oracle: bool = False) -> Tally:
     """One injected case: every suite whose ratio the step moves."""
     t = Tally()
     s2 = stepped(series, who, step, k)
@@ -179,6 +235,10 @@ def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
         st = suite_trend(s2, suite, known, cfg)
         size = 1e4 * (1 / (1 + step) - 1 if who == UNIT else step)
         t.cases += 1
+        if with_oracle:
+            ours, white = oracle(s2, suite, k, size, who == UNIT)
+            t.reachable += ours
+            t.white += white
         near = [c for c in st.changes if abs(c.run_index - k) <= 5
                 and (c.change_bp > 0) == (size > 0)]
         if not near:
@@ -258,6 +318,8 @@ def main() -> int:
     ap.add_argument("--penalty", type=float, help="Pelt's penalty (default: the analysis')")
     ap.add_argument("--keep-p", type=float, help="the pruning level (default: the analysis')")
     ap.add_argument("--no-steps", action="store_true", help="as recorded only")
+    ap.add_argument("--oracle", action="store_true",
+                    help="a column: the cases found by one look at the step's own run")
     ap.add_argument("--cost", action="store_true",
                     help="time analyze on the longest series and on 720 runs, and stop")
     args = ap.parse_args()
@@ -276,8 +338,10 @@ def main() -> int:
           f"{r.min_side}, kept at p < {r.keep_p}; pools {pools}")
     whos = args.who.split(",")
     sizes = sorted({round(abs(s) * 100, 1) for s in steps})  # in %
-    cols = "".join(f" {z:g} %: found ({' / '.join(whos)}) | {z:g} %: located / holds |"
-                   for z in sizes)
+    reach = (" (one look at the step's run: its estimates, white noise)" if args.oracle
+             else "")
+    cols = "".join(f" {z:g} %: found{reach} ({' / '.join(whos)}) | {z:g} %: located / "
+                   "holds |" for z in sizes)
     print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
           f"unit's own time) |{cols} contradicted | wrong suite | "
           "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
@@ -293,7 +357,7 @@ def main() -> int:
                     for who in whos:
                         label = f"{len(w.runs)} runs {where}"
                         by[round(abs(step) * 100, 1), who].add(
-                            judge(w, who, step, k, cfg, label))
+                            judge(w, who, step, k, cfg, label, args.oracle))
         whole, false_w, runs_w = as_recorded(series, lengths, cfg)
         tuned = " (tuned)" if name in TUNED else ""
         cells = []
@@ -301,8 +365,11 @@ def main() -> int:
             total = Tally()
             for who in whos:
                 total.add(by[size, who])
-            cells.append(" / ".join(f"{t.found / t.cases:.0%}" if (t := by[size, who]).cases
-                                    else "-" for who in whos))
+            cells.append(" / ".join(
+                (f"{t.found / t.cases:.0%}" + (
+                    f" ({t.reachable / t.cases:.0%}, {t.white / t.cases:.0%})"
+                    if args.oracle else ""))
+                if (t := by[size, who]).cases else "-" for who in whos))
             cells.append(f"{total.located / max(total.found, 1):.0%} / "
                          f"{total.covered / max(total.found, 1):.0%} of {total.found}, "
                          f"±{statistics.median(total.halves):.0f} bp"

@@ -235,3 +235,18 @@ def test_a_step_beside_one_run_of_the_host_s_other_level_is_found(retro: ModuleT
     (c,) = st.changes
     lo, hi = c.ci_95_bp
     assert c.run_index == 8 and lo <= -300 <= hi and hi < 0, c
+
+
+def test_one_look_at_the_step_s_run_sees_a_clear_step_and_not_a_tenth_of_the_noise(
+        retro: ModuleType) -> None:
+    """bench/trend_retro.py's ``oracle`` (the brackets of docs/TREND.md's protocol table):
+    on zen3-late's first 25 runs (128s wanders 24 bp), a 3 % step of 128s or of the unit
+    from run 12 is seen by both looks told the run, a 0.1 % one by neither."""
+    w = _window(retro, "zen3-late", 0, 25)
+    suite = "SLH-DSA-SHAKE-128s"
+    for step, seen in ((0.03, (True, True)), (0.001, (False, False))):
+        assert retro.oracle(retro.stepped(w, suite, step, 11), suite, 11, 1e4 * step,
+                            False) == seen
+        unit = 1e4 * (1 / (1 + step) - 1)
+        assert retro.oracle(retro.stepped(w, retro.UNIT, step, 11), suite, 11, unit,
+                            True) == seen
