@@ -196,8 +196,8 @@ def oracle(series: Series, suite: str, k: int, size: float, unit: bool) -> tuple
     white look also on the mean of every suite's log ratio (it moves them all alike). No
     search, no second look, no rule for short sides. Two looks: the analysis' own segment
     estimates (their wander, drift and degrees of freedom), and the runs' means with the
-    window's run-to-run noise known and white: an optimistic bound. What the white look
-    does not see, no search of these runs finds at that level."""
+    window's run-to-run noise known and white (optimistic: the host's wander is slow).
+    What neither look sees, no search of these runs finds at that level."""
     n = len(series.runs)
     looks = [series]
     other = sibling(suite, series.suite_names())

@@ -597,7 +597,7 @@ def test_this_host_with_nothing_else_running_is_one_segment_and_its_flips_are_wi
     """60 runs on this project's own host with nothing else on the VM (docs/TREND.md,
     "This project's own host"): 19 contended runs are gaps; the 41 decided are one
     segment per suite and no change, the runs at the host's other level (the unit's own
-    time 15.4-16.1 µs against 14.7-15.1, the SLH-DSA ratios 3 % low) pulled in as wild
+    time 15.4-16.1 µs against 14.7-15.1, the SLH-DSA ratios 1-4 % low) pulled in as wild
     runs; ML-DSA-87's interval is within +-20 bp."""
     series = _series(SAPPHIRE_QUIET)
     assert len(series.runs) == 60

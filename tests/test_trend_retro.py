@@ -218,7 +218,7 @@ def test_the_level_wander_is_the_block_means_spread_beyond_the_runs_noise() -> N
 
 def test_a_step_beside_one_run_of_the_host_s_other_level_is_found(retro: ModuleType) -> None:
     """sapphire-quiet's first 25 runs (this project's host), ML-DSA-87 -3 % from run 9:
-    of the 5 decided runs before it, the third is at the host's other level (-4 %). The
+    of the 5 decided runs before it, the third is at the host's other level (-3 %). The
     runs either side of the step keep their values (a running median of the 5 runs
     around the run before the step was the step's level, and pulled that run over to it:
     the step was lost), and the step is found there, sized."""
