@@ -25,11 +25,12 @@ import math
 import statistics
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from qprof.consensus.trend.analysis import TrendConfig, known_changes, suite_trend
 from qprof.consensus.trend.analysis import _segment as segment
+from qprof.consensus.trend.changepoints import noise_var
 from qprof.consensus.trend.codec import key_from_dict, point_from_dict
 from qprof.consensus.trend.covariate import adjusted, sibling
 from qprof.consensus.trend.model import RunPoint, Series, SuiteRun
@@ -66,8 +67,13 @@ def noise_bp(series: Series, who: str) -> float:
     else:
         ys = [math.log(s.ratio) for p in series.runs
               if (s := p.suite(who)) is not None and s.decided and s.ratio]
-    d = [abs(b - a) for a, b in zip(ys, ys[1:], strict=False)]
-    return 1e4 * 1.4826 * statistics.median(d) / math.sqrt(2) if d else math.nan
+    return 1e4 * run_sd(ys) if len(ys) > 1 else math.nan
+
+
+def run_sd(ys: list[float]) -> float:
+    """The run-to-run sd of ``ys`` as the analysis reads it (changepoints.noise_var, every
+    run weighing alike)."""
+    return math.sqrt(noise_var(ys, [1.0] * len(ys)))
 
 
 def _scale(s: SuiteRun, f: float) -> SuiteRun:
@@ -157,11 +163,8 @@ class Tally:
     examples: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("cases", "found", "located", "covered", "contradicted", "wrong",
-                     "reachable", "white"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.halves += other.halves
-        self.examples += other.examples
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 @functools.lru_cache(maxsize=64)
@@ -183,8 +186,7 @@ def _white(ys: list[tuple[int, float]], k: int, size: float) -> bool:
     y1, y2 = [y for i, y in ys if i < k], [y for i, y in ys if i >= k]
     if len(y1) < 2 or len(y2) < 2:
         return False
-    d = [abs(v - u) for (_i, u), (_j, v) in zip(ys, ys[1:], strict=False)]
-    se = 1.4826 * statistics.median(d) / math.sqrt(2) * math.sqrt(1 / len(y1) + 1 / len(y2))
+    se = run_sd([y for _i, y in ys]) * math.sqrt(1 / len(y1) + 1 / len(y2))
     step = statistics.fmean(y2) - statistics.fmean(y1)
     return (step > 0) == (size > 0) and abs(step) > ORACLE_Z * se
 
