@@ -28,8 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from qprof.consensus.trend.analysis import TrendConfig, known_changes, suite_trend
-from qprof.consensus.trend.analysis import _segment as segment
+from qprof.consensus.trend.analysis import (
+    TrendConfig,
+    known_changes,
+    segment_estimate,
+    suite_trend,
+)
 from qprof.consensus.trend.changepoints import noise_var
 from qprof.consensus.trend.codec import key_from_dict, point_from_dict
 from qprof.consensus.trend.covariate import adjusted, sibling
@@ -207,7 +211,7 @@ def oracle(series: Series, suite: str, k: int, size: float, unit: bool) -> tuple
         looks.append(adj[0])
     ours = white = False
     for s in looks:
-        a, b = segment(s, suite, 0, k), segment(s, suite, k, n)
+        a, b = segment_estimate(s, suite, 0, k), segment_estimate(s, suite, k, n)
         if a is not None and b is not None and (b.ratio > a.ratio) == (size > 0):
             ours = ours or step_pvalue(a, b) < ORACLE_P
         white = white or _white([(i, math.log(x.ratio)) for i, p in enumerate(s.runs)

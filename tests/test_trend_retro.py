@@ -166,6 +166,36 @@ def test_a_unit_step_is_found_in_the_noisy_ratios_where_another_ratio_stepped(
                for w in slh.changes[0].what_changed), slh.changes[0]
 
 
+def test_a_unit_step_too_small_to_show_alone_in_a_short_window_is_named_by_the_unit(
+        retro: ModuleType) -> None:
+    """steal's first 12 runs, +3 % of the unit's own time from run 7: the SLH-DSA ratios
+    (wandering 55-74 bp, more over these runs) move about as much, but too little to keep
+    at joint_p. The unit's own time carries the step at unit_alone_p, so each is named
+    there, saying so, its interval holding the step; as recorded, no change."""
+    window = _window(retro, "steal", 0, 12)
+    assert all(st.changes == () for st in analyze_series(window).suites)
+    trend = analyze_series(retro.stepped(window, retro.UNIT, 0.03, 6))
+    for name in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
+        st = trend.suite(name)
+        assert st is not None
+        _one_change(st, 6, 1 / 1.03 - 1)
+        assert any("too little to show alone" in w for w in st.changes[0].what_changed), st
+
+
+def test_a_suite_s_step_is_not_named_in_ratios_that_wandered_its_way(
+        retro: ModuleType) -> None:
+    """held's first 25 runs, ML-DSA-87's own time -1 % from run 9: there the recording's
+    SLH-DSA ratios read 0.8-1.1 % lower too, a move their noise holds (its 95 % interval
+    holds 0), and the unit's own time seems to carry it. A ratio that does not move at
+    alike_p is not named on the unit's time alone."""
+    trend = analyze_series(retro.stepped(_window(retro, "held", 0, 25), "ML-DSA-87", -0.01, 8))
+    st = trend.suite("ML-DSA-87")
+    assert st is not None and len(st.changes) == 1
+    for name in ("SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s"):
+        other = trend.suite(name)
+        assert other is not None and other.changes == (), other
+
+
 def test_an_excursion_in_a_window_s_last_runs_is_not_a_change(retro: ModuleType) -> None:
     """zen3-late as recorded, runs 13-37: from its run 28 the SLH-DSA ratios read low (the
     host, contended 31 -> 53 %), 3 decided runs to the window's end; a change at a

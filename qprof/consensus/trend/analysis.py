@@ -136,8 +136,8 @@ def detect(ys: Sequence[tuple[int, float, float]], suite: str, cfg: DetectorConf
     return found, alarm
 
 
-def _segment(series: Series, suite: str, lo: int, hi: int,
-             earlier: Sequence[SegmentEstimate] = ()) -> SegmentEstimate | None:
+def segment_estimate(series: Series, suite: str, lo: int, hi: int,
+                     earlier: Sequence[SegmentEstimate] = ()) -> SegmentEstimate | None:
     """The estimate of ``suite`` over runs [lo, hi), its interval holding at least the
     wander of the ``earlier`` segments of the series (segment.py)."""
     runs: list[tuple[int, SuiteRun]] = []
@@ -203,8 +203,8 @@ def _retro(series: Series, suite: str, lo: int, hi: int, cfg: RetroConfig) -> li
         return []
     bounds = [lo, *at, hi]
     base = [g for a, b in zip(bounds, bounds[1:], strict=False)
-            if (g := _segment(series, suite, a, b)) is not None]
-    return prune(bounds, lambda a, b: _segment(series, suite, a, b, base), step_pvalue, cfg)
+            if (g := segment_estimate(series, suite, a, b)) is not None]
+    return prune(bounds, lambda a, b: segment_estimate(series, suite, a, b, base), step_pvalue, cfg)
 
 
 @dataclass
@@ -224,7 +224,7 @@ class PlainLooks:
 
 
 def _log_step(series: Series, suite: str, lo: int, at: int, hi: int) -> float | None:
-    a, b = _segment(series, suite, lo, at), _segment(series, suite, at, hi)
+    a, b = segment_estimate(series, suite, lo, at), segment_estimate(series, suite, at, hi)
     return None if a is None or b is None else math.log(b.ratio / a.ratio)
 
 
@@ -262,9 +262,9 @@ def _neighbours(k: int, at: Sequence[int], lo: int, hi: int) -> tuple[int, int]:
 
 
 def _unit_carries(series: Series, at: int, lo: int, hi: int, step: float,
-                  window: int = 12) -> bool:
+                  level: float = WHOSE_P, window: int = 12) -> bool:
     """Whether the unit's own time, the core's speed out (explain.relative_times), moved
-    across ``at`` by about ``step`` (log) at WHOSE_P: what a step of every ratio alike
+    across ``at`` by about ``step`` (log) at ``level``: what a step of every ratio alike
     needs to be the unit's, not the host's. Every suite's raw time moving (MOVED_P) is
     the host's too: the core's speed out, the unit's time then seems to move alone."""
     a, b = max(lo, at - window), min(hi, at + window)
@@ -277,38 +277,65 @@ def _unit_carries(series: Series, at: int, lo: int, hi: int, step: float,
     if all(t is not None and t.moved for t in raw):
         return False
     x, y = relative_times(rows, at - a).get(unit, ([], []))
-    t = own_time(x, y, step, WHOSE_P)
+    t = own_time(x, y, step, level)
     return t is not None and t.carries
 
 
+@dataclass(frozen=True)
+class JointStep:
+    """A step found where another suite's ratio stepped (:func:`_joint`): the series index
+    of its first run, and whether the unit's own time alone named it (this ratio moved as
+    much, but too little to show by itself)."""
+
+    at: int
+    by_unit_alone: bool
+
+
 def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
-           looks: PlainLooks) -> list[int]:
+           looks: PlainLooks) -> list[JointStep]:
     """The changes over [lo, hi) at runs where another suite's ratio changed (looking back)
-    and ``suite``'s stepped there, at ``joint_p``, the same way and nearer that suite's step
-    than none: the unit's time moves every ratio alike, so one ratio's clear step tells
-    where to look in a noisier one (one run tested, no search)."""
-    out: list[int] = []
+    and ``suite``'s stepped there the same way: the unit's time moves every ratio alike,
+    so one ratio's clear step tells where to look in a noisier one (one run tested, no
+    search). Kept where ``suite``'s step shows at ``joint_p``, nearer the other's size
+    than none, and the unit's own time carries it at WHOSE_P; or, where it does not show
+    but is not told from the other's size at ``alike_p``, where the unit's own time carries
+    it at ``unit_alone_p``: a step of the unit's time is a step of every ratio."""
+    cfg = looks.cfg
+    out: list[JointStep] = []
     for other in series.suite_names():
         if other == suite:
             continue
         theirs = looks(other, lo, hi)
         for k in theirs:
-            if any(abs(k - j) <= 2 for j in (*mine, *out)):
+            if any(abs(k - j) <= 2 for j in (*mine, *(s.at for s in out))):
                 continue
             a, z = _neighbours(k, theirs, lo, hi)
             d0 = _log_step(series, other, a, k, z)
             a, z = _neighbours(k, mine, lo, hi)
-            before, after = _segment(series, suite, a, k), _segment(series, suite, k, z)
+            before = segment_estimate(series, suite, a, k)
+            after = segment_estimate(series, suite, k, z)
             if d0 is None or before is None or after is None:
                 continue
-            if min(before.runs, after.runs) < looks.cfg.min_side:
+            if min(before.runs, after.runs) < cfg.min_side:
                 continue
             d = math.log(after.ratio / before.ratio)
-            if (d * d0 > 0 and abs(d - d0) < abs(d)
-                    and step_pvalue(before, after) < looks.cfg.joint_p
+            if d * d0 <= 0:
+                continue
+            if (abs(d - d0) < abs(d) and step_pvalue(before, after) < cfg.joint_p
                     and _unit_carries(series, k, lo, hi, -d0)):
-                out.append(k)
+                out.append(JointStep(k, by_unit_alone=False))
+            elif (step_pvalue(before, after) < cfg.alike_p
+                  and step_pvalue(before, after, d0) >= cfg.alike_p
+                  and _unit_carries(series, k, lo, hi, -d0, cfg.unit_alone_p)):
+                out.append(JointStep(k, by_unit_alone=True))
     return out
+
+
+def _joint_words(step: JointStep) -> str:
+    if step.by_unit_alone:
+        return ("found where another suite's ratio stepped alike: the unit's own time moved "
+                "there, and this ratio about as much, too little to show alone")
+    return "found where another suite's ratio stepped alike (the unit's own time moved there)"
 
 
 def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: TrendConfig,
@@ -322,14 +349,14 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
     against: set[int] = set()
-    joint: set[int] = set()
+    joint: dict[int, JointStep] = {}
     for lo, hi in zip(stretches, stretches[1:], strict=False):
         plain = looks(suite, lo, hi)
         extra = _against_sibling(series, suite, lo, hi, plain, looks)
         alike = _joint(series, suite, lo, hi, [*plain, *extra], looks)
-        detected += sorted([*plain, *extra, *alike])
+        detected += sorted([*plain, *extra, *(j.at for j in alike)])
         against.update(extra)
-        joint.update(alike)
+        joint.update((j.at, j) for j in alike)
     last = max([stretches[-2], *detected])
     _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
     needed = max(0, cfg.retro.needs - len(log_points(series, suite, stretches[-2], n)))
@@ -337,7 +364,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     bounds = sorted({0, *known_at, *detected, n})
     segments: list[SegmentEstimate] = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
-        seg = _segment(series, suite, lo, hi, segments)
+        seg = segment_estimate(series, suite, lo, hi, segments)
         if seg is not None:
             segments.append(seg)
     # The host's level move at a run (wander.py), from the wild-tamed runs of each
@@ -358,8 +385,7 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
                 *((f"found against {sibling(suite, series.suite_names())}'s ratio (the "
                    "wander they share taken out)",) if at in against else ()),
-                *(("found where another suite's ratio stepped alike (the unit's own time "
-                   "moved there)",) if at in joint else ()),
+                *((_joint_words(joint[at]),) if at in joint else ()),
                 *_which_moved(series, suite, at, lo, hi, w, math.log(after.ratio / before.ratio)))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,

@@ -42,6 +42,11 @@ class RetroConfig:
     # A step at a run where another suite's ratio changed by about as much (the unit's
     # time moves every ratio alike) is tested at that one run, not searched for: a looser level.
     joint_p: float = 0.01
+    # ... and where that suite's ratio moved as much but too little to show (not told from
+    # the other's step at alike_p, a noisy ratio over few runs), the unit's own time alone
+    # names the step there, carrying it at the stricter unit_alone_p.
+    alike_p: float = 0.05
+    unit_alone_p: float = 0.005
     wild_sd: float = 4.0  # a run this many robust sds off both sides' medians is clipped
     median_window: int = 5  # the wild rule's neighbours: median_window // 2 + 1 a side
 

@@ -137,16 +137,18 @@ def _step(before: SegmentEstimate, after: SegmentEstimate) -> tuple[float, float
     return d, se, max(n1 + n2 - 2.0, welch_df)  # the segments' own df, where more
 
 
-def step_pvalue(before: SegmentEstimate, after: SegmentEstimate) -> float:
-    """The two-sided p-value of no step between two adjacent segments (:func:`_step`)."""
+def step_pvalue(before: SegmentEstimate, after: SegmentEstimate, size: float = 0.0
+                ) -> float:
+    """The two-sided p-value of a step of ``size`` (log; no step by default) between two
+    adjacent segments (:func:`_step`)."""
     from scipy.stats import t as student_t
 
     if before.runs + after.runs < 3:
         return 1.0
     d, se, df = _step(before, after)
     if se <= 0:
-        return 0.0 if d else 1.0
-    return float(2 * student_t.sf(abs(d) / se, df))
+        return 0.0 if d != size else 1.0
+    return float(2 * student_t.sf(abs(d - size) / se, df))
 
 
 def step_size(before: SegmentEstimate, after: SegmentEstimate, level_var: float = 0.0
