@@ -611,3 +611,29 @@ def test_this_host_with_nothing_else_running_is_one_segment_and_its_flips_are_wi
     assert ml87 is not None
     lo, hi = ml87.segments[0].ratio_ci
     assert 1e4 * math.log(hi / lo) / 2 < 20, ml87.segments[0]
+
+
+SAPPHIRE_THIRD = DATA / "sapphire-third"  # the sixteenth: the same host, held out (2026-12-07)
+
+
+def test_this_host_s_third_series_has_one_change_the_slh_dsa_level_across_its_gap() -> None:
+    """45 runs on this project's own host, recorded to judge the analysis on a series it
+    was not tuned on (docs/TREND.md, "sapphire-third"): 10 contended runs are gaps; the
+    SLH-DSA ratios stand 50-80 bp higher after the contended runs 12-15 than in runs 6-11,
+    where the host's neighbours came and went. As recorded, that is SLH-DSA-SHAKE-128s's
+    one change, at run 16, +56 bp, said to be SLH-DSA's alone; ML-DSA-87 and 256s stay one
+    segment each."""
+    series = _series(SAPPHIRE_THIRD)
+    assert len(series.runs) == 45
+    trend = analyze_series(series)
+    assert trend.known == ()
+    for st in trend.suites:
+        assert st.gaps == 10, st
+        if st.suite != "SLH-DSA-SHAKE-128s":
+            assert st.changes == () and len(st.segments) == 1, st
+            continue
+        (c,) = st.changes
+        assert c.run_index == 15 and 40 < c.change_bp < 70, c
+        lo, hi = c.ci_95_bp
+        assert 0 < lo < hi, c
+        assert any(w.startswith("only SLH-DSA moved") for w in c.what_changed), c
