@@ -619,8 +619,8 @@ SAPPHIRE_THIRD = DATA / "sapphire-third"  # the sixteenth: the same host, held o
 def test_this_host_s_third_series_has_one_change_the_slh_dsa_level_across_its_gap() -> None:
     """45 runs on this project's own host, recorded to judge the analysis on a series it
     was not tuned on (docs/TREND.md, "sapphire-third"): 10 contended runs are gaps; the
-    SLH-DSA ratios stand 50-80 bp higher after the contended runs 12-15 than in runs 6-11,
-    where the host's neighbours came and went. As recorded, that is SLH-DSA-SHAKE-128s's
+    SLH-DSA ratios stand 50-80 bp higher after runs 12-15 (three of them contended) than
+    in runs 6-11: the host's neighbours came and went. As recorded, that is SLH-DSA-SHAKE-128s's
     one change, at run 16, +56 bp, said to be SLH-DSA's alone; ML-DSA-87 and 256s stay one
     segment each."""
     series = _series(SAPPHIRE_THIRD)

@@ -321,11 +321,11 @@ def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
             d = math.log(after.ratio / before.ratio)
             if d * d0 <= 0:
                 continue
-            if (abs(d - d0) < abs(d) and step_pvalue(before, after) < cfg.joint_p
+            p = step_pvalue(before, after)
+            if (abs(d - d0) < abs(d) and p < cfg.joint_p
                     and _unit_carries(series, k, lo, hi, -d0)):
                 out.append(JointStep(k, by_unit_alone=False))
-            elif (step_pvalue(before, after) < cfg.alike_p
-                  and step_pvalue(before, after, d0) >= cfg.alike_p
+            elif (p < cfg.alike_p and step_pvalue(before, after, d0) >= cfg.alike_p
                   and _unit_carries(series, k, lo, hi, -d0, cfg.unit_alone_p)):
                 out.append(JointStep(k, by_unit_alone=True))
     return out
