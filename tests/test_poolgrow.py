@@ -27,6 +27,10 @@ from qprof.measure.fixtures import cache_path, cached_pool, read_cached
 FAST = "SLH-DSA-SHAKE-128f"
 SLOW = "SLH-DSA-SHAKE-256s"
 DEADLINE_S = 10.0  # polled; the goal (2 s) is printed, not asserted
+# A grower runs at SCHED_IDLE: while both CPUs are busy (CI's other worker) it gets no
+# time at all, so it takes its lock, and sees a measurement or its parent gone, only once
+# one is free. A bound on that wait, not a time asserted.
+STARVED_S = 120.0
 
 
 def _signer_or_skip(suite: str) -> None:
@@ -120,7 +124,7 @@ def test_a_grower_ends_with_the_process_that_started_it(
         assert processes_with(marker), "no grower started"
         parent.kill()
         parent.wait()
-        left, took = _gone_within(marker, DEADLINE_S)
+        left, took = _gone_within(marker, STARVED_S)
         assert not left, "the grower outlived the process that started it"
         print(f"the grower ended {took:.2f} s after its parent was killed")
     finally:
@@ -138,12 +142,12 @@ def test_a_grower_yields_to_a_measurement_of_another_home(
     assert poolgrow.start_growth([SLOW], (), mine)
     marker = f"{poolgrow.MODULE} --dir {mine} "
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + STARVED_S
         while poolgrow.grower_pid(mine) is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert poolgrow.grower_pid(mine) is not None
         with poolgrow.measuring(tmp_path / "home-b"):
-            left, took = _gone_within(marker, DEADLINE_S)
+            left, took = _gone_within(marker, STARVED_S)
             assert not left, "the grower signs beside another HOME's measurement"
         print(f"the grower yielded {took:.2f} s after another HOME's run started")
     finally:
