@@ -12,7 +12,7 @@ interval holds the step (and the found steps' median 95 % half-width) / explanat
 that contradict whose time moved, and, as
 recorded, the changes found per 1,000 runs per suite (the whole series and its windows).
 ``--oracle`` adds, beside each found share, the share one look at the step's own run finds
-(:func:`oracle`): what the noise leaves within reach of any search.
+(:func:`oracle`): what the ratios' noise leaves within reach of a search of them.
 docs/TREND.md ("Retrospective changes") has the table.
 """
 
@@ -203,7 +203,8 @@ def oracle(series: Series, suite: str, k: int, size: float, unit: bool) -> tuple
     search, no second look, no rule for short sides. Two looks: the analysis' own segment
     estimates (their wander, drift and degrees of freedom), and the runs' means with the
     window's run-to-run noise known and white (optimistic: the host's wander is slow).
-    What neither look sees, no search of these runs finds at that level."""
+    What neither look sees, no search of these ratios finds at that level (the joint look
+    also reads the unit's own time, a second measurement)."""
     n = len(series.runs)
     looks = [series]
     other = sibling(suite, series.suite_names())

@@ -48,7 +48,7 @@ class RetroConfig:
     alike_p: float = 0.05
     unit_alone_p: float = 0.005
     wild_sd: float = 4.0  # a run this many robust sds off both sides' medians is clipped
-    median_window: int = 5  # the wild rule's neighbours: median_window // 2 + 1 a side
+    wild_side: int = 3  # the wild rule's neighbours: this many decided runs each side
 
     @property
     def needs(self) -> int:
@@ -65,13 +65,13 @@ def _side_medians(y: Sequence[float], k: int) -> list[tuple[float | None, float 
 
 def tamed(y: Sequence[float], v: Sequence[float], cfg: RetroConfig) -> list[float]:
     """``y`` with each run further than ``wild_sd`` robust sds (or its own error, where
-    larger) from both sides' neighbours (the median of the ``median_window`` // 2 + 1
-    runs before it, and of those after) pulled in to that distance from the nearer. A
+    larger) from both sides' neighbours (the median of the ``wild_side`` runs before it,
+    and of those after) pulled in to that distance from the nearer. A
     step moves one side's median, never both, so the runs either side of it stay; one
     run of the host's other level beside a step does not move it either."""
-    if len(y) < cfg.median_window:
+    if len(y) < 2 * cfg.wild_side - 1:  # too few runs to tell a wild one
         return list(y)
-    sides = _side_medians(y, cfg.median_window // 2 + 1)
+    sides = _side_medians(y, cfg.wild_side)
 
     def nearest(yi: float, side: tuple[float | None, float | None]) -> float:
         return min((m for m in side if m is not None), key=lambda m: abs(yi - m))
