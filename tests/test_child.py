@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import processes_with
+from procs import processes_with, unstarved
 
 from qprof.measure import fixtures, machine_lock, poolgrow
 from qprof.measure.child.__main__ import EXIT_BAD_JOB, KINDS, entry_of
@@ -151,10 +151,7 @@ def test_a_grower_ends_when_its_parent_dies(tmp_path: Path,
                               stderr=subprocess.DEVNULL)
     marker = f"{poolgrow.MODULE} --dir {tmp_path / 'cache' / 'fixtures'} --parent {parent.pid} "
     try:
-        deadline = time.monotonic() + 60
-        while not processes_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert processes_with(marker), "no grower started"
+        assert unstarved(marker, 60), "no grower started"
         parent.kill()
         parent.wait()
         assert _gone_within(marker, 20.0) == [], "the grower outlived its parent"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from hostile_exit import clean_exit
-from procs import processes_with
+from procs import processes_with, unstarved
 
 from qprof.measure import fixtures, machine_lock, poolgrow
 from qprof.measure.fixtures import cache_path, cached_pool, read_cached
@@ -28,8 +28,7 @@ FAST = "SLH-DSA-SHAKE-128f"
 SLOW = "SLH-DSA-SHAKE-256s"
 DEADLINE_S = 10.0  # polled; the goal (2 s) is printed, not asserted
 # A grower runs at SCHED_IDLE: while both CPUs are busy (CI's other worker) it gets no
-# time at all, so it takes its lock, and sees a measurement or its parent gone, only once
-# one is free. A bound on that wait, not a time asserted.
+# time at all until procs.unstarved lifts it. A bound on its waits, not a time asserted.
 STARVED_S = 120.0
 
 
@@ -118,10 +117,7 @@ def test_a_grower_ends_with_the_process_that_started_it(
     parent = subprocess.Popen([sys.executable, "-c", code])
     marker = f"{poolgrow.MODULE} --dir {tmp_path} --parent {parent.pid} "
     try:
-        deadline = time.monotonic() + 20
-        while not processes_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert processes_with(marker), "no grower started"
+        assert unstarved(marker, STARVED_S), "no grower started"
         parent.kill()
         parent.wait()
         left, took = _gone_within(marker, STARVED_S)
@@ -142,6 +138,7 @@ def test_a_grower_yields_to_a_measurement_of_another_home(
     assert poolgrow.start_growth([SLOW], (), mine)
     marker = f"{poolgrow.MODULE} --dir {mine} "
     try:
+        assert unstarved(marker, STARVED_S), "no grower started"
         deadline = time.monotonic() + STARVED_S
         while poolgrow.grower_pid(mine) is None and time.monotonic() < deadline:
             time.sleep(0.05)
