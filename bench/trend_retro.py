@@ -164,6 +164,10 @@ class Tally:
     wrong: int = 0  # changes the step made in a suite whose ratio it did not move
     reachable: int = 0  # found by one look at the step's own run (oracle): its estimates
     white: int = 0  # ... white noise
+    read: int = 0  # found against the sibling (Change.found_on)
+    read_own_zero: int = 0  # ... the ratio's own interval holding no change
+    read_zero: int = 0  # ... the step as so read holding no change
+    read_covered: int = 0  # ... the step as so read holding the injected step
     examples: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
@@ -257,6 +261,12 @@ def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
         lo, hi = c.ci_95_bp
         t.covered += lo <= size <= hi
         t.halves.append((hi - lo) / 2)
+        if c.found_on is not None:
+            t.read += 1
+            t.read_own_zero += lo <= 0 <= hi
+            rlo, rhi = c.found_on.ci_95_bp
+            t.read_zero += rlo <= 0 <= rhi
+            t.read_covered += rlo <= size <= rhi
         if contradicts(c.what_changed[-1], who, suite):
             t.contradicted += 1
             t.examples.append(f"contradicts {label} {suite} {who} {step:+.0%}: "
@@ -353,6 +363,7 @@ def main() -> int:
           f"unit's own time) |{cols} contradicted | wrong suite | "
           "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
     print("|---" * (7 + 2 * len(sizes)) + "|")
+    read_rows = []
     for name in args.series.split(","):
         series = load(name)
         if args.small_pools:
@@ -388,10 +399,21 @@ def main() -> int:
               f"{' | '.join(cells)} | {contra} | {wrong} | "
               f"{' / '.join(str(whole[s]) for s in SUITES)} | "
               f"{false_w} in {runs_w} runs x 3 = {1000 * false_w / (3 * max(runs_w, 1)):.2f} |")
+        read = Tally()
+        for t in by.values():
+            read.add(t)
+        if read.read:
+            read_rows.append(f"| {name} | {read.read} of {read.found} | {read.read_own_zero} "
+                             f"| {read.read_zero} | {read.read_covered} |")
         examples = [x for t in by.values() for x in t.examples]
         for line in examples[:args.examples]:
             print(f"    {line}")
         sys.stdout.flush()
+    if read_rows:
+        print("\n| series | found against the sibling, of all found | the ratio's interval "
+              "holds 0 | the step read against the sibling: its interval holds 0 | ... holds "
+              "the injected step |\n|---|---|---|---|---|")
+        print("\n".join(read_rows))
     return 0
 
 

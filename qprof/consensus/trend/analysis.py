@@ -28,6 +28,7 @@ from qprof.consensus.trend.model import (
     Alarm,
     Change,
     KnownChange,
+    ReadStep,
     RunPoint,
     SegmentEstimate,
     Series,
@@ -229,14 +230,15 @@ def _log_step(series: Series, suite: str, lo: int, at: int, hi: int) -> float | 
 
 
 def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequence[int],
-                     looks: PlainLooks) -> list[int]:
+                     looks: PlainLooks) -> tuple[list[int], Series | None]:
     """The changes over [lo, hi) found on ``suite``'s ratio read against its sibling's
     (covariate.py), more than 2 runs from every change its own ratio or the sibling's
-    shows, each where its own ratio moved more than the sibling's."""
+    shows, each where its own ratio moved more than the sibling's; and the series so
+    read (None where the sibling cannot stand in)."""
     other = sibling(suite, series.suite_names())
     adj = adjusted(series, suite, other, lo, hi) if other else None
     if adj is None or other is None:
-        return []
+        return [], None
     aseries, b = adj
     cfg = looks.cfg
     short = len(log_points(aseries, suite, lo, hi)) < MIN_RUNS
@@ -254,7 +256,24 @@ def _against_sibling(series: Series, suite: str, lo: int, hi: int, plain: Sequen
         if d is not None and mine is not None and theirs is not None and attributed(
                 mine, theirs, d, b):
             out.append(k)
-    return out
+    return out, aseries
+
+
+def _read_step(aseries: Series, suite: str, lo: int, at: int, hi: int, cfg: RetroConfig
+               ) -> ReadStep | None:
+    """The step at ``at`` of ``suite``'s ratio read against its sibling (``aseries``,
+    covariate.adjusted), sized as a ratio's step is: the two segments' errors and the
+    level move at a run of the runs so read (wander.py)."""
+    before = segment_estimate(aseries, suite, lo, at)
+    after = segment_estimate(aseries, suite, at, hi)
+    other = sibling(suite, aseries.suite_names())
+    if before is None or after is None or other is None:
+        return None
+    sides = [ys for a, b in ((lo, at), (at, hi)) if (ys := log_points(aseries, suite, a, b))]
+    wander = level_var([tamed([y for _i, y, _v in ys], [v for _i, _y, v in ys], cfg)
+                        for ys in sides])
+    change_bp, ci = step_size(before, after, wander)
+    return ReadStep(f"against {other}'s ratio", change_bp, ci)
 
 
 def _neighbours(k: int, at: Sequence[int], lo: int, hi: int) -> tuple[int, int]:
@@ -331,6 +350,12 @@ def _joint(series: Series, suite: str, lo: int, hi: int, mine: Sequence[int],
     return out
 
 
+def _read_words(step: ReadStep) -> str:
+    lo, hi = step.ci_95_bp
+    return (f"found {step.reading} (the wander they share taken out): {step.change_bp:+.0f} "
+            f"bp there (95 % {lo:+.0f} to {hi:+.0f})")
+
+
 def _joint_words(step: JointStep) -> str:
     if step.by_unit_alone:
         return ("found where another suite's ratio stepped alike: the unit's own time moved "
@@ -348,14 +373,14 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
     n = len(series.runs)
     stretches = [0, *[k.run_index for k in known], n]
     detected: list[int] = []
-    against: set[int] = set()
+    against: dict[int, Series] = {}  # a step found against the sibling: the series so read
     joint: dict[int, JointStep] = {}
     for lo, hi in zip(stretches, stretches[1:], strict=False):
         plain = looks(suite, lo, hi)
-        extra = _against_sibling(series, suite, lo, hi, plain, looks)
+        extra, aseries = _against_sibling(series, suite, lo, hi, plain, looks)
         alike = _joint(series, suite, lo, hi, [*plain, *extra], looks)
         detected += sorted([*plain, *extra, *(j.at for j in alike)])
-        against.update(extra)
+        against.update((k, aseries) for k in extra if aseries is not None)
         joint.update((j.at, j) for j in alike)
     last = max([stretches[-2], *detected])
     _found, alarm = detect(log_points(series, suite, last, n), suite, cfg.detector)
@@ -381,17 +406,18 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         lo = max((b for b in bounds if b < at), default=0)
         hi = min((b for b in bounds if b > at), default=n)
         w = cfg.explain_window
+        read = _read_step(against[at], suite, lo, at, hi, cfg.retro) if at in against else None
         what = (*(k.what if k else ()),
                 *conditions(series.runs[max(lo, at - w):at], series.runs[at:min(hi, at + w)]),
-                *((f"found against {sibling(suite, series.suite_names())}'s ratio (the "
-                   "wander they share taken out)",) if at in against else ()),
+                *((_read_words(read),) if read else ()),
                 *((_joint_words(joint[at]),) if at in joint else ()),
                 *_which_moved(series, suite, at, lo, hi, w, math.log(after.ratio / before.ratio)))
         r = series.runs[at]
         changes.append(Change(suite=suite, run_index=at, run_id=r.run_id,
                               started_at=r.started_at, before=before.ratio, after=after.ratio,
                               change_bp=change_bp, ci_95_bp=ci,
-                              cause="known" if k else "detected", what_changed=what))
+                              cause="known" if k else "detected", what_changed=what,
+                              found_on=read))
     gaps = sum(1 for r in series.runs
                if (s := r.suite(suite)) is not None and not s.decided)
     return SuiteTrend(suite=suite, segments=tuple(segments), changes=tuple(changes),

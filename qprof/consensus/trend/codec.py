@@ -13,6 +13,7 @@ from qprof.consensus.trend.model import (
     Alarm,
     Change,
     KnownChange,
+    ReadStep,
     RunContext,
     RunPoint,
     SegmentEstimate,
@@ -206,7 +207,18 @@ def _change(d: object, runs: int) -> Change:
         after=_need(_num(d.get("after"), f"{name}.after", True), f"{name}.after"),
         change_bp=_need(_num(d.get("change_bp"), f"{name}.change_bp"), f"{name}.change_bp"),
         ci_95_bp=_pair(d.get("ci_95_bp"), f"{name}.ci_95_bp"), cause=cause,
-        what_changed=_texts(d.get("what_changed"), f"{name}.what_changed"))
+        what_changed=_texts(d.get("what_changed"), f"{name}.what_changed"),
+        found_on=_read_step(d.get("found_on"), name))
+
+
+def _read_step(d: object, name: str) -> ReadStep | None:
+    if d is None:
+        return None
+    d = _obj(d, f"{name}.found_on")
+    return ReadStep(reading=_text(d.get("reading"), f"{name}.found_on.reading") or "?",
+                    change_bp=_need(_num(d.get("change_bp"), f"{name}.found_on.change_bp"),
+                                    f"{name}.found_on.change_bp"),
+                    ci_95_bp=_pair(d.get("ci_95_bp"), f"{name}.found_on.ci_95_bp"))
 
 
 def _texts(value: object, name: str) -> tuple[str, ...]:

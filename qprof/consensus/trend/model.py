@@ -156,6 +156,17 @@ Cause = Literal["known", "detected"]
 
 
 @dataclass(frozen=True)
+class ReadStep:
+    """A change's step on the reading that found it, where that is not the ratio alone
+    (the ratio read against its sibling's, their shared wander out): the ratio's own
+    interval can hold no change where only that reading showed the step."""
+
+    reading: str  # e.g. "against SLH-DSA-SHAKE-256s's ratio"
+    change_bp: float
+    ci_95_bp: tuple[float, float]
+
+
+@dataclass(frozen=True)
 class Change:
     """A change of one suite's ratio at ``run_index`` (the first run after it)."""
 
@@ -169,13 +180,14 @@ class Change:
     ci_95_bp: tuple[float, float]
     cause: Cause  # a known change point (versions, kernel, microcode) or found by the detector
     what_changed: tuple[str, ...]  # e.g. "liboqs 0.16.0 -> 0.17.0", "caps: ...", "suites ..."
+    found_on: ReadStep | None = None  # the step where another reading found it
 
     @property
     def moved(self) -> bool:
-        """Whether the ratio moved: the step's 95 % interval excludes no change (a known
-        change point need not move it)."""
-        lo, hi = self.ci_95_bp
-        return not lo <= 0 <= hi
+        """Whether the ratio moved: the step's 95 % interval, or that of the reading that
+        found it, excludes no change (a known change point need not move it)."""
+        return any(not lo <= 0 <= hi for lo, hi in (
+            self.ci_95_bp, *((self.found_on.ci_95_bp,) if self.found_on else ())))
 
 
 @dataclass(frozen=True)

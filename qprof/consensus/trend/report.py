@@ -34,7 +34,10 @@ def change_dict(c: Change, unit_vu: int) -> dict[str, Any]:
             "before": unit_vu * c.before, "after": unit_vu * c.after,
             "change_bp": round(c.change_bp, 1),
             "ci_95_bp": [round(c.ci_95_bp[0], 1), round(c.ci_95_bp[1], 1)],
-            "cause": c.cause, "what_changed": list(c.what_changed)}
+            "cause": c.cause, "what_changed": list(c.what_changed),
+            "found_on": None if c.found_on is None else {
+                "reading": c.found_on.reading, "change_bp": round(c.found_on.change_bp, 1),
+                "ci_95_bp": [round(x, 1) for x in c.found_on.ci_95_bp]}}
 
 
 def trend_dict(t: SeriesTrend, unit_vu: int) -> dict[str, Any]:
