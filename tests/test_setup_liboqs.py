@@ -6,6 +6,7 @@ builds leave no build tree (issue 49: findings 6, 9, 11, 15).
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -154,6 +155,39 @@ def test_finding_9_the_release_files_hash_to_the_pinned_tree(tmp_path: Path) -> 
         f.write("\n")
     with pytest.raises(lb.BuildError, match="does not hold the liboqs 0.16.0 source"):
         lb.checked_copy(src, tmp_path / "copy2")
+
+
+@pytest.mark.skipif(not SHARED_TARBALL.is_file(), reason="no ../shared/vendor tarball")
+def test_without_tarfile_s_data_filter_the_release_unpacks_to_the_pinned_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian 12's python3 (3.11.2) has no tarfile filter: `./scripts/monitor` on a fresh
+    machine stopped at `extractall(filter=...)` with a TypeError, and measured without
+    liboqs. Without it, the release's files unpack to the pinned tree all the same."""
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    src = lb.unpack(SHARED_TARBALL, tmp_path / "unpacked")
+    assert (lb.checked_copy(src, tmp_path / "copy") / "CMakeLists.txt").is_file()
+
+
+@pytest.mark.parametrize("hostile", ["parent", "absolute", "symlink", "fifo"])
+def test_without_tarfile_s_data_filter_a_member_that_is_not_plain_data_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hostile: str) -> None:
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    fake = tmp_path / "t.tar"
+    with tarfile.open(fake, "w") as tar:
+        top = tarfile.TarInfo("liboqs-0.16.0")
+        top.type = tarfile.DIRTYPE
+        tar.addfile(top)
+        bad = tarfile.TarInfo({"parent": "liboqs-0.16.0/../../evil",
+                               "absolute": str(tmp_path / "evil")}.get(hostile,
+                                                                       "liboqs-0.16.0/x"))
+        if hostile == "symlink":
+            bad.type, bad.linkname = tarfile.SYMTYPE, str(tmp_path / "evil")
+        elif hostile == "fifo":
+            bad.type = tarfile.FIFOTYPE
+        tar.addfile(bad, None if bad.type != tarfile.REGTYPE else io.BytesIO(b""))
+    with pytest.raises(lb.BuildError, match="would leave|not a file or a directory"):
+        lb.unpack(fake, tmp_path / "out" / "src")
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "out" / "src").exists()
 
 
 def test_off_means_never(tmp_path: Path) -> None:

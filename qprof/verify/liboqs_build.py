@@ -231,10 +231,33 @@ def download(dest: Path, say: Say, url: str = TARBALL_URL) -> Path:
     return target
 
 
+def _data_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The members, for a Python without tarfile's "data" filter (3.11.0-3.11.3: Debian
+    12's python3 is 3.11.2), held to stricter rules than the filter's: the release holds
+    files and directories only, so only those pass, each name relative and without "..",
+    no special mode bits, owned by this user. Anything else is a BuildError."""
+    out = []
+    for m in tar.getmembers():
+        if m.name.startswith("/") or ".." in m.name.split("/"):
+            raise BuildError(f"{tar.name}: {m.name!r} would leave the source directory")
+        if not (m.isreg() or m.isdir()):
+            raise BuildError(f"{tar.name}: {m.name!r} is not a file or a directory")
+        m.mode &= 0o755
+        m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
+        out.append(m)
+    return out
+
+
 def unpack(tarball: Path, dest: Path) -> Path:
     """The tarball's top directory, unpacked under ``dest`` (no path leaves it)."""
-    with tarfile.open(tarball) as tar:
-        tar.extractall(dest, filter="data")
+    try:
+        with tarfile.open(tarball) as tar:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(dest, filter="data")
+            else:
+                tar.extractall(dest, members=_data_members(tar))
+    except (tarfile.TarError, OSError) as exc:  # FilterError is a TarError
+        raise BuildError(f"{tarball}: cannot unpack it ({exc})") from exc
     tops = [p for p in dest.iterdir() if p.is_dir()]
     if len(tops) != 1 or not (tops[0] / "CMakeLists.txt").is_file():
         raise BuildError(f"{tarball}: no liboqs source tree inside")
