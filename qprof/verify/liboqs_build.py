@@ -231,7 +231,7 @@ def download(dest: Path, say: Say, url: str = TARBALL_URL) -> Path:
     return target
 
 
-def _data_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+def _data_members(tar: tarfile.TarFile, tarball: Path) -> list[tarfile.TarInfo]:
     """The members, for a Python without tarfile's "data" filter (3.11.0-3.11.3: Debian
     12's python3 is 3.11.2), held to stricter rules than the filter's: the release holds
     files and directories only, so only those pass, each name relative and without "..",
@@ -239,9 +239,9 @@ def _data_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     out = []
     for m in tar.getmembers():
         if m.name.startswith("/") or ".." in m.name.split("/"):
-            raise BuildError(f"{tar.name}: {m.name!r} would leave the source directory")
+            raise BuildError(f"{tarball}: {m.name!r} would leave the source directory")
         if not (m.isreg() or m.isdir()):
-            raise BuildError(f"{tar.name}: {m.name!r} is not a file or a directory")
+            raise BuildError(f"{tarball}: {m.name!r} is not a file or a directory")
         m.mode &= 0o755
         m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
         out.append(m)
@@ -255,7 +255,7 @@ def unpack(tarball: Path, dest: Path) -> Path:
             if hasattr(tarfile, "data_filter"):
                 tar.extractall(dest, filter="data")
             else:
-                tar.extractall(dest, members=_data_members(tar))
+                tar.extractall(dest, members=_data_members(tar, tarball))
     except (tarfile.TarError, OSError) as exc:  # FilterError is a TarError
         raise BuildError(f"{tarball}: cannot unpack it ({exc})") from exc
     tops = [p for p in dest.iterdir() if p.is_dir()]
