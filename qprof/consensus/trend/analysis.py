@@ -269,11 +269,17 @@ def _read_step(aseries: Series, suite: str, lo: int, at: int, hi: int, cfg: Retr
     other = sibling(suite, aseries.suite_names())
     if before is None or after is None or other is None:
         return None
-    sides = [ys for a, b in ((lo, at), (at, hi)) if (ys := log_points(aseries, suite, a, b))]
-    wander = level_var([tamed([y for _i, y, _v in ys], [v for _i, _y, v in ys], cfg)
-                        for ys in sides])
-    change_bp, ci = step_size(before, after, wander)
+    change_bp, ci = step_size(before, after, _level_wander(aseries, suite, [lo, at, hi], cfg))
     return ReadStep(f"against {other}'s ratio", change_bp, ci)
+
+
+def _level_wander(series: Series, suite: str, bounds: Sequence[int], cfg: RetroConfig
+                  ) -> float:
+    """The host's level move at a run (wander.py), from the wild-tamed runs of each
+    segment between ``bounds``: what a step's interval holds beside its segments' errors."""
+    return level_var([tamed([y for _i, y, _v in ys], [v for _i, _y, v in ys], cfg)
+                      for lo, hi in zip(bounds, bounds[1:], strict=False)
+                      if (ys := log_points(series, suite, lo, hi))])
 
 
 def _neighbours(k: int, at: Sequence[int], lo: int, hi: int) -> tuple[int, int]:
@@ -392,12 +398,8 @@ def suite_trend(series: Series, suite: str, known: list[KnownChange], cfg: Trend
         seg = segment_estimate(series, suite, lo, hi, segments)
         if seg is not None:
             segments.append(seg)
-    # The host's level move at a run (wander.py), from the wild-tamed runs of each
-    # segment: only a change's interval holds it.
-    wander = level_var([tamed([y for _i, y, _v in ys], [v for _i, _y, v in ys], cfg.retro)
-                        for lo, hi in zip(bounds, bounds[1:], strict=False)
-                        if (ys := log_points(series, suite, lo, hi))]
-                       ) if len(segments) > 1 else 0.0
+    # Only a change's interval holds the host's level move at a run.
+    wander = _level_wander(series, suite, bounds, cfg.retro) if len(segments) > 1 else 0.0
     changes = []
     for before, after in zip(segments, segments[1:], strict=False):
         at = after.first_run

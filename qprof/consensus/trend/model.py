@@ -158,8 +158,8 @@ Cause = Literal["known", "detected"]
 @dataclass(frozen=True)
 class ReadStep:
     """A change's step on the reading that found it, where that is not the ratio alone
-    (the ratio read against its sibling's, their shared wander out): the ratio's own
-    interval can hold no change where only that reading showed the step."""
+    (the ratio read against its sibling's, their shared wander out): where only that
+    reading showed the step, the ratio's own interval may hold 0."""
 
     reading: str  # e.g. "against SLH-DSA-SHAKE-256s's ratio"
     change_bp: float
@@ -186,8 +186,8 @@ class Change:
     def moved(self) -> bool:
         """Whether the ratio moved: the step's 95 % interval, or that of the reading that
         found it, excludes no change (a known change point need not move it)."""
-        return any(not lo <= 0 <= hi for lo, hi in (
-            self.ci_95_bp, *((self.found_on.ci_95_bp,) if self.found_on else ())))
+        intervals = [self.ci_95_bp, *([self.found_on.ci_95_bp] if self.found_on else [])]
+        return any(not lo <= 0 <= hi for lo, hi in intervals)
 
 
 @dataclass(frozen=True)
