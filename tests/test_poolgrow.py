@@ -9,6 +9,7 @@ measured are printed (``pytest -s``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -128,6 +129,23 @@ def test_a_grower_ends_with_the_process_that_started_it(
             os.kill(pid, signal.SIGKILL)
 
 
+def _no_lock(marker: str, directory: Path) -> str:
+    """What a grower without its lock was doing (CI saw none within 120 s, once with the
+    grower started and lifted): each one alive, its state and where it waits, the lock
+    file and the signatures kept."""
+    alive = {}
+    for pid in processes_with(marker):
+        with contextlib.suppress(OSError):
+            stat_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            alive[pid] = (stat_[0], Path(f"/proc/{pid}/wchan").read_text(),
+                          os.sched_getscheduler(pid), stat_[16])
+    lock = poolgrow.GROW_LOCK
+    held = (directory / lock).read_bytes() if (directory / lock).is_file() else None
+    return (f"no grower lock within {STARVED_S:.0f} s: growers alive (state, wchan, "
+            f"policy, nice) {alive}; {lock} {held!r}; signatures kept "
+            f"{len(read_cached(SLOW, directory))}")
+
+
 def test_a_grower_yields_to_a_measurement_of_another_home(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another HOME's run holds only the machine lock: the grower exits at once."""
@@ -142,7 +160,7 @@ def test_a_grower_yields_to_a_measurement_of_another_home(
         deadline = time.monotonic() + STARVED_S
         while poolgrow.grower_pid(mine) is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert poolgrow.grower_pid(mine) is not None
+        assert poolgrow.grower_pid(mine) is not None, _no_lock(marker, mine)
         with poolgrow.measuring(tmp_path / "home-b"):
             left, took = _gone_within(marker, STARVED_S)
             assert not left, "the grower signs beside another HOME's measurement"
