@@ -17,15 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import processes_with, unstarved
+from procs import STARVED_S, processes_with, started, unstarved
 
 from qprof.measure import fixtures, poolgrow
 from qprof.measure.fixtures import Signing, SigningStopped, cached_pool, read_cached
 
 FAST = "SLH-DSA-SHAKE-128f"  # SLH-DSA, fast to sign
 SLOW = "SLH-DSA-SHAKE-256s"  # 1.5-5 s a signature: the helpers are still busy when killed
-# A grower runs at SCHED_IDLE: a bound on the waits for it to start, not a time asserted.
-STARVED_S = 120.0
 
 
 def _signer_or_skip(suite: str) -> None:
@@ -128,16 +126,14 @@ def test_a_run_ends_a_running_grower(tmp_path: Path, monkeypatch) -> None:  # no
     assert poolgrow.start_growth([SLOW], (), tmp_path)
     marker = f"{poolgrow.MODULE} --dir {tmp_path} "
     try:
-        deadline = time.monotonic() + STARVED_S
-        while not (pids := processes_with(marker)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        (pid,) = pids
+        (pid,) = started(marker, STARVED_S)
         # Idle priority: it only takes a CPU nobody else wants.
         assert os.sched_getscheduler(pid) == os.SCHED_IDLE
         assert int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 19
         # ... so while CI's other worker keeps both CPUs busy it may not start at all
         # (no lock within 20 s, a CI failure): lifted for what follows.
         unstarved(marker, STARVED_S)
+        deadline = time.monotonic() + STARVED_S
         while poolgrow.grower_pid(tmp_path) is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert poolgrow.grower_pid(tmp_path) == pid
