@@ -8,6 +8,8 @@ import os
 import time
 from pathlib import Path
 
+from qprof.measure import machine_lock, poolgrow
+
 
 def processes_with(*markers: str) -> list[int]:
     """Pids of live (not zombie) processes whose command line holds every marker."""
@@ -48,3 +50,28 @@ def unstarved(marker: str, within_s: float) -> list[int]:
             os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
             os.setpriority(os.PRIO_PROCESS, pid, 0)
     return pids
+
+
+def grower_report(marker: str, directory: Path) -> str:
+    """What a grower without its lock was doing (CI saw none within 120 s, once with the
+    grower started and lifted): each one alive (state, wchan, policy, nice), who holds the
+    machine lock (a grower exits when anyone does), the lock file, and qprof's other
+    processes."""
+    alive = {}
+    for pid in processes_with(marker):
+        with contextlib.suppress(OSError):
+            stat_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            alive[pid] = (stat_[0], Path(f"/proc/{pid}/wchan").read_text(),
+                          os.sched_getscheduler(pid), stat_[16])
+    lock = directory / poolgrow.GROW_LOCK
+    held = lock.read_bytes() if lock.is_file() else None
+    others = {}
+    for pid in processes_with("qprof"):
+        with contextlib.suppress(OSError):
+            if pid not in alive:
+                others[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()[:160].replace(
+                    b"\0", b" ").decode(errors="replace")
+    return (f"no grower lock within {STARVED_S:.0f} s: growers alive (state, wchan, policy, "
+            f"nice) {alive}; machine lock {machine_lock.lock_path()} held by "
+            f"{machine_lock.holder()}; {poolgrow.GROW_LOCK} {held!r}; other qprof "
+            f"processes {others}")

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import STARVED_S, processes_with, started, unstarved
+from procs import STARVED_S, grower_report, processes_with, started, unstarved
 
 from qprof.measure import fixtures, poolgrow
 from qprof.measure.fixtures import Signing, SigningStopped, cached_pool, read_cached
@@ -136,7 +136,7 @@ def test_a_run_ends_a_running_grower(tmp_path: Path, monkeypatch) -> None:  # no
         deadline = time.monotonic() + STARVED_S
         while poolgrow.grower_pid(tmp_path) is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert poolgrow.grower_pid(tmp_path) == pid
+        assert poolgrow.grower_pid(tmp_path) == pid, grower_report(marker, tmp_path)
         assert not poolgrow.start_growth([SLOW], (), tmp_path)  # one at a time
         with poolgrow.measuring(tmp_path):
             left, took = _gone_within(marker, 5.0)

@@ -103,18 +103,25 @@ def measuring(directory: Path | None = None, expected_s: float | None = None,
                 os.close(fd)
 
 
+# One probe of ``measuring.lock`` at a time in a process: the grower's two threads each
+# probing it with LOCK_EX saw each other as a run, and the grower quit at random (CI).
+_PROBE = threading.Lock()
+
+
 def _measurement_running(directory: Path) -> bool:
+    """Any qprof on the machine measures, or a run of this HOME holds its lock."""
     if someone_measures():
         return True
-    fd = _lock_file(directory, MEASURING_LOCK)
-    if fd is None:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing releases the lock
+    with _PROBE:
+        fd = _lock_file(directory, MEASURING_LOCK)
+        if fd is None:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # closing releases the lock
     return False
 
 
