@@ -153,6 +153,12 @@ def contradicts(text: str, who: str, suite: str) -> bool:
     return text.startswith(moved_alone) and "own time moved" in text
 
 
+def tells(text: str, who: str, suite: str) -> bool:
+    """Whether an explanation names the time that was moved, alone."""
+    moved_alone = "the unit's (" if who == UNIT else f"{suite}'s own time moved"
+    return text.startswith(moved_alone) and "own time moved" in text
+
+
 @dataclass
 class Tally:
     cases: int = 0
@@ -161,6 +167,7 @@ class Tally:
     covered: int = 0
     halves: list[float] = field(default_factory=list)  # the found steps' 95 % half-widths
     contradicted: int = 0
+    told: int = 0  # explanations naming the moved time alone, rightly
     wrong: int = 0  # changes the step made in a suite whose ratio it did not move
     reachable: int = 0  # found by one look at the step's own run (oracle): its estimates
     white: int = 0  # ... white noise
@@ -267,6 +274,7 @@ def judge(series: Series, who: str, step: float, k: int, cfg: TrendConfig,
             rlo, rhi = c.found_on.ci_95_bp
             t.read_zero += rlo <= 0 <= rhi
             t.read_covered += rlo <= size <= rhi
+        t.told += tells(c.what_changed[-1], who, suite)
         if contradicts(c.what_changed[-1], who, suite):
             t.contradicted += 1
             t.examples.append(f"contradicts {label} {suite} {who} {step:+.0%}: "
@@ -360,7 +368,7 @@ def main() -> int:
     cols = "".join(f" {z:g} %: found{reach} ({' / '.join(whos)}) | {z:g} %: located / "
                    "holds |" for z in sizes)
     print("| series (CPU) | runs | run-to-run sd, bp (87 / 128s / 256s ratios / the "
-          f"unit's own time) |{cols} contradicted | wrong suite | "
+          f"unit's own time) |{cols} contradicted (told right, of found) | wrong suite | "
           "as recorded: whole (87 / 128s / 256s) | windows: false per 1,000 runs |")
     print("|---" * (7 + 2 * len(sizes)) + "|")
     read_rows = []
@@ -393,10 +401,12 @@ def main() -> int:
                          f"±{statistics.median(total.halves):.0f} bp"
                          if total.found else "-")
         contra = sum(t.contradicted for t in by.values())
+        told = sum(t.told for t in by.values())
+        found = sum(t.found for t in by.values())
         wrong = sum(t.wrong for t in by.values())
         sds = " / ".join(f"{noise_bp(series, who):.0f}" for who in whos)
         print(f"| {name}{tuned} ({HOSTS[name]}) | {len(series.runs)} | {sds} | "
-              f"{' | '.join(cells)} | {contra} | {wrong} | "
+              f"{' | '.join(cells)} | {contra} ({told} of {found}) | {wrong} | "
               f"{' / '.join(str(whole[s]) for s in SUITES)} | "
               f"{false_w} in {runs_w} runs x 3 = {1000 * false_w / (3 * max(runs_w, 1)):.2f} |")
         read = Tally()
