@@ -303,9 +303,8 @@ def _unit_carries(series: Series, at: int, lo: int, hi: int, step: float,
         return False
     x, y = relative_times(rows, at - a).get(unit, ([], []))
     t = own_time(x, y, step, level)
-    # Moved, not unlike the step: evidence of a step. The words name a time only when its
-    # step is also nearer the full step than none (OwnTime.carries): the unit at 1 % lost
-    # 3 and 2 points on steal and sixty with that here.
+    # Moved, not unlike the step: evidence of a step. The words ask more before naming a
+    # time (OwnTime.carries); asked here, that lost unit steps (docs/TREND.md).
     return t is not None and t.moved and not t.off_carry
 
 

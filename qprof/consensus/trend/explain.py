@@ -64,9 +64,9 @@ class OwnTime:
 
     @property
     def steady(self) -> bool:
-        """Did not move, unlike the full step, and nearer no step than it: a time whose
-        ranks lack the power to show it moved (two slow runs of eight) may still have
-        taken most of the step (sapphire-third's 256s, +0.9 % of +1.1 %)."""
+        """Did not move, unlike the full step, and nearer no step than it: ranks that
+        lack the power to show a move (a few slow runs) do not make a time steady that
+        took most of the step (docs/TREND.md, "No explanation contradicts")."""
         return (not self.moved and self.off_carry
                 and abs(self.step) < abs(self.step - self.carry))
 
