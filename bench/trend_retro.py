@@ -144,19 +144,23 @@ def positions(series: Series, step: float) -> dict[str, int]:
     return {name: k for k, name in at.items()}
 
 
+def _names_alone(text: str, who: str, suite: str, moved: bool) -> bool:
+    """Whether an explanation names one own time alone as moved: the one moved (``moved``)
+    or the other one."""
+    mine = f"{suite}'s own time moved" if who != UNIT else "the unit's ("
+    other = "the unit's (" if who != UNIT else f"{suite}'s own time moved"
+    return text.startswith(mine if moved else other) and "own time moved" in text
+
+
 def contradicts(text: str, who: str, suite: str) -> bool:
     """Whether an explanation (explain.whose_time) denies whose time was moved: "the
     ratio alone moved", or the other time alone. "Cannot be told" and "both" do not."""
-    if "ratio alone moved" in text:
-        return True
-    moved_alone = "the unit's (" if who != UNIT else f"{suite}'s own time moved"
-    return text.startswith(moved_alone) and "own time moved" in text
+    return "ratio alone moved" in text or _names_alone(text, who, suite, moved=False)
 
 
 def tells(text: str, who: str, suite: str) -> bool:
     """Whether an explanation names the time that was moved, alone."""
-    moved_alone = "the unit's (" if who == UNIT else f"{suite}'s own time moved"
-    return text.startswith(moved_alone) and "own time moved" in text
+    return _names_alone(text, who, suite, moved=True)
 
 
 @dataclass

@@ -11,6 +11,11 @@ from pathlib import Path
 from qprof.measure import machine_lock, poolgrow
 
 
+def stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after "(comm)": state, ppid, ... (OSError: gone)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def processes_with(*markers: str) -> list[int]:
     """Pids of live (not zombie) processes whose command line holds every marker."""
     pids = []
@@ -19,7 +24,7 @@ def processes_with(*markers: str) -> list[int]:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            state = stat_fields(int(entry.name))[0]
         except (OSError, IndexError):
             continue
         if all(m in cmdline for m in markers) and state != "Z":
@@ -39,6 +44,17 @@ def started(marker: str, within_s: float) -> list[int]:
     return pids
 
 
+def gone_within(marker: str, within_s: float) -> tuple[list[int], float]:
+    """Poll until no process holds ``marker`` (within ``within_s``): (what is left, the
+    seconds it took)."""
+    began = time.monotonic()
+    left = processes_with(marker)
+    while left and time.monotonic() - began < within_s:
+        time.sleep(0.05)
+        left = processes_with(marker)
+    return left, time.monotonic() - began
+
+
 def unstarved(marker: str, within_s: float) -> list[int]:
     """Pids of the processes with ``marker`` once started (within ``within_s``), lifted
     to SCHED_OTHER at nice 0 where this process may (root). A pool grower runs at
@@ -53,14 +69,13 @@ def unstarved(marker: str, within_s: float) -> list[int]:
 
 
 def grower_report(marker: str, directory: Path) -> str:
-    """What a grower without its lock was doing (CI saw none within 120 s, once with the
-    grower started and lifted): each one alive (state, wchan, policy, nice), who holds the
-    machine lock (a grower exits when anyone does), the lock file, and qprof's other
+    """Why a grower has no lock: each one alive (state, wchan, policy, nice), who holds
+    the machine lock (a grower exits when anyone does), its lock file, and qprof's other
     processes."""
     alive = {}
     for pid in processes_with(marker):
         with contextlib.suppress(OSError):
-            stat_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            stat_ = stat_fields(pid)
             alive[pid] = (stat_[0], Path(f"/proc/{pid}/wchan").read_text(),
                           os.sched_getscheduler(pid), stat_[16])
     lock = directory / poolgrow.GROW_LOCK

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import processes_with, unstarved
+from procs import gone_within, processes_with, unstarved
 
 from qprof.measure import fixtures, machine_lock, poolgrow
 from qprof.measure.child.__main__ import EXIT_BAD_JOB, KINDS, entry_of
@@ -41,15 +41,6 @@ EXAMPLES: tuple[ChildJob, ...] = (
     TrendJob("/var/lib/qprof/store.db", "qanum", ""),
     EvaluateJob("/tmp/s.db", "/etc/qprof/chain.toml", "liboqs", "/snap"),
 )
-
-
-def _gone_within(marker: str, deadline_s: float) -> list[int]:
-    left = processes_with(marker)
-    deadline = time.monotonic() + deadline_s
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = processes_with(marker)
-    return left
 
 
 @pytest.mark.parametrize("job", EXAMPLES, ids=lambda j: type(j).__name__)
@@ -154,7 +145,7 @@ def test_a_grower_ends_when_its_parent_dies(tmp_path: Path,
         assert unstarved(marker, 60), "no grower started"
         parent.kill()
         parent.wait()
-        assert _gone_within(marker, 20.0) == [], "the grower outlived its parent"
+        assert gone_within(marker, 20.0)[0] == [], "the grower outlived its parent"
     finally:
         if parent.poll() is None:
             parent.kill()

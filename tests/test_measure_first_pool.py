@@ -17,7 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import STARVED_S, grower_report, processes_with, started, unstarved
+from procs import (
+    STARVED_S,
+    gone_within,
+    grower_report,
+    processes_with,
+    started,
+    stat_fields,
+    unstarved,
+)
 
 from qprof.measure import fixtures, poolgrow
 from qprof.measure.fixtures import Signing, SigningStopped, cached_pool, read_cached
@@ -30,16 +38,6 @@ def _signer_or_skip(suite: str) -> None:
     found, reasons = fixtures.candidate_signers(suite)
     if not found:
         pytest.skip(f"nothing here signs {suite}: {'; '.join(reasons)}")
-
-
-def _gone_within(marker: str, deadline_s: float) -> tuple[list[int], float]:
-    """Poll until no process holds ``marker``: (what is left, seconds it took)."""
-    started = time.monotonic()
-    left = processes_with(marker)
-    while left and time.monotonic() - started < deadline_s:
-        time.sleep(0.05)
-        left = processes_with(marker)
-    return left, time.monotonic() - started
 
 
 def test_signing_helpers_die_with_a_killed_parent(tmp_path: Path) -> None:
@@ -58,7 +56,7 @@ def test_signing_helpers_die_with_a_killed_parent(tmp_path: Path) -> None:
         assert processes_with(marker), "no signing helper started"
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        left, took = _gone_within(marker, 10.0)
+        left, took = gone_within(marker, 10.0)
         assert not left, f"signing helpers left after kill -9 of their parent: {left}"
         print(f"helpers gone {took:.2f} s after kill -9 of their parent")
     finally:
@@ -129,9 +127,9 @@ def test_a_run_ends_a_running_grower(tmp_path: Path, monkeypatch) -> None:  # no
         (pid,) = started(marker, STARVED_S)
         # Idle priority: it only takes a CPU nobody else wants.
         assert os.sched_getscheduler(pid) == os.SCHED_IDLE
-        assert int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 19
-        # ... so while CI's other worker keeps both CPUs busy it may not start at all
-        # (no lock within 20 s, a CI failure): lifted for what follows.
+        assert int(stat_fields(pid)[16]) == 19
+        # ... so while CI's other worker keeps both CPUs busy it may get no CPU for
+        # minutes: lifted for what follows.
         unstarved(marker, STARVED_S)
         deadline = time.monotonic() + STARVED_S
         while poolgrow.grower_pid(tmp_path) is None and time.monotonic() < deadline:
@@ -139,7 +137,7 @@ def test_a_run_ends_a_running_grower(tmp_path: Path, monkeypatch) -> None:  # no
         assert poolgrow.grower_pid(tmp_path) == pid, grower_report(marker, tmp_path)
         assert not poolgrow.start_growth([SLOW], (), tmp_path)  # one at a time
         with poolgrow.measuring(tmp_path):
-            left, took = _gone_within(marker, 5.0)
+            left, took = gone_within(marker, 5.0)
             assert not left, "the grower signs beside a measurement"
             print(f"grower ended {took:.2f} s after a run started")
     finally:

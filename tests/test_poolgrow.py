@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from hostile_exit import clean_exit
-from procs import STARVED_S, grower_report, processes_with, unstarved
+from procs import STARVED_S, gone_within, grower_report, processes_with, unstarved
 
 from qprof.measure import fixtures, machine_lock, poolgrow
 from qprof.measure.fixtures import cache_path, cached_pool, read_cached
@@ -45,15 +45,6 @@ def _exit_within(proc: subprocess.Popen[bytes], deadline_s: float) -> float | No
         proc.wait()
         return None
     return time.monotonic() - started
-
-
-def _gone_within(marker: str, deadline_s: float) -> tuple[list[int], float]:
-    started = time.monotonic()
-    left = processes_with(marker)
-    while left and time.monotonic() - started < deadline_s:
-        time.sleep(0.05)
-        left = processes_with(marker)
-    return left, time.monotonic() - started
 
 
 def _small_files() -> None:  # in the child: a "full disk" for anything over 4 kB
@@ -118,7 +109,7 @@ def test_a_grower_ends_with_the_process_that_started_it(
         assert unstarved(marker, STARVED_S), "no grower started"
         parent.kill()
         parent.wait()
-        left, took = _gone_within(marker, STARVED_S)
+        left, took = gone_within(marker, STARVED_S)
         assert not left, "the grower outlived the process that started it"
         print(f"the grower ended {took:.2f} s after its parent was killed")
     finally:
@@ -142,7 +133,7 @@ def test_a_grower_yields_to_a_measurement_of_another_home(
             time.sleep(0.05)
         assert poolgrow.grower_pid(mine) is not None, grower_report(marker, mine)
         with poolgrow.measuring(tmp_path / "home-b"):
-            left, took = _gone_within(marker, STARVED_S)
+            left, took = gone_within(marker, STARVED_S)
             assert not left, "the grower signs beside another HOME's measurement"
         print(f"the grower yielded {took:.2f} s after another HOME's run started")
     finally:
