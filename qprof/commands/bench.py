@@ -7,7 +7,6 @@ pyperf's own JSON of every round is kept in ``<output stem>.pyperf/`` beside the
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from qprof.commands.check_preflight import print_preflight
+from qprof.commands.interrupt import stopping
 from qprof.commands.options import Number, add_backends, add_cpus, add_suites
 from qprof.consensus import ProfileError, load_profile
 from qprof.consensus.estimate.stopping import rule_for
@@ -190,47 +190,33 @@ def run(args: argparse.Namespace) -> int:
         if keeper is not None:
             keeper.add(record)
 
-    stop = threading.Event()
-
-    def on_interrupt(signum: int, _frame: object) -> None:
-        # The first Ctrl-C (or SIGTERM) stops the engine, which keeps every measurement
-        # the running worker finished and writes the End line; a second one leaves now.
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        print(f"\nqprof bench: {signal.Signals(signum).name}: stopping; the measurements "
-              "finished so far are kept (again to leave at once)", file=sys.stderr)
-
-    handlers = {sig: signal.signal(sig, on_interrupt) for sig in (signal.SIGINT,
-                                                                  signal.SIGTERM)}
-    try:
-        config, rule = rule_for(config)
-        summary = run_bench(config, sink, progress=line, stop=stop, rule=rule)
-    except (EngineError, ProfileError, ValueError) as exc:
-        line.close()
-        jsonl.close()
-        if out.exists() and out.stat().st_size == 0:
-            out.unlink()
-        print(f"qprof bench: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        line.close()
-        jsonl.close()
-        print(f"qprof bench: interrupted; partial run in {out}", file=sys.stderr)
-        return 130
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-        if keeper is not None:
-            keeper.finish()
-            if keeper.error:
-                print(f"qprof bench: warning: {keeper.error}", file=sys.stderr)
+    with stopping("bench") as stop:
+        try:
+            config, rule = rule_for(config)
+            summary = run_bench(config, sink, progress=line, stop=stop.event, rule=rule)
+        except (EngineError, ProfileError, ValueError) as exc:
+            line.close()
+            jsonl.close()
+            if out.exists() and out.stat().st_size == 0:
+                out.unlink()
+            print(f"qprof bench: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            line.close()
+            jsonl.close()
+            print(f"qprof bench: interrupted; partial run in {out}", file=sys.stderr)
+            return 130
+        finally:
+            if keeper is not None:
+                keeper.finish()
+                if keeper.error:
+                    print(f"qprof bench: warning: {keeper.error}", file=sys.stderr)
     line.close()
     jsonl.close()
-    if stop.is_set():
+    if stop.event.is_set():
         print(f"qprof bench: interrupted; partial run ({len(summary.measurements)} "
               f"measurements) in {out}", file=sys.stderr)
-        return 130
+        return stop.exit_code
     print(f"{out}: {summary.status}, {len(summary.measurements)} measurements on CPU "
           f"{', '.join(str(c) for c in summary.cpus)} in {summary.elapsed_s:.0f} s")
     if pyperf_dir.is_dir():

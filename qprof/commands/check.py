@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from pathlib import Path
 
 from qprof.atomicfile import AtomicFile
@@ -27,6 +28,7 @@ from qprof.commands.check_preflight import (
 )
 from qprof.commands.check_text import meta as run_meta
 from qprof.commands.check_text import notes, print_text, unit_rows
+from qprof.commands.interrupt import Stopping, stopping
 from qprof.commands.options import Number, add_backend, add_node_cgroup
 from qprof.commands.output import OutputError, check_output
 from qprof.consensus import Profile, ProfileError, load_profile
@@ -146,7 +148,8 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 
 
 def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
-             records: list[Record], keeper: RunKeeper | None) -> RunSummary:
+             records: list[Record], keeper: RunKeeper | None,
+             stop: threading.Event) -> RunSummary:
     """Run the engine in check mode; records also go to ``-o FILE.jsonl`` and the
     user's store."""
 
@@ -175,7 +178,7 @@ def _measure(args: argparse.Namespace, profile: Profile, cpus: list[int] | None,
     config, rule = rule_for(config)
     line = None if (args.quiet or args.json) else ProgressLine()
     try:
-        return run_bench(config, sink, progress=line, rule=rule)
+        return run_bench(config, sink, progress=line, stop=stop, rule=rule)
     finally:
         if line:
             line.close()
@@ -210,13 +213,16 @@ def run(args: argparse.Namespace) -> int:
     keeper = None
     if not args.no_store:
         keeper = user_keeper(args.state_dir, profile.unit_suite)
-    try:
-        summary = _measure(args, profile, cpus, records, keeper)
-    except (EngineError, ProfileError, ValueError) as exc:
-        return _fail(args, str(exc))
-    finally:
-        if keeper is not None:
-            keeper.finish()
+    with stopping("check") as stop:
+        try:
+            summary = _measure(args, profile, cpus, records, keeper, stop.event)
+        except (EngineError, ProfileError, ValueError) as exc:
+            return _fail(args, str(exc))
+        finally:
+            if keeper is not None:
+                keeper.finish()
+    if stop.event.is_set():
+        return _interrupted(args, summary, keeper, stop)
     points: list[tuple[SeriesKey, RunPoint]] = []
     if keeper is not None:
         if keeper.error:
@@ -224,6 +230,21 @@ def run(args: argparse.Namespace) -> int:
         else:
             points = kept_points(args.state_dir)[0]
     return conclude(args, profile, summary, records, points)
+
+
+def _interrupted(args: argparse.Namespace, summary: RunSummary, keeper: RunKeeper | None,
+                 stop: Stopping) -> int:
+    """A check stopped by a signal: where its finished measurements are, no verdict."""
+    where = [str(args.output)] if args.output else []
+    if keeper is not None and not keeper.error:
+        where.append("the store (qprof history)")
+    kept = (f"are kept in {' and '.join(where)}" if where else
+            f"are not kept ({keeper.error})" if keeper is not None else
+            "are not kept (--no-store)")
+    print(f"qprof check: interrupted; the run's {len(summary.measurements)} finished "
+          f"measurements {_shown(kept, MAX_LINE)}; no verdict from part of a run",
+          file=sys.stderr)
+    return stop.exit_code
 
 
 def conclude(args: argparse.Namespace, profile: Profile, summary: RunSummary,

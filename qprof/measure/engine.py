@@ -12,9 +12,7 @@ what it finished; a CPU that cannot be measured is skipped with a note.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -59,6 +57,7 @@ from qprof.measure.records import (
     ResourceUse,
     Throttled,
 )
+from qprof.measure.run_dir import RunDir, sweep
 from qprof.measure.runmeta import build_meta, choose_timer
 from qprof.measure.warmup import WALK, Warmup, describe
 
@@ -132,7 +131,9 @@ class _Run:
         cpus = self._start()
         good = [c for c in cpus if not self._skipped(c)]
         self.good = len(good)
-        self.workdir = Path(tempfile.mkdtemp(prefix="qprof-run-"))
+        sweep()  # what runs killed outright left behind
+        run_dir = RunDir()
+        self.workdir = run_dir.path
         failure = None
         pools = self.config.fixture_cache or cache_dir()
         try:
@@ -159,7 +160,7 @@ class _Run:
             self.note("error", "engine_error", failure)
         finally:
             self.warmup.close()
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            run_dir.remove()
         summary = self._finish(cpus, good, failure)
         if self.config.grow_pools and self.summary.measurements and not self.stop.is_set():
             # The first pools were small: the rest is signed while this process runs.
