@@ -29,6 +29,7 @@ from test_service_watch import _w, cap, make_root, set_online
 from qprof.measure.jsonl import read_run
 from qprof.measure.records import Measurement
 from qprof.service.alerts import Alert
+from qprof.service.run_locks import CUT_SHORT
 from qprof.service.store import Store
 
 QPROF = [sys.executable, "-m", "qprof"]
@@ -247,7 +248,10 @@ def test_kill9_mid_cycle_then_restart(tmp_path: Path,
     store = d.store()
     assert store.integrity_check() == "ok"
     [run] = store.runs(5)
-    assert run.status == "running"
+    # Read before the daemon is back: cut short, as its lock says (still 'running' in
+    # the store until the daemon closes it, with its alert).
+    assert (run.status, run.reason) == ("aborted", CUT_SHORT)
+    assert store.run_status(run.run_id) == "running"
     finished = _measurements(store, run.run_id)
     kept = run.measurements
     assert kept >= 1

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from qprof.measure.records import (
 )
 from qprof.measure.records_parts import CpuRow
 from qprof.service.alerts import Alert
+from qprof.service.run_locks import CUT_SHORT
 from qprof.service.schema import SCHEMA_VERSION
 from qprof.service.store import Store
 from qprof.service.store_file import StoreError, default_state_dir
@@ -101,7 +104,11 @@ def test_latest_measurements_skip_running_and_aborted_runs(tmp_path: Path) -> No
     assert (latest.run_id, latest.median_ns) == ("old", 200_000.0)
     assert store.latest_measurements(cpu=4) == []
     assert store.latest_measurements(backend="liboqs") == []
-    # A crash leaves "running"; start-up closes it as aborted, with an End for export.
+    # A run another writer still holds is left to it.
+    assert store.mark_unfinished_runs_aborted() == []
+    # A crash leaves "running" (its lock let go); start-up closes it as aborted, with an
+    # End for export.
+    store.run_locks.let_go()
     assert store.mark_unfinished_runs_aborted() == ["running"]
     assert store.run_status("running") == "aborted"
     last = list(store.run_records("running"))[-1]
@@ -356,3 +363,54 @@ def test_wal_store_on_a_read_only_filesystem_is_read(tmp_path: Path) -> None:
         r = qprof("export", "r", "--state-dir", str(mnt))
         assert r.returncode == 0, r.stderr
         assert r.stdout.count('"type": "measurement"') == 40
+
+
+WRITER = """
+import sys, time
+from qprof.measure.records import Meta
+from qprof.measure.records_parts import CpuRow
+from qprof.service.store import Store
+store = Store(sys.argv[1])
+for run_id in sys.argv[2:]:
+    store.add(Meta(run_id=run_id, started_at=time.time(), qprof_version="test",
+                   command=["qprof", "check"], cpus=[CpuRow(cpu=0)], profile="qanum"))
+print("begun", flush=True)
+time.sleep(600)
+"""
+
+
+def _writer(path: Path, *run_ids: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), *run_ids],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "begun\n"
+    return proc
+
+
+def test_a_run_whose_writer_was_killed_reads_cut_short_and_a_live_one_running(
+        tmp_path: Path) -> None:
+    """kill -9 of a check (or the monitor, the OOM killer) leaves its run 'running' in the
+    store; every reader then sees it cut short, by its lock, while a run another process
+    still writes stays running; the daemon's start closes only the dead one."""
+    path = tmp_path / "qprof.db"
+    Store(path).close()
+    killed, live = _writer(path, "killed"), _writer(path, "live")
+    try:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        reader = Store(path, readonly=True)
+        runs = {r.run_id: (r.status, r.reason) for r in reader.runs()}
+        assert runs == {"killed": ("aborted", CUT_SHORT), "live": ("running", None)}
+        reader.close()
+        daemon = Store(path)
+        assert daemon.mark_unfinished_runs_aborted() == ["killed"]
+        assert daemon.run_status("live") == "running"
+        daemon.close()
+        assert not (tmp_path / "qprof.db.running" / "killed").exists()
+    finally:
+        for proc in (killed, live):
+            proc.kill()
+            proc.wait()
+    after = Store(path, readonly=True)
+    assert {r.run_id: r.status for r in after.runs()} == {"killed": "aborted",
+                                                         "live": "aborted"}
+    after.close()

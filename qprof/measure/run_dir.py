@@ -1,15 +1,12 @@
 """A run's working directory (job files, results, fixtures) in the temporary directory,
-and the sweep of those a killed run left behind (SIGKILL, the OOM killer, ``os._exit``).
-
-Its run holds a lock on a file inside for its life, so a directory whose lock is free
-belongs to nobody. The lock file is locked under a temporary name and only then renamed
-into place: a sweep never sees an unlocked lock of a run that is starting.
+and the sweep of those a killed run left behind (SIGKILL, the OOM killer, ``os._exit``):
+its run holds a lock file inside for its life (:mod:`qprof.owner_lock`), so a directory
+whose lock is free belongs to nobody.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import stat
@@ -17,13 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from qprof import owner_lock
+
 PREFIX = "qprof-run-"
 LOCK = "owner.lock"
 # A directory without a lock file: a qprof before the lock, or one being created. Left
 # alone until this old (its mtime moves with every file the run writes).
 UNLOCKED_AGE_S = 3600.0
-
-_OPEN = os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 class RunDir:
@@ -31,10 +28,7 @@ class RunDir:
 
     def __init__(self, base: Path | None = None) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))
-        starting = self.path / f".{LOCK}"
-        self._fd = os.open(starting, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        os.rename(starting, self.path / LOCK)  # the lock goes with the open file
+        self._fd = owner_lock.hold(self.path / LOCK)
 
     def remove(self) -> None:
         """Delete the directory, then let go of its lock."""
@@ -45,24 +39,15 @@ class RunDir:
 
 
 def _abandoned(path: str, now: float) -> int | None:
-    """An open descriptor holding the lock of the run directory ``path`` when its run is
-    gone (the caller removes it, then closes this); None when a run holds it or it is
-    young and unlocked."""
-    try:
-        fd = os.open(os.path.join(path, LOCK), os.O_RDONLY | _OPEN)
-    except FileNotFoundError:
-        with contextlib.suppress(OSError):
-            if now - os.stat(path, follow_symlinks=False).st_mtime > UNLOCKED_AGE_S:
-                return os.open(path, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
-        return None
-    except OSError:  # a link in the lock's place, or unreadable: not ours to judge
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    """An open descriptor keeping the run directory ``path`` while it is removed, when
+    its run is gone; None when a run holds it or it is young and unlocked."""
+    lock = Path(path) / LOCK
+    if os.path.lexists(lock):
+        return owner_lock.take_if_abandoned(lock)
+    with contextlib.suppress(OSError):
+        if now - os.stat(path, follow_symlinks=False).st_mtime > UNLOCKED_AGE_S:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    return None
 
 
 def sweep(base: Path | None = None) -> list[Path]:

@@ -29,6 +29,7 @@ from qprof.measure.records import (
     record_from_dict,
 )
 from qprof.service.retention import Retention
+from qprof.service.run_locks import CUT_SHORT, RunLocks
 from qprof.service.schema import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION
 from qprof.service.store_alerts import AlertLog
 from qprof.service.store_file import (
@@ -95,6 +96,7 @@ class Store(OnConnection):
         self.freq = FreqHistory(self._conn)
         self.alerts = AlertLog(self._conn)
         self.points = RunPoints(self._conn)
+        self.run_locks = RunLocks(self.path)
 
     def check_file(self) -> list[FileEvent]:
         """Check that the path still names the file open (each write does), and return
@@ -132,12 +134,14 @@ class Store(OnConnection):
         return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
 
     def close(self) -> None:
+        self.run_locks.let_go()
         self._conn.close()
 
     # -- runs and records -----------------------------------------------------------
 
     def begin_run(self, meta: Meta) -> str:
         cpus = [c.cpu for c in meta.cpus]
+        self.run_locks.hold(meta.run_id)  # before the row: never seen unheld
         with self._conn.writing():
             self._db.execute(
                 "INSERT INTO runs(run_id, started_at, status, profile, cpus) "
@@ -180,6 +184,7 @@ class Store(OnConnection):
             elif isinstance(record, End):
                 self._set_finished(record.run_id, record.status, record.reason,
                                    record.finished_at, record.checks, record.disagreements)
+                self.run_locks.release(record.run_id)
             elif isinstance(record, FreqSample):
                 self.freq.insert(record.cpu, record.taken_at, record.cur_khz, record.max_khz,
                                  record.hw_max_khz, record.capped, force=False)
@@ -198,15 +203,20 @@ class Store(OnConnection):
             end = End(run_id=run_id, finished_at=time.time(), status=status, reason=reason)
             self._insert_record(end)
             self._set_finished(run_id, status, reason, end.finished_at, None, None)
+        self.run_locks.release(run_id)
 
     def mark_unfinished_runs_aborted(self, reason: str = "daemon stopped during the run "
                                      "(crash, kill or power loss)") -> list[str]:
-        """At start-up: runs still 'running' were cut short; close them as aborted."""
+        """At the daemon's start: its runs still 'running' were cut short (those another
+        process still writes, a user's check in this store, are left to it); closed as
+        aborted."""
         with self._lock:
             ids = [r[0] for r in self._db.execute(
-                "SELECT run_id FROM runs WHERE status='running'")]
+                "SELECT run_id FROM runs WHERE status='running'")
+                if not self.run_locks.held(r[0])]
         for run_id in ids:
             self.finish_run(run_id, "aborted", reason)
+            self.run_locks.clear(run_id)
         return ids
 
     def _ensure_run(self, run_id: str) -> None:
@@ -240,9 +250,14 @@ class Store(OnConnection):
                 "r.cpus, (SELECT COUNT(*) FROM measurements m WHERE m.run_id=r.run_id), "
                 "r.checks, r.disagreements FROM runs r ORDER BY r.started_at DESC, r.rowid "
                 "DESC LIMIT ?", (limit,)).fetchall()
-        return [RunInfo(run_id=r[0], started_at=r[1], finished_at=r[2], status=r[3],
-                        reason=r[4], profile=r[5], cpus=json.loads(r[6] or "[]"),
-                        measurements=r[7], checks=r[8], disagreements=r[9]) for r in rows]
+        # A run left 'running' by a writer gone since reads as what it is; the daemon's
+        # start closes its own (and alerts), and nothing else rewrites it.
+        return [RunInfo(run_id=r[0], started_at=r[1], finished_at=r[2],
+                        status="aborted" if cut else r[3], reason=CUT_SHORT if cut else r[4],
+                        profile=r[5], cpus=json.loads(r[6] or "[]"),
+                        measurements=r[7], checks=r[8], disagreements=r[9])
+                for r in rows
+                for cut in [r[3] == "running" and self.run_locks.cut_short(r[0])]]
 
     def run_status(self, run_id: str) -> str | None:
         with self._lock:
