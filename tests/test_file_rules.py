@@ -51,8 +51,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tui/report.py", "unlink"): "the file it has just written",
     # Directories of qprof's own, made by mkdtemp (0700, new) and removed by it.
     ("tui/collect.py", "mkdtemp"): "a private temporary store when the state dir is not",
-    ("measure/engine.py", "mkdtemp"): "the run's private workdir",
-    ("measure/engine.py", "rmtree"): "the run's own workdir, made by mkdtemp",
+    ("measure/run_dir.py", "mkdtemp"): "the run's private workdir",
+    ("measure/run_dir.py", "rmtree"): "a run's workdir, made by mkdtemp, its run gone",
+    ("measure/run_dir.py", "os.open"): "a workdir's descriptor (O_NOFOLLOW) while removed",
+    # Lock files whose owner's death lets them go (qprof.owner_lock), in a mkdtemp
+    # workdir or a private_dir beside the store.
+    ("owner_lock.py", "os.open"): "a lock file, O_EXCL|O_NOFOLLOW, or opened O_NOFOLLOW",
+    ("owner_lock.py", "os.rename"): "that lock file, locked, into its name",
+    ("owner_lock.py", "os.unlink"): "its own temporary, when the lock was not made",
+    ("service/run_locks.py", "os.unlink"): "a run's lock file, its own or a dead writer's",
     ("verify/nb/__init__.py", "mkdtemp"): "a private kernel cache when none is writable",
     ("verify/nb/__init__.py", "rmtree"): "that private cache, made by mkdtemp",
     ("commands/bench.py", "unlink"): "the empty run file it created itself (open_new)",

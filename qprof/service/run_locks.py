@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 from pathlib import Path
 
 from qprof import owner_lock
+from qprof.atomicfile import OutputError, private_dir
 
 CUT_SHORT = "its process ended before the run did: killed, crashed or powered off"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -34,12 +34,8 @@ class RunLocks:
         path = self._file(run_id)
         if path is None or run_id in self._held:
             return
-        with contextlib.suppress(OSError):
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(self.dir, 0o700)
-            st = os.lstat(self.dir)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-                return  # a link or another user's: never written through
+        with contextlib.suppress(OSError, OutputError):
+            private_dir(self.dir)  # a link or another user's: never written through
             if os.path.lexists(path):  # one cut short under this id: its lock is stale
                 fd = owner_lock.take_if_abandoned(path)
                 if fd is None:
