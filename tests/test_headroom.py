@@ -246,6 +246,26 @@ def test_finding_2_a_factor_below_1_never_judges_a_signature_below_the_median(
     assert "below 1" in done.stderr, done.stderr
 
 
+def test_a_factor_taken_as_1_reads_back_from_its_record(tmp_path: Path) -> None:
+    """A pool's costliest of 4 read under its median (0.97, 95 % 0.963-0.976, a CI run
+    of `qprof adversary`): taken as 1, its interval holds 1, so the record a run keeps
+    reads back; before, the record said 1 over 0.963-0.976 and `qprof history` called
+    the whole store damaged. Records kept that way still read."""
+    import json as json_
+
+    from qprof.measure.preflight import adversary_records
+    from qprof.measure.records import record_from_dict
+
+    _cache_of("SLH-DSA-SHAKE-128s", {"costliest": (0.97, 0.963314, 0.97554)})
+    [kept] = adversary_records("r1", ["SLH-DSA-SHAKE-128s"]).records
+    assert (kept.factor, kept.low, kept.high) == (1.0, 0.963314, 1.0)
+    back = record_from_dict(json_.loads(kept.to_json()))
+    assert isinstance(back, AdversaryFactors) and (back.factor, back.high) == (1.0, 1.0)
+    old = json_.loads(kept.to_json()) | {"high": 0.97554}
+    before = record_from_dict(old)
+    assert isinstance(before, AdversaryFactors) and (before.factor, before.high) == (1.0, 1.0)
+
+
 @pytest.mark.parametrize("factor", [(0.1, 0.09, 0.11), (-5.0, -6.0, -4.0), (0.0, 0.0, 0.0),
                                     (40.0, 39.0, 41.0)])
 def test_finding_5_calibrate_ground_ignores_an_impossible_factor_with_a_warning(

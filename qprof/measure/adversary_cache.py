@@ -94,10 +94,13 @@ def usable_factor(suite: str, kind: str, factor: float, low: float, high: float
     few read a little under its median on a loaded host), refused below that. ML-DSA's
     crafted rejections may fail early, below 1."""
     values = (factor, low, high)
-    if not all(math.isfinite(v) for v in values) or not 0 < low <= factor <= high:
+    floor = kind != "crafted_invalid" or suite.startswith("SLH-DSA")
+    # A factor taken as 1 holds 1 in its interval; records from before that was so (1
+    # over an interval under it) read the same.
+    top = max(high, 1.0) if floor and factor == 1.0 else high
+    if not all(math.isfinite(v) for v in values) or not 0 < low <= factor <= top:
         raise ValueError(f"factor {factor:g} must lie in its 95 % interval {low:g}-{high:g}, "
                          "above 0")
-    floor = kind != "crafted_invalid" or suite.startswith("SLH-DSA")
     if floor and high < 1 - FLOOR_SLACK:
         raise ValueError(f"factor {factor:g} (up to {high:g}) is below 1: no {kind} signature "
                          "costs less than the median one")
@@ -105,7 +108,7 @@ def usable_factor(suite: str, kind: str, factor: float, low: float, high: float
     if factor > most * FACTOR_SLACK or high > most * HIGH_SLACK:
         raise ValueError(f"factor {factor:g} (up to {high:g}) is beyond what any {suite} "
                          f"signature can cost (x{most:.2f} the median)")
-    return (max(factor, 1.0), low, high) if floor else values
+    return (max(factor, 1.0), low, max(high, 1.0)) if floor else values
 
 
 def _worst(kind: str, suite: str, f: Fields) -> WorstRatio:
