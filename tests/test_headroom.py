@@ -198,7 +198,7 @@ def test_a_check_run_says_why_a_cache_s_factors_are_not_kept(tmp_path: Path) -> 
     assert [(r.suite, r.kind, r.factor) for r in kept.records] == [
         ("SLH-DSA-SHAKE-128s", "ground", 1.06)]
     [why] = kept.unreadable
-    assert why.startswith("SLH-DSA-SHAKE-256s's worst-signature factors are not used")
+    assert why.startswith("SLH-DSA-SHAKE-256s's worst-signature factor is not used")
     assert "below 1" in why
 
 
@@ -244,6 +244,24 @@ def test_finding_2_a_factor_below_1_never_judges_a_signature_below_the_median(
                           text=True, timeout=300)
     clean_exit(done.returncode, done.stdout, done.stderr)
     assert "below 1" in done.stderr, done.stderr
+
+
+def test_one_refused_kind_keeps_the_others(tmp_path: Path) -> None:
+    """A pool's costliest of 4 read at 0.93 of its median on a loaded host (refused: no
+    valid signature costs less than the median one): the run's ground and crafted factors
+    are kept and used, the costliest's refusal said (before, the whole cache was dropped
+    and `qprof history` showed no factor of the suite)."""
+    from qprof.consensus.adversarial import load_factors
+    from qprof.measure.preflight import adversary_records
+
+    _cache_of("SLH-DSA-SHAKE-128s", {"costliest": (0.93, 0.92, 0.94),
+                                     "ground": (1.06, 1.05, 1.08),
+                                     "crafted_invalid": (1.2, 1.1, 1.3)})
+    kept = adversary_records("r1", ["SLH-DSA-SHAKE-128s"])
+    assert sorted(r.kind for r in kept.records) == ["crafted_invalid", "ground"]
+    [why] = kept.unreadable
+    assert "costliest" in why and "below 1" in why
+    assert sorted(load_factors("SLH-DSA-SHAKE-128s")) == ["crafted_invalid", "ground"]
 
 
 def test_a_factor_taken_as_1_reads_back_from_its_record(tmp_path: Path) -> None:

@@ -79,6 +79,9 @@ def _read_factors(path: Path) -> dict[str, AdversaryFactor]:
         _log.warning("adversary cache ignored (no worst-signature figure): %s",
                      one_line(str(exc)))
         return {}
+    for why in summary.refused:
+        _log.warning("adversary cache ignored in part (no worst-signature figure of that "
+                     "kind): %s", one_line(f"{path}: {why}"))
     return {kind: AdversaryFactor.of(summary, summary.worst[kind])
             for kind in KINDS if kind in summary.worst}
 

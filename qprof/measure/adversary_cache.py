@@ -53,6 +53,9 @@ class CachedSummary:
     cpu_model: str
     measured_at: float
     worst: dict[str, WorstRatio]
+    # Kinds whose factor no verdict may use (usable_factor), each with why: left out of
+    # ``worst`` alone, so one noisy kind costs the run none of the others.
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,10 +126,16 @@ def _worst(kind: str, suite: str, f: Fields) -> WorstRatio:
 
 def _summary(f: Fields) -> CachedSummary:
     worst, suite = f.obj("worst"), f.string("suite", 100)
-    return CachedSummary(
-        suite, f.string("cpu_model"), f.number("measured_at", at_least=0.0),
-        {kind: _worst(kind, suite, worst.obj(kind)) for kind in worst.data
-         if worst.data[kind]})
+    usable: dict[str, WorstRatio] = {}
+    refused: list[str] = []
+    for kind in worst.data:
+        if worst.data[kind]:
+            try:
+                usable[kind] = _worst(kind, suite, worst.obj(kind))
+            except FieldError as exc:
+                refused.append(str(exc))
+    return CachedSummary(suite, f.string("cpu_model"), f.number("measured_at", at_least=0.0),
+                         usable, tuple(refused))
 
 
 def _signature(f: Fields) -> CachedSignature:

@@ -93,6 +93,8 @@ def adversary_records(run_id: str, suites: Iterable[str]) -> KeptFactors:
             out.unreadable.append(one_line(
                 f"{suite}'s worst-signature factors are not used: {exc}", MAX_SHOWN))
             continue
+        out.unreadable += [one_line(f"{suite}'s worst-signature factor is not used: "
+                                    f"{path}: {why}", MAX_SHOWN) for why in summary.refused]
         out.records += [AdversaryFactors(run_id=run_id, suite=summary.suite, kind=w.kind,
                                          factor=w.ratio, low=w.low, high=w.high,
                                          cpu_model=summary.cpu_model,
