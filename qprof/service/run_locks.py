@@ -1,7 +1,7 @@
 """Which of a store's 'running' runs are still being written: the writer holds a lock file
 per run beside the store (``STORE.running/RUN_ID``, :mod:`qprof.owner_lock`) from its
 Meta to its End or the writer's end. A run whose file is there and free was cut short
-(kill, crash, power loss): readers say so, and the next writer closes it. A run without
+(kill, crash, power loss): readers say so, and the daemon's start closes it. A run without
 a file (an older qprof's, or a writer that could not make one) is taken as it says."""
 
 from __future__ import annotations
