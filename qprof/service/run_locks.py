@@ -36,13 +36,8 @@ class RunLocks:
             return
         with contextlib.suppress(OSError, OutputError):
             private_dir(self.dir)  # a link or another user's: never written through
-            if os.path.lexists(path):  # one cut short under this id: its lock is stale
-                fd = owner_lock.take_if_abandoned(path)
-                if fd is None:
-                    return
-                os.unlink(path)
-                os.close(fd)
-            self._held[run_id] = owner_lock.hold(path)
+            self.clear(run_id)  # one cut short under this id: its lock is stale
+            self._held[run_id] = owner_lock.hold(path)  # held by another: FileExistsError
 
     def release(self, run_id: str) -> None:
         """The run ended: its file removed, its lock let go."""
@@ -63,7 +58,7 @@ class RunLocks:
         self._held.clear()
 
     def clear(self, run_id: str) -> None:
-        """A run cut short was closed: its stale file removed."""
+        """The stale file of a run cut short removed (a held one is left)."""
         path = self._file(run_id)
         fd = owner_lock.take_if_abandoned(path) if path is not None else None
         if fd is not None and path is not None:
