@@ -64,8 +64,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("verify/nb/__init__.py", "rmtree"): "that private cache, made by mkdtemp",
     ("commands/bench.py", "unlink"): "the empty run file it created itself (open_new)",
     ("commands/monitor.py", "open"): "--startup-report, a hidden option for tests",
-    ("consensus/trend/from_jsonl.py", "TemporaryDirectory"): "the decompressed run's dir",
-    ("consensus/trend/from_jsonl.py", "write_bytes"): "into that TemporaryDirectory",
     ("measure/sigtime.py", "TemporaryDirectory"): "the signature timer's job dir",
     # Engine <-> worker messages and results, in the run's mkdtemp workdir (0700).
     ("measure/protocol.py", "write_text"): "a message in the run's private workdir",

@@ -16,6 +16,7 @@ from typing import Any
 from qprof.commands.history_trend import history_trend
 from qprof.commands.options import Number
 from qprof.commands.output import shown
+from qprof.commands.reading import ReadingRuns
 from qprof.consensus import ProfileError, load_profile
 from qprof.consensus.judgement import judge
 from qprof.consensus.judgement_codec import coverage_json, judgement_json
@@ -102,7 +103,8 @@ def _files_doc(args: argparse.Namespace) -> dict[str, Any] | None:
     the stores' kept ones with --state-dir); None when a file gives no run (said)."""
 
     try:
-        got = file_runs(args.files)
+        with ReadingRuns("history") as progress:
+            got = file_runs(args.files, on_read=progress)
     except RunFileError as exc:
         print(f"qprof history: {shown(str(exc), MAX_LINE)}", file=sys.stderr)
         return None

@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qprof.commands.options import Number
+from qprof.commands.reading import ReadingRuns
 from qprof.consensus import Profile, ProfileError, load_profile
 from qprof.consensus.judgement import judge
 from qprof.consensus.judgement_codec import judgement_json
 from qprof.consensus.profiles import available_profiles, find_profile
 from qprof.consensus.trend.analysis import analyze, group
 from qprof.consensus.trend.fleet import fleet_changes
-from qprof.consensus.trend.from_jsonl import RunFile, RunFileError, read_run_file
+from qprof.consensus.trend.from_jsonl import RunFileError
 from qprof.consensus.trend.model import FleetChange, RunPoint, SeriesKey, SeriesTrend
 from qprof.consensus.trend.report import (
     alarm_text,
@@ -44,6 +43,7 @@ from qprof.measure.units import NO_PROFILE_UNIT
 from qprof.service.cores import recorded_cores
 from qprof.service.fleet import FleetError
 from qprof.service.fleet_trend import fleet_points
+from qprof.service.run_files import read_run_files
 from qprof.service.store_file import StoreError
 from qprof.service.store_paths import read_store, user_stores
 from qprof.service.trend_source import MAX_COMPUTED, store_points
@@ -120,28 +120,13 @@ def _fail(args: argparse.Namespace, text: str) -> int:
 
 # -- sources ----------------------------------------------------------------------------
 
-def _jobs(asked: int | None, files: int) -> int:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    return max(1, min(asked or cpus, files))
+def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int | None) -> Input:
+    """Each file's points, read side by side with their progress on stderr. The first file
+    that gives none ends it, named."""
 
-
-def _from_files(paths: Sequence[str], unit_suite: str | None, jobs: int) -> Input:
-    """Each file's points (a few seconds of the estimator's bootstrap each: read side by
-    side). The first file that gives none ends it, named."""
-
-    files: list[RunFile] = []
     try:
-        if jobs == 1:
-            files = [read_run_file(p, unit_suite) for p in paths]
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(read_run_file, p, unit_suite) for p in paths]
-                try:
-                    files = [f.result() for f in futures]
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
+        with ReadingRuns("trend") as progress:
+            files = read_run_files(paths, unit_suite, jobs=jobs, on_read=progress)
     except RunFileError as exc:
         raise TrendInputError(str(exc)) from None
     profiles = [p for p, _n in Counter(f.profile for f in files if f.profile).most_common()]
@@ -287,7 +272,7 @@ def _input(args: argparse.Namespace, unit_suite: str | None) -> Input:
     the default state dir's stores. A run seen in two sources counts once."""
     inputs = []
     if args.runs:
-        inputs.append(_from_files(args.runs, unit_suite, _jobs(args.jobs, len(args.runs))))
+        inputs.append(_from_files(args.runs, unit_suite, args.jobs))
     if args.prometheus:
         inputs.append(_from_prometheus(args.prometheus, args.since, args.step, unit_suite))
     if args.state_dir is not None or not inputs:

@@ -3,6 +3,7 @@ reported as ``file:line: reason`` (skipped and counted, never silently dropped).
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections.abc import Iterator
@@ -158,14 +159,20 @@ def _lines(fh: TextIO, run: RunData) -> Iterator[tuple[int, str]]:
                 return
 
 
-def read_run(path: str | Path) -> RunData:
-    """Read one JSONL run. Raises OSError only when the file cannot be opened."""
+def read_run(path: str | Path, content: bytes | None = None) -> RunData:
+    """Read one JSONL run: the file at ``path``, or ``content``, its lines already read (a
+    compressed run expanded in memory: nothing of it is left on disk), named ``path``.
+    Raises OSError only when the file cannot be opened."""
     p = Path(path)
     run = RunData(path=p)
-    try:
-        fh = open_text(p, "JSONL run")  # a FIFO would wait for a writer
-    except UserFileError as exc:
-        raise OSError(str(exc).removeprefix(f"{p}: ")) from None
+    fh: TextIO
+    if content is not None:
+        fh = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8", errors="replace")
+    else:
+        try:
+            fh = open_text(p, "JSONL run")  # a FIFO would wait for a writer
+        except UserFileError as exc:
+            raise OSError(str(exc).removeprefix(f"{p}: ")) from None
     with fh:
         for lineno, line in _lines(fh, run):
             text = line.strip()

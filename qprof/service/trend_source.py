@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from qprof.consensus.trend.from_jsonl import read_run_file
 from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import Meta, Record
 from qprof.measure.units import NO_PROFILE_UNIT
+from qprof.service.run_files import OnRead, read_run_files
 from qprof.service.store import RESULT_STATUSES, RunInfo, Store
 
 # Runs without stored points computed from their records, newest first: enough for weeks
@@ -84,10 +84,11 @@ class FileRuns:
     problems: list[str]  # bad lines skipped, "file:line: reason"
 
 
-def file_runs(paths: Sequence[str | Path], unit_suite: str | None = None) -> FileRuns:
-    """Each file's run, records and points (RunFileError: the first file that gives
-    none, one line naming it)."""
-    files = [read_run_file(p, unit_suite, with_run=True) for p in paths]
+def file_runs(paths: Sequence[str | Path], unit_suite: str | None = None,
+              on_read: OnRead | None = None) -> FileRuns:
+    """Each file's run, records and points, read side by side (RunFileError: the first
+    file that gives none, one line naming it)."""
+    files = read_run_files(paths, unit_suite, with_run=True, on_read=on_read)
     runs = sorted((f.run for f in files if f.run is not None),
                   key=lambda r: r.meta.started_at if r.meta else 0.0, reverse=True)
     return FileRuns(runs=[_run_info(r) for r in runs], newest=runs[0],

@@ -3,17 +3,15 @@
 One file is one run (`qprof check -o`, `qprof bench -o`, `qprof export`), read by
 :func:`qprof.measure.jsonl.read_run` and turned into points by
 :func:`qprof.consensus.trend.from_records.run_points` (the estimator `qprof check` uses).
-``.xz`` and ``.gz`` files (archived runs, the tests' data) are decompressed first, within a
-size cap. A file that gives no point is a :class:`RunFileError`, one line naming it.
+``.xz`` and ``.gz`` files (archived runs, the tests' data) are expanded in memory, within a
+size cap (nothing is left on disk when the reader is killed). A file that gives no point
+is a :class:`RunFileError`, one line naming it.
 """
 
 from __future__ import annotations
 
 import lzma
-import tempfile
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,34 +67,18 @@ def _expand(path: Path) -> bytes:
         raise RunFileError(f"{path}: not {path.suffix[1:]} data ({exc})") from None
 
 
-@contextmanager
-def _plain(path: Path) -> Iterator[Path]:
-    """The run as a plain file: ``path`` itself, or its decompressed copy in a temporary
-    directory (removed on exit)."""
-    if path.suffix not in COMPRESSED:
-        yield path
-        return
-    try:
-        data = _expand(path)
-    except UserFileError as exc:
-        raise RunFileError(str(exc)) from None
-    with tempfile.TemporaryDirectory(prefix="qprof-trend-") as tmp:
-        plain = Path(tmp) / path.stem
-        plain.write_bytes(data)
-        yield plain
-
-
 def read_run_file(path: str | Path, unit_suite: str | None = None,
                   with_run: bool = False) -> RunFile:
     """One recorded run's points, each CPU and backend one (``with_run``: its records
     too); the unit suite is the run's own (its settings) unless ``unit_suite`` is given."""
     p = Path(path)
-    with _plain(p) as plain:
-        try:
-            run = read_run(plain)
-        except OSError as exc:
-            raise RunFileError(f"{p}: {exc.strerror or exc}") from None
-        problems = [x.replace(str(plain), str(p)) for x in run.problems]
+    try:
+        run = read_run(p, _expand(p) if p.suffix in COMPRESSED else None)
+    except UserFileError as exc:
+        raise RunFileError(str(exc)) from None
+    except OSError as exc:
+        raise RunFileError(f"{p}: {exc.strerror or exc}") from None
+    problems = run.problems
     first = f" (first problem: {problems[0]})" if problems else ""
     if run.meta is None or not run.measurements:
         raise RunFileError(f"{p}: no meta line and measurements: not a recorded run{first}")
