@@ -11,13 +11,16 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from qprof.commands import reading
+from qprof.consensus import load_profile
 from qprof.consensus.trend.from_jsonl import RunFileError
-from qprof.service.run_files import read_run_files
+from qprof.report.judgement import report_judgement
+from qprof.service.run_files import points_of_runs, read_run_files
 
 REPO = Path(__file__).resolve().parents[1]
 ZEN4 = sorted((REPO / "tests" / "data" / "trend" / "zen4").glob("check-*.jsonl.xz"))
@@ -32,6 +35,14 @@ def test_files_read_side_by_side_come_back_in_order() -> None:
     assert [f.points for f in side] == [f.points for f in alone]
     assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
     assert not multiprocessing.active_children()
+
+
+def test_a_report_judged_side_by_side_is_the_one_judged_alone() -> None:
+    runs = [f.run for f in read_run_files(ZEN4[:3], with_run=True, jobs=1) if f.run]
+    profile = load_profile("qanum")
+    alone = report_judgement(runs, profile)
+    side = report_judgement(runs, profile, points_of=partial(points_of_runs, jobs=2))
+    assert side == alone and alone.suites
 
 
 def test_a_bad_file_ends_the_read_named(tmp_path: Path) -> None:

@@ -15,10 +15,12 @@ import json
 import sys
 import textwrap
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
 from qprof.commands.output import OutputError, check_output, shown, write_file
+from qprof.commands.reading import ReadingRuns
 from qprof.consensus import Profile, ProfileError, load_profile
 from qprof.consensus.adversarial import AdversaryFactor
 from qprof.consensus.calibrate import (
@@ -43,6 +45,7 @@ from qprof.measure.records_parts import MachineInfo
 from qprof.report.judgement import report_judgement
 from qprof.service.fleet import FleetError, fleet_estimates
 from qprof.service.keep import kept_node
+from qprof.service.run_files import points_of_runs
 
 MAX_ERROR = 2000  # an error line names what a run or a server held: bounded
 NODES_NAMED = 20  # in the proposed TOML's comment and the text's first line
@@ -148,7 +151,9 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
                           seen)
         where = ", ".join(str(r.path) for r in runs)
         try:
-            results = report_judgement(runs, profile).coverage
+            with ReadingRuns("calibrate") as progress:
+                results = report_judgement(runs, profile, points_of=partial(
+                    points_of_runs, on_done=progress)).coverage
         except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
             raise ValueError(f"{where}: its measurements do not give an estimate "
                              f"({type(exc).__name__}: {exc})") from None

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from qprof.commands.output import OutputError, check_output, write_file, write_output
+from qprof.commands.reading import ReadingRuns
 from qprof.consensus import ProfileError, load_profile
 from qprof.consensus.profiles import run_profile, run_profile_note
 from qprof.consensus.trend.model import RunPoint, SeriesKey
@@ -27,6 +29,7 @@ from qprof.report.html import render_html
 from qprof.report.judgement import report_judgement
 from qprof.report.markdown import render_report
 from qprof.service.keep import kept_points
+from qprof.service.run_files import points_of_runs
 from qprof.service.store_file import StoreError
 from qprof.service.store_paths import locate_run, read_store, user_stores
 
@@ -107,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
 
     # Once, for both reports: the judgement over the runs and the kept ones, its series
     # of several runs the trend section.
-    judgement = report_judgement(runs, profile, kept)
+    with ReadingRuns("report") as progress:
+        judgement = report_judgement(runs, profile, kept,
+                                     partial(points_of_runs, on_done=progress))
     trends = [t for t in judgement.trends if len(t.runs) >= 2]
     text = render_report(runs, profile, blocks, trends, judgement)
     if args.html:

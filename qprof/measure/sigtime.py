@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from qprof.measure.child.job import ChildJob, Entry
 from qprof.measure.child.launch import run
 from qprof.measure.lifeline import die_with_parent
 from qprof.measure.processes import parent_off_cpu
+from qprof.measure.run_dir import RunDir, sweep
 from qprof.measure.timing import Clock
 from qprof.measure.worker import _pin, _set_nice
 from qprof.verify import get_verifier
@@ -102,8 +102,11 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
     """Per item, one ``SigTiming`` per backend (in ``backends`` order)."""
     if not items:
         return []
-    with tempfile.TemporaryDirectory(prefix="qprof-sigtime-") as tmp:
-        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
+    # A run's directory: one a kill leaves behind is swept by the next run (run_dir).
+    sweep()
+    work = RunDir()
+    try:
+        job_path, out_path = work.path / "job.json", work.path / "out.json"
         SigJob(cpu, rounds, timer, nice, tuple(backends), tuple(items)).write(job_path)
         with parent_off_cpu(cpu):
             try:
@@ -114,6 +117,8 @@ def time_signatures(items: Sequence[SigItem], cpu: int, rounds: int = DEFAULT_RO
             tail = done.tail(3) or done.returncode
             raise SigTimeError(f"timing worker failed on CPU {cpu}: {tail}")
         raw = json.loads(out_path.read_text())
+    finally:
+        work.remove()
     return [[SigTiming(int(t["index"]), str(t["backend"]), bool(t["accepted"]),
                        tuple(float(v) for v in t["values_ns"])) for t in row] for row in raw]
 

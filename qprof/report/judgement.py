@@ -5,7 +5,7 @@ verdict's words, with the figure it stands on and the newest run's beside it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from qprof.consensus import Profile
 from qprof.consensus.judgement import Judgement, SuiteJudgement, judge
@@ -14,7 +14,11 @@ from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.consensus.verdict_types import WORDS, CoverageResult
 from qprof.measure.jsonl import RunData
+from qprof.measure.records import Record
 from qprof.report.trend import unit_of
+
+# Runs' records and the unit suite -> each run's points, in order.
+PointsOf = Callable[[Sequence[Sequence[Record]], str], list[list[tuple[SeriesKey, RunPoint]]]]
 
 OVERALL = {"covered": "covered: every binding verdict holds",
            "not_covered": "NOT covered: a binding verdict is broken",
@@ -24,18 +28,27 @@ OVERALL = {"covered": "covered: every binding verdict holds",
 
 
 def report_judgement(runs: Sequence[RunData], profile: Profile | None,
-                     kept: Sequence[tuple[SeriesKey, RunPoint]] = ()) -> Judgement:
+                     kept: Sequence[tuple[SeriesKey, RunPoint]] = (),
+                     points_of: PointsOf | None = None) -> Judgement:
     """The judgement of the newest run among ``runs`` with every run's points (and the
-    stores' ``kept`` points) behind it."""
+    stores' ``kept`` points) behind it; ``points_of`` computes runs' points (default: one
+    after another, here; qprof.service.run_files's side by side)."""
     unit, _vu = unit_of(profile)
     # A run's points only where a store did not keep them, and none for one run alone:
     # its own estimates are its verdict (as `check --from` without a store).
     have = {p.run_id for _k, p in kept}
     todo = [run for run in runs if run.meta is None or run.meta.run_id not in have]
-    points = [*kept, *(p for run in todo for p in run_points(run.records, unit_suite=unit))
-              ] if kept or len(runs) > 1 else []
+    points: list[tuple[SeriesKey, RunPoint]] = []
+    if kept or len(runs) > 1:
+        computed = (points_of or _one_by_one)([run.records for run in todo], unit)
+        points = [*kept, *(p for one in computed for p in one)]
     return judge([m for run in runs for m in run.measurements], profile, points,
                  cores=cores_from_records(r for run in runs for r in run.records))
+
+
+def _one_by_one(runs: Sequence[Sequence[Record]], unit: str
+                ) -> list[list[tuple[SeriesKey, RunPoint]]]:
+    return [run_points(list(records), unit_suite=unit) for records in runs]
 
 
 def _figure(r: CoverageResult) -> str:

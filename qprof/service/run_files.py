@@ -1,6 +1,7 @@
-"""Recorded runs (JSONL files) read side by side, for `qprof trend` and `qprof history`.
+"""Recorded runs read side by side: JSONL files for `qprof trend` and `qprof history`, runs'
+points for `qprof report` and `qprof calibrate`.
 
-Each file costs a few seconds of the estimator's bootstrap, so files are read by worker
+Each run costs a few seconds of the estimator's bootstrap, so runs are read by worker
 processes, one per usable CPU. The workers leave with the reader: they ignore Ctrl-C (the
 reader ends them at once) and die with it when it is killed (PR_SET_PDEATHSIG), so no
 worker goes on computing after its command ended.
@@ -11,13 +12,20 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
-from qprof.consensus.trend.from_jsonl import RunFile, RunFileError, read_run_file
+from qprof.consensus.trend.from_jsonl import RunFile, read_run_file
+from qprof.consensus.trend.from_records import run_points
+from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.lifeline import die_with_parent, parent_gone
+from qprof.measure.records import Record
 
-# Called after each file read: (files read, files in all).
+# Told at the start and after each item: (items done, items in all).
 OnRead = Callable[[int, int], None]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def usable_cpus() -> int:
@@ -25,44 +33,65 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
-def read_run_files(paths: Sequence[str | Path], unit_suite: str | None = None, *,
-                   with_run: bool = False, jobs: int | None = None,
-                   on_read: OnRead | None = None) -> list[RunFile]:
-    """Each file's run points (``with_run``: its records too), in the order given, read
-    by ``jobs`` processes at once (default: the usable CPUs); ``on_read`` is told at the
-    start and after each file. RunFileError: the first file found to give none, named;
-    the others are not read further."""
-    names = [str(p) for p in paths]
-    jobs = max(1, min(jobs or usable_cpus(), len(names)))
-    if on_read is not None:
-        on_read(0, len(names))
+def side_by_side(work: Callable[[T], R], items: Sequence[T], jobs: int | None = None,
+                 on_done: OnRead | None = None) -> list[R]:
+    """``work(item)`` for each item, by ``jobs`` worker processes at once (default: the
+    usable CPUs), the results in the order given; ``on_done`` is told at the start and
+    after each. The first exception a worker raises is raised here, and the work still
+    running is ended (``work`` is a module's function, or a partial of one)."""
+    total = len(items)
+    if not total:
+        return []
+    jobs = max(1, min(jobs or usable_cpus(), total))
+    if on_done is not None:
+        on_done(0, total)
     if jobs == 1:
-        files = []
-        for name in names:
-            files.append(read_run_file(name, unit_suite, with_run))
-            if on_read is not None:
-                on_read(len(files), len(names))
-        return files
+        out = []
+        for item in items:
+            out.append(work(item))
+            if on_done is not None:
+                on_done(len(out), total)
+        return out
     import multiprocessing
 
-    got: dict[int, RunFile] = {}
+    got: dict[int, R] = {}
     # fork: the workers are this process's children (what their lifeline watches), and
     # start without importing qprof again.
     pool = multiprocessing.get_context("fork").Pool(
         jobs, initializer=_worker_start, initargs=(os.getpid(),))
     try:
-        tasks = [(i, name, unit_suite, with_run) for i, name in enumerate(names)]
-        for i, result in pool.imap_unordered(_read_one, tasks):
-            if isinstance(result, str):
-                raise RunFileError(result)
+        for i, result in pool.imap_unordered(_indexed, [(i, work, item) for i, item
+                                                        in enumerate(items)]):
             got[i] = result
-            if on_read is not None:
-                on_read(len(got), len(names))
+            if on_done is not None:
+                on_done(len(got), total)
         pool.close()
     finally:
-        pool.terminate()  # at once, a file half read included (Ctrl-C, a bad file)
+        pool.terminate()  # at once, an item half done included (Ctrl-C, an error)
         pool.join()
-    return [got[i] for i in range(len(names))]
+    return [got[i] for i in range(total)]
+
+
+def read_run_files(paths: Sequence[str | Path], unit_suite: str | None = None, *,
+                   with_run: bool = False, jobs: int | None = None,
+                   on_read: OnRead | None = None) -> list[RunFile]:
+    """Each file's run points (``with_run``: its records too), in the order given, read
+    side by side. RunFileError: the first file found to give none, named; the others are
+    not read further."""
+    return side_by_side(partial(read_run_file, unit_suite=unit_suite, with_run=with_run),
+                        [str(p) for p in paths], jobs, on_read)
+
+
+def points_of_runs(runs: Sequence[Sequence[Record]], unit_suite: str, *,
+                   jobs: int | None = None, on_done: OnRead | None = None
+                   ) -> list[list[tuple[SeriesKey, RunPoint]]]:
+    """Each run's points (from its records, against ``unit_suite``), side by side."""
+    return side_by_side(partial(_points, unit_suite=unit_suite), [list(r) for r in runs],
+                        jobs, on_done)
+
+
+def _points(records: list[Record], unit_suite: str) -> list[tuple[SeriesKey, RunPoint]]:
+    return run_points(records, unit_suite=unit_suite)
 
 
 def _worker_start(parent: int) -> None:
@@ -72,9 +101,6 @@ def _worker_start(parent: int) -> None:
         os._exit(0)
 
 
-def _read_one(task: tuple[int, str, str | None, bool]) -> tuple[int, RunFile | str]:
-    i, name, unit_suite, with_run = task
-    try:
-        return i, read_run_file(name, unit_suite, with_run)
-    except RunFileError as exc:
-        return i, str(exc)
+def _indexed(task: tuple[int, Callable[[T], R], T]) -> tuple[int, R]:
+    i, work, item = task
+    return i, work(item)
