@@ -1,7 +1,7 @@
-"""How far a command is in reading recorded runs (a few seconds of the estimator each),
-said on stderr: one updating line on a terminal, erased when the reading ends; elsewhere
-(a log, a pipe) a line once the reading has taken 5 s, then every 10 s, so a quick read
-says nothing and a long one is never silent."""
+"""How far a command is in reading recorded runs or computing their points (a few
+seconds of the estimator each), said on stderr: one updating line on a terminal, erased
+when the reading ends; elsewhere (a log, a pipe) a line once the reading has taken 5 s,
+then every 10 s, so a quick read says nothing and a long one is never silent."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ EVERY_S = 10.0  # then one line this often
 
 
 class ReadingRuns:
-    """``on_read`` for :func:`qprof.service.run_files.read_run_files`, as a context."""
+    """The progress callback of :mod:`qprof.service.run_files`, as a context."""
 
-    def __init__(self, command: str, stream: TextIO | None = None) -> None:
+    def __init__(self, command: str, stream: TextIO | None = None,
+                 done: str = "recorded runs read") -> None:
         self.command = command
+        self.done = done
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
@@ -27,8 +29,7 @@ class ReadingRuns:
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        text = (f"qprof {self.command}: {done} of {total} recorded runs read "
-                f"({now - self.started:.0f} s)")
+        text = f"qprof {self.command}: {done} of {total} {self.done} ({now - self.started:.0f} s)"
         if self.tty:
             self.stream.write("\r" + text.ljust(self.width))
             self.width = len(text)

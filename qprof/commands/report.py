@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Once, for both reports: the judgement over the runs and the kept ones, its series
     # of several runs the trend section.
-    with ReadingRuns("report") as progress:
+    with ReadingRuns("report", done="runs' points computed") as progress:
         judgement = report_judgement(runs, profile, kept,
                                      partial(points_of_runs, on_done=progress))
     trends = [t for t in judgement.trends if len(t.runs) >= 2]

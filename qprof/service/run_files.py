@@ -28,11 +28,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-
-
 def side_by_side(work: Callable[[T], R], items: Sequence[T], jobs: int | None = None,
                  on_done: OnRead | None = None) -> list[R]:
     """``work(item)`` for each item, by ``jobs`` worker processes at once (default: the
@@ -42,7 +37,7 @@ def side_by_side(work: Callable[[T], R], items: Sequence[T], jobs: int | None = 
     total = len(items)
     if not total:
         return []
-    jobs = max(1, min(jobs or usable_cpus(), total))
+    jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), total))
     if on_done is not None:
         on_done(0, total)
     if jobs == 1:
