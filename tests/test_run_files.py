@@ -40,8 +40,8 @@ def test_files_read_side_by_side_come_back_in_order() -> None:
 def test_a_report_judged_side_by_side_is_the_one_judged_alone() -> None:
     runs = [f.run for f in read_run_files(ZEN4[:3], with_run=True, jobs=1) if f.run]
     profile = load_profile("qanum")
-    alone = report_judgement(runs, profile)
-    side = report_judgement(runs, profile, points_of=partial(points_of_runs, jobs=2))
+    alone = report_judgement(runs, profile, (), partial(points_of_runs, jobs=1))
+    side = report_judgement(runs, profile, (), partial(points_of_runs, jobs=2))
     assert side == alone and alone.suites
 
 

@@ -152,7 +152,7 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
         where = ", ".join(str(r.path) for r in runs)
         try:
             with ReadingRuns("calibrate", done="runs' points computed") as progress:
-                results = report_judgement(runs, profile, points_of=partial(
+                results = report_judgement(runs, profile, (), partial(
                     points_of_runs, on_done=progress)).coverage
         except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)
             raise ValueError(f"{where}: its measurements do not give an estimate "

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from qprof.consensus import Profile
 from qprof.consensus.judgement import Judgement, SuiteJudgement, judge
 from qprof.consensus.policy import cores_from_records
-from qprof.consensus.trend.from_records import run_points
 from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.consensus.verdict_types import WORDS, CoverageResult
 from qprof.measure.jsonl import RunData
@@ -28,11 +27,11 @@ OVERALL = {"covered": "covered: every binding verdict holds",
 
 
 def report_judgement(runs: Sequence[RunData], profile: Profile | None,
-                     kept: Sequence[tuple[SeriesKey, RunPoint]] = (),
-                     points_of: PointsOf | None = None) -> Judgement:
+                     kept: Sequence[tuple[SeriesKey, RunPoint]], points_of: PointsOf
+                     ) -> Judgement:
     """The judgement of the newest run among ``runs`` with every run's points (and the
-    stores' ``kept`` points) behind it; ``points_of`` computes runs' points (default: one
-    after another, here; qprof.service.run_files's side by side)."""
+    stores' ``kept`` points) behind it; ``points_of`` computes runs' points
+    (qprof.service.run_files's, side by side)."""
     unit, _vu = unit_of(profile)
     # A run's points only where a store did not keep them, and none for one run alone:
     # its own estimates are its verdict (as `check --from` without a store).
@@ -40,15 +39,10 @@ def report_judgement(runs: Sequence[RunData], profile: Profile | None,
     todo = [run for run in runs if run.meta is None or run.meta.run_id not in have]
     points: list[tuple[SeriesKey, RunPoint]] = []
     if kept or len(runs) > 1:
-        computed = (points_of or _one_by_one)([run.records for run in todo], unit)
+        computed = points_of([run.records for run in todo], unit)
         points = [*kept, *(p for one in computed for p in one)]
     return judge([m for run in runs for m in run.measurements], profile, points,
                  cores=cores_from_records(r for run in runs for r in run.records))
-
-
-def _one_by_one(runs: Sequence[Sequence[Record]], unit: str
-                ) -> list[list[tuple[SeriesKey, RunPoint]]]:
-    return [run_points(list(records), unit_suite=unit) for records in runs]
 
 
 def _figure(r: CoverageResult) -> str:

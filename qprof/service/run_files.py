@@ -23,13 +23,13 @@ from qprof.measure.lifeline import die_with_parent, parent_gone
 from qprof.measure.records import Record
 
 # Told at the start and after each item: (items done, items in all).
-OnRead = Callable[[int, int], None]
+OnDone = Callable[[int, int], None]
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 def side_by_side(work: Callable[[T], R], items: Sequence[T], jobs: int | None = None,
-                 on_done: OnRead | None = None) -> list[R]:
+                 on_done: OnDone | None = None) -> list[R]:
     """``work(item)`` for each item, by ``jobs`` worker processes at once (default: the
     usable CPUs), the results in the order given; ``on_done`` is told at the start and
     after each. The first exception a worker raises is raised here, and the work still
@@ -60,7 +60,6 @@ def side_by_side(work: Callable[[T], R], items: Sequence[T], jobs: int | None = 
             got[i] = result
             if on_done is not None:
                 on_done(len(got), total)
-        pool.close()
     finally:
         pool.terminate()  # at once, an item half done included (Ctrl-C, an error)
         pool.join()
@@ -69,7 +68,7 @@ def side_by_side(work: Callable[[T], R], items: Sequence[T], jobs: int | None = 
 
 def read_run_files(paths: Sequence[str | Path], unit_suite: str | None = None, *,
                    with_run: bool = False, jobs: int | None = None,
-                   on_read: OnRead | None = None) -> list[RunFile]:
+                   on_read: OnDone | None = None) -> list[RunFile]:
     """Each file's run points (``with_run``: its records too), in the order given, read
     side by side. RunFileError: the first file found to give none, named; the others are
     not read further."""
@@ -78,15 +77,10 @@ def read_run_files(paths: Sequence[str | Path], unit_suite: str | None = None, *
 
 
 def points_of_runs(runs: Sequence[Sequence[Record]], unit_suite: str, *,
-                   jobs: int | None = None, on_done: OnRead | None = None
+                   jobs: int | None = None, on_done: OnDone | None = None
                    ) -> list[list[tuple[SeriesKey, RunPoint]]]:
     """Each run's points (from its records, against ``unit_suite``), side by side."""
-    return side_by_side(partial(_points, unit_suite=unit_suite), [list(r) for r in runs],
-                        jobs, on_done)
-
-
-def _points(records: list[Record], unit_suite: str) -> list[tuple[SeriesKey, RunPoint]]:
-    return run_points(records, unit_suite=unit_suite)
+    return side_by_side(partial(run_points, unit_suite=unit_suite), runs, jobs, on_done)
 
 
 def _worker_start(parent: int) -> None:

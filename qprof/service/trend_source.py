@@ -20,7 +20,7 @@ from qprof.consensus.trend.model import RunPoint, SeriesKey
 from qprof.measure.jsonl import RunData
 from qprof.measure.records import Meta, Record
 from qprof.measure.units import NO_PROFILE_UNIT
-from qprof.service.run_files import OnRead, read_run_files
+from qprof.service.run_files import OnDone, read_run_files
 from qprof.service.store import RESULT_STATUSES, RunInfo, Store
 
 # Runs without stored points computed from their records, newest first: enough for weeks
@@ -85,7 +85,7 @@ class FileRuns:
 
 
 def file_runs(paths: Sequence[str | Path], unit_suite: str | None = None,
-              on_read: OnRead | None = None) -> FileRuns:
+              on_read: OnDone | None = None) -> FileRuns:
     """Each file's run, records and points, read side by side (RunFileError: the first
     file that gives none, one line naming it)."""
     files = read_run_files(paths, unit_suite, with_run=True, on_read=on_read)
