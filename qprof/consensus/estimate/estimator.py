@@ -293,6 +293,45 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
     )
 
 
+def _groups(measurements: Iterable[Measurement], unit_suite: str, unit_vu: int,
+            operation: str, statistic: str, steady_spread_bp: float
+            ) -> tuple[dict[Key, Reduced], dict[tuple[int, str], _Group]]:
+    """The run's reductions and, per CPU and backend, its statistic and quiet pairs: what
+    every interval of one run starts from, whichever signatures it resamples."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
+    # Rounds timed at one clock: a cap that came or went mid-run is left out (when enough
+    # rounds remain; the run's note says which, or that it could not).
+    steady, _changes = steady_measurements(measurements, unit_suite)
+    reduced = reduce_measurements(m for m in steady if m.operation == operation)
+    # Each (cpu, backend) sees its own reductions only: linear in the CPUs of a run.
+    by_group: dict[tuple[int, str], dict[Key, Reduced]] = {}
+    for key, red in reduced.items():
+        by_group.setdefault((key[0], key[2]), {})[key] = red
+    groups: dict[tuple[int, str], _Group] = {}
+    for (cpu, backend), mine in by_group.items():
+        paired = paired_for(mine, cpu, backend, operation, unit_suite)
+        if statistic == "auto":
+            used, why = choose_statistic(mine, cpu, backend, paired, operation,
+                                         steady_spread_bp, unit_suite)
+        else:
+            used, why = statistic, "asked for"  # type: ignore[assignment]
+        groups[(cpu, backend)] = _Group(mine, cpu, backend, operation, unit_suite,
+                                        unit_vu, used, why, paired)
+    return reduced, groups
+
+
+def _estimates(reduced: dict[Key, Reduced], groups: dict[tuple[int, str], _Group],
+               statistic: str, replicates: int, signatures: bool) -> list[SuiteEstimate]:
+    out: list[SuiteEstimate] = []
+    for (cpu, backend), g in sorted(groups.items()):
+        suites = sorted((key[1] for key in g.reduced), key=lambda s: (s != g.unit_suite, s))
+        for suite in suites:
+            out.append(_estimate_suite(g, reduced[(cpu, suite, backend, g.operation)],
+                                       statistic, replicates, signatures))
+    return out
+
+
 def estimate(
     measurements: Iterable[Measurement],
     *,
@@ -316,31 +355,24 @@ def estimate(
     measurement's share alone, what the stopping rule asks about: more rounds cannot
     narrow the pool's share). Deterministic: the same records give the same figures.
     """
-    if statistic not in STATISTICS:
-        raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
-    # Rounds timed at one clock: a cap that came or went mid-run is left out (when enough
-    # rounds remain; the run's note says which, or that it could not).
-    steady, _changes = steady_measurements(measurements, unit_suite)
-    reduced = reduce_measurements(m for m in steady if m.operation == operation)
-    # Each (cpu, backend) sees its own reductions only: linear in the CPUs of a run.
-    by_group: dict[tuple[int, str], dict[Key, Reduced]] = {}
-    for key, red in reduced.items():
-        by_group.setdefault((key[0], key[2]), {})[key] = red
-    groups: dict[tuple[int, str], _Group] = {}
-    for (cpu, backend), mine in by_group.items():
-        paired = paired_for(mine, cpu, backend, operation, unit_suite)
-        if statistic == "auto":
-            used, why = choose_statistic(mine, cpu, backend, paired, operation,
-                                         steady_spread_bp, unit_suite)
-        else:
-            used, why = statistic, "asked for"  # type: ignore[assignment]
-        groups[(cpu, backend)] = _Group(mine, cpu, backend, operation, unit_suite,
-                                        unit_vu, used, why, paired)
-    out: list[SuiteEstimate] = []
-    for (cpu, backend), g in sorted(groups.items()):
-        suites = sorted((s for _c, s, _b, _o in by_group[(cpu, backend)]),
-                        key=lambda s: (s != unit_suite, s))
-        for suite in suites:
-            out.append(_estimate_suite(g, reduced[(cpu, suite, backend, operation)],
-                                       statistic, replicates, signatures))
-    return out
+    reduced, groups = _groups(measurements, unit_suite, unit_vu, operation, statistic,
+                              steady_spread_bp)
+    return _estimates(reduced, groups, statistic, replicates, signatures)
+
+
+def estimate_both(
+    measurements: Iterable[Measurement],
+    *,
+    unit_suite: str = NO_PROFILE_UNIT.suite,
+    unit_vu: int = NO_PROFILE_UNIT.vu,
+    operation: str = "verify",
+    statistic: str = "auto",
+    replicates: int = REPLICATES,
+) -> tuple[list[SuiteEstimate], list[SuiteEstimate]]:
+    """:func:`estimate` with the pool's signatures resampled, and with them held: the
+    same figures as two calls, from one reduction and one fit of the quiet pairs (a
+    run's point needs both; the fit is a fifth of a run's estimating)."""
+    reduced, groups = _groups(measurements, unit_suite, unit_vu, operation, statistic,
+                              STEADY_SPREAD_BP)
+    return (_estimates(reduced, groups, statistic, replicates, True),
+            _estimates(reduced, groups, statistic, replicates, False))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from qprof.consensus.estimate.estimator import REPLICATES, estimate
+from qprof.consensus.estimate.estimator import REPLICATES, estimate_both
 from qprof.consensus.functional import undecided_where_mismatched
 from qprof.consensus.trend.model import RunContext, RunPoint, SeriesKey, SuiteRun
 from qprof.measure.records import Env, FreqSample, Measurement, Meta, Record
@@ -108,13 +108,11 @@ def run_points(records: Iterable[Record], *, unit_suite: str = NO_PROFILE_UNIT.s
     unit_ns: dict[tuple[int, str], float | None] = {}
     # The measurement's share alone (signatures held): the rest of a run's interval is
     # its signature pool's, which the runs of one pool share.
-    held = {(e.cpu, e.backend, e.suite): e.ratio_ci
-            for e in estimate(measurements, unit_suite=unit_suite, operation=operation,
-                              replicates=replicates, signatures=False)}
+    full, held_pool = estimate_both(measurements, unit_suite=unit_suite,
+                                    operation=operation, replicates=replicates)
+    held = {(e.cpu, e.backend, e.suite): e.ratio_ci for e in held_pool}
     # A backend that failed its known answers is never decided: a gap, as in check.
-    for e in undecided_where_mismatched(
-            estimate(measurements, unit_suite=unit_suite, operation=operation,
-                     replicates=replicates), measurements, unit_suite):
+    for e in undecided_where_mismatched(full, measurements, unit_suite):
         group = by_group.setdefault((e.cpu, e.backend), [])
         if e.is_unit:
             shares[(e.cpu, e.backend)] = e.contended_share
