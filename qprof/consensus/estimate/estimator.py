@@ -371,7 +371,7 @@ def estimate_both(
 ) -> tuple[list[SuiteEstimate], list[SuiteEstimate]]:
     """:func:`estimate` with the pool's signatures resampled, and with them held: the
     same figures as two calls, from one reduction and one fit of the quiet pairs (a
-    run's point needs both; the fit is a fifth of a run's estimating)."""
+    run's point needs both: the pool's share is their difference)."""
     reduced, groups = _groups(measurements, unit_suite, unit_vu, operation, statistic,
                               STEADY_SPREAD_BP)
     return (_estimates(reduced, groups, statistic, replicates, True),
