@@ -362,17 +362,13 @@ def estimate(
 
 def estimate_both(
     measurements: Iterable[Measurement],
-    *,
-    unit_suite: str = NO_PROFILE_UNIT.suite,
-    unit_vu: int = NO_PROFILE_UNIT.vu,
-    operation: str = "verify",
-    statistic: str = "auto",
-    replicates: int = REPLICATES,
+    *, unit_suite: str, operation: str, replicates: int,
 ) -> tuple[list[SuiteEstimate], list[SuiteEstimate]]:
-    """:func:`estimate` with the pool's signatures resampled, and with them held: the
-    same figures as two calls, from one reduction and one fit of the quiet pairs (a
-    run's point needs both: the pool's share is their difference)."""
-    reduced, groups = _groups(measurements, unit_suite, unit_vu, operation, statistic,
-                              STEADY_SPREAD_BP)
-    return (_estimates(reduced, groups, statistic, replicates, True),
-            _estimates(reduced, groups, statistic, replicates, False))
+    """:func:`estimate` (``auto``, no profile's unit VU) with the pool's signatures
+    resampled, and with them held: the same figures as two calls, from one reduction and
+    one fit of the quiet pairs (a run's point needs both: the pool's share is their
+    difference)."""
+    reduced, groups = _groups(measurements, unit_suite, NO_PROFILE_UNIT.vu, operation,
+                              "auto", STEADY_SPREAD_BP)
+    return (_estimates(reduced, groups, "auto", replicates, True),
+            _estimates(reduced, groups, "auto", replicates, False))
