@@ -20,7 +20,7 @@ from pathlib import Path
 
 from qprof.commands.calibrate_headroom import headroom_json, headroom_lines
 from qprof.commands.output import OutputError, check_output, shown, write_file
-from qprof.commands.reading import ReadingRuns
+from qprof.commands.reading import COMPUTED, ReadingRuns
 from qprof.consensus import Profile, ProfileError, load_profile
 from qprof.consensus.adversarial import AdversaryFactor
 from qprof.consensus.calibrate import (
@@ -151,7 +151,7 @@ def _from_runs(profile: Profile, paths: list[str], factors: dict[str, Factors] |
                           seen)
         where = ", ".join(str(r.path) for r in runs)
         try:
-            with ReadingRuns("calibrate", done="runs' points computed") as progress:
+            with ReadingRuns("calibrate", done=COMPUTED) as progress:
                 results = report_judgement(runs, profile, (), partial(
                     points_of_runs, on_done=progress)).coverage
         except (ArithmeticError, ValueError) as exc:  # records no engine writes (zero times)

@@ -12,13 +12,15 @@ from typing import TextIO
 
 FIRST_LINE_S = 5.0  # not on a terminal: the first line after this long
 EVERY_S = 10.0  # then one line this often
+READ = "recorded runs read"
+COMPUTED = "runs' points computed"  # report and calibrate: the runs are read already
 
 
 class ReadingRuns:
     """The progress callback of :mod:`qprof.service.run_files`, as a context."""
 
     def __init__(self, command: str, stream: TextIO | None = None,
-                 done: str = "recorded runs read") -> None:
+                 done: str = READ) -> None:
         self.command = command
         self.done = done
         self.stream = stream or sys.stderr

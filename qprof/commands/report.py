@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from qprof.commands.output import OutputError, check_output, write_file, write_output
-from qprof.commands.reading import ReadingRuns
+from qprof.commands.reading import COMPUTED, ReadingRuns
 from qprof.consensus import ProfileError, load_profile
 from qprof.consensus.profiles import run_profile, run_profile_note
 from qprof.consensus.trend.model import RunPoint, SeriesKey
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Once, for both reports: the judgement over the runs and the kept ones, its series
     # of several runs the trend section.
-    with ReadingRuns("report", done="runs' points computed") as progress:
+    with ReadingRuns("report", done=COMPUTED) as progress:
         judgement = report_judgement(runs, profile, kept,
                                      partial(points_of_runs, on_done=progress))
     trends = [t for t in judgement.trends if len(t.runs) >= 2]

@@ -295,7 +295,7 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
 
 def _groups(measurements: Iterable[Measurement], unit_suite: str, unit_vu: int,
             operation: str, statistic: str, steady_spread_bp: float
-            ) -> tuple[dict[Key, Reduced], dict[tuple[int, str], _Group]]:
+            ) -> dict[tuple[int, str], _Group]:
     """The run's reductions and, per CPU and backend, its statistic and quiet pairs: what
     every interval of one run starts from, whichever signatures it resamples."""
     if statistic not in STATISTICS:
@@ -318,17 +318,17 @@ def _groups(measurements: Iterable[Measurement], unit_suite: str, unit_vu: int,
             used, why = statistic, "asked for"  # type: ignore[assignment]
         groups[(cpu, backend)] = _Group(mine, cpu, backend, operation, unit_suite,
                                         unit_vu, used, why, paired)
-    return reduced, groups
+    return groups
 
 
-def _estimates(reduced: dict[Key, Reduced], groups: dict[tuple[int, str], _Group],
-               statistic: str, replicates: int, signatures: bool) -> list[SuiteEstimate]:
+def _estimates(groups: dict[tuple[int, str], _Group], statistic: str, replicates: int,
+               signatures: bool) -> list[SuiteEstimate]:
     out: list[SuiteEstimate] = []
-    for (cpu, backend), g in sorted(groups.items()):
-        suites = sorted((key[1] for key in g.reduced), key=lambda s: (s != g.unit_suite, s))
-        for suite in suites:
-            out.append(_estimate_suite(g, reduced[(cpu, suite, backend, g.operation)],
-                                       statistic, replicates, signatures))
+    for _cpu_backend, g in sorted(groups.items()):
+        # The unit suite first, then the others by name.
+        for _key, red in sorted(g.reduced.items(),
+                                key=lambda kv: (kv[0][1] != g.unit_suite, kv[0][1])):
+            out.append(_estimate_suite(g, red, statistic, replicates, signatures))
     return out
 
 
@@ -355,9 +355,9 @@ def estimate(
     measurement's share alone, what the stopping rule asks about: more rounds cannot
     narrow the pool's share). Deterministic: the same records give the same figures.
     """
-    reduced, groups = _groups(measurements, unit_suite, unit_vu, operation, statistic,
-                              steady_spread_bp)
-    return _estimates(reduced, groups, statistic, replicates, signatures)
+    groups = _groups(measurements, unit_suite, unit_vu, operation, statistic,
+                     steady_spread_bp)
+    return _estimates(groups, statistic, replicates, signatures)
 
 
 def estimate_both(
@@ -368,7 +368,7 @@ def estimate_both(
     resampled, and with them held: the same figures as two calls, from one reduction and
     one fit of the quiet pairs (a run's point needs both: the pool's share is their
     difference)."""
-    reduced, groups = _groups(measurements, unit_suite, NO_PROFILE_UNIT.vu, operation,
-                              "auto", STEADY_SPREAD_BP)
-    return (_estimates(reduced, groups, "auto", replicates, True),
-            _estimates(reduced, groups, "auto", replicates, False))
+    groups = _groups(measurements, unit_suite, NO_PROFILE_UNIT.vu, operation, "auto",
+                     STEADY_SPREAD_BP)
+    return (_estimates(groups, "auto", replicates, True),
+            _estimates(groups, "auto", replicates, False))
