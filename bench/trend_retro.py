@@ -46,7 +46,8 @@ HOSTS = {"first": "Zen 5", "held": "Zen 5", "quiet": "Zen 5", "steal": "Zen 5",
          "sixty": "Zen 5", "zen3": "Zen 3", "zen3-shift": "Zen 3", "zen3-quiet": "Zen 3",
          "zen3-idle": "Zen 3", "zen3-late": "Zen 3", "zen4-fresh": "Zen 4", "zen4": "Zen 4",
          "emerald": "Emerald Rapids", "sapphire": "Sapphire Rapids",
-         "sapphire-quiet": "Sapphire Rapids", "sapphire-third": "Sapphire Rapids"}
+         "sapphire-quiet": "Sapphire Rapids", "sapphire-third": "Sapphire Rapids",
+         "zen4-third": "Zen 4"}
 TUNED = ("zen3", "zen3-quiet", "sixty")  # the series the defaults were tuned on
 SUITES = ("ML-DSA-87", "SLH-DSA-SHAKE-128s", "SLH-DSA-SHAKE-256s")
 UNIT = "unit"  # a step in the unit's own time

@@ -637,3 +637,25 @@ def test_this_host_s_third_series_has_one_change_the_slh_dsa_level_across_its_ga
         lo, hi = c.ci_95_bp
         assert 0 < lo < hi, c
         assert any(w.startswith("only SLH-DSA moved") for w in c.what_changed), c
+
+
+ZEN4_THIRD = DATA / "zen4-third"  # the seventeenth: the Zen 4 guest, held out (2026-12-07)
+
+
+def test_the_zen4_guest_s_third_series_is_one_segment_per_suite() -> None:
+    """40 runs on the Zen 4 guest, full pools, recorded to judge the analysis on a series
+    it was not tuned on (docs/TREND.md, "zen4-third"): every run decided, no change and no
+    alarm as recorded; the SLH-DSA ratios wander 65-80 bp run to run (zen4/: 36-38), so
+    their segments are the widest of the three, ML-DSA-87's within 25 bp."""
+    series = _series(ZEN4_THIRD)
+    assert len(series.runs) == 40
+    trend = analyze_series(series)
+    assert trend.known == ()
+    widths = {}
+    for st in trend.suites:
+        assert st.changes == () and st.alarm is None and st.gaps == 0, st
+        (seg,) = st.segments
+        assert seg.runs == 40, st
+        widths[st.suite] = seg.half_width_bp
+    assert widths["ML-DSA-87"] < 25 < min(widths["SLH-DSA-SHAKE-128s"],
+                                           widths["SLH-DSA-SHAKE-256s"]), widths
