@@ -651,7 +651,7 @@ def test_the_zen4_guest_s_third_series_is_one_segment_per_suite() -> None:
     assert len(series.runs) == 40
     trend = analyze_series(series)
     assert trend.known == ()
-    widths = {}
+    widths: dict[str, float] = {}
     for st in trend.suites:
         assert st.changes == () and st.alarm is None and st.gaps == 0, st
         (seg,) = st.segments
