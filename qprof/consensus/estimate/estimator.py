@@ -296,7 +296,7 @@ def _estimate_suite(g: _Group, red: Reduced, asked: str, replicates: int,
 def _groups(measurements: Iterable[Measurement], unit_suite: str, unit_vu: int,
             operation: str, statistic: str, steady_spread_bp: float
             ) -> dict[tuple[int, str], _Group]:
-    """The run's reductions and, per CPU and backend, its statistic and quiet pairs: what
+    """Per CPU and backend of the run: its reductions, statistic and quiet pairs, what
     every interval of one run starts from, whichever signatures it resamples."""
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)}")
@@ -324,7 +324,7 @@ def _groups(measurements: Iterable[Measurement], unit_suite: str, unit_vu: int,
 def _estimates(groups: dict[tuple[int, str], _Group], statistic: str, replicates: int,
                signatures: bool) -> list[SuiteEstimate]:
     out: list[SuiteEstimate] = []
-    for _cpu_backend, g in sorted(groups.items()):
+    for _cpu_and_backend, g in sorted(groups.items()):
         # The unit suite first, then the others by name.
         for _key, red in sorted(g.reduced.items(),
                                 key=lambda kv: (kv[0][1] != g.unit_suite, kv[0][1])):
