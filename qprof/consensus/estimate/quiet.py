@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from qprof.consensus.estimate import stats
 from qprof.consensus.estimate.reduce import Reduced
+from qprof.consensus.estimate.wmedian import weighted_medians
 from qprof.measure import stats as sample_stats
 
 if TYPE_CHECKING:
@@ -223,17 +224,6 @@ def _bins(slowdown: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.asarray(BIN_EDGES), slowdown, side="left")
 
 
-def _weighted_medians(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per row of ``weights`` (replicates x values): the weighted median of ``values``."""
-    import numpy as np
-
-    order = np.argsort(values, kind="stable")
-    cum = np.cumsum(weights[:, order], axis=1)
-    pos = np.argmax(cum >= cum[:, -1:] / 2, axis=1)
-    out: np.ndarray = values[order][pos]
-    return out
-
-
 def _fit(ops: PairOps, weights: np.ndarray, fit_bins: list[int], level_bins: list[int]
          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per replicate (rows of ``weights``): the quiet level a (line through the fit bins
@@ -247,7 +237,7 @@ def _fit(ops: PairOps, weights: np.ndarray, fit_bins: list[int], level_bins: lis
     for k in fit_bins:
         sel = which == k
         w = weights[:, sel]
-        ys.append(_weighted_medians(norm[sel], w))
+        ys.append(weighted_medians(norm[sel], w))
         tot = w.sum(axis=1)
         xs.append((w * ops.slowdown[sel]).sum(axis=1) / np.maximum(tot, 1e-300))
         ws.append(tot)
@@ -273,7 +263,7 @@ def _fit(ops: PairOps, weights: np.ndarray, fit_bins: list[int], level_bins: lis
     g[:, quiet] = (a[:, None] + b[:, None] * ops.slowdown[quiet]) / a[:, None]
     for k in level_bins:
         sel = which == k
-        g[:, sel] = (_weighted_medians(norm[sel], weights[:, sel]) / a)[:, None]
+        g[:, sel] = (weighted_medians(norm[sel], weights[:, sel]) / a)[:, None]
     return a, b, g
 
 
@@ -298,14 +288,8 @@ def _estimate(ops: PairOps, weights: np.ndarray
 
     fit, level, used = _bins_used(ops)
     a, b, g = _fit(ops, weights, fit, level)
-    z = ops.ratio[None, :] / g
-    w = np.where(used[None, :], weights, 0.0)
-    # z differs per replicate: sort each row.
-    order = np.argsort(z, axis=1)
-    zs = np.take_along_axis(z, order, 1)
-    cum = np.cumsum(np.take_along_axis(w, order, 1), axis=1)
-    pos = np.argmax(cum >= cum[:, -1:] / 2, axis=1)
-    return zs[np.arange(len(pos)), pos], a, b
+    z = ops.ratio[None, :] / g  # differs per replicate
+    return weighted_medians(z, np.where(used[None, :], weights, 0.0)), a, b
 
 
 def _signature_costs(ops: PairOps) -> np.ndarray:
