@@ -60,8 +60,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("owner_lock.py", "os.rename"): "that lock file, locked, into its name",
     ("owner_lock.py", "os.unlink"): "its own temporary, when the lock was not made",
     ("service/run_locks.py", "os.unlink"): "a run's lock file, its own or a dead writer's",
-    ("verify/nb/__init__.py", "mkdtemp"): "a private kernel cache when none is writable",
-    ("verify/nb/__init__.py", "rmtree"): "that private cache, made by mkdtemp",
+    ("verify/nb_cache.py", "mkdtemp"): "a private kernel cache when none is writable",
+    ("verify/nb_cache.py", "rmtree"): "that private cache, made by mkdtemp",
     ("commands/bench.py", "unlink"): "the empty run file it created itself (open_new)",
     ("commands/monitor.py", "open"): "--startup-report, a hidden option for tests",
     # Engine <-> worker messages and results, in the run's mkdtemp workdir (0700).

@@ -1,6 +1,6 @@
 """The numba kernels compile for 512-bit vectors on AVX-512 hosts (qprof.verify.nb): LLVM's
 Intel tuning prefers 256-bit vectors, which made ML-DSA verify 1.34-1.65x liboqs where
-512-bit gave 1.14-1.22x (docs in qprof/verify/nb/__init__.py)."""
+512-bit gave 1.14-1.22x (docs/NUMBA.md; set by qprof/verify/nb_cache.py)."""
 
 from __future__ import annotations
 

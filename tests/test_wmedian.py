@@ -1,6 +1,6 @@
 """The compiled weighted median gives the value of the numpy rule it replaced (sort each
 row, cumulative weight, the first to reach half): ties, zero weights, a row of zero
-weight, a NaN, values shared by every row."""
+weight, a NaN, values shared by every row, rows sorted when the pivots are defeated."""
 
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ def test_the_value_of_the_sorting_rule(rows: tuple[np.ndarray, np.ndarray]) -> N
     shared = values[0]
     assert np.array_equal(weighted_medians(shared, weights), sorting_rule(shared, weights),
                           equal_nan=True)
+    # Rows whose values defeat the pivots are sorted: the same value.
+    assert np.array_equal(weighted_medians(values, weights, most_steps=0),
+                          sorting_rule(values, weights), equal_nan=True)
 
 
 def test_a_bootstrap_chunk() -> None:

@@ -5,9 +5,9 @@ curve, moves every operation's ratio, so each row needs its own weighted median.
 every row costs O(n log n) plus two gathers and a cumulative sum; a three-way quickselect
 that carries the weights finds the same value in O(n). The value is the sorting rule's:
 the smallest one whose weight, with all below it, reaches half the row's weight (sums
-rounded in another order; a row with a NaN is sorted, NaN last, as numpy sorts).
-Compiled at first use, cached where qprof's numba kernels are (``verify.nb_cache``). Measured:
-bench/weighted_median.py, docs/ESTIMATOR.md.
+rounded in another order). A row with a NaN, or whose values defeat the pivots, is sorted
+(NaN last, as numpy sorts). Compiled at first use, cached with qprof's numba kernels.
+Measured: bench/weighted_median.py, docs/ESTIMATOR.md.
 """
 
 from __future__ import annotations
@@ -21,34 +21,24 @@ from qprof.verify.nb_cache import configure_numba
 _kernel: Any = None
 
 
-def _medians(values: Any, weights: Any) -> Any:  # pragma: no cover - compiled by numba
+def _medians(values: Any, weights: Any, most_steps: int
+             ) -> Any:  # pragma: no cover - compiled by numba
     """Per row of ``weights``: the weighted median of that row of ``values`` (or of its
-    one row for all)."""
+    one row for all); a row still undecided after ``most_steps`` partitions is sorted."""
     reps, n = weights.shape
     out = np.empty(reps)
     idx = np.empty(n, np.int64)
     for r in range(reps):
         vals, wts = values[min(r, values.shape[0] - 1)], weights[r]
-        total, nan = 0.0, False
+        total, by_sorting = 0.0, False
         for k in range(n):
-            nan = nan or vals[k] != vals[k]
+            by_sorting = by_sorting or vals[k] != vals[k]  # a NaN
             total += wts[k]
             idx[k] = k
-        if nan:  # numpy's order (NaN last) and sums
-            order = np.argsort(vals)
-            total = 0.0
-            for k in range(n):
-                total += wts[order[k]]
-            cum, out[r] = 0.0, vals[order[0]]
-            for k in range(n):
-                cum += wts[order[k]]
-                if cum >= total / 2:
-                    out[r] = vals[order[k]]
-                    break
-            continue
         half = total / 2
         lo, hi, below = 0, n - 1, 0.0  # idx[lo..hi] undecided; `below`: the weight under
-        while lo < hi:
+        steps = 0
+        while lo < hi and not by_sorting:
             a, b, c = vals[idx[lo]], vals[idx[(lo + hi) // 2]], vals[idx[hi]]
             pivot = max(min(a, b), min(max(a, b), c))  # the middle one
             lt, i, gt = lo, lo, hi  # [lo, lt) < pivot, [lt, i) == pivot, (gt, hi] > pivot
@@ -76,13 +66,31 @@ def _medians(values: Any, weights: Any) -> Any:  # pragma: no cover - compiled b
             else:
                 below += w_less + w_equal
                 lo = gt + 1
-        out[r] = vals[idx[lo]]
+            steps += 1
+            by_sorting = steps > most_steps  # values laid out against the pivots
+        if not by_sorting:
+            out[r] = vals[idx[lo]]
+            continue
+        # numpy's order (NaN last) and sums; merge sort: O(n log n) whatever the values
+        order = np.argsort(vals, kind="mergesort")
+        total = 0.0
+        for k in range(n):
+            total += wts[order[k]]
+        cum, out[r] = 0.0, vals[order[0]]
+        for k in range(n):
+            cum += wts[order[k]]
+            if cum >= total / 2:
+                out[r] = vals[order[k]]
+                break
     return out
 
 
-def weighted_medians(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def weighted_medians(values: np.ndarray, weights: np.ndarray, most_steps: int | None = None
+                     ) -> np.ndarray:
     """Per row of ``weights`` (rows x n): the weighted median of ``values``, one row of
-    values per row of weights (rows x n) or one row for all (n)."""
+    values per row of weights (rows x n) or one row for all (n). ``most_steps``: the
+    partitions a row may take before it is sorted (default 4 log2(n) + 16; a quickselect
+    takes about 2 log2(n))."""
     global _kernel
     if _kernel is None:
         from numba import njit  # heavy: imported by the first interval that needs it
@@ -90,5 +98,8 @@ def weighted_medians(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         configure_numba()
         _kernel = njit(cache=True, nogil=True)(_medians)
     v = np.ascontiguousarray(np.atleast_2d(values), dtype=np.float64)
-    out: np.ndarray = _kernel(v, np.ascontiguousarray(weights, dtype=np.float64))
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if most_steps is None:
+        most_steps = 4 * int(np.log2(w.shape[1] + 1)) + 16
+    out: np.ndarray = _kernel(v, w, most_steps)
     return out
