@@ -36,13 +36,18 @@ PER = 50  # chunks a timing of the rows
 
 
 def by_sorting(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The rule the kernel replaced: sort each row, gather, cumulative sum."""
-    z = np.broadcast_to(values, weights.shape)
-    order = np.argsort(z, axis=1)
-    zs = np.take_along_axis(z, order, 1)
+    """The code the kernel replaced (quiet.py at 5ca3a04): one row of values for all
+    sorted once, else each row sorted; the weights gathered in that order and summed."""
+    if values.ndim == 1:
+        order = np.argsort(values, kind="stable")
+        cum = np.cumsum(weights[:, order], axis=1)
+        out: np.ndarray = values[order][np.argmax(cum >= cum[:, -1:] / 2, axis=1)]
+        return out
+    order = np.argsort(values, axis=1)
+    zs = np.take_along_axis(values, order, 1)
     cum = np.cumsum(np.take_along_axis(weights, order, 1), axis=1)
     pos = np.argmax(cum >= cum[:, -1:] / 2, axis=1)
-    out: np.ndarray = zs[np.arange(len(pos)), pos]
+    out = zs[np.arange(len(pos)), pos]
     return out
 
 

@@ -6,8 +6,8 @@ every row costs O(n log n) plus two gathers and a cumulative sum; a three-way qu
 that carries the weights finds the same value in O(n). The value is the sorting rule's:
 the smallest one whose weight, with all below it, reaches half the row's weight (sums
 rounded in another order). A row with a NaN, or whose values defeat the pivots, is sorted
-(NaN last, as numpy sorts). Compiled at first use, cached with qprof's numba kernels.
-Measured: bench/weighted_median.py, docs/ESTIMATOR.md.
+(NaN last, as numpy sorts); values shared by every row are sorted once. Compiled at first
+use, cached with qprof's numba kernels. Measured: bench/weighted_median.py.
 """
 
 from __future__ import annotations
@@ -18,18 +18,37 @@ import numpy as np
 
 from qprof.verify.nb_cache import configure_numba
 
-_kernel: Any = None
+_kernels: tuple[Any, Any] | None = None
+
+
+def _sorted_medians(ordered: Any, weights: Any, order: Any
+                    ) -> Any:  # pragma: no cover - compiled by numba
+    """Per row of ``weights``: the weighted median of values sorted once (``ordered``,
+    their ``order``): the first whose cumulative weight reaches half, summed in order."""
+    reps, n = weights.shape
+    out = np.empty(reps)
+    for r in range(reps):
+        total = 0.0
+        for k in range(n):
+            total += weights[r, order[k]]
+        cum, out[r] = 0.0, ordered[0]
+        for k in range(n):
+            cum += weights[r, order[k]]
+            if cum >= total / 2:
+                out[r] = ordered[k]
+                break
+    return out
 
 
 def _medians(values: Any, weights: Any, most_steps: int
              ) -> Any:  # pragma: no cover - compiled by numba
-    """Per row of ``weights``: the weighted median of that row of ``values`` (or of its
-    one row for all); a row still undecided after ``most_steps`` partitions is sorted."""
+    """Per row: the weighted median of that row of ``values`` with that row of
+    ``weights``; a row still undecided after ``most_steps`` partitions is sorted."""
     reps, n = weights.shape
     out = np.empty(reps)
     idx = np.empty(n, np.int64)
     for r in range(reps):
-        vals, wts = values[min(r, values.shape[0] - 1)], weights[r]
+        vals, wts = values[r], weights[r]
         total, by_sorting = 0.0, False
         for k in range(n):
             by_sorting = by_sorting or vals[k] != vals[k]  # a NaN
@@ -88,18 +107,25 @@ def _medians(values: Any, weights: Any, most_steps: int
 def weighted_medians(values: np.ndarray, weights: np.ndarray, most_steps: int | None = None
                      ) -> np.ndarray:
     """Per row of ``weights`` (rows x n): the weighted median of ``values``, one row of
-    values per row of weights (rows x n) or one row for all (n). ``most_steps``: the
-    partitions a row may take before it is sorted (default 4 log2(n) + 16; a quickselect
-    takes about 2 log2(n))."""
-    global _kernel
-    if _kernel is None:
+    values per row of weights (rows x n: a quickselect each) or one row for all (n:
+    sorted once, each row's weights summed in that order). ``most_steps``: the partitions
+    a row may take before it is sorted (default 4 log2(n) + 16; about 2 log2(n) is
+    usual)."""
+    global _kernels
+    if _kernels is None:
         from numba import njit  # heavy: imported by the first interval that needs it
 
         configure_numba()
-        _kernel = njit(cache=True, nogil=True)(_medians)
-    v = np.ascontiguousarray(np.atleast_2d(values), dtype=np.float64)
+        _kernels = (njit(cache=True, nogil=True)(_medians),
+                    njit(cache=True, nogil=True)(_sorted_medians))
+    per_row, shared = _kernels
     w = np.ascontiguousarray(weights, dtype=np.float64)
+    if values.ndim == 1:
+        order = np.argsort(values, kind="stable")  # NaN last
+        out: np.ndarray = shared(np.ascontiguousarray(values[order], dtype=np.float64), w,
+                                 order)
+        return out
     if most_steps is None:
         most_steps = 4 * int(np.log2(w.shape[1] + 1)) + 16
-    out: np.ndarray = _kernel(v, w, most_steps)
+    out = per_row(np.ascontiguousarray(values, dtype=np.float64), w, most_steps)
     return out
