@@ -80,7 +80,9 @@ def _get(url: str, target: str, deadline_s: float) -> bytes:
             raise _fail(url, f"HTTP {resp.status} {one_line(resp.reason, 80)}")
         return bytes(body)
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        if expired.is_set():
+        # The socket's own timeout (deadline_s per operation) may fire before the timer:
+        # either way the deadline has passed.
+        if expired.is_set() or isinstance(exc, TimeoutError):
             raise _fail(url, f"no whole answer within {deadline_s:.0f} s") from None
         raise _fail(url, f"{type(exc).__name__}: {exc}") from None
     finally:
