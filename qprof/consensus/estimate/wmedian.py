@@ -43,7 +43,8 @@ def _sorted_medians(ordered: Any, weights: Any, order: Any
 def _medians(values: Any, weights: Any, most_steps: int
              ) -> Any:  # pragma: no cover - compiled by numba
     """Per row: the weighted median of that row of ``values`` with that row of
-    ``weights``; a row still undecided after ``most_steps`` partitions is sorted."""
+    ``weights``; NaN for a row with a NaN or still undecided after ``most_steps``
+    partitions (the caller sorts it)."""
     reps, n = weights.shape
     out = np.empty(reps)
     idx = np.empty(n, np.int64)
@@ -87,20 +88,7 @@ def _medians(values: Any, weights: Any, most_steps: int
                 lo = gt + 1
             steps += 1
             by_sorting = steps > most_steps  # values laid out against the pivots
-        if not by_sorting:
-            out[r] = vals[idx[lo]]
-            continue
-        # numpy's order (NaN last) and sums; merge sort: O(n log n) whatever the values
-        order = np.argsort(vals, kind="mergesort")
-        total = 0.0
-        for k in range(n):
-            total += wts[order[k]]
-        cum, out[r] = 0.0, vals[order[0]]
-        for k in range(n):
-            cum += wts[order[k]]
-            if cum >= total / 2:
-                out[r] = vals[order[k]]
-                break
+        out[r] = np.nan if by_sorting else vals[idx[lo]]  # NaN: the caller sorts the row
     return out
 
 
@@ -118,14 +106,21 @@ def weighted_medians(values: np.ndarray, weights: np.ndarray, most_steps: int | 
         configure_numba()
         _kernels = (njit(cache=True, nogil=True)(_medians),
                     njit(cache=True, nogil=True)(_sorted_medians))
-    per_row, shared = _kernels
+    per_row, sorted_once = _kernels
+
+    def by_sorting(vals: np.ndarray, w: np.ndarray) -> np.ndarray:
+        order = np.argsort(vals, kind="stable")  # NaN last; O(n log n) whatever the values
+        out: np.ndarray = sorted_once(np.ascontiguousarray(vals[order], dtype=np.float64),
+                                      w, order)
+        return out
+
     w = np.ascontiguousarray(weights, dtype=np.float64)
     if values.ndim == 1:
-        order = np.argsort(values, kind="stable")  # NaN last
-        out: np.ndarray = shared(np.ascontiguousarray(values[order], dtype=np.float64), w,
-                                 order)
-        return out
+        return by_sorting(values, w)
     if most_steps is None:
         most_steps = 4 * int(np.log2(w.shape[1] + 1)) + 16
-    out = per_row(np.ascontiguousarray(values, dtype=np.float64), w, most_steps)
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    out: np.ndarray = per_row(v, w, most_steps)
+    for r in np.flatnonzero(np.isnan(out)):
+        out[r] = by_sorting(v[r], w[r:r + 1])[0]
     return out
